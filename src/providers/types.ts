@@ -1,0 +1,153 @@
+/**
+ * The provider port: the only way the agent loop talks to a model. One implementation per wire API
+ * (openai-completions, openai-responses, anthropic-messages, scripted). Providers translate our neutral
+ * message shapes into their wire format and translate the streamed answer back into ModelStreamEvents.
+ */
+
+export type ApiKind = "openai-completions" | "openai-responses" | "anthropic-messages" | "scripted";
+
+export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+
+export function emptyUsage(): Usage {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+}
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    input: a.input + b.input,
+    output: a.output + b.output,
+    cacheRead: a.cacheRead + b.cacheRead,
+    cacheWrite: a.cacheWrite + b.cacheWrite,
+    total: a.total + b.total,
+  };
+}
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+export interface ThinkingBlock {
+  type: "thinking";
+  thinking: string;
+  /** Provider-specific opaque data needed to send the block back (Anthropic signature). */
+  signature?: string;
+}
+export interface ToolCallBlock {
+  type: "toolCall";
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
+
+export interface UserMessage {
+  role: "user";
+  content: string;
+}
+export interface AssistantMessage {
+  role: "assistant";
+  content: AssistantBlock[];
+  stopReason?: StopReason;
+  usage?: Usage;
+  /** provider/model that produced it */
+  model?: string;
+}
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: string;
+  isError: boolean;
+}
+export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;
+
+/** JSON Schema for a tool's parameters (always an object schema). */
+export type JsonSchema = Record<string, unknown>;
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+export type StopReason = "stop" | "tool_calls" | "length" | "error" | "aborted";
+
+export interface ModelRequest {
+  /** model id as the provider knows it (no "provider/" prefix) */
+  model: string;
+  system?: string;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  maxTokens?: number;
+  thinking?: ThinkingLevel;
+  signal: AbortSignal;
+}
+
+export type ModelStreamEvent =
+  | { type: "text_delta"; delta: string }
+  | { type: "thinking_delta"; delta: string }
+  /** A thinking block is complete (signature when the API gives one). */
+  | { type: "thinking_end"; thinking: string; signature?: string }
+  /** Emitted once per tool call, when its arguments are complete and parsed. */
+  | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: "done"; stopReason: StopReason; usage: Usage };
+
+export interface ModelProvider {
+  /** provider id from config, e.g. "openai", "local" */
+  readonly id: string;
+  readonly api: ApiKind;
+  stream(request: ModelRequest): AsyncIterable<ModelStreamEvent>;
+}
+
+export type ProviderErrorKind =
+  | "rate_limit"
+  | "server"
+  | "context_length"
+  | "auth"
+  | "bad_request"
+  | "timeout"
+  | "aborted"
+  | "network"
+  | "bad_response";
+
+/** Every provider failure is normalized to this, so the loop and reply shaping never see SDK classes. */
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  readonly status?: number;
+  readonly retryable: boolean;
+  constructor(kind: ProviderErrorKind, message: string, opts: { status?: number; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = "ProviderError";
+    this.kind = kind;
+    this.status = opts.status;
+    this.retryable = kind === "rate_limit" || kind === "server" || kind === "network" || kind === "timeout";
+  }
+}
+
+export interface ProviderModelConfig {
+  id: string;
+  contextWindow?: number;
+  maxTokens?: number;
+}
+
+/** What a provider module needs to be constructed (from config.models.providers.<id>). */
+export interface ProviderInit {
+  id: string;
+  api: ApiKind;
+  baseUrl?: string;
+  apiKey?: string;
+  /** covers connect, headers and body of one HTTP request */
+  timeoutMs?: number;
+  headers?: Record<string, string>;
+  models: ProviderModelConfig[];
+  /** scripted provider: path of the JSON5 script, or the parsed script itself */
+  script?: string | unknown;
+}

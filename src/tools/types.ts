@@ -1,0 +1,40 @@
+import type { JsonSchema } from "../providers/types.js";
+
+export interface ToolContext {
+  /** Absolute, real path of the directory file tools are confined to; exec's cwd. */
+  workspaceDir: string;
+  signal: AbortSignal;
+  /** Extra environment for exec (skills inject here). */
+  env?: Record<string, string>;
+  /** Streams a partial result (tool `update` event). */
+  onUpdate?: (partial: string) => void;
+}
+
+export interface ToolOutput {
+  /** Text given back to the model. */
+  content: string;
+  isError?: boolean;
+  /** Free-form metadata for events/logs; never sent to the model. */
+  details?: Record<string, unknown>;
+}
+
+export interface Tool {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+  /**
+   * "parallel" tools in one model turn run together; a "sequential" tool runs alone, so a steering message can
+   * skip the calls after it. Read-only tools are parallel; tools with side effects are sequential.
+   */
+  concurrency: "parallel" | "sequential";
+  /** Throwing is fine: the loop turns it into an error result and the run goes on. */
+  execute(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+/** A failure the tool wants the model to see as a plain message (no stack). */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ToolError";
+  }
+}
