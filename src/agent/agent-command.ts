@@ -1,0 +1,172 @@
+import path from "node:path";
+import type { PromptMode } from "../prompt/system-prompt.js";
+import { type SkillSnapshot, resolveSkillSnapshot } from "../prompt/skills.js";
+import type { ThinkingLevel } from "../providers/types.js";
+import type { SteeringPort } from "./loop.js";
+import { type EmbeddedRunResult, errorKind, runEmbeddedAgent } from "./run-embedded.js";
+import type { AgentRuntime } from "./runtime.js";
+
+export interface AgentCommandParams {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  message: string;
+  model?: string;
+  thinking?: ThinkingLevel;
+  /** seconds; 0 = unlimited; default agents.defaults.timeoutSeconds */
+  timeoutSeconds?: number;
+  lane?: string;
+  promptMode?: PromptMode;
+  extraSystemPrompt?: string;
+  signal?: AbortSignal;
+  steering?: SteeringPort;
+  onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void;
+}
+
+/** `/new` and `/reset` are handled before the model: they start a new transcript generation. */
+export function parseSlashCommand(message: string): { command: "new" | "reset" | "stop"; rest: string } | undefined {
+  const m = message.trim().match(/^\/(new|reset|stop)(?:\s+([\s\S]*))?$/i);
+  if (!m) return undefined;
+  return { command: m[1].toLowerCase() as "new" | "reset" | "stop", rest: (m[2] ?? "").trim() };
+}
+
+/**
+ * Runs one turn: resolves model and thinking defaults, handles /new and /reset, takes the skills snapshot, calls
+ * runEmbeddedAgent, and emits a fallback lifecycle error if the embedded run threw before emitting its own end.
+ */
+export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams): Promise<EmbeddedRunResult> {
+  const { runId, sessionKey } = params;
+  let lifecycleEnded = false;
+  const unsubscribe = rt.bus.subscribe((ev) => {
+    if (ev.runId === runId && ev.stream === "lifecycle" && ev.data.phase !== "start") lifecycleEnded = true;
+  });
+  const startedAt = rt.clock.now();
+  try {
+    const session = rt.store.ensureSession(sessionKey, params.agentId, startedAt);
+    let message = params.message;
+    let reset = false;
+    const slash = parseSlashCommand(message);
+    if (slash && (slash.command === "new" || slash.command === "reset")) {
+      rt.store.resetSession(sessionKey, startedAt, `/${slash.command}`);
+      reset = true;
+      if (!slash.rest) return synthetic(rt, params, startedAt, "Started a new session.");
+      message = slash.rest;
+    }
+
+    const modelRef = params.model ?? session.modelOverride ?? rt.agentModelRef(params.agentId);
+    const thinking = (params.thinking ??
+      (session.thinking as ThinkingLevel | undefined) ??
+      rt.config.agents.defaults.thinkingDefault) as ThinkingLevel;
+    const timeoutSeconds = params.timeoutSeconds ?? rt.config.agents.defaults.timeoutSeconds;
+
+    const skills = await sessionSkills(rt, params.agentId, sessionKey, session.skillsSnapshot, reset);
+    return await runEmbeddedAgent(rt, {
+      runId,
+      sessionKey,
+      agentId: params.agentId,
+      message,
+      modelRef: modelRef ?? "",
+      thinking,
+      timeoutMs: timeoutSeconds * 1000,
+      lane: params.lane,
+      promptMode: params.promptMode,
+      extraSystemPrompt: params.extraSystemPrompt,
+      signal: params.signal,
+      steering: params.steering,
+      skills,
+      onStarted: params.onStarted,
+    });
+  } catch (err) {
+    const endedAt = rt.clock.now();
+    const message = err instanceof Error ? err.message : String(err);
+    const aborted = params.signal?.aborted === true;
+    const kind = aborted ? "aborted" : errorKind(err);
+    if (!lifecycleEnded) {
+      rt.bus.emit(runId, sessionKey, "lifecycle", {
+        phase: "error",
+        startedAt,
+        endedAt,
+        status: aborted ? "aborted" : "error",
+        stopReason: aborted ? "aborted" : "error",
+        error: message,
+        kind,
+      });
+    }
+    return {
+      runId,
+      sessionKey,
+      status: aborted ? "aborted" : "error",
+      stopReason: aborted ? "aborted" : "error",
+      payloads: aborted ? [] : [{ text: `⚠️ ${message}`, kind: "error" }],
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      startedAt,
+      endedAt,
+      durationMs: endedAt - startedAt,
+      laneWaitMs: 0,
+      steps: 0,
+      model: params.model ?? "",
+      error: { message, kind },
+    };
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** A turn answered without the model (slash commands): still a full lifecycle, so waiters and clients see it end. */
+function synthetic(rt: AgentRuntime, params: AgentCommandParams, startedAt: number, text: string): EmbeddedRunResult {
+  rt.bus.emit(params.runId, params.sessionKey, "lifecycle", { phase: "start", startedAt });
+  rt.bus.emit(params.runId, params.sessionKey, "assistant", { text, delta: text });
+  const endedAt = rt.clock.now();
+  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+  rt.bus.emit(params.runId, params.sessionKey, "lifecycle", {
+    phase: "end",
+    startedAt,
+    endedAt,
+    status: "ok",
+    stopReason: "command",
+    usage,
+  });
+  return {
+    runId: params.runId,
+    sessionKey: params.sessionKey,
+    status: "ok",
+    stopReason: "command",
+    payloads: [{ text }],
+    usage,
+    startedAt,
+    endedAt,
+    durationMs: endedAt - startedAt,
+    laneWaitMs: 0,
+    steps: 0,
+    model: "",
+  };
+}
+
+/**
+ * The session reuses its skills snapshot between runs; it is retaken after /new or /reset, or when the skill
+ * folders changed (fingerprint of listings + SKILL.md mtimes, no file reads), so a deleted skill is never offered.
+ */
+async function sessionSkills(
+  rt: AgentRuntime,
+  agentId: string,
+  sessionKey: string,
+  stored: string | undefined,
+  reset: boolean,
+): Promise<SkillSnapshot> {
+  const workspace = await rt.workspaceFor(agentId);
+  const dirs = [path.join(workspace.dir, "skills"), ...rt.config.skills.dirs];
+  let previous: SkillSnapshot | undefined;
+  if (stored) {
+    try {
+      previous = JSON.parse(stored) as SkillSnapshot;
+    } catch {
+      previous = undefined;
+    }
+  }
+  const { snapshot, reused } = await resolveSkillSnapshot({ previous, dirs, reset, now: new Date(rt.clock.now()) });
+  if (!reused) {
+    for (const w of snapshot.warnings) rt.logger.warn(w);
+    rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
+  }
+  return snapshot;
+}

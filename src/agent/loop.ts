@@ -1,0 +1,347 @@
+import {
+  type AssistantBlock,
+  type AssistantMessage,
+  type ChatMessage,
+  type ModelProvider,
+  ProviderError,
+  type StopReason,
+  type ThinkingLevel,
+  type ToolCallBlock,
+  type ToolResultMessage,
+  type ToolSpec,
+  type Usage,
+  type UserMessage,
+  addUsage,
+  emptyUsage,
+} from "../providers/types.js";
+import type { Tool, ToolContext } from "../tools/types.js";
+
+/**
+ * The inner agent loop: model turn → tool calls → tool results → next model turn, until a final answer, the step
+ * limit, an abort or an error. It is a pure async generator: it yields typed events and returns an outcome, and it
+ * reaches the world only through the ports it is given (provider, tools, steering, hooks, signal). It never
+ * touches storage, sockets or timers — the runner persists and publishes what it yields.
+ *
+ * Invariant: every tool call the loop yields in an assistant message is followed by exactly one tool result
+ * message (real, blocked, skipped or aborted), so a transcript never holds an unanswered call.
+ */
+
+export const SKIPPED_FOR_STEER = "skipped: a new user message arrived";
+
+export type LoopEvent =
+  | { type: "model_start"; step: number }
+  | { type: "text_delta"; delta: string; text: string }
+  | { type: "thinking_delta"; delta: string }
+  | { type: "model_end"; step: number; usage: Usage; stopReason: StopReason }
+  /** a message to append to the transcript, in order */
+  | { type: "message"; message: ChatMessage }
+  | { type: "tool_start"; toolCallId: string; name: string; args: Record<string, unknown> }
+  | { type: "tool_update"; toolCallId: string; name: string; partial: string }
+  | {
+      type: "tool_end";
+      toolCallId: string;
+      name: string;
+      isError: boolean;
+      result: string;
+      /** skipped (steer), blocked (hook) or aborted — the tool never ran */
+      skipped?: "steer" | "blocked" | "aborted";
+    }
+  | { type: "steered"; messages: UserMessage[] };
+
+export type LoopStopReason = "stop" | "length" | "max_steps" | "aborted" | "error";
+
+export interface LoopOutcome {
+  stopReason: LoopStopReason;
+  /** set when stopReason is "error" */
+  error?: ProviderError | Error;
+  usage: Usage;
+  steps: number;
+  /** text of the last assistant message (the reply before shaping) */
+  finalText: string;
+  toolErrors: Array<{ name: string; message: string }>;
+}
+
+export interface SteeringPort {
+  /** true when a user message is waiting to be injected */
+  pending(): boolean;
+  /** takes the waiting messages (they become part of this run) */
+  take(): UserMessage[];
+}
+
+export interface ToolCallDecision {
+  block?: boolean;
+  blockReason?: string;
+  params?: Record<string, unknown>;
+}
+
+export interface LoopPorts {
+  provider: ModelProvider;
+  tools: ReadonlyMap<string, Tool>;
+  signal: AbortSignal;
+  toolContext: Omit<ToolContext, "signal" | "onUpdate">;
+  steering?: SteeringPort;
+  beforeToolCall?: (call: ToolCallBlock) => Promise<ToolCallDecision | undefined> | ToolCallDecision | undefined;
+  afterToolCall?: (call: ToolCallBlock, result: ToolResultMessage) => void;
+  /** what goes back into the model context (caps); events get the raw text and sanitize it themselves */
+  resultForModel?: (text: string) => string;
+}
+
+export interface LoopInput {
+  model: string;
+  system?: string;
+  /** history including the new user message */
+  messages: ChatMessage[];
+  maxSteps: number;
+  thinking?: ThinkingLevel;
+  maxTokens?: number;
+}
+
+/** Wakes a waiting consumer; a wake with nobody waiting is remembered, so no wake-up is ever lost. */
+class Notifier {
+  private resolve?: () => void;
+  private flagged = false;
+  wake(): void {
+    if (this.resolve) {
+      const r = this.resolve;
+      this.resolve = undefined;
+      r();
+    } else this.flagged = true;
+  }
+  wait(): Promise<void> {
+    if (this.flagged) {
+      this.flagged = false;
+      return Promise.resolve();
+    }
+    return new Promise((r) => {
+      this.resolve = r;
+    });
+  }
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+function abortReasonText(signal: AbortSignal): string {
+  const r = signal.reason as { message?: string } | string | undefined;
+  if (typeof r === "string") return r;
+  return r?.message ?? "aborted";
+}
+
+export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGenerator<LoopEvent, LoopOutcome> {
+  const messages = [...input.messages];
+  const specs: ToolSpec[] = [...ports.tools.values()].map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+  }));
+  let usage = emptyUsage();
+  let steps = 0;
+  let finalText = "";
+  const toolErrors: LoopOutcome["toolErrors"] = [];
+  const outcome = (stopReason: LoopStopReason, error?: Error): LoopOutcome => ({
+    stopReason,
+    error,
+    usage,
+    steps,
+    finalText,
+    toolErrors,
+  });
+
+  while (true) {
+    if (ports.signal.aborted) return outcome("aborted");
+    if (steps >= input.maxSteps) return outcome("max_steps");
+    // Steering messages that arrived during the previous tool batch become visible before this model call.
+    if (ports.steering?.pending()) {
+      const steered = ports.steering.take();
+      if (steered.length) {
+        yield { type: "steered", messages: steered };
+        for (const m of steered) {
+          messages.push(m);
+          yield { type: "message", message: m };
+        }
+      }
+    }
+
+    steps++;
+    yield { type: "model_start", step: steps };
+    let text = "";
+    let thinking = "";
+    let thinkingSignature: string | undefined;
+    const calls: ToolCallBlock[] = [];
+    let stopReason: StopReason = "stop";
+    let callUsage = emptyUsage();
+    let failure: Error | undefined;
+    try {
+      const stream = ports.provider.stream({
+        model: input.model,
+        system: input.system,
+        messages,
+        tools: specs,
+        thinking: input.thinking,
+        maxTokens: input.maxTokens,
+        signal: ports.signal,
+      });
+      for await (const ev of stream) {
+        switch (ev.type) {
+          case "text_delta":
+            text += ev.delta;
+            yield { type: "text_delta", delta: ev.delta, text };
+            break;
+          case "thinking_delta":
+            thinking += ev.delta;
+            yield { type: "thinking_delta", delta: ev.delta };
+            break;
+          case "thinking_end":
+            thinking = ev.thinking || thinking;
+            thinkingSignature = ev.signature;
+            break;
+          case "tool_call":
+            calls.push({ type: "toolCall", id: ev.id, name: ev.name, arguments: ev.arguments });
+            break;
+          case "done":
+            stopReason = ev.stopReason;
+            callUsage = ev.usage;
+            break;
+        }
+      }
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+    }
+    usage = addUsage(usage, callUsage);
+    const aborted = ports.signal.aborted;
+
+    if (failure || aborted) {
+      // Keep what the user already saw streamed, but never a half-formed tool call: calls are dropped.
+      if (text) {
+        const partial: AssistantMessage = {
+          role: "assistant",
+          content: [{ type: "text", text }],
+          stopReason: aborted ? "aborted" : "error",
+          usage: callUsage,
+          model: `${ports.provider.id}/${input.model}`,
+        };
+        finalText = text;
+        yield { type: "message", message: partial };
+      }
+      yield { type: "model_end", step: steps, usage: callUsage, stopReason: aborted ? "aborted" : "error" };
+      return aborted ? outcome("aborted") : outcome("error", failure);
+    }
+
+    const content: AssistantBlock[] = [];
+    if (thinking) content.push({ type: "thinking", thinking, signature: thinkingSignature });
+    if (text) content.push({ type: "text", text });
+    content.push(...calls);
+    const assistant: AssistantMessage = {
+      role: "assistant",
+      content,
+      stopReason: calls.length ? "tool_calls" : stopReason,
+      usage: callUsage,
+      model: `${ports.provider.id}/${input.model}`,
+    };
+    messages.push(assistant);
+    finalText = text;
+    yield { type: "message", message: assistant };
+    yield { type: "model_end", step: steps, usage: callUsage, stopReason: assistant.stopReason ?? "stop" };
+
+    if (calls.length === 0) return outcome(stopReason === "length" ? "length" : "stop");
+
+    // Tool execution: consecutive parallel-safe calls run together; a sequential call runs alone. Before each
+    // batch, a waiting steering message skips the rest of this turn's calls (the running tool is never cut).
+    const results: ToolResultMessage[] = new Array(calls.length);
+    let i = 0;
+    while (i < calls.length) {
+      if (ports.signal.aborted || ports.steering?.pending()) {
+        const reason = ports.signal.aborted ? "aborted" : "steer";
+        for (; i < calls.length; i++) {
+          const call = calls[i];
+          const content = reason === "steer" ? SKIPPED_FOR_STEER : `aborted: ${abortReasonText(ports.signal)}`;
+          results[i] = { role: "toolResult", toolCallId: call.id, toolName: call.name, content, isError: true };
+          yield { type: "tool_end", toolCallId: call.id, name: call.name, isError: true, result: content, skipped: reason };
+        }
+        break;
+      }
+      let end = i + 1;
+      if (ports.tools.get(calls[i].name)?.concurrency !== "sequential") {
+        while (end < calls.length && ports.tools.get(calls[end].name)?.concurrency !== "sequential") end++;
+      }
+      yield* runBatch(calls, i, end, results, ports, toolErrors);
+      i = end;
+    }
+    for (const r of results) {
+      messages.push(r);
+      yield { type: "message", message: r };
+    }
+  }
+}
+
+async function* runBatch(
+  calls: ToolCallBlock[],
+  from: number,
+  to: number,
+  results: ToolResultMessage[],
+  ports: LoopPorts,
+  toolErrors: LoopOutcome["toolErrors"],
+): AsyncGenerator<LoopEvent> {
+  const queue: LoopEvent[] = [];
+  const notifier = new Notifier();
+  const push = (ev: LoopEvent) => {
+    queue.push(ev);
+    notifier.wake();
+  };
+  let remaining = to - from;
+  for (let i = from; i < to; i++) {
+    void executeOne(calls[i], ports, push).then((result) => {
+      results[i] = result;
+      if (result.isError) toolErrors.push({ name: result.toolName, message: result.content });
+      remaining--;
+      notifier.wake();
+    });
+  }
+  while (true) {
+    while (queue.length) yield queue.shift()!;
+    if (remaining === 0) break;
+    await notifier.wait();
+  }
+}
+
+/** Runs one tool call to a result message; never throws (a throwing tool becomes an error result). */
+async function executeOne(
+  call: ToolCallBlock,
+  ports: LoopPorts,
+  push: (ev: LoopEvent) => void,
+): Promise<ToolResultMessage> {
+  const done = (content: string, isError: boolean, skipped?: "blocked"): ToolResultMessage => {
+    push({ type: "tool_end", toolCallId: call.id, name: call.name, isError, result: content, skipped });
+    const forModel = ports.resultForModel ? ports.resultForModel(content) : content;
+    const message: ToolResultMessage = {
+      role: "toolResult",
+      toolCallId: call.id,
+      toolName: call.name,
+      content: forModel,
+      isError,
+    };
+    ports.afterToolCall?.(call, message);
+    return message;
+  };
+  let args = call.arguments;
+  push({ type: "tool_start", toolCallId: call.id, name: call.name, args });
+  const tool = ports.tools.get(call.name);
+  if (!tool) return done(`unknown tool "${call.name}"`, true);
+  try {
+    if (ports.beforeToolCall) {
+      const decision = await ports.beforeToolCall({ ...call, arguments: args });
+      if (decision?.block) return done(`blocked: ${decision.blockReason ?? "a plugin blocked this tool call"}`, true, "blocked");
+      if (decision?.params) args = decision.params;
+    }
+    const out = await tool.execute(args, {
+      ...ports.toolContext,
+      signal: ports.signal,
+      onUpdate: (partial) => push({ type: "tool_update", toolCallId: call.id, name: call.name, partial }),
+    });
+    return done(out.content, out.isError === true);
+  } catch (err) {
+    return done(errorMessage(err), true);
+  }
+}

@@ -1,0 +1,139 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type { LoopgateConfig } from "../config/index.js";
+import { AgentEventBus } from "../infra/events.js";
+import { type Clock, systemClock } from "../infra/clock.js";
+import { type Logger, createLogger } from "../infra/logger.js";
+import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
+import { LaneScheduler, laneConcurrencyFrom } from "../queue/lanes.js";
+import { createProvider, isSelfHostedBaseUrl, resolveModelRef, type ResolvedModel } from "../providers/registry.js";
+import type { ModelProvider } from "../providers/types.js";
+import type { Store } from "../storage/types.js";
+import { createBuiltinTools } from "../tools/builtin.js";
+import type { Tool } from "../tools/types.js";
+
+export interface RuntimeOptions {
+  config: LoopgateConfig;
+  stateDir: string;
+  store: Store;
+  bus?: AgentEventBus;
+  clock?: Clock;
+  logger?: Logger;
+  /** Provider instances by provider id; they win over config (tests, embedding apps). */
+  providers?: Record<string, ModelProvider>;
+  /** Extra tools beside the built-ins. */
+  tools?: Tool[];
+  env?: NodeJS.ProcessEnv;
+  /** Id source for run ids when the caller gives none. */
+  newId?: () => string;
+}
+
+/**
+ * Everything a run needs that outlives a run: config, store, the one event bus, lanes, provider instances,
+ * tools and resolved workspaces. One per process (the gateway, or the CLI in --local mode).
+ */
+export class AgentRuntime {
+  readonly config: LoopgateConfig;
+  readonly stateDir: string;
+  readonly store: Store;
+  readonly bus: AgentEventBus;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly lanes: LaneScheduler;
+  readonly env: NodeJS.ProcessEnv;
+  private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
+  private readonly injectedProviders: Record<string, ModelProvider>;
+  private readonly toolMap = new Map<string, Tool>();
+  private readonly workspaces = new Map<string, Promise<{ dir: string; created: boolean }>>();
+
+  constructor(opts: RuntimeOptions) {
+    this.config = opts.config;
+    this.stateDir = opts.stateDir;
+    this.store = opts.store;
+    this.clock = opts.clock ?? systemClock;
+    this.bus = opts.bus ?? new AgentEventBus({ now: () => this.clock.now() });
+    this.logger = opts.logger ?? createLogger();
+    this.env = opts.env ?? process.env;
+    this.injectedProviders = opts.providers ?? {};
+    const maxConcurrent = this.config.agents.defaults.maxConcurrent;
+    this.lanes = new LaneScheduler({
+      concurrency: laneConcurrencyFrom({ main: maxConcurrent }),
+      now: () => this.clock.now(),
+      onWaitWarning: (info) =>
+        this.logger.warn(
+          `lane ${info.lane}: ${info.label ?? "a run"} has waited ${info.waitedMs} ms (${info.queuedAhead} ahead, ${info.queuedBehind} behind, ${info.active} active)`,
+        ),
+    });
+    for (const tool of [...createBuiltinTools(), ...(opts.tools ?? [])]) this.registerTool(tool);
+  }
+
+  registerTool(tool: Tool): void {
+    if (this.toolMap.has(tool.name)) throw new Error(`a tool named "${tool.name}" is already registered`);
+    this.toolMap.set(tool.name, tool);
+  }
+
+  get tools(): ReadonlyMap<string, Tool> {
+    return this.toolMap;
+  }
+
+  resolveModel(ref: string | undefined): ResolvedModel {
+    const providers = { ...this.config.models.providers };
+    for (const id of Object.keys(this.injectedProviders)) {
+      providers[id] ??= { api: this.injectedProviders[id].api, models: [] };
+    }
+    return resolveModelRef(providers, ref);
+  }
+
+  isSelfHosted(model: ResolvedModel): boolean {
+    return model.api === "scripted" || isSelfHostedBaseUrl(model.baseUrl);
+  }
+
+  /** Provider instances are created once per provider id and reused by every run. */
+  getProvider(providerId: string): Promise<ModelProvider> {
+    const injected = this.injectedProviders[providerId];
+    if (injected) return Promise.resolve(injected);
+    let p = this.providerInstances.get(providerId);
+    if (!p) {
+      const cfg = this.config.models.providers[providerId];
+      if (!cfg) return Promise.reject(new Error(`unknown provider "${providerId}"`));
+      p = createProvider(providerId, cfg);
+      p.catch(() => this.providerInstances.delete(providerId));
+      this.providerInstances.set(providerId, p);
+    }
+    return p;
+  }
+
+  agentModelRef(agentId: string): string | undefined {
+    const entry = this.config.agents.list.find((a) => a.id === agentId);
+    const m = entry?.model;
+    if (typeof m === "string") return m;
+    return m?.primary ?? this.config.agents.defaults.model.primary;
+  }
+
+  /** Resolved and created once per agent (and sandbox root); file tools are confined to the returned real path. */
+  workspaceFor(agentId: string, sandboxRoot?: string): Promise<{ dir: string; created: boolean }> {
+    const cacheKey = `${agentId}\0${sandboxRoot ?? ""}`;
+    let p = this.workspaces.get(cacheKey);
+    if (!p) {
+      const entry = this.config.agents.list.find((a) => a.id === agentId);
+      const dir = resolveWorkspaceDir({
+        agentId,
+        agentWorkspace: entry?.workspace,
+        defaultWorkspace: this.config.agents.defaults.workspace,
+        stateDir: this.stateDir,
+        sandboxRoot: sandboxRoot ?? this.config.agents.defaults.sandbox.workspaceRoot,
+      });
+      p = ensureWorkspace(dir);
+      p.catch(() => this.workspaces.delete(cacheKey));
+      this.workspaces.set(cacheKey, p);
+    }
+    return p;
+  }
+
+  /** The session write lock file: beside the session data, one per session key. */
+  sessionLockPath(sessionKey: string): string {
+    const safe = sessionKey.replace(/[^A-Za-z0-9_.-]+/g, "_").slice(0, 80);
+    const hash = createHash("sha256").update(sessionKey).digest("hex").slice(0, 12);
+    return path.join(this.stateDir, "sessions", `${safe}-${hash}.lock`);
+  }
+}

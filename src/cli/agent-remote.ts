@@ -1,0 +1,6 @@
+import { CliError } from "./exit-codes.js";
+import type { AgentCliOptions } from "./agent.js";
+
+export async function runAgentRemote(_opts: AgentCliOptions): Promise<number> {
+  throw new CliError("the gateway client is not built yet: use --local");
+}

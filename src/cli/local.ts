@@ -1,0 +1,47 @@
+import { randomUUID } from "node:crypto";
+import { AgentRuntime } from "../agent/runtime.js";
+import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
+import { type LoadedConfig, loadConfig } from "../config/index.js";
+import type { AgentEvent } from "../infra/events.js";
+import { createLogger } from "../infra/logger.js";
+import { openStore } from "../storage/sqlite-store.js";
+
+/** Opens config, store and runtime for an embedded (in-process) run. */
+export function openLocal(opts: { configPath?: string; loaded?: LoadedConfig }): {
+  service: AgentService;
+  loaded: LoadedConfig;
+  close: () => void;
+} {
+  const loaded = opts.loaded ?? loadConfig({ configPath: opts.configPath });
+  const store = openStore(loaded.stateDir);
+  const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
+  return { service: new AgentService(rt), loaded, close: () => store.close() };
+}
+
+/**
+ * Runs one turn embedded in this process. `onEvent` sees every event of the run; `signal` aborts it (Ctrl-C).
+ * Resolves once the run has ended and its record is written.
+ */
+export async function runLocalTurn(
+  service: AgentService,
+  req: Omit<AgentRequest, "idempotencyKey"> & { idempotencyKey?: string },
+  onEvent: (ev: AgentEvent) => void,
+  signal?: AbortSignal,
+): Promise<AgentFinal> {
+  const runId = req.idempotencyKey ?? randomUUID();
+  const unsubscribe = service.rt.bus.subscribe((ev) => {
+    if (ev.runId === runId) onEvent(ev);
+  });
+  try {
+    const accepted = service.accept({ ...req, idempotencyKey: runId });
+    const onAbort = () => service.abort(accepted.sessionKey, runId);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await service.final(runId);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  } finally {
+    unsubscribe();
+  }
+}

@@ -1,0 +1,70 @@
+import { loadConfig } from "../config/index.js";
+import { normalizeSessionKey } from "../session/keys.js";
+import { openStore } from "../storage/sqlite-store.js";
+import type { TranscriptRow } from "../storage/types.js";
+import { CliError } from "./exit-codes.js";
+
+function when(ms: number): string {
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+
+export function describeRow(row: TranscriptRow): string {
+  if (row.kind !== "message" || !row.message) return `#${row.seq} [${row.kind}] ${row.text ?? ""}`;
+  const m = row.message;
+  if (m.role === "user") return `#${row.seq} user: ${m.content}`;
+  if (m.role === "toolResult") {
+    const first = m.content.split("\n")[0] ?? "";
+    return `#${row.seq} tool ${m.toolName}${m.isError ? " (error)" : ""}: ${first.slice(0, 120)}`;
+  }
+  const parts = m.content.map((b) =>
+    b.type === "text" ? b.text : b.type === "toolCall" ? `[calls ${b.name} ${JSON.stringify(b.arguments)}]` : "[thinking]",
+  );
+  return `#${row.seq} assistant: ${parts.join(" ")}`;
+}
+
+export function sessionsList(opts: { config?: string; json?: boolean }): number {
+  const { stateDir } = loadConfig({ configPath: opts.config });
+  const store = openStore(stateDir);
+  try {
+    const sessions = store.listSessions();
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+      return 0;
+    }
+    if (sessions.length === 0) {
+      process.stdout.write(`no sessions yet (state: ${stateDir})\n`);
+      return 0;
+    }
+    for (const s of sessions) {
+      process.stdout.write(
+        `${s.key}  updated ${when(s.updatedAt)}  tokens ${s.totalTokens}  generation ${s.generation}\n`,
+      );
+    }
+    return 0;
+  } finally {
+    store.close();
+  }
+}
+
+export function sessionsShow(key: string, opts: { config?: string; json?: boolean; limit?: string }): number {
+  const { stateDir } = loadConfig({ configPath: opts.config });
+  const store = openStore(stateDir);
+  try {
+    const normalized = normalizeSessionKey(key).key;
+    const s = store.getSession(normalized);
+    if (!s) throw new CliError(`no session "${normalized}" (see: loopgate sessions list)`, 1);
+    const limit = opts.limit ? Number(opts.limit) : undefined;
+    const rows = store.readTranscript(normalized, { limit });
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ session: s, transcript: rows }, null, 2)}\n`);
+      return 0;
+    }
+    process.stdout.write(
+      `${s.key}  (id ${s.sessionId}, agent ${s.agentId}, generation ${s.generation}, tokens ${s.totalTokens})\n`,
+    );
+    for (const row of rows) process.stdout.write(`${describeRow(row)}\n`);
+    return 0;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,156 @@
+import os from "node:os";
+import { z } from "zod";
+
+/**
+ * The one schema that carries every config default. Key names follow OpenClaw's so its users recognise them.
+ * Objects are strict: an unknown key is reported with its path instead of being silently ignored.
+ * `prefault({})` parses an absent section through its schema, so nested defaults always materialize.
+ */
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+const httpUrl = z.string().refine(
+  (v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  },
+  { message: "expected a URL (http:// or https://)" },
+);
+
+const modelRef = z
+  .string()
+  .regex(/^[^/\s]+\/\S+$/, { message: 'expected "<provider>/<model>", e.g. "openai/gpt-4o-mini"' });
+
+const modelSelection = z.strictObject({
+  primary: modelRef.optional(),
+  fallbacks: z.array(modelRef).default([]),
+});
+
+export const thinkingLevels = ["off", "minimal", "low", "medium", "high"] as const;
+export const queueModes = ["steer", "followup", "collect", "interrupt"] as const;
+export const dropPolicies = ["summarize", "old", "new"] as const;
+export const apiKinds = ["openai-completions", "openai-responses", "anthropic-messages", "scripted"] as const;
+
+const agentDefaults = z.strictObject({
+  model: modelSelection.prefault({}),
+  workspace: z.string().optional(),
+  /** 0 = unlimited (model-stream watchdogs still apply). */
+  timeoutSeconds: nonNegativeInt.default(172800),
+  maxConcurrent: positiveInt.default(Math.max(8, 4 * os.cpus().length)),
+  thinkingDefault: z.enum(thinkingLevels).default("off"),
+  /** Model calls per run before the loop stops with stopReason "max_steps". */
+  maxSteps: positiveInt.default(50),
+  blockStreamingDefault: z.enum(["on", "off"]).default("off"),
+  blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end"),
+  sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
+  compaction: z.strictObject({ reserveTokens: nonNegativeInt.default(20000) }).prefault({}),
+});
+
+const agentEntry = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, { message: "expected an agent id: letters, digits, - and _" }),
+  name: z.string().optional(),
+  workspace: z.string().optional(),
+  model: z.union([modelRef, modelSelection]).optional(),
+  default: z.boolean().optional(),
+});
+
+const providerModel = z.strictObject({
+  id: z.string().min(1),
+  name: z.string().optional(),
+  contextWindow: positiveInt.default(128000),
+  maxTokens: positiveInt.default(8192),
+  reasoning: z.boolean().optional(),
+});
+
+const providerConfig = z.strictObject({
+  api: z.enum(apiKinds),
+  baseUrl: httpUrl.optional(),
+  /** literal key, or "${ENV_VAR}" resolved when the provider is first used */
+  apiKey: z.string().optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  timeoutSeconds: positiveInt.optional(),
+  models: z.array(providerModel).default([]),
+  /** scripted provider only: path of the JSON5 script (relative to the config file) */
+  script: z.string().optional(),
+});
+
+const queueConfig = z.strictObject({
+  mode: z.enum(queueModes).default("steer"),
+  byChannel: z.record(z.string(), z.enum(queueModes)).default({}),
+  debounceMs: nonNegativeInt.default(500),
+  cap: positiveInt.default(20),
+  drop: z.enum(dropPolicies).default("summarize"),
+});
+
+const installPolicy = z.strictObject({
+  allow: z.array(z.string()).optional(),
+  deny: z.array(z.string()).optional(),
+  allowSources: z.array(z.enum(["dir", "npm"])).optional(),
+  denySources: z.array(z.enum(["dir", "npm"])).optional(),
+});
+
+export const configSchema = z.strictObject({
+  $schema: z.string().optional(),
+  agents: z
+    .strictObject({
+      defaults: agentDefaults.prefault({}),
+      list: z.array(agentEntry).default([]),
+    })
+    .prefault({}),
+  models: z
+    .strictObject({
+      providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/i), providerConfig).default({}),
+    })
+    .prefault({}),
+  session: z
+    .strictObject({
+      writeLock: z.strictObject({ acquireTimeoutMs: positiveInt.default(60000) }).prefault({}),
+      runResults: z
+        .strictObject({ maxAgeHours: positiveInt.default(24 * 7), maxCount: positiveInt.default(10000) })
+        .prefault({}),
+    })
+    .prefault({}),
+  messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),
+  gateway: z
+    .strictObject({
+      port: z.number().int().min(0).max(65535).default(18789),
+      bind: z.string().default("loopback"),
+      auth: z.strictObject({ token: z.string().min(1).optional() }).prefault({}),
+      tickIntervalMs: positiveInt.default(30000),
+      maxPayload: positiveInt.default(25 * 1024 * 1024),
+      maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
+      shutdownGraceMs: nonNegativeInt.default(10000),
+    })
+    .prefault({}),
+  diagnostics: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      stuckSessionWarnMs: positiveInt.default(120000),
+      stuckSessionAbortMs: positiveInt.optional(),
+    })
+    .prefault({}),
+  skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
+  hooks: z
+    .strictObject({
+      dirs: z.array(z.string()).default([]),
+      internal: z.array(z.strictObject({ events: z.array(z.string()).min(1), module: z.string() })).default([]),
+    })
+    .prefault({}),
+  plugins: z
+    .strictObject({
+      load: z.strictObject({ paths: z.array(z.string()).default([]) }).prefault({}),
+      entries: z.record(z.string(), z.strictObject({ enabled: z.boolean().default(true) })).default({}),
+    })
+    .prefault({}),
+  security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
+});
+
+export type LoopgateConfig = z.infer<typeof configSchema>;
+export type ProviderConfig = z.infer<typeof providerConfig>;
+export type QueueMode = (typeof queueModes)[number];
+export type DropPolicy = (typeof dropPolicies)[number];

@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
+import { createOpenAICompletionsProvider } from "./openai-completions.js";
+import type { ModelProvider, ModelRequest, ModelStreamEvent } from "./types.js";
+
+let server: FakeModelServer;
+let provider: ModelProvider;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+  provider = createOpenAICompletionsProvider({
+    id: "openai",
+    api: "openai-completions",
+    baseUrl: server.baseUrl,
+    apiKey: "sk-test",
+    models: [],
+  });
+});
+afterAll(() => server.close());
+
+function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
+  return { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], tools: [], signal: new AbortController().signal, ...overrides };
+}
+
+async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
+  const events: ModelStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return events;
+}
+
+function lastBody(): Record<string, unknown> {
+  const last = server.requests.at(-1);
+  if (!last) throw new Error("no request reached the server");
+  expect(last.path).toBe("/v1/chat/completions");
+  return last.body;
+}
+
+describe("openai-completions request", () => {
+  it("sends the system prompt, the tool exchange and the tools in Chat Completions form", async () => {
+    await collect(
+      provider.stream(
+        request({
+          system: "You are Loopgate.",
+          messages: [
+            { role: "user", content: "What is in a.txt?" },
+            {
+              role: "assistant",
+              content: [
+                { type: "thinking", thinking: "I should read it." },
+                { type: "text", text: "Let me look." },
+                { type: "toolCall", id: "call_9", name: "read", arguments: { path: "a.txt" } },
+              ],
+            },
+            { role: "toolResult", toolCallId: "call_9", toolName: "read", content: "hello", isError: false },
+          ],
+          tools: [
+            {
+              name: "read",
+              description: "Read a file",
+              parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+            },
+          ],
+          maxTokens: 512,
+        }),
+      ),
+    );
+    const body = lastBody();
+    expect(body.messages).toEqual([
+      { role: "system", content: "You are Loopgate." },
+      { role: "user", content: "What is in a.txt?" },
+      {
+        role: "assistant",
+        content: "Let me look.",
+        tool_calls: [{ id: "call_9", type: "function", function: { name: "read", arguments: '{"path":"a.txt"}' } }],
+      },
+      { role: "tool", tool_call_id: "call_9", content: "hello" },
+    ]);
+    expect(body.tools).toEqual([
+      {
+        type: "function",
+        function: {
+          name: "read",
+          description: "Read a file",
+          parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+        },
+      },
+    ]);
+    expect(body).toMatchObject({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, max_tokens: 512 });
+  });
+
+  it("leaves tools out entirely when the agent has none", async () => {
+    await collect(provider.stream(request()));
+    expect(lastBody()).not.toHaveProperty("tools");
+  });
+
+  it("asks reasoning models for reasoning effort and leaves other models alone", async () => {
+    await collect(provider.stream(request({ model: "o3-mini", thinking: "high", maxTokens: 1000 })));
+    expect(lastBody()).toMatchObject({ reasoning_effort: "high", max_completion_tokens: 1000 });
+    expect(lastBody()).not.toHaveProperty("max_tokens");
+
+    await collect(provider.stream(request({ model: "llama3.1:8b", thinking: "high" })));
+    expect(lastBody()).not.toHaveProperty("reasoning_effort");
+  });
+
+  it("works against a server that needs no API key (Ollama, vLLM, llama.cpp)", async () => {
+    const local = createOpenAICompletionsProvider({ id: "local", api: "openai-completions", baseUrl: server.baseUrl, models: [] });
+    server.enqueue({ text: "local answer" });
+    const events = await collect(local.stream(request()));
+    expect(events).toContainEqual({ type: "text_delta", delta: "local answer" });
+    expect(server.requests.at(-1)?.headers.authorization).toBe("Bearer none");
+  });
+});
+
+describe("openai-completions stream", () => {
+  it("streams reasoning_content as thinking and closes the block before the answer", async () => {
+    server.enqueue({ thinking: ["Two plus ", "two..."], text: "4" });
+    const events = await collect(provider.stream(request({ model: "deepseek-reasoner" })));
+    expect(events.slice(0, 4)).toEqual([
+      { type: "thinking_delta", delta: "Two plus " },
+      { type: "thinking_delta", delta: "two..." },
+      { type: "thinking_end", thinking: "Two plus two..." },
+      { type: "text_delta", delta: "4" },
+    ]);
+  });
+
+  it("gives a tool call without an id one, so its result can be paired with it", async () => {
+    const raw = await startFakeModelServer({
+      respond: () => ({ toolCalls: [{ id: "", name: "exec", arguments: { command: "pwd" } }] }),
+    });
+    try {
+      const p = createOpenAICompletionsProvider({ id: "local", api: "openai-completions", baseUrl: raw.baseUrl, models: [] });
+      const events = await collect(p.stream(request()));
+      const call = events.find((e) => e.type === "tool_call");
+      expect(call).toMatchObject({ name: "exec", arguments: { command: "pwd" } });
+      expect(call?.type === "tool_call" && call.id.length > 0).toBe(true);
+    } finally {
+      await raw.close();
+    }
+  });
+});

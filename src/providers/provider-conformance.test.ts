@@ -1,0 +1,263 @@
+/**
+ * Behaviour every wire-API provider owes the agent loop, checked against each of them through the real SDK and real
+ * HTTP on loopback (the fake model server speaks each API's own streaming format).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  anthropicErrorTurn,
+  type FakeModelServer,
+  type FakeTurn,
+  openAIErrorTurn,
+  startFakeModelServer,
+} from "../testing/fake-model-server.js";
+import { createAnthropicMessagesProvider } from "./anthropic-messages.js";
+import { createOpenAICompletionsProvider } from "./openai-completions.js";
+import { createOpenAIResponsesProvider } from "./openai-responses.js";
+import {
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamEvent,
+  ProviderError,
+  type ProviderInit,
+} from "./types.js";
+
+interface Case {
+  name: string;
+  create(init: ProviderInit): ModelProvider;
+  rateLimited: FakeTurn;
+  rateLimitMessage: string;
+  serverError: FakeTurn;
+  contextTooLong: FakeTurn;
+  authFailure(leakedKey: string): FakeTurn;
+}
+
+const cases: Case[] = [
+  {
+    name: "openai-completions",
+    create: createOpenAICompletionsProvider,
+    rateLimited: openAIErrorTurn(429, "Rate limit reached for gpt-4o in organization org-x", "rate_limit_exceeded"),
+    rateLimitMessage: "Rate limit reached for gpt-4o in organization org-x",
+    serverError: openAIErrorTurn(500, "The server had an error while processing your request."),
+    contextTooLong: openAIErrorTurn(
+      400,
+      "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens.",
+      "context_length_exceeded",
+    ),
+    authFailure: (key) => openAIErrorTurn(401, `Incorrect API key provided: ${key}.`, "invalid_api_key"),
+  },
+  {
+    name: "openai-responses",
+    create: createOpenAIResponsesProvider,
+    rateLimited: openAIErrorTurn(429, "Rate limit reached for gpt-4.1 on tokens per min", "rate_limit_exceeded"),
+    rateLimitMessage: "Rate limit reached for gpt-4.1 on tokens per min",
+    serverError: openAIErrorTurn(500, "The server had an error while processing your request."),
+    contextTooLong: openAIErrorTurn(
+      400,
+      "Your input exceeds the context window of this model. Please adjust your input and try again.",
+      "context_length_exceeded",
+    ),
+    authFailure: (key) => openAIErrorTurn(401, `Incorrect API key provided: ${key}.`, "invalid_api_key"),
+  },
+  {
+    name: "anthropic-messages",
+    create: createAnthropicMessagesProvider,
+    rateLimited: anthropicErrorTurn(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit"),
+    rateLimitMessage: "Number of request tokens has exceeded your rate limit",
+    serverError: anthropicErrorTurn(500, "api_error", "Internal server error"),
+    contextTooLong: anthropicErrorTurn(400, "invalid_request_error", "prompt is too long: 210345 tokens > 200000 maximum"),
+    authFailure: (key) => anthropicErrorTurn(401, "authentication_error", `invalid x-api-key ${key}`),
+  },
+];
+
+function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
+  return {
+    model: "test-model",
+    system: "You are terse.",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [],
+    signal: new AbortController().signal,
+    ...overrides,
+  };
+}
+
+async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
+  const events: ModelStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return events;
+}
+
+async function failure(stream: AsyncIterable<ModelStreamEvent>): Promise<ProviderError> {
+  try {
+    await collect(stream);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ProviderError);
+    return err as ProviderError;
+  }
+  throw new Error("expected the stream to fail, but it completed");
+}
+
+describe.each(cases)("$name provider", (c) => {
+  let server: FakeModelServer;
+  let provider: ModelProvider;
+
+  beforeAll(async () => {
+    server = await startFakeModelServer();
+    provider = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, apiKey: "sk-test", models: [] });
+  });
+  afterAll(() => server.close());
+
+  it("streams text deltas in order and finishes with stop", async () => {
+    server.enqueue({ text: ["The ", "answer ", "is 42."] });
+    const events = await collect(provider.stream(request()));
+    const deltas = events.filter((e) => e.type === "text_delta").map((e) => e.delta);
+    expect(deltas).toEqual(["The ", "answer ", "is 42."]);
+    expect(events.at(-1)).toMatchObject({ type: "done", stopReason: "stop" });
+    expect(events.filter((e) => e.type === "done")).toHaveLength(1);
+  });
+
+  it("assembles tool-call arguments split over several chunks into one call", async () => {
+    server.enqueue({ toolCalls: [{ id: "call_a", name: "read", arguments: ['{"pa', 'th": "src/ma', 'in.ts", "limit"', ": 20}"] }] });
+    const events = await collect(provider.stream(request()));
+    expect(events.filter((e) => e.type === "tool_call")).toEqual([
+      { type: "tool_call", id: "call_a", name: "read", arguments: { path: "src/main.ts", limit: 20 } },
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "done", stopReason: "tool_calls" });
+  });
+
+  it("reports two parallel tool calls of one turn separately, in order", async () => {
+    server.enqueue({
+      text: "Reading both.",
+      toolCalls: [
+        { id: "call_1", name: "read", arguments: ['{"path":', '"a.txt"}'] },
+        { id: "call_2", name: "exec", arguments: ['{"command":', '"ls -la"}'] },
+      ],
+    });
+    const events = await collect(provider.stream(request()));
+    const calls = events.filter((e) => e.type === "tool_call");
+    expect(calls).toEqual([
+      { type: "tool_call", id: "call_1", name: "read", arguments: { path: "a.txt" } },
+      { type: "tool_call", id: "call_2", name: "exec", arguments: { command: "ls -la" } },
+    ]);
+  });
+
+  it("reports token usage, with cache reads separate from fresh input", async () => {
+    server.enqueue({ text: "ok", usage: { input: 120, output: 7, cacheRead: 30 } });
+    const events = await collect(provider.stream(request()));
+    expect(events.at(-1)).toEqual({
+      type: "done",
+      stopReason: "stop",
+      usage: { input: 120, output: 7, cacheRead: 30, cacheWrite: 0, total: 157 },
+    });
+  });
+
+  it("reports a turn cut off by the output token limit as length", async () => {
+    server.enqueue({ text: "This sentence never", maxTokensReached: true });
+    const events = await collect(provider.stream(request()));
+    expect(events.at(-1)).toMatchObject({ type: "done", stopReason: "length" });
+  });
+
+  it("turns HTTP 429 into a retryable rate_limit error carrying the API's message", async () => {
+    server.enqueue(c.rateLimited);
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("rate_limit");
+    expect(err.retryable).toBe(true);
+    expect(err.status).toBe(429);
+    expect(err.message).toBe(`acme: 429 rate limited: ${c.rateLimitMessage}`);
+  });
+
+  it("turns HTTP 500 into a retryable server error", async () => {
+    server.enqueue(c.serverError);
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("server");
+    expect(err.retryable).toBe(true);
+    expect(err.message).toMatch(/^acme: 500 server error: /);
+  });
+
+  it("recognises a prompt that does not fit the context window", async () => {
+    server.enqueue(c.contextTooLong);
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("context_length");
+    expect(err.retryable).toBe(false);
+  });
+
+  it("reports a rejected key as auth without repeating the key", async () => {
+    const key = "sk-live-0123456789abcdefSECRET";
+    const keyed = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, apiKey: key, models: [] });
+    server.enqueue(c.authFailure(key));
+    const err = await failure(keyed.stream(request()));
+    expect(err.kind).toBe("auth");
+    expect(err.message).not.toContain(key);
+  });
+
+  it("fails with an error event sent in the middle of the stream instead of finishing", async () => {
+    server.enqueue({ text: ["Part one, "], streamError: { message: "Overloaded" } });
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("server");
+    expect(err.message).toContain("Overloaded");
+  });
+
+  it("treats a stream that stops mid-way as a network error, never as a finished answer", async () => {
+    server.enqueue({ text: ["one ", "two ", "three ", "four"], stopAfterChunks: 3 });
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("network");
+    expect(err.message).toContain("stream ended before the model finished");
+  });
+
+  it("treats a connection dropped mid-stream as a retryable network error", async () => {
+    server.enqueue({ text: ["one ", "two ", "three ", "four"], stopAfterChunks: 3, dropConnection: true });
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("network");
+    expect(err.retryable).toBe(true);
+  });
+
+  it("stops promptly with an aborted error when the caller aborts mid-stream", async () => {
+    const chunks = Array.from({ length: 2000 }, (_, i) => `w${i} `);
+    server.enqueue({ text: chunks, chunkDelayMs: 10 });
+    const controller = new AbortController();
+    let received = 0;
+    const run = async () => {
+      for await (const event of provider.stream(request({ signal: controller.signal }))) {
+        if (event.type === "text_delta" && ++received === 2) controller.abort();
+      }
+    };
+    const err = await run().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ProviderError);
+    expect((err as ProviderError).kind).toBe("aborted");
+    expect(received).toBeLessThan(chunks.length);
+  });
+
+  it("fails as aborted without a request when the signal already fired", async () => {
+    const before = server.requests.length;
+    const err = await failure(provider.stream(request({ signal: AbortSignal.abort() })));
+    expect(err.kind).toBe("aborted");
+    expect(server.requests.length).toBe(before);
+  });
+
+  it("gives up with a timeout when the model sends nothing within timeoutMs", async () => {
+    const impatient = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, timeoutMs: 150, models: [] });
+    server.enqueue({ text: ["first", " second"], chunkDelayMs: 10_000 });
+    const err = await failure(impatient.stream(request()));
+    expect(err.kind).toBe("timeout");
+    expect(err.retryable).toBe(true);
+  });
+
+  it("rejects tool-call arguments that are not JSON as bad_response naming the tool", async () => {
+    server.enqueue({ toolCalls: [{ name: "write", arguments: ['{"path": "a.txt", "content": '] }] });
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("bad_response");
+    expect(err.message).toContain('"write"');
+  });
+
+  it("reports a refused connection as a network error naming the provider", async () => {
+    const gone = await startFakeModelServer();
+    const baseUrl = gone.baseUrl;
+    await gone.close();
+    const offline = c.create({ id: "local", api: "scripted", baseUrl, models: [] });
+    const err = await failure(offline.stream(request()));
+    expect(err.kind).toBe("network");
+    expect(err.message).toMatch(/^local: network error: /);
+  });
+});

@@ -1,0 +1,65 @@
+/** Small pieces every wire-API provider needs in the same way. */
+import { randomUUID } from "node:crypto";
+import { type ErrorContext, providerError } from "./errors.js";
+import type { ProviderError, ThinkingLevel, Usage } from "./types.js";
+
+/**
+ * Tool-call arguments arrive as JSON text. A model that produced broken JSON must not turn into a call with empty
+ * arguments (the tool would run with nothing), so that is a bad_response naming the tool.
+ */
+export function parseToolArguments(ctx: ErrorContext, toolName: string, raw: string): Record<string, unknown> {
+  if (raw.trim() === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw providerError(ctx, "bad_response", `tool call "${toolName}" has arguments that are not valid JSON: ${clip(raw)}`, {
+      cause: err,
+    });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw providerError(ctx, "bad_response", `tool call "${toolName}" has arguments that are not a JSON object: ${clip(raw)}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+export function streamEndedEarly(ctx: ErrorContext): ProviderError {
+  return providerError(ctx, "network", "the stream ended before the model finished (no end-of-answer event arrived)");
+}
+
+/** Some OpenAI-compatible servers omit tool call ids; the loop needs one to pair each result with its call. */
+export function fallbackCallId(): string {
+  return `call_${randomUUID().replace(/-/g, "").slice(0, 24)}`;
+}
+
+/** OpenAI only accepts `reasoning_effort` / `reasoning` on its reasoning families; other models reject the field. */
+export function isOpenAIReasoningModel(model: string): boolean {
+  const bare = model.slice(model.lastIndexOf("/") + 1).toLowerCase();
+  return /^(o1|o3|o4|gpt-5)(\b|[-_.])/.test(bare);
+}
+
+export function openAIReasoningEffort(
+  model: string,
+  level: ThinkingLevel | undefined,
+): "minimal" | "low" | "medium" | "high" | undefined {
+  if (!level || level === "off" || !isOpenAIReasoningModel(model)) return undefined;
+  // "minimal" exists only from gpt-5 on; the o-series reject it
+  if (level === "minimal" && !/gpt-5/i.test(model)) return "low";
+  return level;
+}
+
+export function usageOf(parts: { input: number; output: number; cacheRead?: number; cacheWrite?: number }): Usage {
+  const cacheRead = parts.cacheRead ?? 0;
+  const cacheWrite = parts.cacheWrite ?? 0;
+  return {
+    input: parts.input,
+    output: parts.output,
+    cacheRead,
+    cacheWrite,
+    total: parts.input + parts.output + cacheRead + cacheWrite,
+  };
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}

@@ -1,0 +1,576 @@
+/**
+ * Session write lock (SPEC 3): a lock file beside the session's data that guards transcript writes.
+ *
+ * The in-process queue already serializes runs of one session; this lock exists for writers that bypass it
+ * or live in another process, so it must survive process boundaries (a file created exclusively) and must
+ * not outlive its holder (pid liveness, pid recycling, a hold bound, and cleanup on exit and signals).
+ *
+ * This module deliberately imports only Node built-ins: the process-level tests load it into child
+ * processes after a plain TypeScript transpile, without a bundler.
+ */
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import fsp, { type FileHandle } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+
+export const ACQUIRE_TIMEOUT_ENV = "LOOPGATE_SESSION_WRITE_LOCK_ACQUIRE_TIMEOUT_MS";
+/** OpenClaw's name, honoured so an OpenClaw user's environment keeps working. */
+export const ACQUIRE_TIMEOUT_ENV_ALIAS = "OPENCLAW_SESSION_WRITE_LOCK_ACQUIRE_TIMEOUT_MS";
+export const DEFAULT_ACQUIRE_TIMEOUT_MS = 60_000;
+/** Used only when the caller cannot say how long a run may take. */
+export const DEFAULT_MAX_HOLD_MS = 10 * 60_000;
+/** Extra time on top of the run timeout, for the bounded cleanup a run does after its abort. */
+export const DEFAULT_HOLD_GRACE_MS = 2 * 60_000;
+export const DEFAULT_STALE_MALFORMED_MS = 5_000;
+
+const BACKOFF_START_MS = 10;
+const BACKOFF_MAX_MS = 250;
+
+export interface WriteLockClock {
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface WriteLockOptions {
+  /** How long to wait for a busy lock; default from `resolveAcquireTimeoutMs()`. */
+  acquireTimeoutMs?: number;
+  /**
+   * Recorded in the lock file so every waiter agrees when this hold has become too long.
+   * Callers pass `resolveMaxHoldMs(runTimeoutMs)`; `Infinity` means no bound (unlimited runs).
+   */
+  maxHoldMs?: number;
+  /** Let a nested acquire by this process share the lock (refcounted) instead of failing. */
+  allowReentrant?: boolean;
+  /** A lock file without a readable payload is stale once its mtime is older than this. */
+  staleMalformedMs?: number;
+  clock?: WriteLockClock;
+  /** Aborting stops the wait; the acquire rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface WriteLockHandle {
+  readonly lockPath: string;
+  /** Idempotent; removes the file only while it is still this holder's. */
+  release(): Promise<void>;
+}
+
+export class SessionBusyError extends Error {
+  readonly code = "SESSION_BUSY";
+  readonly lockPath: string;
+  readonly holderPid?: number;
+  readonly waitedMs: number;
+
+  constructor(lockPath: string, holderPid: number | undefined, waitedMs: number) {
+    const holder = holderPid === undefined ? "an unknown process" : `pid ${holderPid}`;
+    super(`session is busy: write lock ${lockPath} held by ${holder} (waited ${waitedMs} ms)`);
+    this.name = "SessionBusyError";
+    this.lockPath = lockPath;
+    this.holderPid = holderPid;
+    this.waitedMs = waitedMs;
+  }
+}
+
+export class ReentrantLockError extends Error {
+  readonly code = "SESSION_WRITE_LOCK_REENTRANT";
+  readonly lockPath: string;
+
+  constructor(lockPath: string) {
+    super(
+      `session write lock ${lockPath} is already held by this process; ` +
+        "a nested acquire must pass allowReentrant: true",
+    );
+    this.name = "ReentrantLockError";
+    this.lockPath = lockPath;
+  }
+}
+
+/** What the lock file holds. `starttime` is null where the platform cannot tell (no /proc). */
+export interface WriteLockPayload {
+  pid: number;
+  starttime: string | null;
+  createdAt: number;
+  /** null = no hold bound. */
+  maxHoldMs: number | null;
+}
+
+export const systemWriteLockClock: WriteLockClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    }),
+};
+
+function parseTimeoutValue(raw: string): number | undefined {
+  const trimmed = raw.trim();
+  // Number("") is 0 and Number("1e3") is 1000; only plain non-negative integers are accepted so a typo never
+  // silently turns into "do not wait".
+  if (!/^\d+$/.test(trimmed)) return undefined;
+  const value = Number(trimmed);
+  return Number.isSafeInteger(value) ? value : undefined;
+}
+
+function defaultWarn(message: string): void {
+  process.emitWarning(message, { code: "LOOPGATE_INVALID_ENV" });
+}
+
+/**
+ * Env beats config (SPEC 3). An invalid env value is skipped with a warning rather than becoming NaN,
+ * which would make every waiter give up at once (or never).
+ */
+export function resolveAcquireTimeoutMs(
+  configValue?: number,
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = defaultWarn,
+): number {
+  for (const name of [ACQUIRE_TIMEOUT_ENV, ACQUIRE_TIMEOUT_ENV_ALIAS]) {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === "") continue;
+    const value = parseTimeoutValue(raw);
+    if (value !== undefined) return value;
+    warn(`ignoring ${name}=${JSON.stringify(raw)}: expected a non-negative integer number of milliseconds`);
+  }
+  if (configValue !== undefined && Number.isFinite(configValue) && configValue >= 0) return configValue;
+  return DEFAULT_ACQUIRE_TIMEOUT_MS;
+}
+
+/**
+ * The hold bound that follows the run timeout, so a waiter and a holder agree on what "too long" is.
+ * A run timeout of 0 means an unlimited run, which therefore has no hold bound either.
+ */
+export function resolveMaxHoldMs(runTimeoutMs?: number, graceMs = DEFAULT_HOLD_GRACE_MS): number {
+  if (runTimeoutMs === undefined || !Number.isFinite(runTimeoutMs) || runTimeoutMs < 0) return DEFAULT_MAX_HOLD_MS;
+  if (runTimeoutMs === 0) return Number.POSITIVE_INFINITY;
+  return runTimeoutMs + graceMs;
+}
+
+/**
+ * Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), which tells a live process apart
+ * from a later one that was given the same pid. undefined where /proc is unavailable.
+ */
+export function readProcessStartTime(pid: number): string | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  return parseProcStatStartTime(stat);
+}
+
+/** Field 22 of a /proc/<pid>/stat line. */
+export function parseProcStatStartTime(stat: string): string | undefined {
+  // Field 2 (the command name) is in parentheses and may itself contain spaces and ')', so count fields
+  // from the last ')'; what follows starts at field 3.
+  const close = stat.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const fields = stat
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
+  const starttime = fields[22 - 3];
+  return starttime !== undefined && /^\d+$/.test(starttime) ? starttime : undefined;
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else. Anything but ESRCH is treated as alive, because wrongly
+    // taking over a live writer's lock is far worse than waiting.
+    return (err as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
+let ownStartTime: string | null | undefined;
+function selfStartTime(): string | null {
+  if (ownStartTime === undefined) ownStartTime = readProcessStartTime(process.pid) ?? null;
+  return ownStartTime;
+}
+
+function parsePayload(raw: string): WriteLockPayload | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v.pid !== "number" || !Number.isInteger(v.pid) || v.pid <= 0) return undefined;
+  if (typeof v.createdAt !== "number" || !Number.isFinite(v.createdAt)) return undefined;
+  const starttime = typeof v.starttime === "string" ? v.starttime : null;
+  let maxHoldMs: number | null;
+  if (v.maxHoldMs === null || v.maxHoldMs === undefined) maxHoldMs = null;
+  else if (typeof v.maxHoldMs === "number" && Number.isFinite(v.maxHoldMs) && v.maxHoldMs >= 0) {
+    maxHoldMs = v.maxHoldMs;
+  } else return undefined;
+  return { pid: v.pid, starttime, createdAt: v.createdAt, maxHoldMs };
+}
+
+function serializePayload(payload: WriteLockPayload): string {
+  return `${JSON.stringify(payload)}\n`;
+}
+
+function errnoCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+interface Observed {
+  raw: string;
+  ino: number;
+  mtimeMs: number;
+  payload: WriteLockPayload | undefined;
+}
+
+/** Reads content and identity through one descriptor, so both describe the same file. */
+async function observe(file: string): Promise<Observed | undefined> {
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(file, "r");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return undefined;
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    const raw = await fh.readFile("utf8");
+    return { raw, ino: st.ino, mtimeMs: st.mtimeMs, payload: parsePayload(raw) };
+  } finally {
+    await fh.close();
+  }
+}
+
+// ---- in-process registry: reentrancy, and cleanup on exit/signals --------------------------------------
+
+interface HeldLock {
+  lockPath: string;
+  payload: WriteLockPayload;
+  refs: number;
+}
+
+const held = new Map<string, HeldLock>();
+let handlersInstalled = false;
+
+function onExit(): void {
+  releaseAllSync();
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  releaseAllSync();
+  // Our handler is gone now (the registry is empty). If nobody else listens, Node would otherwise have
+  // swallowed the signal just because we listened: re-raise it so the default action (termination with the
+  // signal) happens, exactly as it would have without a lock held. Never swallow Ctrl-C.
+  if (process.listenerCount(signal) > 0) return;
+  try {
+    process.kill(process.pid, signal);
+  } catch {
+    // Fall through to the conventional exit status below.
+  }
+  process.exit(128 + (os.constants.signals[signal] ?? 0));
+}
+
+function syncHandlers(): void {
+  if (held.size > 0 && !handlersInstalled) {
+    process.on("exit", onExit);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    handlersInstalled = true;
+  } else if (held.size === 0 && handlersInstalled) {
+    process.off("exit", onExit);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    handlersInstalled = false;
+  }
+}
+
+function isOurs(payload: WriteLockPayload | undefined, mine: WriteLockPayload): boolean {
+  return payload !== undefined && payload.pid === mine.pid && payload.createdAt === mine.createdAt;
+}
+
+/** Exit and signal paths cannot await, so this is the synchronous, best-effort twin of release(). */
+function releaseAllSync(): void {
+  const entries = [...held.values()];
+  held.clear();
+  syncHandlers();
+  for (const entry of entries) {
+    const guard = guardPath(entry.lockPath);
+    let haveGuard = false;
+    try {
+      fs.writeFileSync(guard, serializePayload(entry.payload), { flag: "wx" });
+      haveGuard = true;
+    } catch {
+      // Another process is mid-takeover; removing only our own payload below is still correct enough for
+      // a process that is about to die, and its dead pid makes any leftover reclaimable at once.
+    }
+    try {
+      if (isOurs(parsePayload(fs.readFileSync(entry.lockPath, "utf8")), entry.payload)) fs.unlinkSync(entry.lockPath);
+    } catch {
+      // Already gone or unreadable: nothing of ours to remove.
+    }
+    if (haveGuard) {
+      try {
+        fs.unlinkSync(guard);
+      } catch {
+        // Nothing to do while exiting.
+      }
+    }
+  }
+}
+
+// ---- the takeover guard ------------------------------------------------------------------------------------
+
+/*
+ * Removing a lock file is check-then-act (read it, decide it is stale or ours, unlink it), so two removers
+ * could interleave and one would delete the fresh lock the other just created. Every removal therefore
+ * happens under a short-lived guard file, created exclusively, and re-checks the file's identity (inode and
+ * content) while holding it. Creation of the lock itself needs no guard: `wx` is atomic.
+ */
+function guardPath(lockPath: string): string {
+  return `${lockPath}.takeover`;
+}
+
+async function tryTakeGuard(lockPath: string, clock: WriteLockClock, staleMalformedMs: number): Promise<boolean> {
+  const guard = guardPath(lockPath);
+  const payload: WriteLockPayload = {
+    pid: process.pid,
+    starttime: selfStartTime(),
+    createdAt: clock.now(),
+    maxHoldMs: 0,
+  };
+  try {
+    await fsp.writeFile(guard, serializePayload(payload), { flag: "wx" });
+    return true;
+  } catch (err) {
+    if (errnoCode(err) !== "EEXIST") throw err;
+  }
+  // A guard is held for a few milliseconds; one that lingers belongs to a process that died (or froze)
+  // mid-takeover. Clearing it is itself unguarded, which is acceptable: that race needs a crash inside the
+  // guard window plus two simultaneous waiters, and the inode re-check below still protects the lock file.
+  const seen = await observe(guard);
+  if (seen === undefined) return false;
+  const holderGone = seen.payload !== undefined && staleHolderReason(seen.payload, undefined) !== undefined;
+  if (holderGone || clock.now() - seen.mtimeMs > staleMalformedMs) {
+    await fsp.rm(guard, { force: true });
+  }
+  return false;
+}
+
+async function dropGuard(lockPath: string): Promise<void> {
+  await fsp.rm(guardPath(lockPath), { force: true });
+}
+
+/**
+ * Unlinks `lockPath` only if it is still exactly the file we looked at. Returns false when it could not
+ * decide now (guard busy) or the file changed, so the caller looks again.
+ */
+async function removeIfUnchanged(
+  lockPath: string,
+  seen: Observed,
+  clock: WriteLockClock,
+  staleMalformedMs: number,
+): Promise<boolean> {
+  if (!(await tryTakeGuard(lockPath, clock, staleMalformedMs))) return false;
+  try {
+    const now = await observe(lockPath);
+    if (now === undefined) return true;
+    if (now.ino !== seen.ino || now.raw !== seen.raw) return false;
+    // Renaming to a unique name first means a slow unlink can never hit a file created after our check.
+    const doomed = `${lockPath}.stale-${process.pid}-${randomUUID()}`;
+    await fsp.rename(lockPath, doomed);
+    await fsp.rm(doomed, { force: true });
+    return true;
+  } finally {
+    await dropGuard(lockPath);
+  }
+}
+
+// ---- staleness -----------------------------------------------------------------------------------------------
+
+/** Why the holder recorded in `payload` can no longer be holding the lock, or undefined if it may be. */
+function staleHolderReason(payload: WriteLockPayload, resolvedLockPath: string | undefined): string | undefined {
+  if (payload.pid === process.pid) {
+    // Our own pid but no live entry for this path: an earlier holder in this process whose cleanup failed,
+    // or a previous process that had our pid. Either way nobody is writing.
+    if (resolvedLockPath !== undefined && !held.has(resolvedLockPath)) return "held by this process, not registered";
+    if (payload.starttime !== null && selfStartTime() !== null && payload.starttime !== selfStartTime()) {
+      return "pid recycled";
+    }
+    return undefined;
+  }
+  if (!isProcessAlive(payload.pid)) return "holder pid is dead";
+  if (payload.starttime !== null) {
+    const current = readProcessStartTime(payload.pid);
+    // No /proc (non-Linux) → no start time to compare; liveness alone decides.
+    if (current !== undefined && current !== payload.starttime) return "pid recycled";
+  }
+  return undefined;
+}
+
+function staleReason(
+  seen: Observed,
+  resolvedLockPath: string,
+  now: number,
+  staleMalformedMs: number,
+): string | undefined {
+  if (seen.payload === undefined) {
+    // A holder writes its payload right after creating the file, so a young empty file is normal.
+    return now - seen.mtimeMs > staleMalformedMs ? "malformed and old" : undefined;
+  }
+  const reason = staleHolderReason(seen.payload, resolvedLockPath);
+  if (reason !== undefined) return reason;
+  if (seen.payload.maxHoldMs !== null && now > seen.payload.createdAt + seen.payload.maxHoldMs) {
+    return "held longer than its maxHoldMs";
+  }
+  return undefined;
+}
+
+// ---- acquire / release ---------------------------------------------------------------------------------------
+
+async function tryCreate(lockPath: string, resolved: string, payload: WriteLockPayload): Promise<boolean> {
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(lockPath, "wx");
+  } catch (err) {
+    if (errnoCode(err) === "EEXIST") return false;
+    throw err;
+  }
+  // Registered before the payload is written: another acquire in this process must already see it as held,
+  // and our own staleness check must not mistake the file for an unregistered leftover.
+  held.set(resolved, { lockPath, payload, refs: 1 });
+  syncHandlers();
+  try {
+    await fh.writeFile(serializePayload(payload), "utf8");
+    // Other processes judge this lock by its payload; it must be on disk before we write transcript rows.
+    await fh.sync();
+    await fh.close();
+  } catch (err) {
+    await fh.close().catch(() => {});
+    held.delete(resolved);
+    syncHandlers();
+    await fsp.rm(lockPath, { force: true });
+    throw err;
+  }
+  return true;
+}
+
+function makeHandle(
+  lockPath: string,
+  resolved: string,
+  entry: HeldLock,
+  clock: WriteLockClock,
+  staleMalformedMs: number,
+) {
+  let released = false;
+  const handle: WriteLockHandle = {
+    lockPath,
+    async release() {
+      if (released) return;
+      released = true;
+      entry.refs -= 1;
+      if (entry.refs > 0) return;
+      if (held.get(resolved) === entry) held.delete(resolved);
+      syncHandlers();
+      await removeOwn(entry, clock, staleMalformedMs);
+    },
+  };
+  return handle;
+}
+
+async function removeOwn(entry: HeldLock, clock: WriteLockClock, staleMalformedMs: number): Promise<void> {
+  // Only our own file is removed: after a hold timeout another writer may have taken over, and deleting its
+  // lock would let a third writer in beside it.
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const seen = await observe(entry.lockPath);
+    if (seen === undefined || !isOurs(seen.payload, entry.payload)) return;
+    if (await removeIfUnchanged(entry.lockPath, seen, clock, staleMalformedMs)) return;
+    await clock.sleep(BACKOFF_START_MS);
+  }
+}
+
+export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockOptions = {}): Promise<WriteLockHandle> {
+  const clock = opts.clock ?? systemWriteLockClock;
+  const staleMalformedMs = opts.staleMalformedMs ?? DEFAULT_STALE_MALFORMED_MS;
+  const acquireTimeoutMs = opts.acquireTimeoutMs ?? resolveAcquireTimeoutMs();
+  const maxHoldMs = opts.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
+  const resolved = path.resolve(lockPath);
+
+  const existing = held.get(resolved);
+  if (existing !== undefined) {
+    // Waiting would deadlock: the holder is (typically) our own caller further up the stack.
+    if (!opts.allowReentrant) throw new ReentrantLockError(lockPath);
+    existing.refs += 1;
+    return makeHandle(lockPath, resolved, existing, clock, staleMalformedMs);
+  }
+
+  await fsp.mkdir(path.dirname(resolved), { recursive: true });
+  const startedAt = clock.now();
+  let backoff = BACKOFF_START_MS;
+  let lastHolder: number | undefined;
+
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const payload: WriteLockPayload = {
+      pid: process.pid,
+      starttime: selfStartTime(),
+      createdAt: clock.now(),
+      maxHoldMs: Number.isFinite(maxHoldMs) ? maxHoldMs : null,
+    };
+    if (await tryCreate(lockPath, resolved, payload)) {
+      return makeHandle(lockPath, resolved, held.get(resolved)!, clock, staleMalformedMs);
+    }
+    if (held.has(resolved)) {
+      // Another task of this process got it while we were waiting. It is a concurrent writer, not our
+      // caller, so we queue behind it like any other holder (and never take over from ourselves).
+      lastHolder = process.pid;
+    } else {
+      const seen = await observe(lockPath);
+      if (seen === undefined) continue; // released between our create and our read: try again at once
+      lastHolder = seen.payload?.pid;
+      if (staleReason(seen, resolved, clock.now(), staleMalformedMs) !== undefined) {
+        if (await removeIfUnchanged(lockPath, seen, clock, staleMalformedMs)) continue;
+      }
+    }
+
+    const waited = clock.now() - startedAt;
+    if (waited >= acquireTimeoutMs) throw new SessionBusyError(lockPath, lastHolder, waited);
+    // Jitter keeps waiters from several processes from retrying in lockstep.
+    const delay = Math.min(backoff * (0.5 + Math.random() * 0.5), acquireTimeoutMs - waited);
+    await clock.sleep(Math.max(1, Math.round(delay)), opts.signal);
+    backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+  }
+}
+
+export async function withSessionWriteLock<T>(
+  lockPath: string,
+  fn: () => Promise<T> | T,
+  opts?: WriteLockOptions,
+): Promise<T> {
+  const handle = await acquireSessionWriteLock(lockPath, opts);
+  try {
+    return await fn();
+  } finally {
+    await handle.release();
+  }
+}
+
+/** Paths this process holds right now; for diagnostics. */
+export function heldSessionWriteLocks(): string[] {
+  return [...held.values()].map((entry) => entry.lockPath);
+}

@@ -1,0 +1,51 @@
+/** Versioned, forward-only migrations. Each entry runs once, in order, inside a transaction. */
+export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: "sessions, transcript, runs",
+    sql: `
+      CREATE TABLE sessions (
+        key TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 1,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        label TEXT,
+        model_override TEXT,
+        thinking TEXT,
+        queue_mode TEXT,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        total_tokens INTEGER NOT NULL DEFAULT 0,
+        compaction_count INTEGER NOT NULL DEFAULT 0,
+        skills_snapshot TEXT
+      );
+      CREATE TABLE transcript (
+        session_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        run_id TEXT,
+        created_at INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_key, generation, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        accepted_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        stop_reason TEXT,
+        error TEXT,
+        params TEXT NOT NULL,
+        result TEXT,
+        receipt TEXT
+      );
+      CREATE INDEX runs_status ON runs (status, accepted_at);
+      CREATE INDEX runs_session ON runs (session_key, accepted_at);
+    `,
+  },
+];

@@ -1,0 +1,328 @@
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type { ChatMessage } from "../providers/types.js";
+import { migrations } from "./migrations.js";
+import type { RunRecord, RunStatus, SessionRecord, Store, TranscriptKind, TranscriptRow } from "./types.js";
+
+type Row = Record<string, unknown>;
+
+const sessionColumns: Record<string, string> = {
+  agentId: "agent_id",
+  generation: "generation",
+  updatedAt: "updated_at",
+  label: "label",
+  modelOverride: "model_override",
+  thinking: "thinking",
+  queueMode: "queue_mode",
+  inputTokens: "input_tokens",
+  outputTokens: "output_tokens",
+  totalTokens: "total_tokens",
+  compactionCount: "compaction_count",
+  skillsSnapshot: "skills_snapshot",
+};
+
+const runColumns: Record<string, string> = {
+  status: "status",
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  stopReason: "stop_reason",
+  error: "error",
+  params: "params",
+  result: "result",
+  receipt: "receipt",
+};
+const jsonRunColumns = new Set(["params", "result", "receipt"]);
+
+function opt<T>(v: unknown): T | undefined {
+  return v === null || v === undefined ? undefined : (v as T);
+}
+
+function toSession(r: Row): SessionRecord {
+  return {
+    key: r.key as string,
+    sessionId: r.session_id as string,
+    agentId: r.agent_id as string,
+    generation: r.generation as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    label: opt(r.label),
+    modelOverride: opt(r.model_override),
+    thinking: opt(r.thinking),
+    queueMode: opt(r.queue_mode),
+    inputTokens: r.input_tokens as number,
+    outputTokens: r.output_tokens as number,
+    totalTokens: r.total_tokens as number,
+    compactionCount: r.compaction_count as number,
+    skillsSnapshot: opt(r.skills_snapshot),
+  };
+}
+
+function toRun(r: Row): RunRecord {
+  return {
+    runId: r.run_id as string,
+    sessionKey: r.session_key as string,
+    status: r.status as RunStatus,
+    acceptedAt: r.accepted_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    stopReason: opt(r.stop_reason),
+    error: opt(r.error),
+    params: JSON.parse(r.params as string),
+    result: r.result ? JSON.parse(r.result as string) : undefined,
+    receipt: r.receipt ? JSON.parse(r.receipt as string) : undefined,
+  };
+}
+
+/**
+ * SQLite store (better-sqlite3, WAL). Statements are prepared once; every multi-row write is one transaction so a
+ * crash never leaves half a turn. Several processes may open the same file: WAL lets readers see committed rows
+ * while another process writes, and busy_timeout makes writers queue instead of failing.
+ */
+export class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  readonly file: string;
+  private readonly db: Database.Database;
+  private readonly stmts;
+
+  constructor(file: string) {
+    this.file = file;
+    if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("foreign_keys = ON");
+    this.migrate();
+    const db = this.db;
+    this.stmts = {
+      getSession: db.prepare("SELECT * FROM sessions WHERE key = ?"),
+      getSessionById: db.prepare("SELECT * FROM sessions WHERE session_id = ?"),
+      insertSession: db.prepare(
+        "INSERT OR IGNORE INTO sessions (key, session_id, agent_id, generation, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)",
+      ),
+      deleteSession: db.prepare("DELETE FROM sessions WHERE key = ?"),
+      deleteTranscript: db.prepare("DELETE FROM transcript WHERE session_key = ?"),
+      maxSeq: db.prepare("SELECT max(seq) AS m FROM transcript WHERE session_key = ? AND generation = ?"),
+      insertRow: db.prepare(
+        "INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
+      generation: db.prepare("SELECT generation FROM sessions WHERE key = ?"),
+      setGeneration: db.prepare("UPDATE sessions SET generation = ?, updated_at = ? WHERE key = ?"),
+      insertRun: db.prepare(
+        "INSERT INTO runs (run_id, session_key, status, accepted_at, started_at, ended_at, stop_reason, error, params, result, receipt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ),
+      getRun: db.prepare("SELECT * FROM runs WHERE run_id = ?"),
+      pruneAge: db.prepare(
+        "DELETE FROM runs WHERE status NOT IN ('queued', 'running') AND coalesce(ended_at, accepted_at) < ?",
+      ),
+      pruneCount: db.prepare(
+        "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
+      ),
+    };
+  }
+
+  private migrate(): void {
+    const current = this.db.pragma("user_version", { simple: true }) as number;
+    for (const m of migrations) {
+      if (m.version <= current) continue;
+      this.db.transaction(() => {
+        this.db.exec(m.sql);
+        this.db.pragma(`user_version = ${m.version}`);
+      })();
+    }
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  getSession(key: string): SessionRecord | undefined {
+    const r = this.stmts.getSession.get(key) as Row | undefined;
+    return r ? toSession(r) : undefined;
+  }
+
+  getSessionById(sessionId: string): SessionRecord | undefined {
+    const r = this.stmts.getSessionById.get(sessionId) as Row | undefined;
+    return r ? toSession(r) : undefined;
+  }
+
+  ensureSession(key: string, agentId: string, now: number): SessionRecord {
+    this.stmts.insertSession.run(key, randomUUID(), agentId, now, now);
+    return this.getSession(key)!;
+  }
+
+  updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): void {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = sessionColumns[k];
+      if (!col) throw new Error(`updateSession: unknown field ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v ?? null);
+    }
+    if (sets.length === 0) return;
+    this.db.prepare(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key);
+  }
+
+  listSessions(opts: { limit?: number; agentId?: string } = {}): SessionRecord[] {
+    const where = opts.agentId ? "WHERE agent_id = ?" : "";
+    const args: unknown[] = opts.agentId ? [opts.agentId] : [];
+    const rows = this.db
+      .prepare(`SELECT * FROM sessions ${where} ORDER BY updated_at DESC LIMIT ?`)
+      .all(...args, opts.limit ?? 1000) as Row[];
+    return rows.map(toSession);
+  }
+
+  deleteSession(key: string): boolean {
+    return this.transaction(() => {
+      this.stmts.deleteTranscript.run(key);
+      return this.stmts.deleteSession.run(key).changes > 0;
+    });
+  }
+
+  resetSession(key: string, now: number, reason: string): number {
+    return this.transaction(() => {
+      const r = this.stmts.generation.get(key) as { generation: number } | undefined;
+      if (!r) throw new Error(`unknown session ${key}`);
+      const seq = ((this.stmts.maxSeq.get(key, r.generation) as { m: number | null }).m ?? 0) + 1;
+      this.stmts.insertRow.run(key, r.generation, seq, "reset", null, now, JSON.stringify({ text: reason }));
+      const next = r.generation + 1;
+      this.stmts.setGeneration.run(next, now, key);
+      return next;
+    });
+  }
+
+  appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[] {
+    if (rows.length === 0) return [];
+    return this.transaction(() => {
+      const out: TranscriptRow[] = [];
+      const next = new Map<string, { generation: number; seq: number }>();
+      for (const row of rows) {
+        let pos = next.get(row.sessionKey);
+        if (!pos) {
+          const g = this.stmts.generation.get(row.sessionKey) as { generation: number } | undefined;
+          if (!g) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
+          const m = (this.stmts.maxSeq.get(row.sessionKey, g.generation) as { m: number | null }).m ?? 0;
+          pos = { generation: g.generation, seq: m };
+          next.set(row.sessionKey, pos);
+        }
+        pos.seq += 1;
+        const data = JSON.stringify(row.message ? { message: row.message } : { text: row.text });
+        this.stmts.insertRow.run(
+          row.sessionKey,
+          pos.generation,
+          pos.seq,
+          row.kind,
+          row.runId ?? null,
+          row.createdAt,
+          data,
+        );
+        out.push({ ...row, generation: pos.generation, seq: pos.seq });
+      }
+      return out;
+    });
+  }
+
+  readTranscript(
+    key: string,
+    opts: { generation?: number; limit?: number; beforeSeq?: number; kinds?: TranscriptKind[] } = {},
+  ): TranscriptRow[] {
+    let generation = opts.generation;
+    if (generation === undefined) {
+      const g = this.stmts.generation.get(key) as { generation: number } | undefined;
+      if (!g) return [];
+      generation = g.generation;
+    }
+    const where = ["session_key = ?", "generation = ?"];
+    const args: unknown[] = [key, generation];
+    if (opts.beforeSeq !== undefined) {
+      where.push("seq < ?");
+      args.push(opts.beforeSeq);
+    }
+    if (opts.kinds?.length) {
+      where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
+      args.push(...opts.kinds);
+    }
+    // newest `limit` rows, returned oldest first
+    const sql = `SELECT * FROM (SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?) ORDER BY seq ASC`;
+    const rows = this.db.prepare(sql).all(...args, opts.limit ?? -1) as Row[];
+    return rows.map((r) => {
+      const data = JSON.parse(r.data as string) as { message?: ChatMessage; text?: string };
+      return {
+        sessionKey: r.session_key as string,
+        generation: r.generation as number,
+        seq: r.seq as number,
+        kind: r.kind as TranscriptKind,
+        runId: opt(r.run_id),
+        createdAt: r.created_at as number,
+        message: data.message,
+        text: data.text,
+      };
+    });
+  }
+
+  createRun(run: RunRecord): void {
+    this.stmts.insertRun.run(
+      run.runId,
+      run.sessionKey,
+      run.status,
+      run.acceptedAt,
+      run.startedAt ?? null,
+      run.endedAt ?? null,
+      run.stopReason ?? null,
+      run.error ?? null,
+      JSON.stringify(run.params),
+      run.result ? JSON.stringify(run.result) : null,
+      run.receipt ? JSON.stringify(run.receipt) : null,
+    );
+  }
+
+  getRun(runId: string): RunRecord | undefined {
+    const r = this.stmts.getRun.get(runId) as Row | undefined;
+    return r ? toRun(r) : undefined;
+  }
+
+  updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = runColumns[k];
+      if (!col) throw new Error(`updateRun: unknown field ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v === undefined || v === null ? null : jsonRunColumns.has(k) ? JSON.stringify(v) : v);
+    }
+    if (sets.length === 0) return;
+    this.db.prepare(`UPDATE runs SET ${sets.join(", ")} WHERE run_id = ?`).run(...values, runId);
+  }
+
+  listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (opts.statuses?.length) {
+      where.push(`status IN (${opts.statuses.map(() => "?").join(", ")})`);
+      args.push(...opts.statuses);
+    }
+    if (opts.sessionKey) {
+      where.push("session_key = ?");
+      args.push(opts.sessionKey);
+    }
+    const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY accepted_at ASC, rowid ASC LIMIT ?`;
+    return (this.db.prepare(sql).all(...args, opts.limit ?? -1) as Row[]).map(toRun);
+  }
+
+  pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {
+    return this.transaction(
+      () => this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
+    );
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export function openStore(stateDir: string): SqliteStore {
+  return new SqliteStore(path.join(stateDir, "loopgate.sqlite"));
+}

@@ -1,0 +1,88 @@
+import type { ChatMessage } from "../providers/types.js";
+
+/**
+ * The storage interface. SQLite (embedded, WAL) implements it today; a Postgres backend for scale-out is planned
+ * behind the same interface and checked by the same conformance suite (storage/store.conformance.ts).
+ */
+
+export interface SessionRecord {
+  key: string;
+  sessionId: string;
+  agentId: string;
+  /** transcript generation; /new and /reset start the next one, the old rows are kept */
+  generation: number;
+  createdAt: number;
+  updatedAt: number;
+  label?: string;
+  modelOverride?: string;
+  thinking?: string;
+  queueMode?: string;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  compactionCount: number;
+  /** JSON of the skills snapshot the session reuses between runs */
+  skillsSnapshot?: string;
+}
+
+export type TranscriptKind = "message" | "compaction" | "reset";
+
+export interface TranscriptRow {
+  sessionKey: string;
+  generation: number;
+  seq: number;
+  kind: TranscriptKind;
+  runId?: string;
+  createdAt: number;
+  message?: ChatMessage;
+  /** compaction summary / reset reason */
+  text?: string;
+}
+
+export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+
+export interface RunRecord {
+  runId: string;
+  sessionKey: string;
+  status: RunStatus;
+  acceptedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  stopReason?: string;
+  error?: string;
+  /** the accepted input and run options, stored before the RPC answers */
+  params: Record<string, unknown>;
+  /** final result payload (payloads, meta) once finished */
+  result?: Record<string, unknown>;
+  /** how the input was handled: started, queued, steered, collected, dropped, ... */
+  receipt?: Record<string, unknown>;
+}
+
+export interface Store {
+  readonly kind: string;
+  getSession(key: string): SessionRecord | undefined;
+  getSessionById(sessionId: string): SessionRecord | undefined;
+  /** creates the session if missing; returns the stored record */
+  ensureSession(key: string, agentId: string, now: number): SessionRecord;
+  updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): void;
+  listSessions(opts?: { limit?: number; agentId?: string }): SessionRecord[];
+  deleteSession(key: string): boolean;
+  /** starts a new transcript generation (reset marker row in the old one); returns the new generation */
+  resetSession(key: string, now: number, reason: string): number;
+
+  appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[];
+  readTranscript(
+    key: string,
+    opts?: { generation?: number; limit?: number; beforeSeq?: number; kinds?: TranscriptKind[] },
+  ): TranscriptRow[];
+
+  createRun(run: RunRecord): void;
+  getRun(runId: string): RunRecord | undefined;
+  updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void;
+  listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
+  /** drops finished run records older than maxAgeMs and beyond maxCount (newest kept) */
+  pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number;
+
+  transaction<T>(fn: () => T): T;
+  close(): void;
+}

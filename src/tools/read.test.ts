@@ -1,0 +1,90 @@
+import { mkdir, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createReadTool } from "./read.js";
+import { makeSandbox, type Sandbox } from "./test-helpers.js";
+
+const read = createReadTool();
+let sb: Sandbox;
+beforeEach(async () => {
+  sb = await makeSandbox();
+});
+afterEach(() => sb.cleanup());
+
+function numbered(count: number): string {
+  return Array.from({ length: count }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+}
+
+describe("read", () => {
+  it("returns a small file's text", async () => {
+    await writeFile(path.join(sb.ws, "a.txt"), "hello\nworld\n");
+    const out = await read.execute({ path: "a.txt" }, sb.ctx());
+    expect(out.content).toBe("hello\nworld");
+    expect(out.isError).toBeFalsy();
+  });
+
+  it("pages with offset and limit and says where to continue", async () => {
+    await writeFile(path.join(sb.ws, "n.txt"), numbered(10));
+    const out = await read.execute({ path: "n.txt", offset: 3, limit: 4 }, sb.ctx());
+    expect(out.content).toBe("line 3\nline 4\nline 5\nline 6\n\n[... 4 more lines; use offset=7 to continue]");
+    const last = await read.execute({ path: "n.txt", offset: 7 }, sb.ctx());
+    expect(last.content).toBe("line 7\nline 8\nline 9\nline 10");
+  });
+
+  it("stops at 2000 lines by default", async () => {
+    await writeFile(path.join(sb.ws, "big.txt"), numbered(2500));
+    const out = await read.execute({ path: "big.txt" }, sb.ctx());
+    expect(out.content).toContain("line 2000\n");
+    expect(out.content).not.toContain("line 2001\n");
+    expect(out.content).toMatch(/\[\.\.\. 500 more lines; use offset=2001 to continue\]$/);
+  });
+
+  it("caps a very long line and says how much was cut", async () => {
+    await writeFile(path.join(sb.ws, "long.txt"), "x".repeat(5000));
+    const out = await read.execute({ path: "long.txt" }, sb.ctx());
+    expect(out.content).toBe(`${"x".repeat(2000)}… [line truncated, 3000 more chars]`);
+  });
+
+  it("reports an offset past the end", async () => {
+    await writeFile(path.join(sb.ws, "n.txt"), numbered(3));
+    await expect(read.execute({ path: "n.txt", offset: 9 }, sb.ctx())).rejects.toThrow(
+      "offset 9 is past the end of n.txt (3 lines)",
+    );
+  });
+
+  it("lists a directory with subdirectories marked by a trailing slash", async () => {
+    await mkdir(path.join(sb.ws, "src"));
+    await writeFile(path.join(sb.ws, "README.md"), "");
+    await symlink("src", path.join(sb.ws, "lib"));
+    const out = await read.execute({ path: "." }, sb.ctx());
+    expect(out.content).toBe("README.md\nlib/\nsrc/");
+  });
+
+  it("describes a binary file instead of dumping its bytes", async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
+    await writeFile(path.join(sb.ws, "pic.png"), png);
+    await writeFile(path.join(sb.ws, "blob.bin"), Buffer.from([1, 2, 0, 3, 0xff]));
+    expect((await read.execute({ path: "pic.png" }, sb.ctx())).content).toBe(
+      "pic.png: binary file (PNG image, 12 bytes); not shown",
+    );
+    expect((await read.execute({ path: "blob.bin" }, sb.ctx())).content).toMatch(
+      /binary file \(binary data, 5 bytes\)/,
+    );
+  });
+
+  it("says the file was not found", async () => {
+    await expect(read.execute({ path: "nope.txt" }, sb.ctx())).rejects.toThrow("file not found: nope.txt");
+  });
+
+  it("refuses to read outside the workspace", async () => {
+    await writeFile(path.join(sb.outside, "secret.txt"), "s");
+    await expect(read.execute({ path: "../outside/secret.txt" }, sb.ctx())).rejects.toThrow(/outside the workspace/);
+  });
+
+  it("names the bad field when args have the wrong type", async () => {
+    await expect(read.execute({ path: 42 }, sb.ctx())).rejects.toThrow('read: "path" must be a string');
+    await expect(read.execute({}, sb.ctx())).rejects.toThrow('read: "path" is required');
+    await expect(read.execute({ path: "a", offset: 0 }, sb.ctx())).rejects.toThrow(/read: "offset" must be between 1/);
+    await expect(read.execute({ path: "a", limit: 2.5 }, sb.ctx())).rejects.toThrow('read: "limit" must be an integer');
+  });
+});
