@@ -20,6 +20,7 @@ export interface AgentCommandParams {
   extraSystemPrompt?: string;
   signal?: AbortSignal;
   steering?: SteeringPort;
+  onLoopEnd?: () => void;
   onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void;
 }
 
@@ -73,6 +74,7 @@ export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams)
       extraSystemPrompt: params.extraSystemPrompt,
       signal: params.signal,
       steering: params.steering,
+      onLoopEnd: params.onLoopEnd,
       skills,
       onStarted: params.onStarted,
     });

@@ -29,6 +29,8 @@ export interface EmbeddedRunParams {
   extraSystemPrompt?: string;
   signal?: AbortSignal;
   steering?: SteeringPort;
+  /** called the moment the loop has returned: from then on the run can take no steering message */
+  onLoopEnd?: () => void;
   skills?: SkillSnapshot;
   /** called once the run holds its lanes (the queued phase is over) */
   onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void;
@@ -196,6 +198,7 @@ async function runHoldingLanes(
       const next = await loop.next();
       if (next.done) {
         outcome = next.value;
+        params.onLoopEnd?.();
         break;
       }
       const ev = next.value;
@@ -236,6 +239,7 @@ async function runHoldingLanes(
   } catch (err) {
     setupError = err instanceof Error ? err : new Error(String(err));
   } finally {
+    params.onLoopEnd?.();
     if (timer !== undefined) rt.clock.clearTimeout(timer);
     params.signal?.removeEventListener("abort", onOuterAbort);
     if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));

@@ -1,11 +1,20 @@
 import { randomUUID } from "node:crypto";
 import type { PromptMode } from "../prompt/system-prompt.js";
-import type { ThinkingLevel, Usage } from "../providers/types.js";
+import type { ThinkingLevel, Usage, UserMessage } from "../providers/types.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../session/keys.js";
 import type { RunRecord } from "../storage/types.js";
 import { agentCommand } from "./agent-command.js";
-import type { EmbeddedRunResult } from "./run-embedded.js";
+import type { SteeringPort } from "./loop.js";
+import {
+  type QueueMode,
+  collectPrompt,
+  isQueueMode,
+  overflowPrompt,
+  resolveQueueMode,
+  summarizeDropped,
+} from "./queue-policy.js";
 import type { ReplyPayload } from "./reply.js";
+import type { EmbeddedRunResult } from "./run-embedded.js";
 import type { AgentRuntime } from "./runtime.js";
 
 /** The `agent` RPC params (SPEC 14), also what the CLI sends. */
@@ -29,6 +38,15 @@ export interface AgentRequest {
   channel?: string;
 }
 
+/** What happened to an accepted message. Every accepted message gets one, in the RPC answer and as an event. */
+export type Receipt =
+  | { kind: "started" }
+  | { kind: "steered"; into: string }
+  | { kind: "queued"; position: number; mode: "followup" | "collect" }
+  | { kind: "collected"; into: string; count: number }
+  | { kind: "dropped"; reason: string }
+  | { kind: "rejected"; reason: string };
+
 export interface AcceptedRun {
   runId: string;
   sessionKey: string;
@@ -36,6 +54,7 @@ export interface AcceptedRun {
   acceptedAt: number;
   /** true when the idempotency key named a run that already existed: nothing new was started */
   existing: boolean;
+  receipt: Receipt;
 }
 
 export type WireStatus = "ok" | "error" | "timeout";
@@ -50,6 +69,8 @@ export interface AgentFinal {
     meta: { durationMs: number; usage: Usage; model?: string; laneWaitMs?: number; steps?: number };
   };
   error?: string;
+  /** set when this message was steered or collected into another run: that run's outcome is this one's */
+  mergedInto?: string;
 }
 
 export interface WaitResult {
@@ -78,12 +99,74 @@ export class ServiceDrainingError extends Error {
   }
 }
 
+/** The queue is full and the drop policy is `new`: the newcomer is refused (and nothing is stored). */
+export class QueueFullError extends Error {
+  readonly code = "queue_full";
+  readonly retryable = true;
+  constructor(sessionKey: string, cap: number) {
+    super(`session ${sessionKey} already has ${cap} queued messages (messages.queue.cap); message refused`);
+    this.name = "QueueFullError";
+  }
+}
+
+export class RunParamError extends Error {
+  readonly code = "invalid_params";
+  readonly param: string;
+  constructor(param: string, message: string) {
+    super(message);
+    this.name = "RunParamError";
+    this.param = param;
+  }
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** One accepted message that has not ended yet. */
 interface LiveRun {
   runId: string;
   sessionKey: string;
-  controller: AbortController;
-  phase: "queued" | "running";
-  done: Promise<AgentFinal>;
+  req: AgentRequest & { agentId: string };
+  mode: QueueMode;
+  /** pending: waiting in the session queue; queued: in lanes; running: holds its lanes; merged: inside another run */
+  phase: "pending" | "queued" | "running" | "merged";
+  controller?: AbortController;
+  done: Deferred<AgentFinal>;
+  acceptedAt: number;
+}
+
+interface ActiveTurn {
+  host: LiveRun;
+  /** messages steered into this turn, waiting for the loop to take them */
+  steer: LiveRun[];
+  /** collected/steered runs whose outcome is the host's */
+  merged: LiveRun[];
+  steerable: boolean;
+}
+
+interface SessionState {
+  key: string;
+  active?: ActiveTurn;
+  pending: LiveRun[];
+  overflow: { count: number; summaries: string[] };
+  lastEnqueueAt: number;
+  timer?: unknown;
+  /** interrupt mode: the next turn starts without the quiet window */
+  immediate: boolean;
+}
+
+function zeroUsage(): Usage {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
 }
 
 function toFinal(r: EmbeddedRunResult): AgentFinal {
@@ -101,6 +184,17 @@ function toFinal(r: EmbeddedRunResult): AgentFinal {
   };
 }
 
+function endedFinal(runId: string, summary: AgentFinal["summary"], stopReason: string, error: string): AgentFinal {
+  return {
+    runId,
+    status: "error",
+    summary,
+    stopReason,
+    result: { payloads: [], meta: { durationMs: 0, usage: zeroUsage() } },
+    error,
+  };
+}
+
 function finalFromRecord(run: RunRecord): AgentFinal | undefined {
   if (run.status === "queued" || run.status === "running") return undefined;
   if (run.result) return run.result as unknown as AgentFinal;
@@ -109,22 +203,42 @@ function finalFromRecord(run: RunRecord): AgentFinal | undefined {
     status: run.status === "ok" ? "ok" : run.status === "timeout" ? "timeout" : "error",
     summary: run.status === "ok" ? "completed" : run.status === "aborted" ? "aborted" : "failed",
     stopReason: run.stopReason,
-    result: { payloads: [], meta: { durationMs: (run.endedAt ?? 0) - (run.startedAt ?? run.acceptedAt), usage: zeroUsage() } },
+    result: {
+      payloads: [],
+      meta: { durationMs: (run.endedAt ?? 0) - (run.startedAt ?? run.acceptedAt), usage: zeroUsage() },
+    },
     ...(run.error ? { error: run.error } : {}),
   };
 }
 
-function zeroUsage(): Usage {
-  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+function waitResultOf(run: RunRecord): WaitResult {
+  if (run.status === "queued") return { runId: run.runId, status: "pending" };
+  if (run.status === "running") return { runId: run.runId, status: "timeout", startedAt: run.startedAt };
+  const status: WireStatus = run.status === "ok" ? "ok" : run.status === "timeout" ? "timeout" : "error";
+  return {
+    runId: run.runId,
+    status,
+    startedAt: run.startedAt,
+    endedAt: run.endedAt,
+    ...(run.error ? { error: run.error } : {}),
+    ...(run.stopReason ? { stopReason: run.stopReason } : {}),
+  };
 }
 
 /**
- * The facade the gateway and the CLI drive: durable accept, execution in the background, waiting, aborting.
- * An accepted input is a run record in the store before `accept` returns, so nothing accepted is lost.
+ * The facade the gateway and the CLI drive: durable accept, queue modes, execution, waiting, aborting, recovery.
+ *
+ * Durability: an accepted message is a run record (status "queued") in the store before `accept` returns, and
+ * every record reaches a terminal status with a reason — ran, steered into a run, collected, dropped (with why),
+ * aborted, or failed by a gateway restart. Nothing accepted disappears without a receipt or an error.
+ *
+ * Per session at most one turn is active here; the session lane below still serializes anything else that runs
+ * in the session (and the write lock catches other processes).
  */
 export class AgentService {
   readonly rt: AgentRuntime;
   private readonly live = new Map<string, LiveRun>();
+  private readonly sessions = new Map<string, SessionState>();
   private draining = false;
 
   constructor(rt: AgentRuntime) {
@@ -132,10 +246,21 @@ export class AgentService {
   }
 
   get activeRunCount(): number {
-    return this.live.size;
+    let n = 0;
+    for (const s of this.sessions.values()) if (s.active) n++;
+    return n;
   }
 
-  /** Validates, resolves the session, persists session + run record, starts the run; returns at once. */
+  /** Number of sessions with queued or active work held in memory (idle sessions are dropped). */
+  get busySessionCount(): number {
+    return this.sessions.size;
+  }
+
+  private queueConfig() {
+    return this.rt.config.messages.queue;
+  }
+
+  /** Validates, resolves the session, persists session + run record, then routes by queue mode; returns at once. */
   accept(req: AgentRequest): AcceptedRun {
     const existing = this.rt.store.getRun(req.idempotencyKey);
     if (existing) {
@@ -145,22 +270,45 @@ export class AgentService {
         status: "accepted",
         acceptedAt: existing.acceptedAt,
         existing: true,
+        receipt: (existing.receipt as Receipt | undefined) ?? { kind: "started" },
       };
     }
     if (this.draining) throw new ServiceDrainingError();
+    if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
+      throw new RunParamError("queueMode", `queueMode: expected steer, followup, collect or interrupt`);
+    }
     const agentId = req.agentId ?? DEFAULT_AGENT_ID;
     let sessionKey: string;
     if (req.sessionId && !req.sessionKey) {
       const s = this.rt.store.getSessionById(req.sessionId);
-      if (!s) throw new RunParamError("sessionId", `unknown sessionId "${req.sessionId}"`);
+      if (!s) throw new RunParamError("sessionId", `sessionId: unknown session id "${req.sessionId}"`);
       sessionKey = s.key;
     } else {
       sessionKey = normalizeSessionKey(req.sessionKey, agentId).key;
     }
     const parsed = normalizeSessionKey(sessionKey, agentId);
     const model = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
+    const full = { ...req, agentId: parsed.agentId, model } as AgentRequest & { agentId: string };
     const acceptedAt = this.rt.clock.now();
-    const params = { ...req, agentId: parsed.agentId, model } as Record<string, unknown>;
+    const cfg = this.queueConfig();
+    const state = this.sessions.get(sessionKey);
+    const storedSession = this.rt.store.getSession(sessionKey);
+    const mode = resolveQueueMode({
+      message: req.queueMode,
+      session: storedSession?.queueMode,
+      channel: req.channel,
+      byChannel: cfg.byChannel,
+      global: cfg.mode,
+    });
+    const busy = state !== undefined && (state.active !== undefined || state.pending.length > 0);
+    const steering = busy && mode === "steer" && state.active?.steerable === true;
+    const queueing = busy && !steering && mode !== "interrupt";
+    if (queueing && state.pending.length >= cfg.cap && cfg.drop === "new") {
+      const reason = new QueueFullError(sessionKey, cfg.cap);
+      this.rt.bus.emit(req.idempotencyKey, sessionKey, "queue", { receipt: { kind: "rejected", reason: reason.message } });
+      throw reason;
+    }
+
     this.rt.store.transaction(() => {
       this.rt.store.ensureSession(sessionKey, parsed.agentId, acceptedAt);
       this.rt.store.createRun({
@@ -168,44 +316,218 @@ export class AgentService {
         sessionKey,
         status: "queued",
         acceptedAt,
-        params,
-        receipt: { kind: "started" },
+        params: full as unknown as Record<string, unknown>,
       });
     });
-    this.start(req.idempotencyKey, sessionKey, params as unknown as AgentRequest & { agentId: string });
-    return { runId: req.idempotencyKey, sessionKey, status: "accepted", acceptedAt, existing: false };
+
+    const run: LiveRun = {
+      runId: req.idempotencyKey,
+      sessionKey,
+      req: full,
+      mode,
+      phase: "pending",
+      done: deferred(),
+      acceptedAt,
+    };
+    this.live.set(run.runId, run);
+    const s = state ?? this.newState(sessionKey);
+    s.lastEnqueueAt = acceptedAt;
+
+    let receipt: Receipt;
+    if (!busy) {
+      receipt = { kind: "started" };
+      this.launch(s, run, [], run.req.message);
+    } else if (steering && s.active) {
+      run.phase = "merged";
+      s.active.steer.push(run);
+      receipt = { kind: "steered", into: s.active.host.runId };
+    } else if (mode === "interrupt") {
+      for (const p of s.pending.splice(0)) this.drop(p, "cleared by an interrupting message");
+      s.pending.push(run);
+      s.immediate = true;
+      s.active?.host.controller?.abort(new Error("interrupted by a newer message"));
+      receipt = { kind: "queued", position: 1, mode: "followup" };
+      this.schedule(s);
+    } else {
+      if (s.pending.length >= cfg.cap) this.applyCap(s, cfg.drop);
+      s.pending.push(run);
+      receipt = { kind: "queued", position: s.pending.length, mode: mode === "collect" ? "collect" : "followup" };
+      this.schedule(s);
+    }
+    this.setReceipt(run, receipt);
+    return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
   }
 
-  private start(runId: string, sessionKey: string, req: AgentRequest & { agentId: string }): LiveRun {
+  private newState(key: string): SessionState {
+    const s: SessionState = {
+      key,
+      pending: [],
+      overflow: { count: 0, summaries: [] },
+      lastEnqueueAt: 0,
+      immediate: false,
+    };
+    this.sessions.set(key, s);
+    return s;
+  }
+
+  private setReceipt(run: LiveRun, receipt: Receipt): void {
+    this.rt.store.updateRun(run.runId, { receipt: receipt as unknown as Record<string, unknown> });
+    this.rt.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+  }
+
+  private applyCap(s: SessionState, policy: "summarize" | "old" | "new"): void {
+    const oldest = s.pending.shift();
+    if (!oldest) return;
+    if (policy === "summarize") {
+      s.overflow.count++;
+      s.overflow.summaries.push(summarizeDropped(oldest.req.message));
+      this.drop(oldest, "queue cap reached; summarized into a [Queue overflow] followup");
+    } else {
+      this.drop(oldest, "queue cap reached; oldest message dropped");
+    }
+  }
+
+  /** Ends a message that will never run, with its reason, in the store, as an event and for waiters. */
+  private drop(run: LiveRun, reason: string, summary: AgentFinal["summary"] = "failed"): void {
+    const now = this.rt.clock.now();
+    const final = endedFinal(run.runId, summary, summary === "aborted" ? "aborted" : "dropped", reason);
+    const receipt: Receipt = { kind: "dropped", reason };
+    this.rt.store.updateRun(run.runId, {
+      status: summary === "aborted" ? "aborted" : "error",
+      endedAt: now,
+      stopReason: final.stopReason,
+      error: reason,
+      result: final as unknown as Record<string, unknown>,
+      receipt: receipt as unknown as Record<string, unknown>,
+    });
+    this.rt.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+    this.rt.bus.emit(run.runId, run.sessionKey, "lifecycle", {
+      phase: "error",
+      endedAt: now,
+      status: summary === "aborted" ? "aborted" : "error",
+      stopReason: final.stopReason,
+      error: reason,
+      kind: summary === "aborted" ? "aborted" : "dropped",
+    });
+    this.finish(run, final);
+  }
+
+  private finish(run: LiveRun, final: AgentFinal): void {
+    this.live.delete(run.runId);
+    this.rt.bus.endRun(run.runId);
+    run.done.resolve(final);
+  }
+
+  /** Sets the drain timer: the next turn starts after the quiet window since the last enqueue. */
+  private schedule(s: SessionState): void {
+    if (s.active) return;
+    if (s.pending.length === 0 && s.overflow.count === 0) {
+      if (s.timer !== undefined) this.rt.clock.clearTimeout(s.timer);
+      this.sessions.delete(s.key);
+      return;
+    }
+    if (s.timer !== undefined) this.rt.clock.clearTimeout(s.timer);
+    const wait = s.immediate ? 0 : Math.max(0, s.lastEnqueueAt + this.queueConfig().debounceMs - this.rt.clock.now());
+    s.timer = this.rt.clock.setTimeout(() => {
+      s.timer = undefined;
+      this.drainNext(s);
+    }, wait);
+  }
+
+  private drainNext(s: SessionState): void {
+    // While draining, queued inputs stay "queued" in the store for the next start to run.
+    if (s.active || this.draining) return;
+    s.immediate = false;
+    if (s.overflow.count > 0) {
+      const text = overflowPrompt(s.overflow.summaries, s.overflow.count);
+      s.overflow = { count: 0, summaries: [] };
+      const template = s.pending[0]?.req;
+      const runId = `overflow-${randomUUID()}`;
+      const now = this.rt.clock.now();
+      const req = {
+        ...(template ?? { agentId: DEFAULT_AGENT_ID }),
+        message: text,
+        idempotencyKey: runId,
+        sessionKey: s.key,
+      } as AgentRequest & { agentId: string };
+      this.rt.store.createRun({ runId, sessionKey: s.key, status: "queued", acceptedAt: now, params: req as never });
+      const run: LiveRun = { runId, sessionKey: s.key, req, mode: "followup", phase: "pending", done: deferred(), acceptedAt: now };
+      this.live.set(runId, run);
+      this.launch(s, run, [], text);
+      return;
+    }
+    const first = s.pending.shift();
+    if (!first) return this.schedule(s);
+    if (first.mode === "collect") {
+      const batch = [first];
+      for (let i = 0; i < s.pending.length; ) {
+        if (s.pending[i].mode === "collect") batch.push(...s.pending.splice(i, 1));
+        else i++;
+      }
+      if (batch.length > 1) {
+        const rest = batch.slice(1);
+        for (const r of rest) {
+          r.phase = "merged";
+          this.setReceipt(r, { kind: "collected", into: first.runId, count: batch.length });
+        }
+        this.setReceipt(first, { kind: "collected", into: first.runId, count: batch.length });
+        this.launch(s, first, rest, collectPrompt(batch.map((r) => r.req.message)));
+        return;
+      }
+    }
+    this.launch(s, first, [], first.req.message);
+  }
+
+  /** Starts the host run of a turn; merged runs share its outcome. */
+  private launch(s: SessionState, host: LiveRun, merged: LiveRun[], message: string): void {
     const controller = new AbortController();
-    const liveRun: LiveRun = { runId, sessionKey, controller, phase: "queued", done: undefined as never };
-    this.live.set(runId, liveRun);
-    liveRun.done = (async () => {
+    host.controller = controller;
+    host.phase = "queued";
+    const turn: ActiveTurn = { host, steer: [], merged: [...merged], steerable: true };
+    s.active = turn;
+    const steering: SteeringPort = {
+      pending: () => turn.steerable && turn.steer.length > 0,
+      take: () => {
+        const taken = turn.steer.splice(0);
+        const now = this.rt.clock.now();
+        for (const r of taken) {
+          turn.merged.push(r);
+          this.rt.store.updateRun(r.runId, { status: "running", startedAt: now });
+        }
+        return taken.map((r): UserMessage => ({ role: "user", content: r.req.message }));
+      },
+    };
+    const closeSteering = () => {
+      turn.steerable = false;
+    };
+    void (async () => {
       let result: EmbeddedRunResult;
       try {
         result = await agentCommand(this.rt, {
-          runId,
-          sessionKey,
-          agentId: req.agentId,
-          message: req.message,
-          model: req.model,
-          thinking: req.thinking,
-          timeoutSeconds: req.timeout,
-          lane: req.lane,
-          promptMode: req.promptMode,
-          extraSystemPrompt: req.extraSystemPrompt,
+          runId: host.runId,
+          sessionKey: host.sessionKey,
+          agentId: host.req.agentId,
+          message,
+          model: host.req.model,
+          thinking: host.req.thinking,
+          timeoutSeconds: host.req.timeout,
+          lane: host.req.lane,
+          promptMode: host.req.promptMode,
+          extraSystemPrompt: host.req.extraSystemPrompt,
           signal: controller.signal,
+          steering,
+          onLoopEnd: closeSteering,
           onStarted: ({ startedAt }) => {
-            liveRun.phase = "running";
-            this.rt.store.updateRun(runId, { status: "running", startedAt });
+            host.phase = "running";
+            this.rt.store.updateRun(host.runId, { status: "running", startedAt });
           },
         });
       } catch (err) {
         // agentCommand never throws by contract; if it does, the run still ends recorded.
         const now = this.rt.clock.now();
         result = {
-          runId,
-          sessionKey,
+          runId: host.runId,
+          sessionKey: host.sessionKey,
           status: "error",
           stopReason: "error",
           payloads: [],
@@ -219,26 +541,45 @@ export class AgentService {
           error: { message: (err as Error)?.message ?? String(err), kind: "unknown" },
         };
       }
+      closeSteering();
       const final = toFinal(result);
-      this.rt.store.updateRun(runId, {
+      const record = {
         status: result.status,
         startedAt: result.startedAt,
         endedAt: result.endedAt,
         stopReason: result.stopReason,
         error: result.error?.message,
-        result: final as unknown as Record<string, unknown>,
+      };
+      this.rt.store.transaction(() => {
+        this.rt.store.updateRun(host.runId, { ...record, result: final as unknown as Record<string, unknown> });
+        for (const m of turn.merged) {
+          this.rt.store.updateRun(m.runId, {
+            ...record,
+            result: { ...final, runId: m.runId, mergedInto: host.runId } as unknown as Record<string, unknown>,
+          });
+        }
       });
-      this.live.delete(runId);
-      this.rt.bus.endRun(runId);
-      return final;
+      s.active = undefined;
+      this.finish(host, final);
+      for (const m of turn.merged) this.finish(m, { ...final, runId: m.runId, mergedInto: host.runId });
+      // Steered too late: the run could no longer take them, so they become followups, first in line.
+      if (turn.steer.length) {
+        const late = turn.steer.splice(0);
+        s.pending.unshift(...late);
+        late.forEach((r, i) => {
+          r.phase = "pending";
+          r.mode = "followup";
+          this.setReceipt(r, { kind: "queued", position: i + 1, mode: "followup" });
+        });
+      }
+      this.schedule(s);
     })();
-    return liveRun;
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */
   async final(runId: string): Promise<AgentFinal> {
     const live = this.live.get(runId);
-    if (live) return live.done;
+    if (live) return live.done.promise;
     const run = this.rt.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
@@ -258,28 +599,97 @@ export class AgentService {
     const timedOut = new Promise<"timeout">((resolve) => {
       timer = this.rt.clock.setTimeout(() => resolve("timeout"), Math.max(0, timeoutMs));
     });
-    const winner = await Promise.race([live.done, timedOut]);
+    const winner = await Promise.race([live.done.promise, timedOut]);
     this.rt.clock.clearTimeout(timer);
     if (winner === "timeout") {
-      return { runId, status: live.phase === "queued" ? "pending" : "timeout" };
+      const queued = live.phase === "pending" || live.phase === "queued";
+      return { runId, status: queued ? "pending" : "timeout" };
     }
     return waitResultOf(this.rt.store.getRun(runId)!);
   }
 
-  /** chat.abort: queued runs of the session first, then the active one. */
+  /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
   abort(sessionKey: string, runId?: string): { aborted: string[] } {
-    const targets = [...this.live.values()].filter(
-      (r) => r.sessionKey === sessionKey && (runId === undefined || r.runId === runId),
-    );
-    targets.sort((a, b) => (a.phase === b.phase ? 0 : a.phase === "queued" ? -1 : 1));
-    for (const r of targets) r.controller.abort(new Error("aborted by request"));
-    return { aborted: targets.map((r) => r.runId) };
+    const aborted: string[] = [];
+    const s = this.sessions.get(sessionKey);
+    if (!s) return { aborted };
+    const match = (r: LiveRun) => runId === undefined || r.runId === runId;
+    for (const r of s.pending.filter(match)) {
+      s.pending.splice(s.pending.indexOf(r), 1);
+      this.drop(r, "aborted by request", "aborted");
+      aborted.push(r.runId);
+    }
+    if (s.active) {
+      for (const r of s.active.steer.filter(match)) {
+        s.active.steer.splice(s.active.steer.indexOf(r), 1);
+        this.drop(r, "aborted by request", "aborted");
+        aborted.push(r.runId);
+      }
+      if (match(s.active.host) || runId === undefined) {
+        s.active.host.controller?.abort(new Error("aborted by request"));
+        aborted.push(s.active.host.runId);
+      }
+    }
+    this.schedule(s);
+    return { aborted };
+  }
+
+  /**
+   * After a crash or restart: runs that were active are failed with stopReason "gateway_restart" (their input is
+   * in the run record and the transcript); queued inputs run again in their accepted order.
+   */
+  recover(): { failed: string[]; requeued: string[] } {
+    const failed: string[] = [];
+    const requeued: string[] = [];
+    const now = this.rt.clock.now();
+    for (const run of this.rt.store.listRuns({ statuses: ["running"] })) {
+      if (this.live.has(run.runId)) continue;
+      const error = "the gateway stopped while this run was active (it did not finish); send the message again";
+      const final = endedFinal(run.runId, "failed", "gateway_restart", error);
+      this.rt.store.updateRun(run.runId, {
+        status: "error",
+        endedAt: now,
+        stopReason: "gateway_restart",
+        error,
+        result: final as unknown as Record<string, unknown>,
+      });
+      this.rt.bus.emit(run.runId, run.sessionKey, "lifecycle", {
+        phase: "error",
+        endedAt: now,
+        status: "error",
+        stopReason: "gateway_restart",
+        error,
+        kind: "gateway_restart",
+      });
+      this.rt.bus.endRun(run.runId);
+      failed.push(run.runId);
+    }
+    for (const rec of this.rt.store.listRuns({ statuses: ["queued"] })) {
+      if (this.live.has(rec.runId)) continue;
+      const req = rec.params as unknown as AgentRequest & { agentId: string };
+      const run: LiveRun = {
+        runId: rec.runId,
+        sessionKey: rec.sessionKey,
+        req,
+        mode: req.queueMode === "collect" ? "collect" : "followup",
+        phase: "pending",
+        done: deferred(),
+        acceptedAt: rec.acceptedAt,
+      };
+      this.live.set(run.runId, run);
+      const s = this.sessions.get(rec.sessionKey) ?? this.newState(rec.sessionKey);
+      s.pending.push(run);
+      s.immediate = true;
+      requeued.push(run.runId);
+    }
+    for (const s of this.sessions.values()) this.schedule(s);
+    return { failed, requeued };
   }
 
   /** Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    const pending = [...this.live.values()].map((r) => r.done.catch(() => undefined));
+    const pending = [...this.live.values()].map((r) => r.done.promise);
     if (pending.length === 0) return;
     let timer: unknown;
     const grace = new Promise<void>((resolve) => {
@@ -287,35 +697,16 @@ export class AgentService {
     });
     await Promise.race([Promise.all(pending), grace]);
     this.rt.clock.clearTimeout(timer);
-    for (const r of this.live.values()) r.controller.abort(new Error("gateway shutting down"));
-    await Promise.all(pending);
+    // Queued inputs stay "queued" in the store: the next start runs them (recover()). Active runs are aborted.
+    for (const s of this.sessions.values()) {
+      if (s.timer !== undefined) this.rt.clock.clearTimeout(s.timer);
+      s.active?.host.controller?.abort(new Error("gateway shutting down"));
+    }
+    const active = [...this.sessions.values()].flatMap((s) => (s.active ? [s.active.host.done.promise] : []));
+    await Promise.all(active);
   }
 
   newRunId(): string {
     return randomUUID();
   }
-}
-
-export class RunParamError extends Error {
-  readonly code = "invalid_params";
-  readonly param: string;
-  constructor(param: string, message: string) {
-    super(message);
-    this.name = "RunParamError";
-    this.param = param;
-  }
-}
-
-function waitResultOf(run: RunRecord): WaitResult {
-  if (run.status === "queued") return { runId: run.runId, status: "pending" };
-  if (run.status === "running") return { runId: run.runId, status: "timeout", startedAt: run.startedAt };
-  const status: WireStatus = run.status === "ok" ? "ok" : run.status === "timeout" ? "timeout" : "error";
-  return {
-    runId: run.runId,
-    status,
-    startedAt: run.startedAt,
-    endedAt: run.endedAt,
-    ...(run.error ? { error: run.error } : {}),
-    ...(run.stopReason ? { stopReason: run.stopReason } : {}),
-  };
 }

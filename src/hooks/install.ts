@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -65,7 +65,7 @@ export async function installMaterial(opts: InstallMaterialOptions): Promise<Ins
     if (!bySource.allowed) throw new InstallRefused(`refused by security.installPolicy: ${bySource.reason}`);
     const material =
       sourceType === "dir"
-        ? await stageDirectory(resolve(source), staging)
+        ? await stageDirectory(await realpath(source), staging)
         : await stageNpmPackage(source, staging, opts.npmPack ?? npmPack);
     const { declaredName, name } = await readMaterialName(kind, material, sourceType === "dir" ? source : undefined);
     assertSafeName(name);
@@ -167,6 +167,7 @@ async function classifySource(source: string): Promise<InstallSourceType> {
   return "npm";
 }
 
+/** `sourceDir` is a real path: were it a symlink, the copy would be a link back to the user's folder. */
 async function stageDirectory(sourceDir: string, staging: string): Promise<string> {
   const material = join(staging, "material");
   // Symlinks are copied as links, never followed: following one could pull files from outside the source.

@@ -535,11 +535,12 @@ export class PluginHookRunner {
   // -------------------------------------------------------------------------------------------------------------
 
   /** A snapshot of the handlers to run, so (un)registering during a run does not shift it. */
-  private ordered(...names: PluginHookName[]): Registration[] {
-    const lists = names.map((n) => this.hooks.get(n)).filter((l): l is Registration[] => l !== undefined);
-    if (lists.length === 0) return [];
-    if (lists.length === 1) return [...lists[0]];
-    return lists.flat().sort((a, b) => b.priority - a.priority || a.seq - b.seq);
+  private ordered(name: PluginHookName, legacy?: PluginHookName): Registration[] {
+    const main = this.hooks.get(name);
+    const extra = legacy === undefined ? undefined : this.hooks.get(legacy);
+    if (!extra) return main ? [...main] : [];
+    if (!main) return [...extra];
+    return [...main, ...extra].sort((a, b) => b.priority - a.priority || a.seq - b.seq);
   }
 
   private async runSequential<E, S>(

@@ -135,10 +135,15 @@ describe("anthropic-messages stream", () => {
     ]);
   });
 
-  it("reports cache writes from message_start usage", async () => {
+  it("counts prompt-cache reads announced in message_start", async () => {
     const custom = await startFakeModelServer();
     try {
-      const p = createAnthropicMessagesProvider({ id: "a", api: "anthropic-messages", baseUrl: custom.baseUrl, models: [] });
+      const p = createAnthropicMessagesProvider({
+        id: "a",
+        api: "anthropic-messages",
+        baseUrl: custom.baseUrl,
+        models: [],
+      });
       custom.enqueue({ text: "x", usage: { input: 5, output: 3, cacheRead: 100 } });
       const events = await collect(p.stream(request()));
       expect(events.at(-1)).toMatchObject({ type: "done", usage: { input: 5, output: 3, cacheRead: 100, total: 108 } });

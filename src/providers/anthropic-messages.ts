@@ -80,7 +80,12 @@ async function* streamMessages(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = { provider: init.id, signal: request.signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+  const ctx: ErrorContext = {
+    provider: init.id,
+    signal: request.signal,
+    apiKey: init.apiKey,
+    timeoutMs: init.timeoutMs,
+  };
   const blocks = new Map<number, OpenBlock>();
   const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   let stopReason: StopReason | undefined;
@@ -106,7 +111,11 @@ async function* streamMessages(
             blocks.set(event.index, { type: "text" });
             if (block.text) yield { type: "text_delta", delta: block.text };
           } else if (block.type === "thinking") {
-            blocks.set(event.index, { type: "thinking", thinking: block.thinking ?? "", signature: block.signature ?? "" });
+            blocks.set(event.index, {
+              type: "thinking",
+              thinking: block.thinking ?? "",
+              signature: block.signature ?? "",
+            });
             if (block.thinking) yield { type: "thinking_delta", delta: block.thinking };
           } else if (block.type === "tool_use") {
             blocks.set(event.index, { type: "tool_use", id: block.id, name: block.name, json: "", input: block.input });
@@ -212,7 +221,7 @@ function buildParams(init: ProviderInit, request: ModelRequest): MessageParams {
   return params;
 }
 
-export function mapMessages(messages: ChatMessage[]): MessageParam[] {
+function mapMessages(messages: ChatMessage[]): MessageParam[] {
   const out: MessageParam[] = [];
   let toolResults: ToolResultBlockParam[] | undefined;
   for (const message of messages) {

@@ -56,7 +56,10 @@ export function classifyApiError(info: ApiErrorInfo): ProviderErrorKind {
   }
   if (status === 408) return "timeout";
   if (status !== undefined && status >= 500) return "server";
-  if ((status === undefined || status === 400 || status === 413 || status === 422) && CONTEXT_LENGTH_PATTERN.test(text)) {
+  if (
+    (status === undefined || status === 400 || status === 413 || status === 422) &&
+    CONTEXT_LENGTH_PATTERN.test(text)
+  ) {
     return "context_length";
   }
   if (status !== undefined && status >= 400) return "bad_request";
@@ -154,7 +157,8 @@ function describe(err: unknown): string {
   let root: Error = err;
   for (let depth = 0; depth < 5 && root.cause instanceof Error; depth++) root = root.cause;
   if (root === err || !root.message || err.message.includes(root.message)) return err.message || err.name;
-  const code = isRecord(root) && typeof root.code === "string" && !root.message.includes(root.code) ? `${root.code}: ` : "";
+  const code =
+    isRecord(root) && typeof root.code === "string" && !root.message.includes(root.code) ? `${root.code}: ` : "";
   return `${err.message} (${code}${root.message})`;
 }
 

@@ -19,7 +19,13 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], tools: [], signal: new AbortController().signal, ...overrides };
+  return {
+    model: "gpt-4o-mini",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [],
+    signal: new AbortController().signal,
+    ...overrides,
+  };
 }
 
 async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
@@ -85,7 +91,12 @@ describe("openai-completions request", () => {
         },
       },
     ]);
-    expect(body).toMatchObject({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, max_tokens: 512 });
+    expect(body).toMatchObject({
+      model: "gpt-4o-mini",
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 512,
+    });
   });
 
   it("leaves tools out entirely when the agent has none", async () => {
@@ -103,7 +114,12 @@ describe("openai-completions request", () => {
   });
 
   it("works against a server that needs no API key (Ollama, vLLM, llama.cpp)", async () => {
-    const local = createOpenAICompletionsProvider({ id: "local", api: "openai-completions", baseUrl: server.baseUrl, models: [] });
+    const local = createOpenAICompletionsProvider({
+      id: "local",
+      api: "openai-completions",
+      baseUrl: server.baseUrl,
+      models: [],
+    });
     server.enqueue({ text: "local answer" });
     const events = await collect(local.stream(request()));
     expect(events).toContainEqual({ type: "text_delta", delta: "local answer" });
@@ -128,7 +144,12 @@ describe("openai-completions stream", () => {
       respond: () => ({ toolCalls: [{ id: "", name: "exec", arguments: { command: "pwd" } }] }),
     });
     try {
-      const p = createOpenAICompletionsProvider({ id: "local", api: "openai-completions", baseUrl: raw.baseUrl, models: [] });
+      const p = createOpenAICompletionsProvider({
+        id: "local",
+        api: "openai-completions",
+        baseUrl: raw.baseUrl,
+        models: [],
+      });
       const events = await collect(p.stream(request()));
       const call = events.find((e) => e.type === "tool_call");
       expect(call).toMatchObject({ name: "exec", arguments: { command: "pwd" } });

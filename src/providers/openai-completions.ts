@@ -6,7 +6,15 @@
 import type OpenAI from "openai";
 import { type ErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
-import type { ChatMessage, ModelProvider, ModelRequest, ModelStreamEvent, ProviderInit, StopReason, Usage } from "./types.js";
+import type {
+  ChatMessage,
+  ModelProvider,
+  ModelRequest,
+  ModelStreamEvent,
+  ProviderInit,
+  StopReason,
+  Usage,
+} from "./types.js";
 import { emptyUsage } from "./types.js";
 import {
   fallbackCallId,
@@ -65,7 +73,12 @@ async function* streamChat(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = { provider: init.id, signal: request.signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+  const ctx: ErrorContext = {
+    provider: init.id,
+    signal: request.signal,
+    apiKey: init.apiKey,
+    timeoutMs: init.timeoutMs,
+  };
   const calls = new Map<number, PendingCall>();
   let thinking = "";
   let finishReason: string | undefined;
@@ -84,7 +97,12 @@ async function* streamChat(
     calls.clear();
     for (const [, call] of ordered) {
       toolCallCount++;
-      yield { type: "tool_call", id: call.id, name: call.name, arguments: parseToolArguments(ctx, call.name, call.args) };
+      yield {
+        type: "tool_call",
+        id: call.id,
+        name: call.name,
+        arguments: parseToolArguments(ctx, call.name, call.args),
+      };
     }
   }
 
@@ -108,7 +126,8 @@ async function* streamChat(
       }
       for (const part of delta.tool_calls ?? []) {
         yield* endThinking();
-        const index = part.index ?? calls.size;
+        // a few servers leave out the index; a fragment without an id then continues the latest call
+        const index = part.index ?? (part.id || calls.size === 0 ? calls.size : calls.size - 1);
         let call = calls.get(index);
         if (!call) {
           call = { id: part.id || fallbackCallId(), name: "", args: "" };
@@ -159,7 +178,7 @@ function buildParams(request: ModelRequest): ChatParams {
   return params;
 }
 
-export function mapMessages(system: string | undefined, messages: ChatMessage[]): ChatMessageParam[] {
+function mapMessages(system: string | undefined, messages: ChatMessage[]): ChatMessageParam[] {
   const out: ChatMessageParam[] = [];
   if (system) out.push({ role: "system", content: system });
   for (const message of messages) {
@@ -210,5 +229,9 @@ function mapFinishReason(reason: string, sawToolCalls: boolean): StopReason {
 function mapUsage(usage: OpenAI.Completions.CompletionUsage): Usage {
   const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
   // prompt_tokens includes the cached part; keep input as the uncached remainder so input + cacheRead is the prompt
-  return usageOf({ input: Math.max(0, usage.prompt_tokens - cached), output: usage.completion_tokens, cacheRead: cached });
+  return usageOf({
+    input: Math.max(0, usage.prompt_tokens - cached),
+    output: usage.completion_tokens,
+    cacheRead: cached,
+  });
 }

@@ -19,7 +19,13 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return { model: "gpt-4.1", messages: [{ role: "user", content: "hi" }], tools: [], signal: new AbortController().signal, ...overrides };
+  return {
+    model: "gpt-4.1",
+    messages: [{ role: "user", content: "hi" }],
+    tools: [],
+    signal: new AbortController().signal,
+    ...overrides,
+  };
 }
 
 async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {

@@ -5,7 +5,15 @@
 import type OpenAI from "openai";
 import { apiError, type ErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
-import type { ChatMessage, ModelProvider, ModelRequest, ModelStreamEvent, ProviderInit, StopReason, Usage } from "./types.js";
+import type {
+  ChatMessage,
+  ModelProvider,
+  ModelRequest,
+  ModelStreamEvent,
+  ProviderInit,
+  StopReason,
+  Usage,
+} from "./types.js";
 import { emptyUsage } from "./types.js";
 import { fallbackCallId, openAIReasoningEffort, parseToolArguments, streamEndedEarly, usageOf } from "./wire.js";
 
@@ -51,7 +59,12 @@ async function* streamResponses(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = { provider: init.id, signal: request.signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+  const ctx: ErrorContext = {
+    provider: init.id,
+    signal: request.signal,
+    apiKey: init.apiKey,
+    timeoutMs: init.timeoutMs,
+  };
   // keyed by output_index, which every item event carries (item ids are optional on some compatible servers)
   const calls = new Map<number, PendingCall>();
   const reasoning = new Map<number, string>();
@@ -184,7 +197,7 @@ function buildParams(request: ModelRequest): ResponseParams {
   return params;
 }
 
-export function mapInput(messages: ChatMessage[]): InputItem[] {
+function mapInput(messages: ChatMessage[]): InputItem[] {
   const out: InputItem[] = [];
   for (const message of messages) {
     if (message.role === "user") {

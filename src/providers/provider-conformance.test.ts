@@ -14,6 +14,7 @@ import { createAnthropicMessagesProvider } from "./anthropic-messages.js";
 import { createOpenAICompletionsProvider } from "./openai-completions.js";
 import { createOpenAIResponsesProvider } from "./openai-responses.js";
 import {
+  type ApiKind,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -22,7 +23,7 @@ import {
 } from "./types.js";
 
 interface Case {
-  name: string;
+  name: ApiKind;
   create(init: ProviderInit): ModelProvider;
   rateLimited: FakeTurn;
   rateLimitMessage: string;
@@ -64,7 +65,11 @@ const cases: Case[] = [
     rateLimited: anthropicErrorTurn(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit"),
     rateLimitMessage: "Number of request tokens has exceeded your rate limit",
     serverError: anthropicErrorTurn(500, "api_error", "Internal server error"),
-    contextTooLong: anthropicErrorTurn(400, "invalid_request_error", "prompt is too long: 210345 tokens > 200000 maximum"),
+    contextTooLong: anthropicErrorTurn(
+      400,
+      "invalid_request_error",
+      "prompt is too long: 210345 tokens > 200000 maximum",
+    ),
     authFailure: (key) => anthropicErrorTurn(401, "authentication_error", `invalid x-api-key ${key}`),
   },
 ];
@@ -102,7 +107,7 @@ describe.each(cases)("$name provider", (c) => {
 
   beforeAll(async () => {
     server = await startFakeModelServer();
-    provider = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, apiKey: "sk-test", models: [] });
+    provider = c.create({ id: "acme", api: c.name, baseUrl: server.baseUrl, apiKey: "sk-test", models: [] });
   });
   afterAll(() => server.close());
 
@@ -116,7 +121,9 @@ describe.each(cases)("$name provider", (c) => {
   });
 
   it("assembles tool-call arguments split over several chunks into one call", async () => {
-    server.enqueue({ toolCalls: [{ id: "call_a", name: "read", arguments: ['{"pa', 'th": "src/ma', 'in.ts", "limit"', ": 20}"] }] });
+    server.enqueue({
+      toolCalls: [{ id: "call_a", name: "read", arguments: ['{"pa', 'th": "src/ma', 'in.ts", "limit"', ": 20}"] }],
+    });
     const events = await collect(provider.stream(request()));
     expect(events.filter((e) => e.type === "tool_call")).toEqual([
       { type: "tool_call", id: "call_a", name: "read", arguments: { path: "src/main.ts", limit: 20 } },
@@ -182,7 +189,7 @@ describe.each(cases)("$name provider", (c) => {
 
   it("reports a rejected key as auth without repeating the key", async () => {
     const key = "sk-live-0123456789abcdefSECRET";
-    const keyed = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, apiKey: key, models: [] });
+    const keyed = c.create({ id: "acme", api: c.name, baseUrl: server.baseUrl, apiKey: key, models: [] });
     server.enqueue(c.authFailure(key));
     const err = await failure(keyed.stream(request()));
     expect(err.kind).toBe("auth");
@@ -237,7 +244,7 @@ describe.each(cases)("$name provider", (c) => {
   });
 
   it("gives up with a timeout when the model sends nothing within timeoutMs", async () => {
-    const impatient = c.create({ id: "acme", api: "scripted", baseUrl: server.baseUrl, timeoutMs: 150, models: [] });
+    const impatient = c.create({ id: "acme", api: c.name, baseUrl: server.baseUrl, timeoutMs: 150, models: [] });
     server.enqueue({ text: ["first", " second"], chunkDelayMs: 10_000 });
     const err = await failure(impatient.stream(request()));
     expect(err.kind).toBe("timeout");
@@ -255,7 +262,7 @@ describe.each(cases)("$name provider", (c) => {
     const gone = await startFakeModelServer();
     const baseUrl = gone.baseUrl;
     await gone.close();
-    const offline = c.create({ id: "local", api: "scripted", baseUrl, models: [] });
+    const offline = c.create({ id: "local", api: c.name, baseUrl, models: [] });
     const err = await failure(offline.stream(request()));
     expect(err.kind).toBe("network");
     expect(err.message).toMatch(/^local: network error: /);

@@ -13,12 +13,21 @@ export function parseToolArguments(ctx: ErrorContext, toolName: string, raw: str
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    throw providerError(ctx, "bad_response", `tool call "${toolName}" has arguments that are not valid JSON: ${clip(raw)}`, {
-      cause: err,
-    });
+    throw providerError(
+      ctx,
+      "bad_response",
+      `tool call "${toolName}" has arguments that are not valid JSON: ${clip(raw)}`,
+      {
+        cause: err,
+      },
+    );
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw providerError(ctx, "bad_response", `tool call "${toolName}" has arguments that are not a JSON object: ${clip(raw)}`);
+    throw providerError(
+      ctx,
+      "bad_response",
+      `tool call "${toolName}" has arguments that are not a JSON object: ${clip(raw)}`,
+    );
   }
   return parsed as Record<string, unknown>;
 }

@@ -336,6 +336,37 @@ describe("stale locks are taken over", () => {
   });
 });
 
+describe("takeover between two waiters", () => {
+  it("a waiter leaves a stale lock alone while another process is taking it over, and a crashed taker does not wedge it", async () => {
+    const dead = await deadPid();
+    const stale = JSON.stringify({ pid: dead, starttime: null, createdAt: Date.now(), maxHoldMs: 600_000 });
+    writeLockFile(stale);
+    const guard = `${lockPath}.takeover`;
+    const livePid = process.ppid;
+    fs.writeFileSync(
+      guard,
+      JSON.stringify({
+        pid: livePid,
+        starttime: readProcessStartTime(livePid) ?? null,
+        createdAt: Date.now(),
+        maxHoldMs: 0,
+      }),
+    );
+
+    const busy = await acquireSessionWriteLock(lockPath, { clock: fakeClock(), acquireTimeoutMs: 500 }).catch((e) => e);
+    expect(busy).toBeInstanceOf(SessionBusyError);
+    expect(fs.readFileSync(lockPath, "utf8")).toBe(stale);
+
+    // The taker died mid-takeover: its guard is cleared and the stale lock reclaimed without waiting it out.
+    fs.writeFileSync(guard, JSON.stringify({ pid: dead, starttime: null, createdAt: Date.now(), maxHoldMs: 0 }));
+    const clock = fakeClock();
+    const handle = await acquireSessionWriteLock(lockPath, { clock, acquireTimeoutMs: 500 });
+    expect(readPayload().pid).toBe(process.pid);
+    expect(fs.existsSync(guard)).toBe(false);
+    await handle.release();
+  });
+});
+
 describe("reentrancy", () => {
   it("a nested acquire of a lock this process holds fails at once instead of waiting", async () => {
     const outer = await acquireSessionWriteLock(lockPath);

@@ -391,9 +391,18 @@ async function removeIfUnchanged(
     const now = await observe(lockPath);
     if (now === undefined) return true;
     if (now.ino !== seen.ino || now.raw !== seen.raw) return false;
-    // Renaming to a unique name first means a slow unlink can never hit a file created after our check.
+    // Under the guard nobody else removes the file, so it cannot be replaced between the check and the
+    // removal. The guard itself can be cleared wrongly, though (we froze past staleMalformedMs), so the file
+    // is moved aside first and its inode checked again: if it turns out to be someone's fresh lock it is put
+    // back (link fails rather than overwrite if yet another lock appeared meanwhile).
     const doomed = `${lockPath}.stale-${process.pid}-${randomUUID()}`;
     await fsp.rename(lockPath, doomed);
+    const moved = await fsp.stat(doomed);
+    if (moved.ino !== seen.ino) {
+      await fsp.link(doomed, lockPath).catch(() => {});
+      await fsp.rm(doomed, { force: true });
+      return false;
+    }
     await fsp.rm(doomed, { force: true });
     return true;
   } finally {

@@ -136,7 +136,9 @@ export async function startFakeModelServer(opts: FakeModelServerOptions = {}): P
     const path = (req.url ?? "/").split("?")[0];
     const api = req.method === "POST" ? ROUTES[path] : undefined;
     if (!api) {
-      sendJson(res, 404, { error: { message: `fake model server: no route for ${req.method} ${path}`, type: "not_found" } });
+      sendJson(res, 404, {
+        error: { message: `fake model server: no route for ${req.method} ${path}`, type: "not_found" },
+      });
       return;
     }
     readBody(req, (raw) => {
@@ -146,7 +148,9 @@ export async function startFakeModelServer(opts: FakeModelServerOptions = {}): P
         if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
         body = parsed as Record<string, unknown>;
       } catch {
-        sendJson(res, 400, { error: { message: "fake model server: the body is not a JSON object", type: "invalid_request_error" } });
+        sendJson(res, 400, {
+          error: { message: "fake model server: the body is not a JSON object", type: "invalid_request_error" },
+        });
         return;
       }
       const captured: CapturedRequest = { path, headers: req.headers, body };
@@ -213,12 +217,16 @@ function answer(
   }
   if (body.stream !== true) {
     sendJson(res, 400, {
-      error: { message: "fake model server: only streaming requests (stream: true) are supported", type: "invalid_request_error" },
+      error: {
+        message: "fake model server: only streaming requests (stream: true) are supported",
+        type: "invalid_request_error",
+      },
     });
     return;
   }
   const script = scriptOf(turn, body, requestChars, ids);
-  const frames = api === "chat" ? chatFrames(script, body) : api === "responses" ? responsesFrames(script) : messagesFrames(script);
+  const frames =
+    api === "chat" ? chatFrames(script, body) : api === "responses" ? responsesFrames(script) : messagesFrames(script);
   const cut = turn.stopAfterChunks !== undefined && turn.stopAfterChunks < frames.length;
   const toSend = cut ? frames.slice(0, turn.stopAfterChunks) : frames;
   const finish = () => {
@@ -260,7 +268,12 @@ interface Script {
   streamError?: { type?: string; code?: string; message: string };
 }
 
-function scriptOf(turn: FakeTurn, body: Record<string, unknown>, requestChars: number, ids: { next(): number }): Script {
+function scriptOf(
+  turn: FakeTurn,
+  body: Record<string, unknown>,
+  requestChars: number,
+  ids: { next(): number },
+): Script {
   const pieces = (value: string | string[] | undefined) =>
     value === undefined ? [] : typeof value === "string" ? [value] : value;
   const text = pieces(turn.text);
@@ -307,10 +320,13 @@ function chatFrames(s: Script, body: Record<string, unknown>): string[] {
   s.calls.forEach((call, index) => {
     frames.push(
       frame({
-        tool_calls: [{ index, id: call.id ?? `call_${call.n}`, type: "function", function: { name: call.name, arguments: "" } }],
+        tool_calls: [
+          { index, id: call.id ?? `call_${call.n}`, type: "function", function: { name: call.name, arguments: "" } },
+        ],
       }),
     );
-    for (const fragment of call.fragments) frames.push(frame({ tool_calls: [{ index, function: { arguments: fragment } }] }));
+    for (const fragment of call.fragments)
+      frames.push(frame({ tool_calls: [{ index, function: { arguments: fragment } }] }));
   });
   if (s.streamError) {
     const { message, type = "server_error", code = null } = s.streamError;
@@ -364,7 +380,12 @@ function responsesFrames(s: Script): string[] {
     const full = s.thinking.join("");
     const item = { id: item_id, type: "reasoning", summary: [] as unknown[] };
     event("response.output_item.added", { output_index, item });
-    event("response.reasoning_summary_part.added", { item_id, output_index, summary_index: 0, part: { type: "summary_text", text: "" } });
+    event("response.reasoning_summary_part.added", {
+      item_id,
+      output_index,
+      summary_index: 0,
+      part: { type: "summary_text", text: "" },
+    });
     for (const delta of s.thinking) {
       event("response.reasoning_summary_text.delta", { item_id, output_index, summary_index: 0, delta });
     }
@@ -412,7 +433,8 @@ function responsesFrames(s: Script): string[] {
       name: call.name,
     };
     event("response.output_item.added", { output_index, item });
-    for (const delta of call.fragments) event("response.function_call_arguments.delta", { item_id, output_index, delta });
+    for (const delta of call.fragments)
+      event("response.function_call_arguments.delta", { item_id, output_index, delta });
     event("response.function_call_arguments.done", { item_id, output_index, name: call.name, arguments: args });
     const done = { ...item, status: "completed", arguments: args };
     event("response.output_item.done", { output_index, item: done });
@@ -470,7 +492,8 @@ function messagesFrames(s: Script): string[] {
   let index = 0;
   if (s.thinking.length > 0) {
     event("content_block_start", { index, content_block: { type: "thinking", thinking: "", signature: "" } });
-    for (const thinking of s.thinking) event("content_block_delta", { index, delta: { type: "thinking_delta", thinking } });
+    for (const thinking of s.thinking)
+      event("content_block_delta", { index, delta: { type: "thinking_delta", thinking } });
     event("content_block_delta", { index, delta: { type: "signature_delta", signature: s.signature } });
     event("content_block_stop", { index });
     index++;
@@ -498,7 +521,10 @@ function messagesFrames(s: Script): string[] {
     return frames;
   }
   const stopReason = s.maxTokensReached ? "max_tokens" : s.calls.length > 0 ? "tool_use" : "end_turn";
-  event("message_delta", { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: s.usage.output } });
+  event("message_delta", {
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: s.usage.output },
+  });
   event("message_stop", {});
   return frames;
 }
