@@ -1,6 +1,6 @@
 import path from "node:path";
+import { resolveSkillSnapshot, type SkillSnapshot } from "../prompt/skills.js";
 import type { PromptMode } from "../prompt/system-prompt.js";
-import { type SkillSnapshot, resolveSkillSnapshot } from "../prompt/skills.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import type { SteeringPort } from "./loop.js";
 import { type EmbeddedRunResult, errorKind, runEmbeddedAgent } from "./run-embedded.js";

@@ -49,7 +49,10 @@ export function withIdleWatchdog(provider: ModelProvider, idleMs: number, clock:
         }
       } catch (err) {
         if (idleFired && !request.signal.aborted) {
-          throw new ProviderError("timeout", `${provider.id}: no data from the model for ${Math.round(idleMs / 1000)} s (idle timeout)`);
+          throw new ProviderError(
+            "timeout",
+            `${provider.id}: no data from the model for ${Math.round(idleMs / 1000)} s (idle timeout)`,
+          );
         }
         throw err;
       } finally {

@@ -1,9 +1,11 @@
 import {
   type AssistantBlock,
   type AssistantMessage,
+  addUsage,
   type ChatMessage,
+  emptyUsage,
   type ModelProvider,
-  ProviderError,
+  type ProviderError,
   type StopReason,
   type ThinkingLevel,
   type ToolCallBlock,
@@ -11,8 +13,6 @@ import {
   type ToolSpec,
   type Usage,
   type UserMessage,
-  addUsage,
-  emptyUsage,
 } from "../providers/types.js";
 import type { Tool, ToolContext } from "../tools/types.js";
 
@@ -258,7 +258,14 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
           const call = calls[i];
           const content = reason === "steer" ? SKIPPED_FOR_STEER : `aborted: ${abortReasonText(ports.signal)}`;
           results[i] = { role: "toolResult", toolCallId: call.id, toolName: call.name, content, isError: true };
-          yield { type: "tool_end", toolCallId: call.id, name: call.name, isError: true, result: content, skipped: reason };
+          yield {
+            type: "tool_end",
+            toolCallId: call.id,
+            name: call.name,
+            isError: true,
+            result: content,
+            skipped: reason,
+          };
         }
         break;
       }
@@ -332,7 +339,8 @@ async function executeOne(
   try {
     if (ports.beforeToolCall) {
       const decision = await ports.beforeToolCall({ ...call, arguments: args });
-      if (decision?.block) return done(`blocked: ${decision.blockReason ?? "a plugin blocked this tool call"}`, true, "blocked");
+      if (decision?.block)
+        return done(`blocked: ${decision.blockReason ?? "a plugin blocked this tool call"}`, true, "blocked");
       if (decision?.params) args = decision.params;
     }
     const out = await tool.execute(args, {

@@ -1,14 +1,14 @@
-import { buildSystemPrompt, type PromptMode } from "../prompt/system-prompt.js";
-import { checkContextFits, compactionReserve } from "../prompt/context-budget.js";
 import { loadBootstrapFiles } from "../prompt/bootstrap.js";
+import { checkContextFits, compactionReserve } from "../prompt/context-budget.js";
 import { formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../prompt/skills.js";
+import { buildSystemPrompt, type PromptMode } from "../prompt/system-prompt.js";
+import { type ChatMessage, emptyUsage, ProviderError, type ThinkingLevel, type Usage } from "../providers/types.js";
 import { runInSessionAndGlobalLanes } from "../queue/lanes.js";
 import { sessionLaneName } from "../session/keys.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../session/write-lock.js";
-import { type ChatMessage, ProviderError, type ThinkingLevel, type Usage, emptyUsage } from "../providers/types.js";
 import { capForModel, capText, redactSecrets, sanitizeForEvent } from "../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "./idle-watchdog.js";
-import { type LoopOutcome, type SteeringPort, runAgentLoop } from "./loop.js";
+import { type LoopOutcome, runAgentLoop, type SteeringPort } from "./loop.js";
 import { type ReplyPayload, shapeReply } from "./reply.js";
 import type { AgentRuntime } from "./runtime.js";
 
@@ -215,7 +215,12 @@ async function runHoldingLanes(
           });
           break;
         case "tool_update":
-          emit("tool", { phase: "update", name: ev.name, toolCallId: ev.toolCallId, partialResult: capText(ev.partial) });
+          emit("tool", {
+            phase: "update",
+            name: ev.name,
+            toolCallId: ev.toolCallId,
+            partialResult: capText(ev.partial),
+          });
           break;
         case "tool_end":
           emit("tool", {
@@ -312,7 +317,15 @@ async function runHoldingLanes(
   if (status === "ok") {
     emit("lifecycle", { phase: "end", startedAt, endedAt, status, stopReason, usage });
   } else {
-    emit("lifecycle", { phase: "error", startedAt, endedAt, status, stopReason, error: error?.message, kind: error?.kind });
+    emit("lifecycle", {
+      phase: "error",
+      startedAt,
+      endedAt,
+      status,
+      stopReason,
+      error: error?.message,
+      kind: error?.kind,
+    });
   }
   return result;
 }

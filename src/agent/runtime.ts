@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type { LoopgateConfig } from "../config/index.js";
-import { AgentEventBus } from "../infra/events.js";
 import { type Clock, systemClock } from "../infra/clock.js";
-import { type Logger, createLogger } from "../infra/logger.js";
+import { AgentEventBus } from "../infra/events.js";
+import { createLogger, type Logger } from "../infra/logger.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
-import { LaneScheduler, laneConcurrencyFrom } from "../queue/lanes.js";
-import { createProvider, isSelfHostedBaseUrl, resolveModelRef, type ResolvedModel } from "../providers/registry.js";
+import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
+import { LaneScheduler, laneConcurrencyFrom } from "../queue/lanes.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { Tool } from "../tools/types.js";

@@ -6,10 +6,10 @@ import type { RunRecord } from "../storage/types.js";
 import { agentCommand } from "./agent-command.js";
 import type { SteeringPort } from "./loop.js";
 import {
-  type QueueMode,
   collectPrompt,
   isQueueMode,
   overflowPrompt,
+  type QueueMode,
   resolveQueueMode,
   summarizeDropped,
 } from "./queue-policy.js";
@@ -305,7 +305,9 @@ export class AgentService {
     const queueing = busy && !steering && mode !== "interrupt";
     if (queueing && state.pending.length >= cfg.cap && cfg.drop === "new") {
       const reason = new QueueFullError(sessionKey, cfg.cap);
-      this.rt.bus.emit(req.idempotencyKey, sessionKey, "queue", { receipt: { kind: "rejected", reason: reason.message } });
+      this.rt.bus.emit(req.idempotencyKey, sessionKey, "queue", {
+        receipt: { kind: "rejected", reason: reason.message },
+      });
       throw reason;
     }
 
@@ -451,13 +453,24 @@ export class AgentService {
         sessionKey: s.key,
       } as AgentRequest & { agentId: string };
       this.rt.store.createRun({ runId, sessionKey: s.key, status: "queued", acceptedAt: now, params: req as never });
-      const run: LiveRun = { runId, sessionKey: s.key, req, mode: "followup", phase: "pending", done: deferred(), acceptedAt: now };
+      const run: LiveRun = {
+        runId,
+        sessionKey: s.key,
+        req,
+        mode: "followup",
+        phase: "pending",
+        done: deferred(),
+        acceptedAt: now,
+      };
       this.live.set(runId, run);
       this.launch(s, run, [], text);
       return;
     }
     const first = s.pending.shift();
-    if (!first) return this.schedule(s);
+    if (!first) {
+      this.schedule(s);
+      return;
+    }
     if (first.mode === "collect") {
       const batch = [first];
       for (let i = 0; i < s.pending.length; ) {

@@ -1,7 +1,7 @@
 import type { AgentFinal } from "../agent/service.js";
-import type { ThinkingLevel } from "../providers/types.js";
 import { thinkingLevels } from "../config/schema.js";
 import type { AgentEvent } from "../infra/events.js";
+import type { ThinkingLevel } from "../providers/types.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { createTerminalRenderer, formatSummary } from "./render.js";
 
@@ -27,7 +27,7 @@ export function exitCodeFor(final: AgentFinal, interrupted: boolean): number {
 }
 
 export function parseAgentOptions(opts: AgentCliOptions) {
-  if (!opts.message || !opts.message.trim()) throw new CliError("--message is required (the text to send)");
+  if (!opts.message?.trim()) throw new CliError("--message is required (the text to send)");
   let timeout: number | undefined;
   if (opts.timeout !== undefined) {
     timeout = Number(opts.timeout);

@@ -58,10 +58,7 @@ program
   .option("--config <path>", "config file (default $LOOPGATE_STATE_DIR/loopgate.json5)")
   .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
   .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
-  .addHelpText(
-    "after",
-    "\nExit codes: 0 ok, 1 run error, 2 usage/config error, 124 timeout, 130 interrupted.",
-  )
+  .addHelpText("after", "\nExit codes: 0 ok, 1 run error, 2 usage/config error, 124 timeout, 130 interrupted.")
   .action((opts) =>
     run(async () => {
       if (opts.local) return (await import("./agent.js")).runAgentLocal(opts);

@@ -17,7 +17,11 @@ export function describeRow(row: TranscriptRow): string {
     return `#${row.seq} tool ${m.toolName}${m.isError ? " (error)" : ""}: ${first.slice(0, 120)}`;
   }
   const parts = m.content.map((b) =>
-    b.type === "text" ? b.text : b.type === "toolCall" ? `[calls ${b.name} ${JSON.stringify(b.arguments)}]` : "[thinking]",
+    b.type === "text"
+      ? b.text
+      : b.type === "toolCall"
+        ? `[calls ${b.name} ${JSON.stringify(b.arguments)}]`
+        : "[thinking]",
   );
   return `#${row.seq} assistant: ${parts.join(" ")}`;
 }

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import JSON5 from "json5";
 import type { z } from "zod";
-import { type LoopgateConfig, configSchema } from "./schema.js";
+import { configSchema, type LoopgateConfig } from "./schema.js";
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -115,6 +115,7 @@ export function withEnvProviders(config: LoopgateConfig, env: NodeJS.ProcessEnv)
   if (!providers.openai && env.OPENAI_API_KEY) {
     providers.openai = {
       api: "openai-completions",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference, resolved at first use
       apiKey: "${OPENAI_API_KEY}",
       baseUrl: env.OPENAI_BASE_URL || undefined,
       models: [{ id: "gpt-4o-mini", contextWindow: 128000, maxTokens: 16384 }],
@@ -123,6 +124,7 @@ export function withEnvProviders(config: LoopgateConfig, env: NodeJS.ProcessEnv)
   if (!providers.anthropic && env.ANTHROPIC_API_KEY) {
     providers.anthropic = {
       api: "anthropic-messages",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference, resolved at first use
       apiKey: "${ANTHROPIC_API_KEY}",
       baseUrl: env.ANTHROPIC_BASE_URL || undefined,
       models: [{ id: "claude-sonnet-4-5", contextWindow: 200000, maxTokens: 8192 }],

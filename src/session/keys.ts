@@ -39,9 +39,12 @@ export function normalizeSessionKey(raw: string | undefined, agentId: string = D
     const [, id, ...restParts] = key.split(":");
     const rest = restParts.join(":");
     if (!id || !isValidAgentId(id)) {
-      throw new SessionKeyError(`invalid session key "${key}": expected agent:<agentId>:<name>, agent id is missing or invalid`);
+      throw new SessionKeyError(
+        `invalid session key "${key}": expected agent:<agentId>:<name>, agent id is missing or invalid`,
+      );
     }
-    if (!rest) throw new SessionKeyError(`invalid session key "${key}": expected agent:<agentId>:<name>, name is missing`);
+    if (!rest)
+      throw new SessionKeyError(`invalid session key "${key}": expected agent:<agentId>:<name>, name is missing`);
     return { key, kind: "agent", agentId: id, rest };
   }
   for (const prefix of ["cron", "hook"] as const) {

@@ -314,7 +314,8 @@ export class SqliteStore implements Store {
 
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {
     return this.transaction(
-      () => this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
+      () =>
+        this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
     );
   }
 
