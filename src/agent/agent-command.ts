@@ -2,6 +2,7 @@ import path from "node:path";
 import { resolveSkillSnapshot, type SkillSnapshot } from "../prompt/skills.js";
 import type { PromptMode } from "../prompt/system-prompt.js";
 import type { ThinkingLevel } from "../providers/types.js";
+import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../session/write-lock.js";
 import type { SteeringPort } from "./loop.js";
 import { type EmbeddedRunResult, errorKind, runEmbeddedAgent } from "./run-embedded.js";
 import type { AgentRuntime } from "./runtime.js";
@@ -43,18 +44,46 @@ export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams)
   });
   const startedAt = rt.clock.now();
   try {
+    await rt.init();
+    const hooks = rt.pluginHooks;
+    const hookCtx = { agentId: params.agentId, sessionKey, runId };
+    const isNew = rt.store.getSession(sessionKey) === undefined;
     const session = rt.store.ensureSession(sessionKey, params.agentId, startedAt);
+    if (isNew && hooks.has("session_start")) {
+      void hooks.runObservers("session_start", { sessionKey, sessionId: session.sessionId }, hookCtx);
+    }
     let message = params.message;
+    if (hooks.has("message_received")) void hooks.runObservers("message_received", { content: message }, hookCtx);
+    void rt.fireInternal("message", "received", { ...hookCtx, content: message });
     let reset = false;
     const slash = parseSlashCommand(message);
-    if (slash && (slash.command === "new" || slash.command === "reset")) {
-      rt.store.resetSession(sessionKey, startedAt, `/${slash.command}`);
+    if (slash) {
+      // Slash commands are handled here, before the model (the service already aborted the run for /stop).
+      void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+      if (slash.command === "stop") return synthetic(rt, params, startedAt, "Stopped.");
+      await withTranscriptLock(rt, sessionKey, () => rt.store.resetSession(sessionKey, startedAt, `/${slash.command}`));
+      if (hooks.has("session_end")) {
+        void hooks.runObservers(
+          "session_end",
+          { sessionKey, sessionId: session.sessionId, reason: slash.command },
+          hookCtx,
+        );
+      }
       reset = true;
       if (!slash.rest) return synthetic(rt, params, startedAt, "Started a new session.");
       message = slash.rest;
     }
 
-    const modelRef = params.model ?? session.modelOverride ?? rt.agentModelRef(params.agentId);
+    let modelRef = params.model ?? session.modelOverride ?? rt.agentModelRef(params.agentId);
+    // before_model_resolve runs before the session's messages are loaded; the first defined override wins.
+    if (hooks.has("before_model_resolve")) {
+      const o = await hooks.runBeforeModelResolve({ prompt: message }, hookCtx);
+      if (o.modelOverride || o.providerOverride) {
+        const current = modelRef?.split("/") ?? [];
+        const model = o.modelOverride ?? current.slice(1).join("/");
+        modelRef = model.includes("/") && !o.providerOverride ? model : `${o.providerOverride ?? current[0]}/${model}`;
+      }
+    }
     const thinking = (params.thinking ??
       (session.thinking as ThinkingLevel | undefined) ??
       rt.config.agents.defaults.thinkingDefault) as ThinkingLevel;
@@ -171,4 +200,16 @@ async function sessionSkills(
     rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
   return snapshot;
+}
+
+/** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
+async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => T): Promise<T> {
+  const lock = await acquireSessionWriteLock(rt.sessionLockPath(sessionKey), {
+    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env),
+  });
+  try {
+    return fn();
+  } finally {
+    await lock.release();
+  }
 }

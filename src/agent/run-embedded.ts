@@ -120,6 +120,8 @@ async function runHoldingLanes(
   let setupError: Error | undefined;
   let modelLabel = params.modelRef;
   let lock: Awaited<ReturnType<typeof acquireSessionWriteLock>> | undefined;
+  let claimedBy: string | undefined;
+  const transcriptMessages: ChatMessage[] = [];
   try {
     const model = rt.resolveModel(params.modelRef);
     modelLabel = model.ref;
@@ -151,9 +153,12 @@ async function runHoldingLanes(
 
     const skills = params.skills?.skills ?? [];
     const mode = params.promptMode ?? "full";
+    const hookCtx = { agentId: params.agentId, sessionKey, runId, workspaceDir: workspace.dir };
     const bootstrapFiles =
       mode === "full" ? await loadBootstrapFiles(workspace.dir, { onWarning: (m) => rt.logger.warn(m) }) : [];
-    const system = buildSystemPrompt({
+    // agent:bootstrap may add or remove files before the prompt is final.
+    if (mode === "full") await rt.fireInternal("agent", "bootstrap", { workspaceDir: workspace.dir, bootstrapFiles });
+    let system = buildSystemPrompt({
       mode,
       agentId: params.agentId,
       workspaceDir: workspace.dir,
@@ -164,9 +169,18 @@ async function runHoldingLanes(
       now: new Date(rt.clock.now()),
       runContext: { sessionKey, model: model.ref },
     });
+    let modelUserMessage: ChatMessage = userMessage;
+    const hooks = rt.pluginHooks;
+    if (hooks.has("before_prompt_build")) {
+      const r = await hooks.runBeforePromptBuild({ prompt: params.message, messages: history }, hookCtx);
+      if (r.systemPrompt !== undefined) system = r.systemPrompt;
+      if (r.prependSystemContext) system = `${r.prependSystemContext}\n\n${system}`;
+      if (r.appendSystemContext) system = `${system}\n\n${r.appendSystemContext}`;
+      if (r.prependContext) modelUserMessage = { role: "user", content: `${r.prependContext}\n\n${params.message}` };
+    }
     const fit = checkContextFits({
       systemPrompt: system,
-      messages: [...history, userMessage],
+      messages: [...history, modelUserMessage],
       contextWindow: model.model.contextWindow,
       reserveTokens: compactionReserve(model.model.contextWindow, rt.config.agents.defaults.compaction.reserveTokens),
     });
@@ -176,25 +190,67 @@ async function runHoldingLanes(
       { sessionKey, kind: "message", runId, createdAt: rt.clock.now(), message: userMessage },
     ]);
 
-    const loop = runAgentLoop(
-      {
-        model: model.modelId,
-        system,
-        messages: [...history, userMessage],
-        maxSteps: rt.config.agents.defaults.maxSteps,
-        thinking: params.thinking,
-        maxTokens: model.model.maxTokens,
-      },
-      {
-        provider,
-        tools: rt.tools,
-        signal: controller.signal,
-        toolContext: { workspaceDir: workspace.dir, env: skills.length ? skillsEnv(skills) : undefined },
-        steering: params.steering,
-        resultForModel: (text) => capForModel(text),
-      },
-    );
-    while (true) {
+    // A plugin may claim the turn before the model is called: a synthetic reply, or silence.
+    if (hooks.has("before_agent_reply")) {
+      const claim = await hooks.runBeforeAgentReply({ prompt: params.message, messages: history }, hookCtx);
+      if (claim?.handled) {
+        const text = claim.reply ?? "";
+        if (text) {
+          emit("assistant", { text, delta: text });
+          rt.store.appendTranscript([
+            {
+              sessionKey,
+              kind: "message",
+              runId,
+              createdAt: rt.clock.now(),
+              message: { role: "assistant", content: [{ type: "text", text }], stopReason: "stop" },
+            },
+          ]);
+        }
+        outcome = { stopReason: "stop", usage: emptyUsage(), steps: 0, finalText: text, toolErrors: [] };
+        claimedBy = claim.pluginId;
+      }
+    }
+
+    const loop = outcome
+      ? undefined
+      : runAgentLoop(
+          {
+            model: model.modelId,
+            system,
+            messages: [...history, userMessage],
+            maxSteps: rt.config.agents.defaults.maxSteps,
+            thinking: params.thinking,
+            maxTokens: model.model.maxTokens,
+          },
+          {
+            provider,
+            tools: rt.tools,
+            signal: controller.signal,
+            toolContext: { workspaceDir: workspace.dir, env: skills.length ? skillsEnv(skills) : undefined },
+            steering: params.steering,
+            resultForModel: (text) => capForModel(text),
+            beforeToolCall: hooks.has("before_tool_call")
+              ? (call) =>
+                  hooks.runBeforeToolCall({ toolName: call.name, params: call.arguments, toolCallId: call.id }, hookCtx)
+              : undefined,
+            afterToolCall: hooks.has("after_tool_call")
+              ? (call, result) =>
+                  void hooks.runObservers(
+                    "after_tool_call",
+                    {
+                      toolName: call.name,
+                      params: call.arguments,
+                      toolCallId: call.id,
+                      result: result.content,
+                      error: result.isError ? result.content : undefined,
+                    },
+                    hookCtx,
+                  )
+              : undefined,
+          },
+        );
+    while (loop) {
       const next = await loop.next();
       if (next.done) {
         outcome = next.value;
@@ -232,11 +288,19 @@ async function runHoldingLanes(
             ...(ev.skipped ? { skipped: ev.skipped } : {}),
           });
           break;
-        case "message":
-          rt.store.appendTranscript([
-            { sessionKey, kind: "message", runId, createdAt: rt.clock.now(), message: ev.message },
-          ]);
+        case "message": {
+          let message = ev.message;
+          // tool_result_persist runs synchronously, right before the row is written.
+          if (message.role === "toolResult" && hooks.has("tool_result_persist")) {
+            message = hooks.runToolResultPersist(
+              { message, toolName: message.toolName, toolCallId: message.toolCallId },
+              hookCtx,
+            );
+          }
+          transcriptMessages.push(message);
+          rt.store.appendTranscript([{ sessionKey, kind: "message", runId, createdAt: rt.clock.now(), message }]);
           break;
+        }
         default:
           break;
       }
@@ -279,11 +343,12 @@ async function runHoldingLanes(
     stopReason = outcome?.stopReason ?? "stop";
   }
 
-  const payloads = shapeReply({
+  let payloads = shapeReply({
     assistantText: outcome?.finalText ?? "",
     modelError: status === "error" ? error?.message : undefined,
     toolErrors: outcome?.toolErrors,
   });
+  payloads = await outgoing(rt, payloads, { agentId: params.agentId, sessionKey, runId });
 
   if (usage.total > 0) {
     const s = rt.store.getSession(sessionKey);
@@ -314,8 +379,28 @@ async function runHoldingLanes(
     model: modelLabel,
     error,
   };
+  if (rt.pluginHooks.has("agent_end")) {
+    void rt.pluginHooks.runObservers(
+      "agent_end",
+      {
+        messages: transcriptMessages,
+        success: status === "ok",
+        error: error?.message,
+        durationMs: endedAt - startedAt,
+      },
+      { agentId: params.agentId, sessionKey, runId },
+    );
+  }
   if (status === "ok") {
-    emit("lifecycle", { phase: "end", startedAt, endedAt, status, stopReason, usage });
+    emit("lifecycle", {
+      phase: "end",
+      startedAt,
+      endedAt,
+      status,
+      stopReason,
+      usage,
+      ...(claimedBy ? { claimedBy } : {}),
+    });
   } else {
     emit("lifecycle", {
       phase: "error",
@@ -328,4 +413,36 @@ async function runHoldingLanes(
     });
   }
   return result;
+}
+
+/**
+ * The outbound path of the final payloads: message_sending may rewrite or cancel each one (cancel is terminal),
+ * then message_sent observers and the internal message:sent hook see what actually goes out.
+ */
+async function outgoing(
+  rt: AgentRuntime,
+  payloads: ReplyPayload[],
+  ctx: { agentId: string; sessionKey: string; runId: string },
+): Promise<ReplyPayload[]> {
+  const hooks = rt.pluginHooks;
+  const sending = hooks.has("message_sending");
+  const sent = hooks.has("message_sent") || rt.internalHooks.has("message", "sent");
+  if (!sending && !sent) return payloads;
+  const out: ReplyPayload[] = [];
+  for (const p of payloads) {
+    let text = p.text;
+    if (sending) {
+      const d = await hooks.runMessageSending({ content: text }, ctx);
+      if (d.cancel) continue;
+      text = d.content;
+    }
+    out.push({ ...p, text });
+  }
+  if (sent) {
+    for (const p of out) {
+      void hooks.runObservers("message_sent", { content: p.text, success: true }, ctx);
+      void rt.fireInternal("message", "sent", { ...ctx, content: p.text });
+    }
+  }
+  return out;
 }

@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { LoopgateConfig } from "../config/index.js";
+import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
+import type { HookLogger } from "../hooks/logger.js";
+import { PluginHookRunner } from "../hooks/plugin-hooks.js";
+import { loadPlugins } from "../hooks/plugins.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -45,6 +50,12 @@ export class AgentRuntime {
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolMap = new Map<string, Tool>();
   private readonly workspaces = new Map<string, Promise<{ dir: string; created: boolean }>>();
+  /** Plugin hooks (SPEC 6). `has()` lets every hook point cost nothing when no plugin listens. */
+  readonly pluginHooks: PluginHookRunner;
+  /** Internal (gateway) hooks: agent:bootstrap, command:*, gateway:*, message:*. */
+  readonly internalHooks: InternalHookRegistry;
+  readonly hookLogger: HookLogger;
+  private initialized?: Promise<void>;
 
   constructor(opts: RuntimeOptions) {
     this.config = opts.config;
@@ -65,6 +76,57 @@ export class AgentRuntime {
         ),
     });
     for (const tool of [...createBuiltinTools(), ...(opts.tools ?? [])]) this.registerTool(tool);
+    const log = this.logger;
+    this.hookLogger = { info: (m) => log.info(m), warn: (m) => log.warn(m), error: (m) => log.error(m) };
+    this.pluginHooks = new PluginHookRunner({ logger: this.hookLogger, clock: this.clock });
+    this.internalHooks = new InternalHookRegistry(this.hookLogger);
+  }
+
+  /**
+   * Loads plugins (plugins.load.paths) and internal hooks (<workspace>/hooks, hooks.dirs, hooks.internal).
+   * Idempotent. A broken plugin or hook is logged and skipped; it never stops the process from serving.
+   */
+  init(): Promise<void> {
+    this.initialized ??= (async () => {
+      const { plugins, hooks } = this.config;
+      // Plugins installed with `loopgate plugins install` live in <stateDir>/plugins and load like listed ones.
+      const installed = await listDirs(path.join(this.stateDir, "plugins"));
+      const pluginPaths = [...plugins.load.paths, ...installed.filter((p) => !plugins.load.paths.includes(p))];
+      if (pluginPaths.length > 0) {
+        await loadPlugins(
+          { paths: pluginPaths, entries: plugins.entries },
+          {
+            runner: this.pluginHooks,
+            registerTool: (tool, pluginId) => {
+              try {
+                this.registerTool(tool);
+              } catch (err) {
+                throw new Error(`plugin ${pluginId}: ${(err as Error).message}`);
+              }
+            },
+            logger: this.hookLogger,
+          },
+        );
+      }
+      const workspace = await this.workspaceFor("main");
+      await discoverInternalHooks(
+        [path.join(workspace.dir, "hooks"), ...hooks.dirs],
+        this.internalHooks,
+        this.hookLogger,
+      );
+      if (hooks.internal.length > 0) {
+        await registerInternalHooksFromConfig(hooks.internal, this.internalHooks, this.hookLogger);
+      }
+    })();
+    return this.initialized;
+  }
+
+  /** Fires an internal hook without blocking the caller; failures are logged by the registry. */
+  fireInternal(type: string, action: string | undefined, context: Record<string, unknown>): Promise<unknown> {
+    if (!this.internalHooks.has(type, action)) return Promise.resolve();
+    return this.internalHooks.trigger({ type, action, context, messages: [] }).catch((err) => {
+      this.logger.warn(`internal hook ${type}${action ? `:${action}` : ""}: ${(err as Error).message}`);
+    });
   }
 
   registerTool(tool: Tool): void {
@@ -135,5 +197,14 @@ export class AgentRuntime {
     const safe = sessionKey.replace(/[^A-Za-z0-9_.-]+/g, "_").slice(0, 80);
     const hash = createHash("sha256").update(sessionKey).digest("hex").slice(0, 12);
     return path.join(this.stateDir, "sessions", `${safe}-${hash}.lock`);
+  }
+}
+
+async function listDirs(dir: string): Promise<string[]> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() && !e.name.startsWith(".")).map((e) => path.join(dir, e.name));
+  } catch {
+    return [];
   }
 }

@@ -293,8 +293,10 @@ export class AgentService {
     const cfg = this.queueConfig();
     const state = this.sessions.get(sessionKey);
     const storedSession = this.rt.store.getSession(sessionKey);
+    // `/stop` aborts the active run and clears the queue: it is an interrupt whatever the queue mode says.
+    const isStop = /^\s*\/stop\s*$/i.test(req.message);
     const mode = resolveQueueMode({
-      message: req.queueMode,
+      message: isStop ? "interrupt" : req.queueMode,
       session: storedSession?.queueMode,
       channel: req.channel,
       byChannel: cfg.byChannel,

@@ -81,6 +81,18 @@ sessions
   .option("--config <path>", "config file")
   .action((key, opts) => run(async () => (await import("./sessions.js")).sessionsShow(key, opts)));
 
+for (const kind of ["skill", "plugin"] as const) {
+  const group = program
+    .command(`${kind}s`)
+    .description(`install ${kind}s (policy-checked: security.installPolicy, before_install hooks)`);
+  group
+    .command("install <source>")
+    .description(`install a ${kind} from a directory or an npm spec`)
+    .option("--update", `replace an installed ${kind} of the same name`)
+    .option("--config <path>", "config file")
+    .action((source, opts) => run(async () => (await import("./install.js")).runInstall(kind, source, opts)));
+}
+
 program
   .command("demo")
   .description("offline demo: a scripted model calls a tool and streams a reply (no network, no API key)")

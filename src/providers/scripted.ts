@@ -64,23 +64,89 @@ export function loadScriptFile(file: string): Script {
   return validateScript(raw, file);
 }
 
+const errorKinds: readonly ProviderErrorKind[] = [
+  "rate_limit",
+  "server",
+  "context_length",
+  "auth",
+  "bad_request",
+  "timeout",
+  "aborted",
+  "network",
+  "bad_response",
+];
+const stopReasons: readonly StopReason[] = ["stop", "tool_calls", "length", "error", "aborted"];
+const whenDoneModes = ["cycle", "repeat-last", "error", "apologize"] as const;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isDelay = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0;
+const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0;
+
+/**
+ * Checks every field up front, so a typo in a script fails when it is loaded, naming the file and the field,
+ * instead of as an unrelated TypeError in the middle of a run.
+ */
 export function validateScript(raw: unknown, where = "script"): Script {
-  const obj = raw as Script;
-  if (!obj || typeof obj !== "object" || !Array.isArray(obj.turns)) {
+  const fail = (field: string, expected: string): never => {
+    throw new Error(`scripted provider: ${where}: ${field} ${expected}`);
+  };
+  if (!isRecord(raw) || !Array.isArray(raw.turns)) {
     throw new Error(`scripted provider: ${where}: expected { turns: [...] }`);
   }
-  obj.turns.forEach((t, i) => {
-    if (!t || typeof t !== "object") throw new Error(`scripted provider: ${where}: turns[${i}] must be an object`);
-    for (const [j, c] of (t.toolCalls ?? []).entries()) {
-      if (!c || typeof c.name !== "string") {
-        throw new Error(`scripted provider: ${where}: turns[${i}].toolCalls[${j}].name must be a string`);
+  if (raw.whenDone !== undefined && !(whenDoneModes as readonly unknown[]).includes(raw.whenDone)) {
+    fail("whenDone", `must be one of ${whenDoneModes.join(", ")}`);
+  }
+  raw.turns.forEach((t: unknown, i: number) => {
+    const at = `turns[${i}]`;
+    if (!isRecord(t)) return fail(at, "must be an object");
+    if (t.text !== undefined) {
+      const ok = typeof t.text === "string" || (Array.isArray(t.text) && t.text.every((c) => typeof c === "string"));
+      if (!ok) fail(`${at}.text`, "must be a string or an array of strings");
+    }
+    if (t.thinking !== undefined && typeof t.thinking !== "string") fail(`${at}.thinking`, "must be a string");
+    for (const key of ["delayMs", "chunkDelayMs"] as const) {
+      if (t[key] !== undefined && !isDelay(t[key])) fail(`${at}.${key}`, "must be a number of milliseconds (>= 0)");
+    }
+    if (t.stopReason !== undefined && !(stopReasons as readonly unknown[]).includes(t.stopReason)) {
+      fail(`${at}.stopReason`, `must be one of ${stopReasons.join(", ")}`);
+    }
+    if (t.usage !== undefined) {
+      if (!isRecord(t.usage)) fail(`${at}.usage`, "must be an object");
+      for (const key of ["input", "output"]) {
+        const v = (t.usage as Record<string, unknown>)[key];
+        if (v !== undefined && !isCount(v)) fail(`${at}.usage.${key}`, "must be a whole number (>= 0)");
+      }
+    }
+    if (t.toolCalls !== undefined) {
+      if (!Array.isArray(t.toolCalls)) fail(`${at}.toolCalls`, "must be an array");
+      (t.toolCalls as unknown[]).forEach((c, j) => {
+        const callAt = `${at}.toolCalls[${j}]`;
+        if (!isRecord(c)) return fail(callAt, "must be an object");
+        if (typeof c.name !== "string" || c.name === "") fail(`${callAt}.name`, "must be a string");
+        if (c.id !== undefined && typeof c.id !== "string") fail(`${callAt}.id`, "must be a string");
+        if (c.arguments !== undefined && !isRecord(c.arguments)) fail(`${callAt}.arguments`, "must be an object");
+      });
+    }
+    if (t.error !== undefined) {
+      if (!isRecord(t.error)) return fail(`${at}.error`, "must be an object");
+      const e = t.error;
+      if (typeof e.message !== "string") fail(`${at}.error.message`, "must be a string");
+      if (e.kind !== undefined && !(errorKinds as readonly unknown[]).includes(e.kind)) {
+        fail(`${at}.error.kind`, `must be one of ${errorKinds.join(", ")}`);
+      }
+      if (e.status !== undefined && !isCount(e.status)) fail(`${at}.error.status`, "must be an HTTP status number");
+      if (e.afterChunks !== undefined && !isCount(e.afterChunks)) {
+        fail(`${at}.error.afterChunks`, "must be a whole number (>= 0)");
       }
     }
   });
-  return obj;
+  return raw as unknown as Script;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  // An abort that came while the stream was suspended at a yield must end it here: an already-aborted signal never
+  // fires "abort" again, and a zero delay would otherwise let every remaining chunk through.
+  if (signal.aborted) return Promise.reject(new ProviderError("aborted", "scripted: request aborted"));
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const onAbort = () => {

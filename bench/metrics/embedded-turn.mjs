@@ -1,0 +1,57 @@
+// Embedded warm turn: AgentService.accept + final in this process, SQLite on, the real openai-completions
+// provider against the fake model process, the noop tool registered as an extra tool.
+// A "warm" turn runs in a warm process (provider, workspace, statements ready) in a session that already exists.
+// Sessions rotate every `turnsPerSession` turns, so the history sent to the model stays short and every sample
+// measures the same work. Options: { baseUrl, turns, warmup, turnsPerSession, stateDir }.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AgentRuntime } from "../../dist/agent/runtime.js";
+import { AgentService } from "../../dist/agent/service.js";
+import { parseConfig } from "../../dist/config/index.js";
+import { createLogger } from "../../dist/infra/logger.js";
+import { openStore } from "../../dist/storage/sqlite-store.js";
+import { childOptions, emitResult } from "../lib/child.mjs";
+import { benchConfig, FINAL_TEXT, noopTool } from "../lib/model.mjs";
+import { nowMs, summarize } from "../lib/stats.mjs";
+
+const opts = childOptions();
+const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-embedded-"));
+const store = openStore(stateDir);
+const rt = new AgentRuntime({
+  config: parseConfig(benchConfig(opts.baseUrl)),
+  stateDir,
+  store,
+  logger: createLogger(),
+  tools: [noopTool],
+});
+const service = new AgentService(rt);
+
+let n = 0;
+const perSession = opts.turnsPerSession ?? 10;
+async function turn(i) {
+  const accepted = service.accept({
+    message: "hello",
+    idempotencyKey: `bench-${process.pid}-${n++}`,
+    sessionKey: `bench-${Math.floor(i / perSession)}`,
+  });
+  const final = await service.final(accepted.runId);
+  if (final.status !== "ok" || final.result.payloads[0]?.text !== FINAL_TEXT) {
+    throw new Error(`turn failed: ${JSON.stringify(final)}`);
+  }
+  return final;
+}
+
+const warmup = opts.warmup ?? 30;
+for (let i = 0; i < warmup; i++) await turn(i);
+const samples = [];
+const turns = opts.turns ?? 200;
+// measured turns continue the warm-up's sessions, so each session's first turn (session creation) is a warm-up
+for (let i = warmup; i < warmup + turns; i++) {
+  const t0 = nowMs();
+  await turn(i + (i % perSession === 0 ? 0 : 0));
+  samples.push(nowMs() - t0);
+}
+store.close();
+if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+emitResult({ turnMs: summarize(samples) });

@@ -1,0 +1,4 @@
+export * from "./device.js";
+export * from "./frames.js";
+export * from "./params.js";
+export * from "./payloads.js";

@@ -1,0 +1,310 @@
+/**
+ * Params of every method (and of the request frame itself), as zod schemas. A bad param is answered with an
+ * `invalid_params` error whose message names the field (`params.idempotencyKey: required`).
+ *
+ * Objects are strict, so a typo (`sesionKey`) is an error instead of a message silently going to the default
+ * session; the other fields OpenClaw's schema allows for the same method are accepted and ignored, so OpenClaw
+ * clients that send them keep working.
+ */
+import { z } from "zod";
+import { queueModes, thinkingLevels } from "../config/schema.js";
+import { ErrorCodes, type ErrorShape } from "./frames.js";
+
+const nonEmpty = z.string().min(1);
+const agentId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, { message: "expected an agent id: letters, digits, - and _" });
+
+/** Drops the named keys before strict validation; copies only when one of them is present. */
+function ignoring<S extends z.ZodType>(ignored: readonly string[], schema: S) {
+  const names = new Set(ignored);
+  return z.preprocess((value) => {
+    if (!value || typeof value !== "object" || Array.isArray(value)) return value;
+    let copy: Record<string, unknown> | undefined;
+    for (const key of Object.keys(value)) {
+      if (names.has(key)) {
+        copy ??= { ...(value as Record<string, unknown>) };
+        delete copy[key];
+      }
+    }
+    return copy ?? value;
+  }, schema);
+}
+
+export const requestFrameSchema = z.object({
+  type: z.literal("req"),
+  id: nonEmpty,
+  method: nonEmpty,
+  params: z.unknown().optional(),
+});
+
+export const connectParamsSchema = ignoring(
+  ["commands", "computerUse", "workerRuns", "permissions", "pathEnv", "locale", "userAgent"],
+  z.strictObject({
+    minProtocol: z.number().int().min(1),
+    maxProtocol: z.number().int().min(1),
+    client: z.object({
+      id: nonEmpty,
+      version: nonEmpty,
+      platform: nonEmpty,
+      mode: nonEmpty,
+      deviceFamily: z.string().optional(),
+      displayName: z.string().optional(),
+      instanceId: z.string().optional(),
+    }),
+    auth: z.object({ token: z.string().optional() }).optional(),
+    role: nonEmpty.optional(),
+    scopes: z.array(nonEmpty).optional(),
+    caps: z.array(z.string()).optional(),
+    device: z
+      .strictObject({
+        id: nonEmpty,
+        publicKey: nonEmpty,
+        signature: nonEmpty,
+        signedAt: z.number().int().min(0),
+        nonce: nonEmpty,
+      })
+      .optional(),
+  }),
+);
+export type ConnectParams = z.infer<typeof connectParamsSchema>;
+
+/** OpenClaw AgentParams fields we accept and ignore (channel delivery, ACP, swarm, internal handoffs...). */
+const agentIgnored = [
+  "to",
+  "replyTo",
+  "expectedExistingSessionId",
+  "attachments",
+  "replyChannel",
+  "accountId",
+  "replyAccountId",
+  "threadId",
+  "groupId",
+  "groupChannel",
+  "groupSpace",
+  "bestEffortDeliver",
+  "cwd",
+  "cleanupBundleMcpOnRunEnd",
+  "modelRun",
+  "bootstrapContextMode",
+  "bootstrapContextRunKind",
+  "acpTurnSource",
+  "internalRuntimeHandoffId",
+  "internalExecutionIdentityRetry",
+  "internalExecutionIdentityRecoveryAttempt",
+  "execApprovalFollowupExpectedSessionId",
+  "internalEvents",
+  "inputProvenance",
+  "suppressPromptPersistence",
+  "sessionEffects",
+  "sourceReplyDeliveryMode",
+  "disableMessageTool",
+  "swarmCollector",
+  "swarmOutputSchema",
+  "forceRestartSafeTools",
+  "forceCodeModeTools",
+  "voiceWakeTrigger",
+];
+
+export const agentParamsSchema = ignoring(
+  agentIgnored,
+  z.strictObject({
+    message: nonEmpty,
+    idempotencyKey: nonEmpty.max(512),
+    agentId: agentId.optional(),
+    sessionKey: z.string().max(512).optional(),
+    sessionId: nonEmpty.optional(),
+    model: nonEmpty.optional(),
+    provider: nonEmpty.optional(),
+    thinking: z.enum(thinkingLevels).optional(),
+    /** seconds; 0 = unlimited */
+    timeout: z.number().int().min(0).optional(),
+    lane: nonEmpty.optional(),
+    promptMode: z.enum(["full", "minimal", "none"]).optional(),
+    extraSystemPrompt: z.string().optional(),
+    queueMode: z.enum(queueModes).optional(),
+    label: nonEmpty.max(512).optional(),
+    deliver: z.boolean().optional(),
+    channel: z.string().optional(),
+  }),
+);
+export type AgentParams = z.infer<typeof agentParamsSchema>;
+
+/** setTimeout cannot wait longer; a bigger window would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export const agentWaitParamsSchema = z.strictObject({
+  runId: nonEmpty,
+  timeoutMs: z
+    .number()
+    .int()
+    .min(0)
+    .transform((v) => Math.min(v, MAX_TIMER_MS))
+    .optional(),
+});
+
+export const chatSendParamsSchema = ignoring(
+  [
+    "intent",
+    "fastMode",
+    "fastAutoOnSeconds",
+    "originatingChannel",
+    "originatingTo",
+    "originatingAccountId",
+    "originatingThreadId",
+    "replyToId",
+    "attachments",
+    "toolBindings",
+    "timeoutMs",
+    "systemInputProvenance",
+    "systemProvenanceReceipt",
+    "suppressCommandInterpretation",
+    "expectedLeafEntryId",
+    "expectedSessionRoutingContract",
+    "expectedPermissionMode",
+    "expectedToolOverrides",
+  ],
+  z.strictObject({
+    sessionKey: nonEmpty.max(512),
+    message: nonEmpty,
+    idempotencyKey: nonEmpty.max(512),
+    queueMode: z.enum(queueModes).optional(),
+    agentId: agentId.optional(),
+    sessionId: nonEmpty.optional(),
+    thinking: z.enum(thinkingLevels).optional(),
+    deliver: z.boolean().optional(),
+  }),
+);
+
+export const chatAbortParamsSchema = ignoring(
+  ["preserveSideRuns"],
+  z.strictObject({ sessionKey: nonEmpty, runId: nonEmpty.optional(), agentId: agentId.optional() }),
+);
+
+export const chatHistoryParamsSchema = ignoring(
+  ["cursor", "offset", "pendingBefore", "inputRunIds", "messageId", "sessionId", "maxChars"],
+  z.strictObject({
+    sessionKey: nonEmpty,
+    agentId: agentId.optional(),
+    limit: z.number().int().min(1).max(1000).optional(),
+    /** seq cursor: only rows with a smaller seq */
+    before: z.number().int().min(1).optional(),
+  }),
+);
+
+export const sessionsListParamsSchema = ignoring(
+  [
+    "offset",
+    "activeMinutes",
+    "requireLastInteraction",
+    "sortBy",
+    "includeGlobal",
+    "includeUnknown",
+    "configuredAgentsOnly",
+    "includeDerivedTitles",
+    "includeLastMessage",
+    "label",
+    "boardFace",
+    "creatorId",
+    "ownerId",
+    "ownerFirst",
+    "involvingMe",
+    "involvingProfileId",
+    "includePeople",
+    "spawnedBy",
+    "search",
+    "archived",
+  ],
+  z.strictObject({ limit: z.number().int().min(1).max(10000).optional(), agentId: agentId.optional() }),
+);
+
+/**
+ * SPEC names the session `sessionKey`; OpenClaw's sessions.* methods call it `key`. Either is accepted and
+ * reported as `sessionKey` when both are missing.
+ */
+function sessionTarget<T extends z.ZodRawShape>(extra: T, ignored: readonly string[]) {
+  return ignoring(
+    ignored,
+    z
+      .strictObject({ sessionKey: nonEmpty.optional(), key: nonEmpty.optional(), agentId: agentId.optional(), ...extra })
+      .superRefine((v, ctx) => {
+        if (v.sessionKey === undefined && v.key === undefined) {
+          ctx.addIssue({ code: "custom", path: ["sessionKey"], message: "required" });
+        }
+      }),
+  );
+}
+
+export const sessionsGetParamsSchema = sessionTarget({}, []);
+export const sessionsResetParamsSchema = sessionTarget({ reason: z.enum(["new", "reset"]).optional() }, []);
+export const sessionsDeleteParamsSchema = sessionTarget({}, [
+  "deleteTranscript",
+  "expectedSessionId",
+  "expectedLifecycleRevision",
+  "expectedSessionUpdatedAt",
+  "emitLifecycleHooks",
+  "archivedOnly",
+]);
+
+export const healthParamsSchema = z.object({});
+
+export interface ParamIssue {
+  path: string;
+  message: string;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+function formatPath(root: string, parts: ReadonlyArray<PropertyKey>): string {
+  let out = root;
+  for (const p of parts) out += typeof p === "number" ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+/** zod issues → `params.x: what is wrong`, one per field. */
+export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
+  const out: ParamIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) out.push({ path: formatPath(root, [...issue.path, key]), message: "unknown field" });
+      continue;
+    }
+    let message: string;
+    if (issue.code === "invalid_type") {
+      message = "input" in issue ? `expected ${issue.expected}, got ${describe(issue.input)}` : "required";
+    } else if (issue.code === "too_small" && issue.origin === "string" && issue.minimum === 1) {
+      message = "must not be empty";
+    } else if (issue.code === "invalid_value") {
+      message = `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    } else {
+      message = issue.message.replace(/^Invalid input: /, "");
+    }
+    out.push({ path: formatPath(root, issue.path), message });
+  }
+  return out;
+}
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: ErrorShape };
+
+/** Absent params mean `{}`: `health` and `sessions.list` need none. */
+export function parseParams<S extends z.ZodType>(schema: S, raw: unknown): ParseResult<z.output<S>> {
+  return parseWith(schema, raw ?? {}, "params");
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: string): ParseResult<z.output<S>> {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return { ok: true, value: result.data };
+  const issues = paramIssues(result.error, root);
+  return {
+    ok: false,
+    error: {
+      code: ErrorCodes.invalidParams,
+      message: issues.map((i) => `${i.path}: ${i.message}`).join("; "),
+      details: { issues },
+    },
+  };
+}

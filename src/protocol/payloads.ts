@@ -1,0 +1,151 @@
+/**
+ * Payloads the gateway sends: method results and event bodies. The run-related shapes are the service's own
+ * (type-only imports: nothing here pulls the agent runtime into a client bundle), so the CLI can hand a final that
+ * came over the wire to the same renderer the embedded path uses.
+ */
+import type { AgentFinal, WaitResult } from "../agent/service.js";
+import type { AgentEvent } from "../infra/events.js";
+
+export type { AgentFinal, WaitResult };
+
+/** `agent` event payload: `{ runId, seq, stream, ts, sessionKey, data }` (SPEC 11/14). */
+export type AgentEventPayload = AgentEvent;
+
+export interface ConnectChallenge {
+  nonce: string;
+  ts: number;
+}
+
+export interface HelloOk {
+  type: "hello-ok";
+  protocol: number;
+  server: { version: string; connId: string };
+  features: { methods: string[]; events: string[] };
+  /** required by the published HelloOk schema; kept minimal (no presence tracking yet) */
+  snapshot: {
+    presence: unknown[];
+    health: { ok: true; ts: number };
+    stateVersion: { presence: number; health: number };
+    uptimeMs: number;
+  };
+  auth: { role: string; scopes: string[] };
+  policy: { maxPayload: number; maxBufferedBytes: number; tickIntervalMs: number };
+}
+
+/** First `res` of `agent` (and the only one of `chat.send`): sent before any model work starts. */
+export interface AgentAccepted {
+  runId: string;
+  sessionKey: string;
+  status: "accepted";
+  acceptedAt: number;
+}
+
+export type ChatErrorKind = "refusal" | "timeout" | "rate_limit" | "context_length" | "unknown";
+
+/** OpenClaw's chat message shape: clients render `content[].text`. */
+export interface ChatMessagePayload {
+  role: "assistant";
+  content: Array<{ type: "text"; text: string }>;
+  timestamp: number;
+}
+
+interface ChatEventBase {
+  runId: string;
+  sessionKey: string;
+  /** the run seq of the agent event this chat event was built from (so clients can correlate both streams) */
+  seq: number;
+}
+
+export type ChatEventPayload =
+  | (ChatEventBase & { state: "delta"; deltaText: string; message: ChatMessagePayload })
+  | (ChatEventBase & { state: "final"; message?: ChatMessagePayload; usage?: unknown; stopReason?: string })
+  | (ChatEventBase & { state: "aborted"; errorMessage?: string; stopReason?: string })
+  | (ChatEventBase & {
+      state: "error";
+      errorMessage?: string;
+      errorKind: ChatErrorKind;
+      usage?: unknown;
+      stopReason?: string;
+    });
+
+export interface TickEvent {
+  ts: number;
+}
+
+export interface ShutdownEvent {
+  reason: string;
+  restartExpectedMs?: number;
+}
+
+export interface HealthResult {
+  ok: true;
+  version: string;
+  uptimeMs: number;
+  activeRuns: number;
+  sessions: number;
+}
+
+/** A session as the gateway shows it: the store record minus internals (the skills snapshot). */
+export interface SessionInfo {
+  key: string;
+  sessionId: string;
+  agentId: string;
+  generation: number;
+  createdAt: number;
+  updatedAt: number;
+  label?: string;
+  model?: string;
+  thinking?: string;
+  queueMode?: string;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  compactionCount: number;
+}
+
+export interface SessionsListResult {
+  sessions: SessionInfo[];
+  count: number;
+}
+
+export interface SessionsGetResult {
+  session: SessionInfo;
+}
+
+export interface SessionsResetResult {
+  ok: true;
+  key: string;
+  generation: number;
+}
+
+/** Shaped like OpenClaw's SessionsDeleteResult (nothing is archived: old generations go with the session). */
+export interface SessionsDeleteResult {
+  ok: true;
+  key: string;
+  deleted: boolean;
+  archived: string[];
+}
+
+export interface HistoryEntry {
+  seq: number;
+  kind: "message" | "compaction" | "reset";
+  runId?: string;
+  createdAt: number;
+  message?: unknown;
+  text?: string;
+}
+
+export interface ChatHistoryResult {
+  sessionKey: string;
+  sessionId?: string;
+  generation: number;
+  messages: HistoryEntry[];
+  /** pass as `before` to page further back; absent when there is nothing older */
+  nextBefore?: number;
+}
+
+export interface ChatAbortResult {
+  ok: true;
+  aborted: boolean;
+  runIds: string[];
+}
