@@ -1,0 +1,38 @@
+import { RunNotFoundError, RunParamError, ServiceDrainingError } from "../agent/service.js";
+import { ErrorCodes, type ErrorShape } from "../protocol/frames.js";
+import { SessionKeyError } from "../session/keys.js";
+
+/** An error a method handler throws on purpose: it becomes the error response as is. */
+export class GatewayError extends Error {
+  readonly shape: ErrorShape;
+  constructor(shape: ErrorShape) {
+    super(shape.message);
+    this.name = "GatewayError";
+    this.shape = shape;
+  }
+}
+
+/** A gateway that cannot start as configured (non-loopback bind without a token, port taken, ...). */
+export class GatewayStartError extends Error {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(message, opts);
+    this.name = "GatewayStartError";
+  }
+}
+
+const knownCodes = new Set<string>(Object.values(ErrorCodes));
+
+/** Maps what the service and the store throw to wire errors that say which param was wrong. */
+export function toErrorShape(err: unknown): ErrorShape {
+  if (err instanceof GatewayError) return err.shape;
+  if (err instanceof RunNotFoundError) return { code: ErrorCodes.notFound, message: err.message };
+  if (err instanceof ServiceDrainingError) return { code: ErrorCodes.unavailable, message: err.message, retryable: true };
+  if (err instanceof RunParamError) return { code: ErrorCodes.invalidParams, message: `params.${err.param}: ${err.message}` };
+  if (err instanceof SessionKeyError) return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
+  const e = err as { code?: unknown; message?: unknown; retryable?: unknown } | undefined;
+  const message = typeof e?.message === "string" && e.message ? e.message : String(err);
+  if (typeof e?.code === "string" && knownCodes.has(e.code)) {
+    return { code: e.code, message, ...(e.retryable === true ? { retryable: true } : {}) };
+  }
+  return { code: ErrorCodes.internal, message };
+}
