@@ -14,7 +14,10 @@ export function collectPrompt(texts: string[]): string {
 /** ≤160 chars, one line: what a summarize-dropped message leaves behind. */
 export function summarizeDropped(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();
-  return line.length > 160 ? `${line.slice(0, 157)}...` : line;
+  if (line.length <= 160) return line;
+  // Never end on the first half of a surrogate pair (an emoji cut in two is a broken character).
+  const head = line.slice(0, 157);
+  return `${/[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head}...`;
 }
 
 export function overflowPrompt(summaries: string[], droppedCount: number): string {

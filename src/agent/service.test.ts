@@ -209,15 +209,21 @@ function harness(opts: HarnessOptions = {}) {
     /** user/assistant rows of the transcript with the run that wrote them */
     transcript: () =>
       store.readTranscript(SESSION, { kinds: ["message"] }).map((r) => ({ runId: r.runId, role: r.message?.role })),
-    /** moves the clock past the quiet window once nothing is running, until `done` settles */
+    /**
+     * Waits for `done`, moving the clock past the quiet window whenever nothing is running (never during a run,
+     * so no model-idle or run timeout can fire). Fails instead of hanging when a day of quiet windows passes.
+     */
     async pump<T>(done: Promise<T>): Promise<T> {
       let settled = false;
       const watched = done.finally(() => {
         settled = true;
       });
-      for (let i = 0; i < 200 && !settled; i++) {
-        await settle(5);
-        if (!settled && service.activeRunCount === 0) clock.advance(rt.config.messages.queue.debounceMs);
+      const limit = clock.now() + 24 * 3600_000;
+      while (!settled) {
+        await new Promise((r) => setImmediate(r));
+        if (settled || service.activeRunCount > 0) continue;
+        if (clock.now() > limit) throw new Error("pump: nothing settled after a day of quiet windows");
+        clock.advance(rt.config.messages.queue.debounceMs || 1);
       }
       return watched;
     },
@@ -333,7 +339,7 @@ describe("followup", () => {
     const h = harness({ queue: { mode: "followup" } });
     const a = h.send("hold");
     await h.gate.whenStarted(1);
-    const b = h.send("second");
+    const b = h.send("hold again");
     const c = h.send("third");
     expect(b.receipt).toEqual({ kind: "queued", position: 1, mode: "followup" });
     expect(c.receipt).toEqual({ kind: "queued", position: 2, mode: "followup" });
@@ -343,7 +349,7 @@ describe("followup", () => {
     await h.service.final(a.runId);
     expect(h.provider.callCount).toBe(2);
 
-    // the quiet window (default 500 ms) has not passed: nothing starts
+    // the quiet window (default 500 ms since the last message) has not passed: nothing starts
     await settle();
     h.clock.advance(499);
     await settle();
@@ -351,21 +357,22 @@ describe("followup", () => {
     expect(h.store.getRun(b.runId)?.status).toBe("queued");
 
     h.clock.advance(1);
-    const finalB = await h.service.final(b.runId);
-    expect(finalB.result.payloads.map((p) => p.text)).toEqual(["echo: second"]);
-    // one at a time: the third waits for its own quiet window after the second ended
+    await h.gate.whenStarted(2);
+    // one at a time: however long the second runs, the third waits for it
+    h.clock.advance(5000);
     await settle();
     expect(h.provider.callCount).toBe(3);
     expect(h.store.getRun(c.runId)?.status).toBe("queued");
+    expect(await h.service.wait(c.runId, 0)).toMatchObject({ status: "pending" });
 
-    h.clock.advance(500);
-    const finalC = await h.service.final(c.runId);
+    h.gate.release(1);
+    const finalB = await h.service.final(b.runId);
+    expect(finalB.result.payloads.map((p) => p.text)).toEqual(["tools done"]);
+    const finalC = await finished(h, c.runId);
     expect(finalC.result.payloads.map((p) => p.text)).toEqual(["echo: third"]);
-    expect(h.prompts()).toEqual(["hold", "hold", "second", "third"]);
+    expect(h.prompts()).toEqual(["hold", "hold", "hold again", "hold again", "third"]);
     const runs = h.transcript().map((r) => r.runId);
-    expect(runs.filter((r) => r === b.runId)).toHaveLength(2);
-    expect(runs.filter((r) => r === c.runId)).toHaveLength(2);
-    expect(runs.lastIndexOf(b.runId)).toBeLessThan(runs.indexOf(c.runId));
+    expect(runs).toEqual([a.runId, a.runId, a.runId, a.runId, b.runId, b.runId, b.runId, b.runId, c.runId, c.runId]);
   });
 });
 
@@ -562,7 +569,8 @@ describe("queue mode precedence", () => {
     });
 
     h.gate.release(0);
-    await h.pump(h.service.final(a.runId));
+    const all = h.store.listRuns({ sessionKey: SESSION }).map((r) => h.service.final(r.runId));
+    await h.pump(Promise.all(all));
   });
 });
 
@@ -649,7 +657,7 @@ describe("abort (chat.abort)", () => {
 });
 
 describe("durability and recovery", () => {
-  it("an accepted message is on disk, as a queued run record, before accept returns", () => {
+  it("an accepted message is on disk, as a queued run record, before accept returns", async () => {
     const h = harness({ queue: { mode: "followup" } });
     const a = h.send("hold");
     const b = h.send("queued");
@@ -661,6 +669,7 @@ describe("durability and recovery", () => {
     expect(stored?.params).toMatchObject({ message: "queued" });
     expect(other.getRun(a.runId)?.params).toMatchObject({ message: "hold" });
     h.service.abort(SESSION);
+    await h.service.final(a.runId);
   });
 
   it("after a restart, a run that was active is reported failed by the restart, with an event", async () => {

@@ -347,6 +347,10 @@ export class AgentService {
       receipt = { kind: "steered", into: s.active.host.runId };
     } else if (mode === "interrupt") {
       for (const p of s.pending.splice(0)) this.drop(p, "cleared by an interrupting message");
+      // Also queued input: messages steered into the run being aborted that it has not taken yet (they would
+      // otherwise become followups ahead of this message), and a pending [Queue overflow] notice.
+      for (const p of s.active?.steer.splice(0) ?? []) this.drop(p, "cleared by an interrupting message");
+      s.overflow = { count: 0, summaries: [] };
       s.pending.push(run);
       s.immediate = true;
       s.active?.host.controller?.abort(new Error("interrupted by a newer message"));
@@ -629,6 +633,8 @@ export class AgentService {
     const s = this.sessions.get(sessionKey);
     if (!s) return { aborted };
     const match = (r: LiveRun) => runId === undefined || r.runId === runId;
+    // The [Queue overflow] notice is a queued turn too; without this it would still run after the abort.
+    if (runId === undefined) s.overflow = { count: 0, summaries: [] };
     for (const r of s.pending.filter(match)) {
       s.pending.splice(s.pending.indexOf(r), 1);
       this.drop(r, "aborted by request", "aborted");

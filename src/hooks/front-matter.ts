@@ -1,4 +1,4 @@
-import { parse } from "yaml";
+import { parseYaml as parse } from "../infra/lazy-yaml.js";
 
 export type FrontMatter = { ok: true; data: Record<string, unknown>; body: string } | { ok: false; error: string };
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import { parse as parseYaml } from "yaml";
+import { parseYaml } from "../infra/lazy-yaml.js";
 
 export const SKILL_FILE = "SKILL.md";
 export const DEFAULT_MAX_SKILLS_IN_PROMPT = 150;

@@ -222,29 +222,32 @@ export const sessionsListParamsSchema = ignoring(
  * SPEC names the session `sessionKey`; OpenClaw's sessions.* methods call it `key`. Either is accepted and
  * reported as `sessionKey` when both are missing.
  */
-function sessionTarget<T extends z.ZodRawShape>(extra: T, ignored: readonly string[]) {
-  return ignoring(
-    ignored,
-    z
-      .strictObject({ sessionKey: nonEmpty.optional(), key: nonEmpty.optional(), agentId: agentId.optional(), ...extra })
-      .superRefine((v, ctx) => {
-        if (v.sessionKey === undefined && v.key === undefined) {
-          ctx.addIssue({ code: "custom", path: ["sessionKey"], message: "required" });
-        }
-      }),
-  );
+const sessionTarget = {
+  sessionKey: nonEmpty.optional(),
+  key: nonEmpty.optional(),
+  agentId: agentId.optional(),
+};
+function requireTarget(v: { sessionKey?: string; key?: string }, ctx: z.RefinementCtx): void {
+  if (v.sessionKey === undefined && v.key === undefined) {
+    ctx.addIssue({ code: "custom", path: ["sessionKey"], message: "required" });
+  }
 }
 
-export const sessionsGetParamsSchema = sessionTarget({}, []);
-export const sessionsResetParamsSchema = sessionTarget({ reason: z.enum(["new", "reset"]).optional() }, []);
-export const sessionsDeleteParamsSchema = sessionTarget({}, [
-  "deleteTranscript",
-  "expectedSessionId",
-  "expectedLifecycleRevision",
-  "expectedSessionUpdatedAt",
-  "emitLifecycleHooks",
-  "archivedOnly",
-]);
+export const sessionsGetParamsSchema = z.strictObject(sessionTarget).superRefine(requireTarget);
+export const sessionsResetParamsSchema = z
+  .strictObject({ ...sessionTarget, reason: z.enum(["new", "reset"]).optional() })
+  .superRefine(requireTarget);
+export const sessionsDeleteParamsSchema = ignoring(
+  [
+    "deleteTranscript",
+    "expectedSessionId",
+    "expectedLifecycleRevision",
+    "expectedSessionUpdatedAt",
+    "emitLifecycleHooks",
+    "archivedOnly",
+  ],
+  z.strictObject(sessionTarget).superRefine(requireTarget),
+);
 
 export const healthParamsSchema = z.object({});
 
@@ -275,7 +278,8 @@ export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
     }
     let message: string;
     if (issue.code === "invalid_type") {
-      message = "input" in issue ? `expected ${issue.expected}, got ${describe(issue.input)}` : "required";
+      const expected = issue.expected === "int" ? "an integer" : issue.expected;
+      message = "input" in issue ? `expected ${expected}, got ${describe(issue.input)}` : "required";
     } else if (issue.code === "too_small" && issue.origin === "string" && issue.minimum === 1) {
       message = "must not be empty";
     } else if (issue.code === "invalid_value") {

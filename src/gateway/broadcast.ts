@@ -1,0 +1,125 @@
+import type { Clock } from "../infra/clock.js";
+import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { ChatEventPayload } from "../protocol/payloads.js";
+import { ChatProjector } from "./chat-projection.js";
+
+/** What the broadcaster needs of a connection. */
+export interface EventSink {
+  /** ready, and allowed to see this session's events */
+  canSee(sessionKey: string): boolean;
+  readonly ready: boolean;
+  /** sends `{"type":"event","event":<name>,"payload":<payloadJson>,"seq":<next>}` */
+  sendEventJson(prefix: string, payloadJson: string): void;
+}
+
+/** The start of an event frame; the payload JSON and the per-connection seq are appended. */
+export function eventPrefix(event: string): string {
+  return `{"type":"event","event":${JSON.stringify(event)},"payload":`;
+}
+
+const AGENT_PREFIX = eventPrefix("agent");
+const CHAT_PREFIX = eventPrefix("chat");
+
+/**
+ * The one subscriber of the runtime's event bus on the gateway side. Each event is serialized once and the same
+ * JSON goes to every connection that may see it (only the per-connection seq differs). The bus emits
+ * synchronously and each connection's frames go out in send order, so a run's events reach every subscriber in
+ * order and without gaps (a subscriber that cannot keep up is disconnected, never skipped).
+ */
+export class Broadcaster {
+  private readonly sinks = new Set<EventSink>();
+  private readonly chat: ChatProjector;
+  private readonly activeBySession = new Map<string, Set<string>>();
+  private unsubscribe: (() => void) | undefined;
+  private holdDepth = 0;
+  private held: AgentEvent[] = [];
+
+  constructor(opts: { clock: Clock; chatDeltaIntervalMs: number }) {
+    this.chat = new ChatProjector({
+      emit: (payload) => this.sendChat(payload),
+      clock: opts.clock,
+      intervalMs: opts.chatDeltaIntervalMs,
+    });
+  }
+
+  attach(bus: AgentEventBus): void {
+    this.unsubscribe = bus.subscribe((ev) => this.onAgentEvent(ev));
+  }
+
+  add(sink: EventSink): void {
+    this.sinks.add(sink);
+  }
+
+  remove(sink: EventSink): void {
+    this.sinks.delete(sink);
+  }
+
+  /**
+   * Queues bus events until `release`. Used around `service.accept`, which may emit synchronously (a `/new` turn
+   * ends before accept returns): the accepted response goes out first and the client is subscribed to the
+   * session before the run's first event is delivered.
+   */
+  hold(): void {
+    this.holdDepth++;
+  }
+
+  release(): void {
+    if (--this.holdDepth > 0) return;
+    const queued = this.held;
+    this.held = [];
+    for (const ev of queued) this.deliver(ev);
+  }
+
+  /** Runs in progress in a session, as seen on the bus (lifecycle start → end/error). */
+  activeRuns(sessionKey: string): string[] {
+    const set = this.activeBySession.get(sessionKey);
+    return set ? [...set] : [];
+  }
+
+  /** An event for every ready connection (tick, shutdown). */
+  broadcast(event: string, payload: unknown): void {
+    const prefix = eventPrefix(event);
+    const json = JSON.stringify(payload);
+    for (const sink of this.sinks) if (sink.ready) sink.sendEventJson(prefix, json);
+  }
+
+  detach(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.chat.dispose();
+  }
+
+  private onAgentEvent(ev: AgentEvent): void {
+    if (this.holdDepth > 0) {
+      this.held.push(ev);
+      return;
+    }
+    this.deliver(ev);
+  }
+
+  private deliver(ev: AgentEvent): void {
+    if (ev.stream === "lifecycle") this.trackLifecycle(ev);
+    const json = JSON.stringify(ev);
+    for (const sink of this.sinks) if (sink.canSee(ev.sessionKey)) sink.sendEventJson(AGENT_PREFIX, json);
+    this.chat.onAgentEvent(ev);
+  }
+
+  private sendChat(payload: ChatEventPayload): void {
+    const json = JSON.stringify(payload);
+    for (const sink of this.sinks) if (sink.canSee(payload.sessionKey)) sink.sendEventJson(CHAT_PREFIX, json);
+  }
+
+  private trackLifecycle(ev: AgentEvent): void {
+    const phase = ev.data.phase;
+    if (phase === "start") {
+      let set = this.activeBySession.get(ev.sessionKey);
+      if (!set) this.activeBySession.set(ev.sessionKey, (set = new Set()));
+      set.add(ev.runId);
+    } else if (phase === "end" || phase === "error") {
+      const set = this.activeBySession.get(ev.sessionKey);
+      if (!set) return;
+      set.delete(ev.runId);
+      if (set.size === 0) this.activeBySession.delete(ev.sessionKey);
+    }
+  }
+}

@@ -1,0 +1,281 @@
+import { randomUUID } from "node:crypto";
+import { WebSocket, type RawData } from "ws";
+import {
+  ErrorCodes,
+  type ErrorShape,
+  GATEWAY_EVENTS,
+  GATEWAY_METHODS,
+  PROTOCOL_VERSION,
+  type RequestFrame,
+  UNKNOWN_REQUEST_ID,
+} from "../protocol/frames.js";
+import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from "../protocol/params.js";
+import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
+import { authenticate, grantScopes, hasScope, requiredScope, seesAllSessions } from "./auth.js";
+import { type EventSink, eventPrefix } from "./broadcast.js";
+import type { CallerConnection, GatewayContext, Reply } from "./context.js";
+import { toErrorShape } from "./errors.js";
+
+/** WebSocket close codes we use. */
+const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001 } as const;
+
+const CHALLENGE_PREFIX = eventPrefix("connect.challenge");
+
+type State = "handshake" | "ready" | "closed";
+
+/**
+ * One client connection: the handshake state machine (challenge → connect → hello-ok), request dispatch, and the
+ * bounded send path. Before `connect` succeeds every problem closes the socket; afterwards a bad frame gets an
+ * error response and the connection keeps working.
+ */
+export class GatewayConnection implements EventSink, CallerConnection {
+  readonly connId = randomUUID();
+  private state: State = "handshake";
+  private readonly nonce = randomUUID();
+  private seq = 0;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  private grantedScopes: string[] = [];
+  private allSessions = false;
+  private readonly watched = new Set<string>();
+  private readonly ws: WebSocket;
+  private readonly gw: GatewayContext;
+  private readonly onClosed: (conn: GatewayConnection) => void;
+
+  constructor(ws: WebSocket, gw: GatewayContext, onClosed: (conn: GatewayConnection) => void) {
+    this.ws = ws;
+    this.gw = gw;
+    this.onClosed = onClosed;
+    ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on("close", () => this.markClosed());
+    // errors (oversized frame, reset by peer) are followed by "close"; logging is all that is left to do
+    ws.on("error", (err) => this.gw.logger.debug(`gateway: connection ${this.connId}: ${err.message}`));
+    this.handshakeTimer = setTimeout(() => {
+      this.gw.logger.debug(`gateway: connection ${this.connId}: no connect within ${gw.limits.handshakeTimeoutMs} ms`);
+      this.close(CLOSE.policy, "connect timeout");
+    }, gw.limits.handshakeTimeoutMs);
+    this.handshakeTimer.unref();
+    const challenge: ConnectChallenge = { nonce: this.nonce, ts: gw.now() };
+    this.sendEventJson(CHALLENGE_PREFIX, JSON.stringify(challenge));
+  }
+
+  get ready(): boolean {
+    return this.state === "ready";
+  }
+
+  get scopes(): readonly string[] {
+    return this.grantedScopes;
+  }
+
+  canSee(sessionKey: string): boolean {
+    return this.state === "ready" && (this.allSessions || this.watched.has(sessionKey));
+  }
+
+  watchSession(sessionKey: string): void {
+    this.watched.add(sessionKey);
+  }
+
+  sendEventJson(prefix: string, payloadJson: string): void {
+    this.sendText(`${prefix}${payloadJson},"seq":${++this.seq}}`);
+  }
+
+  /** Close politely; a peer that does not answer the close handshake is cut off by `terminate`. */
+  close(code: number, reason: string): void {
+    if (this.state === "closed") return;
+    this.markClosed();
+    try {
+      this.ws.close(code, reason);
+    } catch {
+      this.ws.terminate();
+    }
+  }
+
+  terminate(): void {
+    this.markClosed();
+    this.ws.terminate();
+  }
+
+  /** resolves once the socket is closed (or at once if it is) */
+  whenClosed(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => this.ws.once("close", () => resolve()));
+  }
+
+  private markClosed(): void {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.onClosed(this);
+  }
+
+  /**
+   * Every frame goes through here. A client that stops reading makes `bufferedAmount` grow; once it passes the
+   * limit the socket is dropped, so one slow consumer can neither grow our memory nor hold up the others.
+   */
+  private sendText(text: string): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    this.ws.send(text);
+    if (this.ws.bufferedAmount > this.gw.limits.maxBufferedBytes) {
+      this.gw.logger.warn(
+        `gateway: connection ${this.connId} dropped: ${this.ws.bufferedAmount} bytes unread (limit ${this.gw.limits.maxBufferedBytes})`,
+      );
+      this.terminate();
+    }
+  }
+
+  private respond(id: string, ok: boolean, payloadOrError: unknown): void {
+    const frame = ok ? { type: "res", id, ok: true, payload: payloadOrError } : { type: "res", id, ok: false, error: payloadOrError };
+    this.sendText(JSON.stringify(frame));
+  }
+
+  private replyTo(id: string): Reply {
+    return {
+      ok: (payload) => this.respond(id, true, payload),
+      error: (error) => this.respond(id, false, error),
+    };
+  }
+
+  /** Pre-auth failure: answer once, then close this socket only. */
+  private refuse(id: string, error: ErrorShape, code: number = CLOSE.policy): void {
+    this.respond(id, false, error);
+    this.close(code, error.code);
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.state === "closed") return;
+    const preAuth = this.state === "handshake";
+    const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+    if (preAuth && size > this.gw.limits.preAuthMaxBytes) {
+      this.refuse(
+        UNKNOWN_REQUEST_ID,
+        {
+          code: ErrorCodes.invalidRequest,
+          message: `frame of ${size} bytes before connect (limit ${this.gw.limits.preAuthMaxBytes})`,
+        },
+        CLOSE.tooBig,
+      );
+      return;
+    }
+    const bad = (id: string, message: string, details?: unknown) => {
+      const error: ErrorShape = { code: ErrorCodes.invalidRequest, message, ...(details ? { details } : {}) };
+      if (preAuth) this.refuse(id, error);
+      else this.respond(id, false, error);
+    };
+    if (isBinary) {
+      bad(UNKNOWN_REQUEST_ID, "binary frames are not supported: send JSON text frames");
+      return;
+    }
+    const text = Buffer.isBuffer(data)
+      ? data.toString("utf8")
+      : Array.isArray(data)
+        ? Buffer.concat(data).toString("utf8")
+        : Buffer.from(data).toString("utf8");
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      bad(UNKNOWN_REQUEST_ID, `malformed JSON: ${(err as Error).message}`);
+      return;
+    }
+    const parsed = parseWith(requestFrameSchema, raw, "frame");
+    if (!parsed.ok) {
+      const id = (raw as { id?: unknown } | null)?.id;
+      bad(typeof id === "string" && id !== "" ? id : UNKNOWN_REQUEST_ID, parsed.error.message, parsed.error.details);
+      return;
+    }
+    const frame = parsed.value as RequestFrame;
+    if (preAuth) {
+      if (frame.method !== "connect") {
+        bad(frame.id, `the first frame must be a connect request, got "${frame.method}"`);
+        return;
+      }
+      this.handleConnect(frame);
+      return;
+    }
+    if (frame.method === "connect") {
+      bad(frame.id, "already connected: connect is only valid as the first frame");
+      return;
+    }
+    void this.dispatch(frame);
+  }
+
+  private handleConnect(frame: RequestFrame): void {
+    const parsed = parseParams(connectParamsSchema, frame.params);
+    if (!parsed.ok) {
+      this.refuse(frame.id, parsed.error);
+      return;
+    }
+    const params = parsed.value;
+    if (params.minProtocol > PROTOCOL_VERSION || params.maxProtocol < PROTOCOL_VERSION) {
+      this.refuse(frame.id, {
+        code: ErrorCodes.invalidRequest,
+        message: `protocol mismatch: the client speaks ${params.minProtocol}..${params.maxProtocol}, this gateway speaks ${PROTOCOL_VERSION}`,
+        details: { expectedProtocol: PROTOCOL_VERSION },
+      });
+      return;
+    }
+    const authError = authenticate(params, { token: this.gw.token, nonce: this.nonce, now: this.gw.now() });
+    if (authError) {
+      this.refuse(frame.id, authError);
+      return;
+    }
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+    const role = params.role ?? "operator";
+    this.grantedScopes = grantScopes(params.scopes);
+    this.allSessions = seesAllSessions(this.grantedScopes);
+    const hello: HelloOk = {
+      type: "hello-ok",
+      protocol: PROTOCOL_VERSION,
+      server: { version: this.gw.version, connId: this.connId },
+      features: { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] },
+      snapshot: {
+        presence: [],
+        health: { ok: true, ts: this.gw.now() },
+        stateVersion: { presence: 0, health: 0 },
+        uptimeMs: this.gw.uptimeMs(),
+      },
+      auth: { role, scopes: this.grantedScopes },
+      policy: {
+        maxPayload: this.gw.limits.maxPayload,
+        maxBufferedBytes: this.gw.limits.maxBufferedBytes,
+        tickIntervalMs: this.gw.limits.tickIntervalMs,
+      },
+    };
+    this.respond(frame.id, true, hello);
+    this.state = "ready";
+    this.gw.broadcaster.add(this);
+    this.gw.logger.debug(`gateway: connection ${this.connId} ready (${params.client.id}/${params.client.mode}, ${role})`);
+  }
+
+  private async dispatch(frame: RequestFrame): Promise<void> {
+    const reply = this.replyTo(frame.id);
+    const method = this.gw.methods.get(frame.method);
+    if (!method) {
+      reply.error({
+        code: ErrorCodes.unknownMethod,
+        message: `frame.method: unknown method "${frame.method}"`,
+        details: { methods: [...this.gw.methods.keys()] },
+      });
+      return;
+    }
+    if (!hasScope(this.grantedScopes, method.scope)) {
+      const scope = requiredScope(method.scope);
+      reply.error({
+        code: ErrorCodes.unauthorized,
+        message: `${method.name} needs scope ${scope} (granted: ${this.grantedScopes.join(", ") || "none"})`,
+        details: { code: "MISSING_SCOPE", missingScope: scope, requiredScopes: [scope] },
+      });
+      return;
+    }
+    const parsed = parseParams(method.params, frame.params);
+    if (!parsed.ok) {
+      reply.error(parsed.error);
+      return;
+    }
+    try {
+      await method.handle({ params: parsed.value, conn: this, gw: this.gw, reply });
+    } catch (err) {
+      reply.error(toErrorShape(err));
+    }
+  }
+}

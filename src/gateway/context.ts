@@ -1,0 +1,70 @@
+import type { z } from "zod";
+import type { AgentService } from "../agent/service.js";
+import type { Logger } from "../infra/logger.js";
+import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
+import type { HealthResult } from "../protocol/payloads.js";
+import type { MethodScope } from "./auth.js";
+import type { Broadcaster } from "./broadcast.js";
+
+export interface GatewayLimits {
+  maxPayload: number;
+  maxBufferedBytes: number;
+  tickIntervalMs: number;
+  preAuthMaxBytes: number;
+  handshakeTimeoutMs: number;
+}
+
+/** What every connection and method handler shares: one per running gateway. */
+export interface GatewayContext {
+  readonly service: AgentService;
+  readonly broadcaster: Broadcaster;
+  readonly logger: Logger;
+  readonly version: string;
+  readonly token: string | undefined;
+  readonly limits: GatewayLimits;
+  readonly methods: ReadonlyMap<string, AnyMethod>;
+  now(): number;
+  uptimeMs(): number;
+  health(): HealthResult;
+}
+
+/** The connection as a method handler sees it. */
+export interface CallerConnection {
+  readonly connId: string;
+  readonly scopes: readonly string[];
+  /** from now on this connection receives the session's events (see auth.ts seesAllSessions) */
+  watchSession(sessionKey: string): void;
+}
+
+/** A request's answer channel. `agent` answers twice (accepted, then final) with the same id. */
+export interface Reply {
+  ok(payload: unknown): void;
+  error(error: ErrorShape): void;
+}
+
+export interface MethodCall<P> {
+  params: P;
+  conn: CallerConnection;
+  gw: GatewayContext;
+  reply: Reply;
+}
+
+export interface MethodDef<S extends z.ZodType> {
+  name: GatewayMethod;
+  scope: MethodScope;
+  params: S;
+  /** answers through `reply`; a throw becomes an error response (see errors.ts) */
+  handle(call: MethodCall<z.output<S>>): void | Promise<void>;
+}
+
+export interface AnyMethod {
+  name: GatewayMethod;
+  scope: MethodScope;
+  params: z.ZodType;
+  handle(call: MethodCall<unknown>): void | Promise<void>;
+}
+
+/** Keeps each handler typed against its own params schema while the registry holds them side by side. */
+export function defineMethod<S extends z.ZodType>(def: MethodDef<S>): AnyMethod {
+  return def as unknown as AnyMethod;
+}

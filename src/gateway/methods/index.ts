@@ -1,0 +1,22 @@
+import type { AnyMethod } from "../context.js";
+import { agentMethod, agentWaitMethod } from "./agent.js";
+import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
+import { healthMethod } from "./health.js";
+import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
+
+/** Every method the gateway serves, by name. `hello-ok.features.methods` is built from the same list. */
+export function methodRegistry(): Map<string, AnyMethod> {
+  const all = [
+    healthMethod,
+    agentMethod,
+    agentWaitMethod,
+    chatSendMethod,
+    chatAbortMethod,
+    chatHistoryMethod,
+    sessionsListMethod,
+    sessionsGetMethod,
+    sessionsResetMethod,
+    sessionsDeleteMethod,
+  ];
+  return new Map(all.map((m) => [m.name, m]));
+}

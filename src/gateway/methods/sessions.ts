@@ -1,0 +1,109 @@
+import type { SessionRecord } from "../../storage/types.js";
+import { ErrorCodes } from "../../protocol/frames.js";
+import {
+  sessionsDeleteParamsSchema,
+  sessionsGetParamsSchema,
+  sessionsListParamsSchema,
+  sessionsResetParamsSchema,
+} from "../../protocol/params.js";
+import type {
+  SessionInfo,
+  SessionsDeleteResult,
+  SessionsGetResult,
+  SessionsListResult,
+  SessionsResetResult,
+} from "../../protocol/payloads.js";
+import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../../session/keys.js";
+import { defineMethod, type GatewayContext } from "../context.js";
+import { GatewayError } from "../errors.js";
+
+export function sessionInfo(s: SessionRecord): SessionInfo {
+  return {
+    key: s.key,
+    sessionId: s.sessionId,
+    agentId: s.agentId,
+    generation: s.generation,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    ...(s.label !== undefined ? { label: s.label } : {}),
+    ...(s.modelOverride !== undefined ? { model: s.modelOverride } : {}),
+    ...(s.thinking !== undefined ? { thinking: s.thinking } : {}),
+    ...(s.queueMode !== undefined ? { queueMode: s.queueMode } : {}),
+    inputTokens: s.inputTokens,
+    outputTokens: s.outputTokens,
+    totalTokens: s.totalTokens,
+    compactionCount: s.compactionCount,
+  };
+}
+
+function targetKey(params: { sessionKey?: string; key?: string; agentId?: string }): string {
+  return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? DEFAULT_AGENT_ID).key;
+}
+
+function requireSession(gw: GatewayContext, key: string): SessionRecord {
+  const s = gw.service.rt.store.getSession(key);
+  if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
+  return s;
+}
+
+/** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
+function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
+  const running = gw.broadcaster.activeRuns(key);
+  if (running.length > 0) {
+    throw new GatewayError({
+      code: ErrorCodes.conflict,
+      message: `cannot ${what} session "${key}" while run ${running[0]} is in progress: abort it (chat.abort) or retry when it ends`,
+      retryable: true,
+      details: { runIds: running },
+    });
+  }
+}
+
+export const sessionsListMethod = defineMethod({
+  name: "sessions.list",
+  scope: "read",
+  params: sessionsListParamsSchema,
+  handle({ params, gw, reply }) {
+    const sessions = gw.service.rt.store.listSessions({ limit: params.limit, agentId: params.agentId }).map(sessionInfo);
+    const result: SessionsListResult = { sessions, count: sessions.length };
+    reply.ok(result);
+  },
+});
+
+export const sessionsGetMethod = defineMethod({
+  name: "sessions.get",
+  scope: "read",
+  params: sessionsGetParamsSchema,
+  handle({ params, gw, reply }) {
+    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, targetKey(params))) };
+    reply.ok(result);
+  },
+});
+
+export const sessionsResetMethod = defineMethod({
+  name: "sessions.reset",
+  scope: "admin",
+  params: sessionsResetParamsSchema,
+  handle({ params, gw, reply }) {
+    const key = targetKey(params);
+    requireSession(gw, key);
+    refuseWhileRunning(gw, key, "reset");
+    // a new transcript generation; the old rows stay (SPEC 4)
+    const generation = gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
+    const result: SessionsResetResult = { ok: true, key, generation };
+    reply.ok(result);
+  },
+});
+
+export const sessionsDeleteMethod = defineMethod({
+  name: "sessions.delete",
+  scope: "admin",
+  params: sessionsDeleteParamsSchema,
+  handle({ params, gw, reply }) {
+    const key = targetKey(params);
+    refuseWhileRunning(gw, key, "delete");
+    const deleted = gw.service.rt.store.deleteSession(key);
+    const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
+    reply.ok(result);
+  },
+});

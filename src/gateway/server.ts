@@ -1,0 +1,283 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { AgentRuntime } from "../agent/runtime.js";
+import { AgentService } from "../agent/service.js";
+import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { type Clock, systemClock } from "../infra/clock.js";
+import { type Logger, createLogger } from "../infra/logger.js";
+import type { ModelProvider } from "../providers/types.js";
+import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
+import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
+import { openStore } from "../storage/sqlite-store.js";
+import type { Store } from "../storage/types.js";
+import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
+import { Broadcaster } from "./broadcast.js";
+import { GatewayConnection } from "./connection.js";
+import type { GatewayContext, GatewayLimits } from "./context.js";
+import { GatewayStartError } from "./errors.js";
+import { methodRegistry } from "./methods/index.js";
+
+export interface GatewayStartInfo {
+  url: string;
+  port: number;
+  host: string;
+  service: AgentService;
+}
+
+export interface GatewayOptions {
+  /** An already-built service; its store stays the caller's to close. */
+  service?: AgentService;
+  /** Without `service`: the gateway opens the store in `stateDir` and builds runtime and service itself. */
+  config?: LoopgateConfig;
+  stateDir?: string;
+  /** Provider instances for a runtime the gateway builds (tests, embedding apps). */
+  providers?: Record<string, ModelProvider>;
+  clock?: Clock;
+  logger?: Logger;
+  /** 0 picks a free port. Default `gateway.port`. */
+  port?: number;
+  /** Default from `gateway.bind` (loopback → 127.0.0.1). */
+  host?: string;
+  /** Clients must present it in `connect`. Default `gateway.auth.token`. Required for a non-loopback host. */
+  token?: string;
+  tickIntervalMs?: number;
+  maxPayload?: number;
+  maxBufferedBytes?: number;
+  shutdownGraceMs?: number;
+  preAuthMaxBytes?: number;
+  /** A socket that has not completed `connect` by then is closed. */
+  handshakeTimeoutMs?: number;
+  /** Chat `delta` events are sent at most this often per run. */
+  chatDeltaIntervalMs?: number;
+  /** Hook point `gateway:startup`: called once the port is listening. */
+  onStartup?: (info: GatewayStartInfo) => void | Promise<void>;
+  /** Hook point `gateway:shutdown`: called after runs were drained, before sockets and the store close. */
+  onShutdown?: (info: { reason: string }) => void | Promise<void>;
+}
+
+export interface GatewayHandle {
+  url: string;
+  port: number;
+  host: string;
+  server: http.Server;
+  service: AgentService;
+  /** connections currently open (handshaking or ready) */
+  readonly connectionCount: number;
+  /**
+   * Drain and stop: sends `shutdown`, refuses new runs (retryable), gives running runs `shutdownGraceMs`, aborts
+   * and records the rest, then closes sockets (and the store, if the gateway opened it). Idempotent.
+   */
+  close(reason?: string): Promise<void>;
+}
+
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 100;
+/** How long closing sockets may take to answer the close handshake before they are cut. */
+const CLOSE_HANDSHAKE_MS = 1000;
+
+let cachedVersion: string | undefined;
+export function loopgateVersion(): string {
+  cachedVersion ??= (
+    JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
+  return cachedVersion;
+}
+
+function reject(socket: Duplex, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+/**
+ * A browser page can open a WebSocket to loopback from any site. Without a token that would hand the agent to
+ * whatever page the user visits, so cross-site upgrades are only accepted when a token protects the gateway.
+ */
+function originAllowed(origin: string | undefined, tokenConfigured: boolean): boolean {
+  if (origin === undefined || tokenConfigured) return true;
+  try {
+    return isLoopbackHost(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
+}
+
+export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
+  let ownedStore: Store | undefined;
+  let service = opts.service;
+  if (!service) {
+    if (!opts.config || !opts.stateDir) throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
+    ownedStore = openStore(opts.stateDir);
+    const rt = new AgentRuntime({
+      config: opts.config,
+      stateDir: opts.stateDir,
+      store: ownedStore,
+      providers: opts.providers,
+      clock: opts.clock,
+      logger: opts.logger,
+    });
+    service = new AgentService(rt);
+  }
+  try {
+    return await listen(service, opts, ownedStore);
+  } catch (err) {
+    ownedStore?.close();
+    throw err;
+  }
+}
+
+async function listen(service: AgentService, opts: GatewayOptions, ownedStore: Store | undefined): Promise<GatewayHandle> {
+  const rt = service.rt;
+  const cfg = rt.config.gateway;
+  const clock = opts.clock ?? rt.clock ?? systemClock;
+  const logger = opts.logger ?? rt.logger ?? createLogger();
+  const host = opts.host ?? resolveBindHost(cfg.bind);
+  const token = opts.token ?? resolveSecretRef(cfg.auth.token, "gateway.auth.token", rt.env);
+  if (!isLoopbackHost(host) && !token) {
+    throw new GatewayStartError(
+      `refusing to bind ${host} without authentication: set gateway.auth.token (or pass --token), or bind loopback`,
+    );
+  }
+  const limits: GatewayLimits = {
+    maxPayload: opts.maxPayload ?? cfg.maxPayload,
+    maxBufferedBytes: opts.maxBufferedBytes ?? cfg.maxBufferedBytes,
+    tickIntervalMs: opts.tickIntervalMs ?? cfg.tickIntervalMs,
+    preAuthMaxBytes: opts.preAuthMaxBytes ?? PRE_AUTH_MAX_BYTES,
+    handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  };
+  const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
+  const startedAt = clock.now();
+  const version = loopgateVersion();
+  const broadcaster = new Broadcaster({ clock, chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS });
+  broadcaster.attach(rt.bus);
+
+  const health = (): HealthResult => ({
+    ok: true,
+    version,
+    uptimeMs: clock.now() - startedAt,
+    activeRuns: service.activeRunCount,
+    // listSessions caps at its limit; a store-level count would avoid loading rows
+    sessions: rt.store.listSessions({ limit: Number.MAX_SAFE_INTEGER }).length,
+  });
+
+  const gw: GatewayContext = {
+    service,
+    broadcaster,
+    logger,
+    version,
+    token,
+    limits,
+    methods: methodRegistry(),
+    now: () => clock.now(),
+    uptimeMs: () => clock.now() - startedAt,
+    health,
+  };
+
+  const connections = new Set<GatewayConnection>();
+  let closing: Promise<void> | undefined;
+
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const send = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+      res.end(req.method === "HEAD" ? undefined : text);
+    };
+    if (path === "/health") {
+      if (req.method !== "GET" && req.method !== "HEAD") return send(405, { ok: false, error: `${req.method} not allowed on /health` });
+      return send(closing ? 503 : 200, closing ? { ...health(), ok: false, draining: true } : health());
+    }
+    if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
+      return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
+    }
+    send(404, { ok: false, error: `not found: ${req.method} ${path}` });
+  });
+  server.on("clientError", (_err, socket) => socket.destroy());
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxPayload });
+  server.on("upgrade", (req, socket, head) => {
+    socket.on("error", () => socket.destroy());
+    if (closing) return reject(socket, 503, "Service Unavailable");
+    if (!originAllowed(req.headers.origin, token !== undefined)) return reject(socket, 403, "Forbidden");
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const conn = new GatewayConnection(ws, gw, (c) => {
+        connections.delete(c);
+        broadcaster.remove(c);
+      });
+      connections.add(conn);
+    });
+  });
+
+  await new Promise<void>((resolve, rejectListen) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      broadcaster.detach();
+      rejectListen(
+        new GatewayStartError(
+          err.code === "EADDRINUSE"
+            ? `port ${opts.port ?? cfg.port} on ${host} is already in use (is another gateway running?)`
+            : `cannot listen on ${host}:${opts.port ?? cfg.port}: ${err.message}`,
+          { cause: err },
+        ),
+      );
+    };
+    server.once("error", onError);
+    server.listen(opts.port ?? cfg.port, host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = wsUrl(host, port);
+
+  const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), limits.tickIntervalMs);
+  tick.unref();
+
+  const close = (reason = "gateway stopping"): Promise<void> => {
+    closing ??= (async () => {
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const shutdown: ShutdownEvent = { reason };
+      broadcaster.broadcast("shutdown", shutdown);
+      // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
+      await service.drain(graceMs);
+      try {
+        await opts.onShutdown?.({ reason });
+      } catch (err) {
+        logger.warn(`gateway: shutdown hook failed: ${(err as Error)?.message ?? String(err)}`);
+      }
+      clearInterval(tick);
+      broadcaster.detach();
+      const open = [...connections];
+      for (const c of open) c.close(1001, "gateway stopping");
+      await Promise.race([
+        Promise.all(open.map((c) => c.whenClosed())),
+        new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref()),
+      ]);
+      for (const c of wss.clients) c.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await serverClosed;
+      ownedStore?.close();
+    })();
+    return closing;
+  };
+
+  const handle: GatewayHandle = {
+    url,
+    port,
+    host,
+    server,
+    service,
+    get connectionCount() {
+      return connections.size;
+    },
+    close,
+  };
+  try {
+    await opts.onStartup?.({ url, port, host, service });
+  } catch (err) {
+    await close("startup hook failed");
+    throw err;
+  }
+  return handle;
+}

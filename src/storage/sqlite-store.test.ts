@@ -1,0 +1,315 @@
+/*
+ * The SQLite store on real files in temp directories. Cross-process visibility is checked with real `node` children
+ * that open the same file through the built module (dist/storage/sqlite-store.js): run `npm run build` first.
+ */
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import Database from "better-sqlite3";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../providers/types.js";
+import { migrations } from "./migrations.js";
+import { SqliteStore, openStore } from "./sqlite-store.js";
+import type { RunRecord, TranscriptRow } from "./types.js";
+
+const execFileAsync = promisify(execFile);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const builtStore = path.resolve(here, "../../dist/storage/sqlite-store.js");
+
+let dir: string;
+let file: string;
+const open: SqliteStore[] = [];
+
+function store(): SqliteStore {
+  const s = new SqliteStore(file);
+  open.push(s);
+  return s;
+}
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-store-"));
+  file = path.join(dir, "state", "loopgate.sqlite");
+});
+
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const user = (content: string): ChatMessage => ({ role: "user", content });
+const said = (text: string): ChatMessage => ({ role: "assistant", content: [{ type: "text", text }] });
+const row = (sessionKey: string, message: ChatMessage, runId = "r1") => ({
+  sessionKey,
+  kind: "message" as const,
+  runId,
+  createdAt: 1000,
+  message,
+});
+const contents = (rows: TranscriptRow[]) =>
+  rows.map((r) => {
+    if (!r.message) return `[${r.kind}] ${r.text}`;
+    return r.message.role === "user" ? r.message.content : r.message.role;
+  });
+
+describe("schema and migrations", () => {
+  it("creates the schema in a new directory, once; reopening the file keeps the data", () => {
+    const first = store();
+    first.ensureSession("agent:main:main", "main", 1);
+    first.appendTranscript([row("agent:main:main", user("remember me"))]);
+    first.close();
+
+    const again = store();
+    const alsoOpen = store(); // two handles at once are fine too
+    expect(contents(again.readTranscript("agent:main:main"))).toEqual(["remember me"]);
+    expect(alsoOpen.getSession("agent:main:main")?.agentId).toBe("main");
+
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      expect(tables).toEqual(["runs", "sessions", "transcript"]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("openStore puts the database in the state directory", () => {
+    const s = openStore(path.join(dir, "state"));
+    open.push(s);
+    expect(s.file).toBe(path.join(dir, "state", "loopgate.sqlite"));
+    expect(fs.existsSync(s.file)).toBe(true);
+  });
+});
+
+describe("sessions", () => {
+  it("ensureSession creates once and returns the same session (id, createdAt) afterwards", () => {
+    const s = store();
+    const created = s.ensureSession("agent:main:work", "main", 100);
+    expect(created).toMatchObject({ key: "agent:main:work", agentId: "main", generation: 1, createdAt: 100, totalTokens: 0 });
+    const again = s.ensureSession("agent:main:work", "main", 200);
+    expect(again.sessionId).toBe(created.sessionId);
+    expect(again.createdAt).toBe(100);
+    expect(s.getSessionById(created.sessionId)?.key).toBe("agent:main:work");
+  });
+
+  it("updates metadata and lists the most recently updated first", () => {
+    const s = store();
+    s.ensureSession("agent:main:a", "main", 1);
+    s.ensureSession("agent:ops:b", "ops", 2);
+    s.updateSession("agent:main:a", { updatedAt: 50, modelOverride: "openai/gpt-4o", totalTokens: 1234, label: "Alpha" });
+    expect(s.getSession("agent:main:a")).toMatchObject({ modelOverride: "openai/gpt-4o", totalTokens: 1234, label: "Alpha" });
+    expect(s.listSessions().map((x) => x.key)).toEqual(["agent:main:a", "agent:ops:b"]);
+    expect(s.listSessions({ agentId: "ops" }).map((x) => x.key)).toEqual(["agent:ops:b"]);
+    s.updateSession("agent:main:a", { label: undefined });
+    expect(s.getSession("agent:main:a")?.label).toBeUndefined();
+    expect(() => s.updateSession("agent:main:a", { nonsense: 1 } as never)).toThrow(/unknown field nonsense/);
+  });
+
+  it("deleting a session removes its transcript", () => {
+    const s = store();
+    s.ensureSession("agent:main:tmp", "main", 1);
+    s.appendTranscript([row("agent:main:tmp", user("bye"))]);
+    expect(s.deleteSession("agent:main:tmp")).toBe(true);
+    expect(s.getSession("agent:main:tmp")).toBeUndefined();
+    expect(s.readTranscript("agent:main:tmp")).toEqual([]);
+    expect(s.deleteSession("agent:main:tmp")).toBe(false);
+  });
+});
+
+describe("transcript", () => {
+  it("sequence numbers are per session, start at 1 and increase by one", () => {
+    const s = store();
+    s.ensureSession("agent:main:a", "main", 1);
+    s.ensureSession("agent:main:b", "main", 1);
+    const written = s.appendTranscript([
+      row("agent:main:a", user("a1")),
+      row("agent:main:b", user("b1")),
+      row("agent:main:a", said("a2")),
+    ]);
+    expect(written.map((r) => [r.sessionKey, r.seq])).toEqual([
+      ["agent:main:a", 1],
+      ["agent:main:b", 1],
+      ["agent:main:a", 2],
+    ]);
+    s.appendTranscript([row("agent:main:a", user("a3"))]);
+    s.appendTranscript([row("agent:main:b", said("b2"))]);
+    expect(s.readTranscript("agent:main:a").map((r) => r.seq)).toEqual([1, 2, 3]);
+    expect(s.readTranscript("agent:main:b").map((r) => r.seq)).toEqual([1, 2]);
+    expect(s.readTranscript("agent:main:a")[1].message).toEqual(said("a2"));
+  });
+
+  it("refuses rows for a session that does not exist, writing none of the batch", () => {
+    const s = store();
+    s.ensureSession("agent:main:a", "main", 1);
+    expect(() => s.appendTranscript([row("agent:main:a", user("ok")), row("agent:main:ghost", user("no"))])).toThrow(
+      /unknown session agent:main:ghost/,
+    );
+    expect(s.readTranscript("agent:main:a")).toEqual([]);
+  });
+
+  it("reads the newest n rows oldest first, by kind and before a seq", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    s.appendTranscript(["m1", "m2", "m3", "m4"].map((t) => row("k", user(t))));
+    s.appendTranscript([{ sessionKey: "k", kind: "compaction", createdAt: 2, text: "summary of m1..m4" }]);
+    expect(contents(s.readTranscript("k", { limit: 2 }))).toEqual(["m4", "[compaction] summary of m1..m4"]);
+    expect(contents(s.readTranscript("k", { kinds: ["message"], limit: 2 }))).toEqual(["m3", "m4"]);
+    expect(contents(s.readTranscript("k", { beforeSeq: 3 }))).toEqual(["m1", "m2"]);
+  });
+
+  it("a reset (/new) starts a new generation and keeps the old rows", () => {
+    const s = store();
+    s.ensureSession("agent:main:main", "main", 1);
+    s.appendTranscript([row("agent:main:main", user("old question")), row("agent:main:main", said("old answer"))]);
+
+    expect(s.resetSession("agent:main:main", 500, "/new")).toBe(2);
+    expect(s.getSession("agent:main:main")?.generation).toBe(2);
+    expect(s.readTranscript("agent:main:main")).toEqual([]); // the model starts fresh
+
+    s.appendTranscript([row("agent:main:main", user("fresh start"))]);
+    const current = s.readTranscript("agent:main:main");
+    expect(current.map((r) => [r.generation, r.seq])).toEqual([[2, 1]]);
+    expect(contents(current)).toEqual(["fresh start"]);
+
+    // the old generation is still there, closed by a reset marker
+    const old = s.readTranscript("agent:main:main", { generation: 1 });
+    expect(contents(old)).toEqual(["old question", "assistant", "[reset] /new"]);
+    expect(old.map((r) => r.seq)).toEqual([1, 2, 3]);
+
+    expect(() => s.resetSession("agent:main:nobody", 1, "/new")).toThrow(/unknown session/);
+  });
+});
+
+describe("runs", () => {
+  const run = (runId: string, status: RunRecord["status"], acceptedAt: number, extra: Partial<RunRecord> = {}): RunRecord => ({
+    runId,
+    sessionKey: "agent:main:main",
+    status,
+    acceptedAt,
+    params: { message: `message of ${runId}`, idempotencyKey: runId },
+    ...extra,
+  });
+
+  it("creates, updates and reads back a run, with its JSON fields intact", () => {
+    const s = store();
+    s.createRun(run("r1", "queued", 10, { receipt: { kind: "started" } }));
+    expect(s.getRun("r1")).toEqual({
+      runId: "r1",
+      sessionKey: "agent:main:main",
+      status: "queued",
+      acceptedAt: 10,
+      params: { message: "message of r1", idempotencyKey: "r1" },
+      receipt: { kind: "started" },
+    });
+    s.updateRun("r1", { status: "running", startedAt: 11 });
+    s.updateRun("r1", { status: "ok", endedAt: 20, stopReason: "stop", result: { payloads: [{ text: "hi" }] } });
+    expect(s.getRun("r1")).toMatchObject({
+      status: "ok",
+      startedAt: 11,
+      endedAt: 20,
+      stopReason: "stop",
+      result: { payloads: [{ text: "hi" }] },
+    });
+    expect(s.getRun("missing")).toBeUndefined();
+    expect(() => s.updateRun("r1", { bogus: 1 } as never)).toThrow(/unknown field bogus/);
+  });
+
+  it("a duplicate run id is refused (one idempotency key, one run)", () => {
+    const s = store();
+    s.createRun(run("r1", "queued", 10));
+    expect(() => s.createRun(run("r1", "queued", 11))).toThrow();
+  });
+
+  it("lists runs in acceptance order, by status and by session", () => {
+    const s = store();
+    s.createRun(run("late", "queued", 30));
+    s.createRun(run("early", "running", 10));
+    s.createRun(run("other", "queued", 20, { sessionKey: "agent:main:other" }));
+    s.createRun(run("done", "ok", 5));
+    expect(s.listRuns({}).map((r) => r.runId)).toEqual(["done", "early", "other", "late"]);
+    expect(s.listRuns({ statuses: ["queued", "running"] }).map((r) => r.runId)).toEqual(["early", "other", "late"]);
+    expect(s.listRuns({ sessionKey: "agent:main:other" }).map((r) => r.runId)).toEqual(["other"]);
+    expect(s.listRuns({ limit: 1 }).map((r) => r.runId)).toEqual(["done"]);
+  });
+
+  it("pruning drops old and surplus finished runs but never queued or running ones", () => {
+    const s = store();
+    const DAY = 86_400_000;
+    const now = 100 * DAY;
+    s.createRun(run("ancient-queued", "queued", 1));
+    s.createRun(run("ancient-running", "running", 2));
+    s.createRun(run("ancient-ok", "ok", 3, { endedAt: 4 }));
+    s.createRun(run("ancient-error", "error", 5, { endedAt: 6 }));
+    s.createRun(run("recent-1", "ok", now - 3 * DAY, { endedAt: now - 3 * DAY }));
+    s.createRun(run("recent-2", "aborted", now - 2 * DAY, { endedAt: now - 2 * DAY }));
+    s.createRun(run("recent-3", "timeout", now - DAY, { endedAt: now - DAY }));
+
+    const removed = s.pruneRuns({ now, maxAgeMs: 7 * DAY, maxCount: 2 });
+    expect(removed).toBe(3); // the two ancient finished runs by age, recent-1 by count
+    expect(s.listRuns({}).map((r) => r.runId).sort()).toEqual(
+      ["ancient-queued", "ancient-running", "recent-2", "recent-3"].sort(),
+    );
+  });
+});
+
+describe("several processes on one file", () => {
+  beforeAll(() => {
+    if (!fs.existsSync(builtStore)) {
+      throw new Error(`${builtStore} is missing: run \`npm run build\` before these tests`);
+    }
+  });
+
+  /** Runs `body` in a fresh node process with `store` opened on the test's file; returns what it printed. */
+  async function inChild(body: string): Promise<string> {
+    const script = `
+      import { SqliteStore } from ${JSON.stringify(pathToFileURL(builtStore).href)};
+      const store = new SqliteStore(${JSON.stringify(file)});
+      try { ${body} } finally { store.close(); }
+    `;
+    const { stdout } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { timeout: 15_000 });
+    return stdout;
+  }
+
+  it("another process reads the rows this one wrote, while this one still has the file open", async () => {
+    const s = store();
+    s.ensureSession("agent:main:main", "main", 1);
+    s.appendTranscript([row("agent:main:main", user("hello from the parent")), row("agent:main:main", said("hi parent"))]);
+
+    const out = await inChild(`
+      const rows = store.readTranscript("agent:main:main");
+      console.log(JSON.stringify(rows.map((r) => [r.seq, r.message.role, r.message.content])));
+    `);
+    expect(JSON.parse(out)).toEqual([
+      [1, "user", "hello from the parent"],
+      [2, "assistant", [{ type: "text", text: "hi parent" }]],
+    ]);
+  });
+
+  it("rows another process appends are visible to stores already open here, and numbering continues", async () => {
+    const a = store();
+    const b = store();
+    a.ensureSession("agent:main:main", "main", 1);
+    a.appendTranscript([row("agent:main:main", user("first, from here"))]);
+    expect(b.readTranscript("agent:main:main")).toHaveLength(1); // a second handle in this process sees it
+
+    await inChild(`
+      store.appendTranscript([
+        { sessionKey: "agent:main:main", kind: "message", runId: "child", createdAt: 2, message: { role: "user", content: "second, from the child" } },
+      ]);
+      store.createRun({ runId: "child-run", sessionKey: "agent:main:main", status: "ok", acceptedAt: 2, params: {} });
+    `);
+
+    for (const s of [a, b]) {
+      const rows = s.readTranscript("agent:main:main");
+      expect(contents(rows)).toEqual(["first, from here", "second, from the child"]);
+      expect(rows.map((r) => r.seq)).toEqual([1, 2]);
+      expect(s.getRun("child-run")?.status).toBe("ok");
+    }
+    b.appendTranscript([row("agent:main:main", said("third, from here"))]);
+    expect(a.readTranscript("agent:main:main").map((r) => r.seq)).toEqual([1, 2, 3]);
+  });
+});
