@@ -47,11 +47,7 @@ export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams)
     await rt.init();
     const hooks = rt.pluginHooks;
     const hookCtx = { agentId: params.agentId, sessionKey, runId };
-    const isNew = rt.store.getSession(sessionKey) === undefined;
     const session = rt.store.ensureSession(sessionKey, params.agentId, startedAt);
-    if (isNew && hooks.has("session_start")) {
-      void hooks.runObservers("session_start", { sessionKey, sessionId: session.sessionId }, hookCtx);
-    }
     let message = params.message;
     if (hooks.has("message_received")) void hooks.runObservers("message_received", { content: message }, hookCtx);
     void rt.fireInternal("message", "received", { ...hookCtx, content: message });
@@ -72,6 +68,13 @@ export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams)
       reset = true;
       if (!slash.rest) return synthetic(rt, params, startedAt, "Started a new session.");
       message = slash.rest;
+    }
+
+    // The service stores the session record when it accepts the message, so "new" cannot mean "no record yet": a
+    // session starts with the first turn that runs on an empty transcript generation (its first turn, or the first
+    // one after /new or /reset, which ended the previous session).
+    if (hooks.has("session_start") && rt.store.readTranscript(sessionKey, { limit: 1 }).length === 0) {
+      void hooks.runObservers("session_start", { sessionKey, sessionId: session.sessionId }, hookCtx);
     }
 
     let modelRef = params.model ?? session.modelOverride ?? rt.agentModelRef(params.agentId);

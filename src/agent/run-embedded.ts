@@ -218,7 +218,8 @@ async function runHoldingLanes(
           {
             model: model.modelId,
             system,
-            messages: [...history, userMessage],
+            // The model sees prependContext; the transcript (above) keeps what the user wrote.
+            messages: [...history, modelUserMessage],
             maxSteps: rt.config.agents.defaults.maxSteps,
             thinking: params.thinking,
             maxTokens: model.model.maxTokens,

@@ -353,6 +353,7 @@ describe("followup", () => {
     await settle();
     h.clock.advance(499);
     await settle();
+    expect(h.service.activeRunCount).toBe(0);
     expect(h.provider.callCount).toBe(2);
     expect(h.store.getRun(b.runId)?.status).toBe("queued");
 
@@ -466,6 +467,8 @@ describe("interrupt", () => {
     await settle();
     h.clock.advance(5000);
     await settle();
+    expect(h.service.activeRunCount).toBe(0);
+    expect(h.service.busySessionCount).toBe(0);
     expect(h.provider.callCount).toBe(2);
   });
 });
@@ -635,8 +638,9 @@ describe("abort (chat.abort)", () => {
     await settle();
     h.clock.advance(5000);
     await settle();
-    expect(h.provider.callCount).toBe(1);
+    expect(h.service.activeRunCount).toBe(0);
     expect(h.service.busySessionCount).toBe(0);
+    expect(h.provider.callCount).toBe(1);
   });
 
   it("also drops a pending queue-overflow summary, so no turn runs after the abort", async () => {
@@ -651,8 +655,9 @@ describe("abort (chat.abort)", () => {
     await settle();
     h.clock.advance(5000);
     await settle();
-    expect(h.provider.callCount).toBe(1);
+    expect(h.service.activeRunCount).toBe(0);
     expect(h.service.busySessionCount).toBe(0);
+    expect(h.provider.callCount).toBe(1);
   });
 });
 

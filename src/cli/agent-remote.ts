@@ -1,6 +1,106 @@
-import type { AgentCliOptions } from "./agent.js";
-import { CliError } from "./exit-codes.js";
+import { randomUUID } from "node:crypto";
+import { GatewayConnectError, GatewayRequestError } from "../client/errors.js";
+import { GatewayClient } from "../client/gateway-client.js";
+import { loadConfig, resolveSecretRef } from "../config/index.js";
+import type { AgentAccepted } from "../protocol/payloads.js";
+import { type AgentCliOptions, createRunOutput, exitCodeFor, interruptController, parseAgentOptions } from "./agent.js";
+import { CliError, EXIT } from "./exit-codes.js";
 
-export async function runAgentRemote(_opts: AgentCliOptions): Promise<number> {
-  throw new CliError("the gateway client is not built yet: use --local");
+/** Connecting to loopback either works at once or not at all; a blackholed host must not hang the CLI. */
+const CONNECT_TIMEOUT_MS = 3000;
+
+/**
+ * Where the gateway is and how to authenticate: `--url` > LOOPGATE_GATEWAY_URL > ws://127.0.0.1:<port>
+ * (LOOPGATE_GATEWAY_PORT > gateway.port); `--token` > LOOPGATE_GATEWAY_TOKEN > gateway.auth.token.
+ * The config is read only when a flag or variable leaves something open.
+ */
+export function resolveGatewayTarget(
+  opts: Pick<AgentCliOptions, "url" | "token" | "config">,
+  env: NodeJS.ProcessEnv = process.env,
+): { url: string; token?: string } {
+  let url = opts.url || env.LOOPGATE_GATEWAY_URL || undefined;
+  let token = opts.token || env.LOOPGATE_GATEWAY_TOKEN || undefined;
+  if (url === undefined || token === undefined) {
+    const { config } = loadConfig({ configPath: opts.config, env });
+    if (url === undefined) {
+      const envPort = env.LOOPGATE_GATEWAY_PORT?.trim();
+      url = `ws://127.0.0.1:${envPort || config.gateway.port}`;
+    }
+    token ??= resolveSecretRef(config.gateway.auth.token, "gateway.auth.token", env);
+  }
+  if (!/^wss?:\/\//.test(url)) throw new CliError(`--url: expected a ws:// or wss:// URL, got "${url}"`);
+  return { url, token };
+}
+
+/** `loopgate agent` without --local: the same turn, through a running gateway, rendered exactly like --local. */
+export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
+  const parsed = parseAgentOptions(opts);
+  const { url, token } = resolveGatewayTarget(opts);
+  let client: GatewayClient;
+  try {
+    client = await GatewayClient.connect({
+      url,
+      token,
+      client: { id: "cli", mode: "cli" },
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    });
+  } catch (err) {
+    if (err instanceof GatewayConnectError) {
+      throw new CliError(
+        `no gateway reachable at ${url}: start one with \`loopgate gateway\`, or run embedded with --local`,
+        EXIT.usage,
+      );
+    }
+    if (err instanceof GatewayRequestError) {
+      throw new CliError(`the gateway at ${url} refused the connection: ${err.message}`, EXIT.usage);
+    }
+    throw err;
+  }
+
+  const runId = randomUUID();
+  const out = createRunOutput(opts.json === true);
+  const intr = interruptController();
+  let accepted: AgentAccepted | undefined;
+  let abortSent = false;
+  const sendAbort = () => {
+    if (abortSent || !accepted) return;
+    abortSent = true;
+    client.request("chat.abort", { sessionKey: accepted.sessionKey, runId }).catch(() => {
+      // the final (or the closed connection) tells the rest
+    });
+  };
+  // Ctrl-C aborts the run on the gateway; the run records itself as aborted and the final still arrives.
+  intr.signal.addEventListener("abort", sendAbort, { once: true });
+  try {
+    const final = await client.agent(
+      {
+        message: parsed.message,
+        idempotencyKey: runId,
+        ...(parsed.sessionKey !== undefined ? { sessionKey: parsed.sessionKey } : {}),
+        ...(parsed.agentId !== undefined ? { agentId: parsed.agentId } : {}),
+        ...(parsed.model !== undefined ? { model: parsed.model } : {}),
+        ...(parsed.thinking !== undefined ? { thinking: parsed.thinking } : {}),
+        ...(parsed.timeout !== undefined ? { timeout: parsed.timeout } : {}),
+      },
+      {
+        onAccepted: (a) => {
+          accepted = a;
+          if (intr.signal.aborted) sendAbort();
+        },
+        onEvent: out.render,
+      },
+    );
+    out.finish(final);
+    return exitCodeFor(final, intr.interrupted());
+  } catch (err) {
+    if (err instanceof GatewayRequestError) {
+      const usage = ["invalid_params", "invalid_request", "unauthorized", "unknown_method"].includes(err.code);
+      const suffix = err.code === "connection_closed" ? ` (run ${runId} may still be running on the gateway)` : "";
+      throw new CliError(`${err.message}${suffix}`, usage ? EXIT.usage : EXIT.runError);
+    }
+    throw err;
+  } finally {
+    intr.dispose();
+    await client.close();
+  }
 }

@@ -1,5 +1,80 @@
-import { CliError } from "./exit-codes.js";
+import { loadConfig, resolveSecretRef } from "../config/index.js";
+import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
+import { CliError, EXIT } from "./exit-codes.js";
 
-export async function runGatewayCli(_opts: Record<string, unknown>): Promise<number> {
-  throw new CliError("the gateway is not built yet");
+export interface GatewayCliOptions {
+  port?: string;
+  bind?: string;
+  token?: string;
+  config?: string;
+}
+
+function parsePort(raw: string, source: string): number {
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new CliError(`${source}: expected a port number 0-65535, got "${raw}"`);
+  }
+  return n;
+}
+
+/** `--port` > `LOOPGATE_GATEWAY_PORT` > `gateway.port` (default 18789). */
+export function resolveGatewayPort(flag: string | undefined, env: NodeJS.ProcessEnv, configPort: number): number {
+  if (flag !== undefined) return parsePort(flag, "--port");
+  const fromEnv = env.LOOPGATE_GATEWAY_PORT;
+  if (fromEnv !== undefined && fromEnv.trim() !== "") return parsePort(fromEnv, "LOOPGATE_GATEWAY_PORT");
+  return configPort;
+}
+
+/**
+ * `loopgate gateway`: serves until SIGINT/SIGTERM, then drains (running runs get gateway.shutdownGraceMs, new ones
+ * are refused as retryable, clients get a `shutdown` event) and exits 0. The first stdout line carries the URL.
+ */
+export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
+  const loaded = loadConfig({ configPath: opts.config });
+  const gcfg = loaded.config.gateway;
+  const port = resolveGatewayPort(opts.port, process.env, gcfg.port);
+  const bind = opts.bind ?? gcfg.bind;
+  const host = resolveBindHost(bind);
+  const token = opts.token || resolveSecretRef(gcfg.auth.token, "gateway.auth.token");
+  if (!isLoopbackHost(host) && !token) {
+    throw new CliError(
+      `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token${loaded.file ? ` in ${loaded.file}` : ""} or pass --token`,
+    );
+  }
+  const { startGateway } = await import("../gateway/server.js");
+  let handle: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    handle = await startGateway({ config: loaded.config, stateDir: loaded.stateDir, port, host, token });
+  } catch (err) {
+    if ((err as Error)?.name === "GatewayStartError") throw new CliError((err as Error).message);
+    throw err;
+  }
+  const httpBase = handle.url.replace(/^ws:/, "http:");
+  process.stdout.write(`loopgate gateway listening on ${handle.url} (health: ${httpBase}/health)\n`);
+  process.stdout.write(`state: ${loaded.stateDir} · config: ${loaded.file ?? "defaults (no config file)"}\n`);
+  process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`loopgate gateway: ${signal} again, exiting without waiting for runs\n`);
+        process.exit(EXIT.interrupted);
+      }
+      stopping = true;
+      process.stderr.write(
+        `loopgate gateway: ${signal}, draining (running runs get up to ${gcfg.shutdownGraceMs} ms)\n`,
+      );
+      handle.close(`${signal}: gateway stopping`).then(resolve, (err) => {
+        process.stderr.write(`loopgate gateway: shutdown failed: ${(err as Error)?.message ?? String(err)}\n`);
+        resolve();
+      });
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  process.stderr.write("loopgate gateway: stopped\n");
+  // Everything the gateway opened is closed; a handle left by a provider SDK must not keep the process alive.
+  setTimeout(() => process.exit(EXIT.ok), 1000).unref();
+  return EXIT.ok;
 }

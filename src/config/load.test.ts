@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: "${VAR}" is the config's own env-reference syntax
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -69,7 +70,9 @@ describe("bad config", () => {
 
   it("a bad model reference explains the expected form", () => {
     const err = configError(() => parseConfig({ agents: { defaults: { model: { primary: "gpt-4o" } } } }));
-    expect(err.problems).toEqual(['agents.defaults.model.primary: expected "<provider>/<model>", e.g. "openai/gpt-4o-mini"']);
+    expect(err.problems).toEqual([
+      'agents.defaults.model.primary: expected "<provider>/<model>", e.g. "openai/gpt-4o-mini"',
+    ]);
   });
 
   it("a bad file names the file and lists the problems with key paths", () => {
@@ -97,7 +100,9 @@ describe("bad config", () => {
 
   it("a file that is not an object is refused", () => {
     const file = write("list.json5", "[1, 2]");
-    expect(configError(() => loadConfig({ configPath: file, env: env() })).problems).toEqual(["(root): expected an object"]);
+    expect(configError(() => loadConfig({ configPath: file, env: env() })).problems).toEqual([
+      "(root): expected an object",
+    ]);
   });
 });
 
@@ -198,7 +203,10 @@ describe("API keys and environment providers", () => {
   it("ANTHROPIC_API_KEY alone brings the anthropic provider", () => {
     const { config } = loadConfig({ env: env({ ANTHROPIC_API_KEY: "sk-ant-test" }) });
     expect(Object.keys(config.models.providers)).toEqual(["anthropic"]);
-    expect(config.models.providers.anthropic).toMatchObject({ api: "anthropic-messages", apiKey: "${ANTHROPIC_API_KEY}" });
+    expect(config.models.providers.anthropic).toMatchObject({
+      api: "anthropic-messages",
+      apiKey: "${ANTHROPIC_API_KEY}",
+    });
     expect(config.agents.defaults.model.primary).toMatch(/^anthropic\//);
   });
 

@@ -15,7 +15,10 @@ describe("config defaults", () => {
   });
 
   it("defaults fill in around what a partial section sets", () => {
-    const config = configSchema.parse({ messages: { queue: { mode: "collect" } }, agents: { defaults: { timeoutSeconds: 0 } } });
+    const config = configSchema.parse({
+      messages: { queue: { mode: "collect" } },
+      agents: { defaults: { timeoutSeconds: 0 } },
+    });
     expect(config.messages.queue).toMatchObject({ mode: "collect", debounceMs: 500, cap: 20, drop: "summarize" });
     expect(config.agents.defaults.timeoutSeconds).toBe(0); // 0 = unlimited is allowed
     expect(config.session.writeLock.acquireTimeoutMs).toBe(60000);
@@ -23,7 +26,11 @@ describe("config defaults", () => {
 
   it("a provider's models get their window and output defaults", () => {
     const config = configSchema.parse({
-      models: { providers: { local: { api: "openai-completions", baseUrl: "http://127.0.0.1:11434/v1", models: [{ id: "qwen3" }] } } },
+      models: {
+        providers: {
+          local: { api: "openai-completions", baseUrl: "http://127.0.0.1:11434/v1", models: [{ id: "qwen3" }] },
+        },
+      },
     });
     expect(config.models.providers.local.models[0]).toEqual({ id: "qwen3", contextWindow: 128000, maxTokens: 8192 });
   });

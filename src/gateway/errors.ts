@@ -31,7 +31,8 @@ export function toErrorShape(err: unknown): ErrorShape {
   if (err instanceof SessionKeyError) return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
   const e = err as { code?: unknown; message?: unknown; retryable?: unknown } | undefined;
   const message = typeof e?.message === "string" && e.message ? e.message : String(err);
-  if (typeof e?.code === "string" && knownCodes.has(e.code)) {
+  // Service errors carry their own snake_case wire code (queue_full, ...); system errors (ENOENT) do not qualify.
+  if (typeof e?.code === "string" && (knownCodes.has(e.code) || /^[a-z][a-z_]*$/.test(e.code))) {
     return { code: e.code, message, ...(e.retryable === true ? { retryable: true } : {}) };
   }
   return { code: ErrorCodes.internal, message };

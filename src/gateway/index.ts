@@ -6,6 +6,5 @@ export {
   type GatewayHandle,
   type GatewayOptions,
   type GatewayStartInfo,
-  loopgateVersion,
   startGateway,
 } from "./server.js";

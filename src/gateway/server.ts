@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
@@ -11,6 +10,7 @@ import { type Logger, createLogger } from "../infra/logger.js";
 import type { ModelProvider } from "../providers/types.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
+import { loopgateVersion } from "../protocol/version.js";
 import { openStore } from "../storage/sqlite-store.js";
 import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
@@ -78,14 +78,6 @@ export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 100;
 /** How long closing sockets may take to answer the close handshake before they are cut. */
 const CLOSE_HANDSHAKE_MS = 1000;
 
-let cachedVersion: string | undefined;
-export function loopgateVersion(): string {
-  cachedVersion ??= (
-    JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
-  ).version;
-  return cachedVersion;
-}
-
 function reject(socket: Duplex, status: number, text: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
@@ -151,7 +143,6 @@ async function listen(service: AgentService, opts: GatewayOptions, ownedStore: S
   const version = loopgateVersion();
   const broadcaster = new Broadcaster({ clock, chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS });
   broadcaster.attach(rt.bus);
-
   const health = (): HealthResult => ({
     ok: true,
     version,
@@ -227,6 +218,17 @@ async function listen(service: AgentService, opts: GatewayOptions, ownedStore: S
       resolve();
     });
   });
+  if (ownedStore) {
+    // A gateway that opened the state dir owns what a previous process left: active runs are recorded as
+    // failed, queued inputs run again. (An injected service is its owner's to recover.)
+    const { failed, requeued } = service.recover();
+    if (failed.length || requeued.length) {
+      logger.warn(`gateway: recovered ${failed.length} interrupted run(s), re-queued ${requeued.length} input(s)`);
+    }
+  }
+  // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
+  rt.init().catch((err) => logger.warn(`gateway: runtime init failed: ${(err as Error)?.message ?? String(err)}`));
+
   const port = (server.address() as AddressInfo).port;
   const url = wsUrl(host, port);
 

@@ -3,10 +3,10 @@
  * (type-only imports: nothing here pulls the agent runtime into a client bundle), so the CLI can hand a final that
  * came over the wire to the same renderer the embedded path uses.
  */
-import type { AgentFinal, WaitResult } from "../agent/service.js";
+import type { AgentFinal, Receipt, WaitResult } from "../agent/service.js";
 import type { AgentEvent } from "../infra/events.js";
 
-export type { AgentFinal, WaitResult };
+export type { AgentFinal, Receipt, WaitResult };
 
 /** `agent` event payload: `{ runId, seq, stream, ts, sessionKey, data }` (SPEC 11/14). */
 export type AgentEventPayload = AgentEvent;
@@ -38,6 +38,8 @@ export interface AgentAccepted {
   sessionKey: string;
   status: "accepted";
   acceptedAt: number;
+  /** what happened to the message: started, steered into the active run, queued (position), ... (SPEC 2) */
+  receipt?: Receipt;
 }
 
 export type ChatErrorKind = "refusal" | "timeout" | "rate_limit" | "context_length" | "unknown";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ScriptedProvider, type Script, createScriptedProvider, loadScriptFile } from "./scripted.js";
+import { createScriptedProvider, loadScriptFile, type Script, ScriptedProvider } from "./scripted.js";
 import { type ChatMessage, type ModelStreamEvent, ProviderError } from "./types.js";
 
 function request(messages: ChatMessage[] = [{ role: "user", content: "hi" }], signal = new AbortController().signal) {
@@ -37,13 +37,23 @@ describe("ScriptedProvider: turns", () => {
         {
           thinking: "need a listing",
           text: "Looking.",
-          toolCalls: [{ name: "exec", arguments: { command: "ls" } }, { id: "mine", name: "read" }],
+          toolCalls: [
+            { name: "exec", arguments: { command: "ls" } },
+            { id: "mine", name: "read" },
+          ],
           usage: { input: 100, output: 7 },
         },
       ],
     });
     const { events } = await play(provider);
-    expect(events.map((e) => e.type)).toEqual(["thinking_delta", "thinking_end", "text_delta", "tool_call", "tool_call", "done"]);
+    expect(events.map((e) => e.type)).toEqual([
+      "thinking_delta",
+      "thinking_end",
+      "text_delta",
+      "tool_call",
+      "tool_call",
+      "done",
+    ]);
     const calls = events.filter((e) => e.type === "tool_call");
     expect(calls[0]).toMatchObject({ name: "exec", arguments: { command: "ls" } });
     expect(calls[1]).toEqual({ type: "tool_call", id: "mine", name: "read", arguments: {} });
@@ -55,7 +65,9 @@ describe("ScriptedProvider: turns", () => {
   });
 
   it("generated tool call ids are unique across turns", async () => {
-    const provider = new ScriptedProvider("demo", { turns: [{ toolCalls: [{ name: "a" }, { name: "b" }] }, { toolCalls: [{ name: "c" }] }] });
+    const provider = new ScriptedProvider("demo", {
+      turns: [{ toolCalls: [{ name: "a" }, { name: "b" }] }, { toolCalls: [{ name: "c" }] }],
+    });
     const ids = [...(await play(provider)).events, ...(await play(provider)).events].flatMap((e) =>
       e.type === "tool_call" ? [e.id] : [],
     );
@@ -76,7 +88,9 @@ describe("ScriptedProvider: turns", () => {
   });
 
   it("a function source decides each turn from the request", async () => {
-    const provider = new ScriptedProvider("fn", (req, index) => ({ text: `#${index} ${req.messages.length} messages` }));
+    const provider = new ScriptedProvider("fn", (req, index) => ({
+      text: `#${index} ${req.messages.length} messages`,
+    }));
     expect((await play(provider)).text).toBe("#0 1 messages");
     expect((await play(provider)).text).toBe("#1 1 messages");
   });
@@ -179,7 +193,11 @@ describe("ScriptedProvider: when the script runs out", () => {
   });
 
   it("error fails the call, saying the script is exhausted", async () => {
-    expect(await texts({ turns, whenDone: "error" }, 3)).toEqual(["A", "B", "error: demo: script exhausted after 2 turns"]);
+    expect(await texts({ turns, whenDone: "error" }, 3)).toEqual([
+      "A",
+      "B",
+      "error: demo: script exhausted after 2 turns",
+    ]);
   });
 
   it("by default it apologizes in plain text", async () => {
@@ -220,7 +238,11 @@ describe("script files", () => {
     ["chunkDelayMs", "{ turns: [ { text: 'x', chunkDelayMs: -1 } ] }", "turns[0].chunkDelayMs"],
     ["error.kind", "{ turns: [ { error: { kind: 'ratelimit', message: 'x' } } ] }", "turns[0].error.kind"],
     ["error.message", "{ turns: [ { error: { kind: 'server' } } ] }", "turns[0].error.message"],
-    ["tool arguments", "{ turns: [ { toolCalls: [ { name: 'exec', arguments: 'ls' } ] } ] }", "turns[0].toolCalls[0].arguments"],
+    [
+      "tool arguments",
+      "{ turns: [ { toolCalls: [ { name: 'exec', arguments: 'ls' } ] } ] }",
+      "turns[0].toolCalls[0].arguments",
+    ],
     ["whenDone", "{ turns: [], whenDone: 'loop' }", "whenDone"],
   ])("a bad %s is refused, naming the file and the field", (_what, text, field) => {
     const file = write("bad.json5", text);

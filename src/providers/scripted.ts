@@ -87,18 +87,19 @@ const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && 
  * instead of as an unrelated TypeError in the middle of a run.
  */
 export function validateScript(raw: unknown, where = "script"): Script {
-  const fail = (field: string, expected: string): never => {
+  function fail(field: string, expected: string): never {
     throw new Error(`scripted provider: ${where}: ${field} ${expected}`);
-  };
+  }
+  const oneOf = (values: readonly string[], v: unknown) => typeof v === "string" && values.includes(v);
   if (!isRecord(raw) || !Array.isArray(raw.turns)) {
     throw new Error(`scripted provider: ${where}: expected { turns: [...] }`);
   }
-  if (raw.whenDone !== undefined && !(whenDoneModes as readonly unknown[]).includes(raw.whenDone)) {
+  if (raw.whenDone !== undefined && !oneOf(whenDoneModes, raw.whenDone)) {
     fail("whenDone", `must be one of ${whenDoneModes.join(", ")}`);
   }
-  raw.turns.forEach((t: unknown, i: number) => {
+  for (const [i, t] of (raw.turns as unknown[]).entries()) {
     const at = `turns[${i}]`;
-    if (!isRecord(t)) return fail(at, "must be an object");
+    if (!isRecord(t)) fail(at, "must be an object");
     if (t.text !== undefined) {
       const ok = typeof t.text === "string" || (Array.isArray(t.text) && t.text.every((c) => typeof c === "string"));
       if (!ok) fail(`${at}.text`, "must be a string or an array of strings");
@@ -107,31 +108,31 @@ export function validateScript(raw: unknown, where = "script"): Script {
     for (const key of ["delayMs", "chunkDelayMs"] as const) {
       if (t[key] !== undefined && !isDelay(t[key])) fail(`${at}.${key}`, "must be a number of milliseconds (>= 0)");
     }
-    if (t.stopReason !== undefined && !(stopReasons as readonly unknown[]).includes(t.stopReason)) {
+    if (t.stopReason !== undefined && !oneOf(stopReasons, t.stopReason)) {
       fail(`${at}.stopReason`, `must be one of ${stopReasons.join(", ")}`);
     }
     if (t.usage !== undefined) {
       if (!isRecord(t.usage)) fail(`${at}.usage`, "must be an object");
       for (const key of ["input", "output"]) {
-        const v = (t.usage as Record<string, unknown>)[key];
-        if (v !== undefined && !isCount(v)) fail(`${at}.usage.${key}`, "must be a whole number (>= 0)");
+        if (t.usage[key] !== undefined && !isCount(t.usage[key]))
+          fail(`${at}.usage.${key}`, "must be a whole number (>= 0)");
       }
     }
     if (t.toolCalls !== undefined) {
       if (!Array.isArray(t.toolCalls)) fail(`${at}.toolCalls`, "must be an array");
-      (t.toolCalls as unknown[]).forEach((c, j) => {
+      for (const [j, c] of (t.toolCalls as unknown[]).entries()) {
         const callAt = `${at}.toolCalls[${j}]`;
-        if (!isRecord(c)) return fail(callAt, "must be an object");
+        if (!isRecord(c)) fail(callAt, "must be an object");
         if (typeof c.name !== "string" || c.name === "") fail(`${callAt}.name`, "must be a string");
         if (c.id !== undefined && typeof c.id !== "string") fail(`${callAt}.id`, "must be a string");
         if (c.arguments !== undefined && !isRecord(c.arguments)) fail(`${callAt}.arguments`, "must be an object");
-      });
+      }
     }
     if (t.error !== undefined) {
-      if (!isRecord(t.error)) return fail(`${at}.error`, "must be an object");
       const e = t.error;
+      if (!isRecord(e)) fail(`${at}.error`, "must be an object");
       if (typeof e.message !== "string") fail(`${at}.error.message`, "must be a string");
-      if (e.kind !== undefined && !(errorKinds as readonly unknown[]).includes(e.kind)) {
+      if (e.kind !== undefined && !oneOf(errorKinds, e.kind)) {
         fail(`${at}.error.kind`, `must be one of ${errorKinds.join(", ")}`);
       }
       if (e.status !== undefined && !isCount(e.status)) fail(`${at}.error.status`, "must be an HTTP status number");
@@ -139,7 +140,7 @@ export function validateScript(raw: unknown, where = "script"): Script {
         fail(`${at}.error.afterChunks`, "must be a whole number (>= 0)");
       }
     }
-  });
+  }
   return raw as unknown as Script;
 }
 

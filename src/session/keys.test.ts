@@ -1,10 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SESSION_KEY, SessionKeyError, normalizeSessionKey, sessionLaneName } from "./keys.js";
+import { DEFAULT_SESSION_KEY, normalizeSessionKey, SessionKeyError, sessionLaneName } from "./keys.js";
 
 describe("session keys", () => {
   it("no key means the default session agent:main:main", () => {
     expect(DEFAULT_SESSION_KEY).toBe("agent:main:main");
-    expect(normalizeSessionKey(undefined)).toEqual({ key: "agent:main:main", kind: "agent", agentId: "main", rest: "main" });
+    expect(normalizeSessionKey(undefined)).toEqual({
+      key: "agent:main:main",
+      kind: "agent",
+      agentId: "main",
+      rest: "main",
+    });
     expect(normalizeSessionKey("").key).toBe("agent:main:main");
   });
 
@@ -13,7 +18,12 @@ describe("session keys", () => {
   });
 
   it("agent:<id>:<rest> is kept as is and names its agent", () => {
-    expect(normalizeSessionKey("agent:main:main")).toEqual({ key: "agent:main:main", kind: "agent", agentId: "main", rest: "main" });
+    expect(normalizeSessionKey("agent:main:main")).toEqual({
+      key: "agent:main:main",
+      kind: "agent",
+      agentId: "main",
+      rest: "main",
+    });
     expect(normalizeSessionKey("agent:ops:telegram:dm:42", "main")).toEqual({
       key: "agent:ops:telegram:dm:42",
       kind: "agent",

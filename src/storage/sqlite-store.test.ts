@@ -12,7 +12,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../providers/types.js";
 import { migrations } from "./migrations.js";
-import { SqliteStore, openStore } from "./sqlite-store.js";
+import { openStore, SqliteStore } from "./sqlite-store.js";
 import type { RunRecord, TranscriptRow } from "./types.js";
 
 const execFileAsync = promisify(execFile);
@@ -89,7 +89,13 @@ describe("sessions", () => {
   it("ensureSession creates once and returns the same session (id, createdAt) afterwards", () => {
     const s = store();
     const created = s.ensureSession("agent:main:work", "main", 100);
-    expect(created).toMatchObject({ key: "agent:main:work", agentId: "main", generation: 1, createdAt: 100, totalTokens: 0 });
+    expect(created).toMatchObject({
+      key: "agent:main:work",
+      agentId: "main",
+      generation: 1,
+      createdAt: 100,
+      totalTokens: 0,
+    });
     const again = s.ensureSession("agent:main:work", "main", 200);
     expect(again.sessionId).toBe(created.sessionId);
     expect(again.createdAt).toBe(100);
@@ -100,8 +106,17 @@ describe("sessions", () => {
     const s = store();
     s.ensureSession("agent:main:a", "main", 1);
     s.ensureSession("agent:ops:b", "ops", 2);
-    s.updateSession("agent:main:a", { updatedAt: 50, modelOverride: "openai/gpt-4o", totalTokens: 1234, label: "Alpha" });
-    expect(s.getSession("agent:main:a")).toMatchObject({ modelOverride: "openai/gpt-4o", totalTokens: 1234, label: "Alpha" });
+    s.updateSession("agent:main:a", {
+      updatedAt: 50,
+      modelOverride: "openai/gpt-4o",
+      totalTokens: 1234,
+      label: "Alpha",
+    });
+    expect(s.getSession("agent:main:a")).toMatchObject({
+      modelOverride: "openai/gpt-4o",
+      totalTokens: 1234,
+      label: "Alpha",
+    });
     expect(s.listSessions().map((x) => x.key)).toEqual(["agent:main:a", "agent:ops:b"]);
     expect(s.listSessions({ agentId: "ops" }).map((x) => x.key)).toEqual(["agent:ops:b"]);
     s.updateSession("agent:main:a", { label: undefined });
@@ -185,7 +200,12 @@ describe("transcript", () => {
 });
 
 describe("runs", () => {
-  const run = (runId: string, status: RunRecord["status"], acceptedAt: number, extra: Partial<RunRecord> = {}): RunRecord => ({
+  const run = (
+    runId: string,
+    status: RunRecord["status"],
+    acceptedAt: number,
+    extra: Partial<RunRecord> = {},
+  ): RunRecord => ({
     runId,
     sessionKey: "agent:main:main",
     status,
@@ -250,9 +270,12 @@ describe("runs", () => {
 
     const removed = s.pruneRuns({ now, maxAgeMs: 7 * DAY, maxCount: 2 });
     expect(removed).toBe(3); // the two ancient finished runs by age, recent-1 by count
-    expect(s.listRuns({}).map((r) => r.runId).sort()).toEqual(
-      ["ancient-queued", "ancient-running", "recent-2", "recent-3"].sort(),
-    );
+    expect(
+      s
+        .listRuns({})
+        .map((r) => r.runId)
+        .sort(),
+    ).toEqual(["ancient-queued", "ancient-running", "recent-2", "recent-3"].sort());
   });
 });
 
@@ -263,10 +286,27 @@ describe("several processes on one file", () => {
     }
   });
 
-  /** Runs `body` in a fresh node process with `store` opened on the test's file; returns what it printed. */
-  async function inChild(body: string): Promise<string> {
+  /**
+   * Runs `body` in a fresh node process with `store` opened on the test's file; returns what it printed. With a
+   * `barrier` path the child loads everything, announces itself (`<barrier>.ready-<pid>`) and opens the store only
+   * once `<barrier>.go` exists, so several children can be made to open the file at the same moment.
+   */
+  async function inChild(body: string, barrier?: string): Promise<string> {
+    const wait = barrier
+      ? `
+        const barrier = ${JSON.stringify(barrier)};
+        fs.writeFileSync(barrier + ".ready-" + process.pid, "");
+        const since = Date.now();
+        const nap = new Int32Array(new SharedArrayBuffer(4));
+        while (!fs.existsSync(barrier + ".go")) {
+          if (Date.now() - since > 10000) throw new Error("the barrier never opened");
+          Atomics.wait(nap, 0, 0, 1);
+        }`
+      : "";
     const script = `
+      import fs from "node:fs";
       import { SqliteStore } from ${JSON.stringify(pathToFileURL(builtStore).href)};
+      ${wait}
       const store = new SqliteStore(${JSON.stringify(file)});
       try { ${body} } finally { store.close(); }
     `;
@@ -274,10 +314,42 @@ describe("several processes on one file", () => {
     return stdout;
   }
 
+  /** Opens the barrier once `count` children wait at it. */
+  async function release(barrier: string, count: number): Promise<void> {
+    const name = path.basename(barrier);
+    for (let i = 0; i < 3000; i++) {
+      const ready = fs.readdirSync(path.dirname(barrier)).filter((f) => f.startsWith(`${name}.ready-`));
+      if (ready.length === count) {
+        fs.writeFileSync(`${barrier}.go`, "");
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    throw new Error(`only some of ${count} children reached the barrier`);
+  }
+
+  it("several processes opening a brand-new state dir at once all succeed (migrations run exactly once)", async () => {
+    // regression: each process read user_version 0 before any had migrated, and all but one then failed with
+    // "table sessions already exists" (seen as two CLI commands started together on a fresh install)
+    const barrier = path.join(dir, "start");
+    const children = Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => inChild(`store.ensureSession("agent:main:p${i}", "main", ${i});`, barrier)),
+    );
+    await release(barrier, 6);
+    const results = await children;
+    const failures = results.flatMap((r) => (r.status === "rejected" ? [String((r.reason as Error).message)] : []));
+    expect(failures).toEqual([]);
+    const s = store();
+    expect(s.listSessions()).toHaveLength(6);
+  });
+
   it("another process reads the rows this one wrote, while this one still has the file open", async () => {
     const s = store();
     s.ensureSession("agent:main:main", "main", 1);
-    s.appendTranscript([row("agent:main:main", user("hello from the parent")), row("agent:main:main", said("hi parent"))]);
+    s.appendTranscript([
+      row("agent:main:main", user("hello from the parent")),
+      row("agent:main:main", said("hi parent")),
+    ]);
 
     const out = await inChild(`
       const rows = store.readTranscript("agent:main:main");

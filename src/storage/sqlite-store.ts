@@ -90,9 +90,10 @@ export class SqliteStore implements Store {
     this.file = file;
     if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    // busy_timeout first: switching a new file to WAL and migrating it need locks another process may hold
+    this.db.pragma("busy_timeout = 5000");
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
-    this.db.pragma("busy_timeout = 5000");
     this.db.pragma("foreign_keys = ON");
     this.migrate();
     const db = this.db;
@@ -115,7 +116,7 @@ export class SqliteStore implements Store {
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE run_id = ?"),
       pruneAge: db.prepare(
-        "DELETE FROM runs WHERE status NOT IN ('queued', 'running') AND coalesce(ended_at, accepted_at) < ?",
+        "DELETE FROM runs WHERE status NOT IN ('queued') AND coalesce(ended_at, accepted_at) < ?",
       ),
       pruneCount: db.prepare(
         "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
@@ -124,14 +125,20 @@ export class SqliteStore implements Store {
   }
 
   private migrate(): void {
-    const current = this.db.pragma("user_version", { simple: true }) as number;
-    for (const m of migrations) {
-      if (m.version <= current) continue;
-      this.db.transaction(() => {
-        this.db.exec(m.sql);
-        this.db.pragma(`user_version = ${m.version}`);
-      })();
-    }
+    const latest = migrations.at(-1)?.version ?? 0;
+    if ((this.db.pragma("user_version", { simple: true }) as number) >= latest) return;
+    // IMMEDIATE takes the write lock before the version is read, so when several processes open a new file at once
+    // exactly one migrates and the others then see the new version (instead of failing on CREATE TABLE).
+    this.db
+      .transaction(() => {
+        const current = this.db.pragma("user_version", { simple: true }) as number;
+        for (const m of migrations) {
+          if (m.version <= current) continue;
+          this.db.exec(m.sql);
+          this.db.pragma(`user_version = ${m.version}`);
+        }
+      })
+      .immediate();
   }
 
   transaction<T>(fn: () => T): T {

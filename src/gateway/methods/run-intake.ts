@@ -17,6 +17,7 @@ export function acceptRun(gw: GatewayContext, conn: CallerConnection, req: Agent
       sessionKey: accepted.sessionKey,
       status: "accepted",
       acceptedAt: accepted.acceptedAt,
+      receipt: accepted.receipt,
     };
     reply.ok(payload);
     return accepted;

@@ -1,0 +1,267 @@
+// The gateway figures: warm turn latency and throughput against a gateway process, its RSS after 1000 turns,
+// its start time, and `loopgate agent` through it. Loaded by run.mjs only once the gateway is built.
+import { spawn } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+import { BENCH_DIR, CLI, runMetricChild, timeProcess } from "./child.mjs";
+import { rssOf, peakRssOf } from "./gateway.mjs";
+import { prepareStateDir } from "./model.mjs";
+import { median, nowMs } from "./stats.mjs";
+
+/** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
+export function startGatewayHost(baseUrl, { execArgv = [], stateDir } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [...execArgv, path.join(BENCH_DIR, "metrics", "gateway-host.mjs"), JSON.stringify({ baseUrl, stateDir })],
+      { stdio: ["pipe", "pipe", "inherit"] },
+    );
+    const started = nowMs();
+    let buf = "";
+    const waiters = [];
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error("gateway host did not listen within 20 s"));
+    }, 20_000);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway host exited ${code} before listening`));
+    });
+    let info;
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      buf += d;
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        const line = JSON.parse(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+        if (!info) {
+          info = line;
+          clearTimeout(timer);
+          resolve({
+            url: line.url,
+            pid: child.pid,
+            listenedAfterMs: nowMs() - started,
+            memory: () =>
+              new Promise((res) => {
+                waiters.push(res);
+                child.stdin.write("mem\n");
+              }),
+            stop: () =>
+              new Promise((done) => {
+                if (child.exitCode !== null) return done();
+                const kill = setTimeout(() => child.kill("SIGKILL"), 15_000);
+                child.removeAllListeners("exit");
+                child.once("exit", () => {
+                  clearTimeout(kill);
+                  done();
+                });
+                child.stdin.end();
+              }),
+          });
+        } else if (line.mem) waiters.shift()?.(line);
+      }
+    });
+  });
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls GET /health until it answers 200; resolves with the ms since `since`. Bounded by timeoutMs. */
+export async function waitForHealth(port, since, { timeoutMs = 20_000, child } = {}) {
+  const deadline = nowMs() + timeoutMs;
+  while (nowMs() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`the gateway exited ${child.exitCode} before answering health`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health`);
+      await res.arrayBuffer();
+      if (res.ok) return nowMs() - since;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  throw new Error(`no health answer within ${timeoutMs} ms`);
+}
+
+/** `loopgate gateway` in its own process, on a free port; resolves with the time until health answered. */
+export async function startCliGateway({ configPath, env, execArgv = [] }) {
+  const port = await freePort();
+  const started = nowMs();
+  const child = spawn(process.execPath, [...execArgv, CLI, "gateway", "--port", String(port), "--config", configPath], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env,
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d) => {
+    stderr += d;
+  });
+  const stop = () =>
+    new Promise((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done();
+      const kill = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      child.once("exit", () => {
+        clearTimeout(kill);
+        done();
+      });
+      child.kill("SIGTERM");
+    });
+  try {
+    const ms = await waitForHealth(port, started, { child });
+    return { ms, port, url: `ws://127.0.0.1:${port}`, pid: child.pid, stop };
+  } catch (err) {
+    await stop();
+    throw new Error(`${err.message}${stderr ? `: ${stderr.trim().slice(0, 300)}` : ""}`);
+  }
+}
+
+export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progress, attempt, nodeStart, startSamples }) {
+  const out = {};
+  const child = (timeoutMs) => ({ verbose, timeoutMs });
+
+  // -- latency and 8×5 throughput against one gateway ----------------------------------------------------------
+  progress("gateway: warm turn latency and 8 × 5 throughput");
+  const host = await attempt("gateway host", () => startGatewayHost(baseUrl));
+  if (host.error) {
+    out.turnError = out.throughputError = out.rssError = host.error;
+  } else {
+    const rounds = [];
+    for (let r = 0; r < plan.rounds; r++) {
+      const res = await attempt("gateway latency", () =>
+        runMetricChild("metrics/gateway-client.mjs", { mode: "latency", url: host.url, turns: plan.turns, warmup: plan.warmup }, child(300_000)),
+      );
+      if (res.error) out.turnError = res.error;
+      else rounds.push(res);
+    }
+    out.latencyRounds = rounds;
+    if (rounds.length) {
+      out.turnP50 = median(rounds.map((r) => r.turnMs.p50));
+      out.turnP99 = median(rounds.map((r) => r.turnMs.p99));
+    }
+    const tp = await attempt("gateway throughput 8x5", () =>
+      runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "throughput", url: host.url, sessions: 8, turns: 5, repeats: plan.gwThroughputRepeats },
+        child(300_000),
+      ),
+    );
+    if (tp.error) out.throughputError = tp.error;
+    else out.throughput8x5 = tp.turnsPerSecond;
+    out.throughput8x5Raw = tp;
+    await host.stop();
+  }
+
+  // -- 100 sessions × 10 turns on a fresh gateway, then its RSS -------------------------------------------------
+  const { sessions, turns } = plan.gwRss;
+  progress(`gateway: ${sessions} sessions × ${turns} turns on a fresh gateway, then its RSS`);
+  const fresh = await attempt("gateway host", () => startGatewayHost(baseUrl, { execArgv: ["--expose-gc"] }));
+  if (fresh.error) {
+    out.rssError = fresh.error;
+  } else {
+    const big = await attempt("gateway throughput 100x10", () =>
+      runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "throughput", url: fresh.url, sessions, turns, repeats: 1, warm: false },
+        child(600_000),
+      ),
+    );
+    if (big.error) out.throughputError ??= big.error;
+    else out.throughputBig = big.turnsPerSecond;
+    if (big.error) out.rssError = big.error;
+    else {
+      // RSS as the operating system sees it, before anything (like a GC) could shrink it
+      out.rssMB = rssOf(fresh.pid) / 1e6;
+      out.peakRssMB = peakRssOf(fresh.pid) / 1e6;
+      out.memoryAfterGc = await fresh.memory();
+      out.rssAfterGcMB = rssOf(fresh.pid) / 1e6;
+    }
+    await fresh.stop();
+  }
+
+  // -- gateway start: `loopgate gateway` until /health answers; and startGateway in a bare script ---------------
+  const dir = path.join(tmpRoot, "cli-gateway");
+  const { configPath } = await prepareStateDir(dir, baseUrl);
+  const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1" };
+  progress(`gateway start: ${plan.spawns} starts of \`loopgate gateway\` and of a startGateway script`);
+  const cliStarts = [];
+  const scriptStarts = [];
+  for (let i = 0; i < plan.spawns; i++) {
+    startSamples.push(await nodeStart());
+    if (!out.startError) {
+      const gw = await attempt("`loopgate gateway`", () => startCliGateway({ configPath, env }));
+      if (gw.error) out.startError = gw.error;
+      else {
+        cliStarts.push(gw.ms);
+        await gw.stop();
+      }
+    }
+    const started = nowMs();
+    const h = await attempt("gateway host start", () => startGatewayHost(baseUrl));
+    if (!h.error) {
+      const port = Number(new URL(h.url).port);
+      const ms = await attempt("gateway host health", () => waitForHealth(port, started));
+      if (typeof ms === "number") scriptStarts.push(ms);
+      await h.stop();
+    }
+  }
+  out.startSamples = cliStarts;
+  out.scriptStartSamples = scriptStarts;
+  if (cliStarts.length) out.startMs = median(cliStarts);
+  if (scriptStarts.length) out.scriptStartMs = median(scriptStarts);
+
+  // -- `loopgate agent` through a running `loopgate gateway` ----------------------------------------------------
+  progress(`\`loopgate agent\` through a running gateway: ${plan.spawns} runs`);
+  const remote = await attempt("`loopgate gateway`", () => startCliGateway({ configPath, env }));
+  if (remote.error) out.cliRemoteError = remote.error;
+  else {
+    const args = (s) => [CLI, "agent", "-m", "hello", "--url", remote.url, "--config", configPath, "-s", s];
+    const samples = [];
+    const first = await timeProcess(process.execPath, args("bench-remote-warm"), { env });
+    if (first.code !== 0) out.cliRemoteError = `loopgate agent exited ${first.code}: ${first.stderr.trim().slice(0, 300)}`;
+    for (let i = 0; i < plan.spawns && !out.cliRemoteError; i++) {
+      startSamples.push(await nodeStart());
+      const r = await timeProcess(process.execPath, args(`bench-remote-${i}`), { env });
+      if (r.code !== 0) out.cliRemoteError = `loopgate agent exited ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
+      else samples.push(r.ms);
+    }
+    out.cliRemoteSamples = samples;
+    if (samples.length && !out.cliRemoteError) out.cliRemoteMs = median(samples);
+    await remote.stop();
+  }
+
+  // -- how run.mjs --profile re-runs a missed gateway metric under the profiler ----------------------------------
+  out.profilers = {
+    "gateway.turn.p50": async (profDir, modelUrl) => {
+      const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
+      await runMetricChild("metrics/gateway-client.mjs", { mode: "latency", url: h.url, turns: 300, warmup: 30 }, child(300_000));
+      await h.stop();
+    },
+    "gateway.throughput.8x5": async (profDir, modelUrl) => {
+      const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
+      await runMetricChild("metrics/gateway-client.mjs", { mode: "throughput", url: h.url, sessions: 8, turns: 5, repeats: 10 }, child(300_000));
+      await h.stop();
+    },
+    "gateway.start": async (profDir) => {
+      const gw = await startCliGateway({ configPath, env, execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
+      await gw.stop();
+    },
+    "cli.remote": async (profDir) => {
+      const gw = await startCliGateway({ configPath, env });
+      try {
+        const args = ["--cpu-prof", `--cpu-prof-dir=${profDir}`, CLI, "agent", "-m", "hello", "--url", gw.url, "--config", configPath, "-s", "bench-remote-profiled"];
+        await timeProcess(process.execPath, args, { env });
+      } finally {
+        await gw.stop();
+      }
+    },
+  };
+  return out;
+}

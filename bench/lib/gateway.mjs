@@ -1,0 +1,37 @@
+// Whether the gateway and its client are built, so the gateway metrics can say "not available" with a reason
+// instead of failing the run.
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT_DIR } from "./child.mjs";
+
+export async function gatewayAvailability() {
+  const server = path.join(ROOT_DIR, "dist", "gateway", "index.js");
+  const client = path.join(ROOT_DIR, "dist", "client", "index.js");
+  if (!fs.existsSync(server) || !fs.existsSync(client)) {
+    return { ok: false, reason: "gateway not built (no dist/gateway/ or dist/client/; run `npm run build`)" };
+  }
+  try {
+    const [g, c] = await Promise.all([import(server), import(client)]);
+    if (typeof g.startGateway !== "function") return { ok: false, reason: "gateway not built: dist/gateway exports no startGateway" };
+    if (typeof c.GatewayClient?.connect !== "function") {
+      return { ok: false, reason: "gateway not built: dist/client exports no GatewayClient.connect" };
+    }
+  } catch (err) {
+    return { ok: false, reason: `gateway not loadable: ${err.message.split("\n")[0]}` };
+  }
+  return { ok: true };
+}
+
+/** Resident set size of a process, from /proc (Linux), in bytes. */
+export function rssOf(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(status.match(/^VmRSS:\s+(\d+)\s+kB/m)?.[1]);
+  return kb * 1024;
+}
+
+/** Peak RSS (high-water mark) of a process, in bytes. */
+export function peakRssOf(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(status.match(/^VmHWM:\s+(\d+)\s+kB/m)?.[1]);
+  return kb * 1024;
+}

@@ -1,0 +1,55 @@
+// A gateway in its own process: startGateway with a runtime that has the noop tool (the `loopgate gateway` CLI
+// cannot be given extra tools), SQLite on, the real openai-completions provider against the fake model process.
+// Prints {"url", "pid"} once listening; closes the gateway and exits when its stdin closes.
+// Options: { baseUrl, stateDir }.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AgentRuntime } from "../../dist/agent/runtime.js";
+import { AgentService } from "../../dist/agent/service.js";
+import { parseConfig } from "../../dist/config/index.js";
+import { startGateway } from "../../dist/gateway/index.js";
+import { createLogger } from "../../dist/infra/logger.js";
+import { openStore } from "../../dist/storage/sqlite-store.js";
+import { childOptions } from "../lib/child.mjs";
+import { benchConfig, noopTool } from "../lib/model.mjs";
+
+const opts = childOptions();
+const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
+const store = openStore(stateDir);
+const rt = new AgentRuntime({
+  config: parseConfig(benchConfig(opts.baseUrl)),
+  stateDir,
+  store,
+  logger: createLogger(),
+  tools: [noopTool],
+});
+const service = new AgentService(rt);
+const gateway = await startGateway({ service, port: 0, host: "127.0.0.1" });
+process.stdout.write(`${JSON.stringify({ url: gateway.url, pid: process.pid })}\n`);
+
+let closing = false;
+async function stop() {
+  if (closing) return;
+  closing = true;
+  await gateway.close("bench done");
+  store.close();
+  if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  process.exit(0);
+}
+// "mem\n" on stdin: answer with this process's memory split (heap, external, RSS) after a full GC if exposed
+let input = "";
+process.stdin.setEncoding("utf8").on("data", (d) => {
+  input += d;
+  for (let nl = input.indexOf("\n"); nl >= 0; nl = input.indexOf("\n")) {
+    const line = input.slice(0, nl).trim();
+    input = input.slice(nl + 1);
+    if (line === "mem") {
+      globalThis.gc?.();
+      process.stdout.write(`${JSON.stringify({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length })}\n`);
+    }
+  }
+});
+process.stdin.on("end", stop);
+process.stdin.on("error", stop);
+process.on("SIGTERM", stop);

@@ -1,0 +1,519 @@
+// `npm run bench` — every Loopgate performance figure next to the floor it is judged against, measured in the
+// same run, printed as a Markdown table and written to bench/results/latest.json.
+//
+//   npm run bench                      full run (a few minutes)
+//   npm run bench -- --quick           short smoke run: every metric is produced, the figures mean little
+//   npm run bench -- --only=embedded,cli-local   a subset (ids below)
+//   npm run bench -- --profile         afterwards, re-run each missed metric under --cpu-prof and print its
+//                                      top self-time functions (profiles kept in bench/results/profiles/)
+//   npm run bench -- --verbose         pass the children's stderr through
+//
+// Every metric runs in child processes (process start, RSS and heap figures must not pollute each other); the
+// fake model runs in its own process, as a real model server would. Figures from a shared machine are noisy, so
+// each latency is the median of several rounds and each round alternates the floor and the measured code.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { BENCH_DIR, CLI, ROOT_DIR, runMetricChild, startFakeModelProcess, timeProcess } from "./lib/child.mjs";
+import { gatewayAvailability } from "./lib/gateway.mjs";
+import { prepareStateDir } from "./lib/model.mjs";
+import { aggregateProfile, formatProfile } from "./lib/profile.mjs";
+import { median, round } from "./lib/stats.mjs";
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const option = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const quick = flag("quick");
+const verbose = flag("verbose");
+const wantProfile = flag("profile");
+const only = option("only")?.split(",");
+
+const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway"];
+if (only) {
+  for (const id of only) {
+    if (!GROUPS.includes(id)) {
+      process.stderr.write(`bench: --only: unknown group "${id}"; groups: ${GROUPS.join(", ")}\n`);
+      process.exit(2);
+    }
+  }
+}
+const runs = (group) => !only || only.includes(group);
+
+/** How much work each metric does. --quick keeps every code path but only a few iterations. */
+const plan = quick
+  ? {
+      rounds: 1,
+      turns: 20,
+      warmup: 5,
+      floorConcurrentTurns: 5,
+      spawns: 2,
+      wsRounds: 200,
+      idleSessions: 200,
+      transcriptRows: 1000,
+      lockIterations: 50,
+      lockHandoffs: 2,
+      gwThroughputRepeats: 1,
+      gwBig: { sessions: 10, turns: 3 },
+      gwRss: { sessions: 10, turns: 10 },
+    }
+  : {
+      rounds: 5,
+      turns: 200,
+      warmup: 30,
+      floorConcurrentTurns: 20,
+      spawns: 11,
+      wsRounds: 1000,
+      idleSessions: 10_000,
+      transcriptRows: 10_000,
+      lockIterations: 500,
+      lockHandoffs: 10,
+      gwThroughputRepeats: 5,
+      gwBig: { sessions: 100, turns: 10 },
+      gwRss: { sessions: 100, turns: 10 },
+    };
+
+const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
+const childOpts = (timeoutMs) => ({ verbose, timeoutMs });
+
+const results = {
+  date: new Date().toISOString(),
+  quick,
+  machine: {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memoryGiB: round(os.totalmem() / 2 ** 30, 1),
+    node: process.version,
+    platform: `${process.platform} ${os.release()}`,
+    loadavgAtStart: os.loadavg().map((l) => round(l, 2)),
+  },
+  plan,
+  raw: {},
+  metrics: [],
+  profiles: {},
+};
+
+const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-"));
+const model = await startFakeModelProcess();
+progress(`fake model at ${model.baseUrl}; state under ${tmpRoot}${quick ? " (quick)" : ""}`);
+
+/** A failed measurement becomes an explicit "not available" row with the reason, never a crash of the run. */
+async function attempt(label, fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    progress(`${label} failed: ${err.message.split("\n")[0]}`);
+    return { error: `${label} failed: ${err.message.split("\n")[0]}` };
+  }
+}
+
+// ---- floors ------------------------------------------------------------------------------------------------------
+
+const floor = {};
+if (runs("floors") || runs("embedded") || runs("gateway") || runs("cli-local")) {
+  progress("floor (c): raw WebSocket round trip");
+  const ws = await attempt("floor (c)", () =>
+    runMetricChild("metrics/floor-ws.mjs", { rounds: plan.wsRounds }, childOpts(60_000)),
+  );
+  results.raw.floorWs = ws;
+  floor.rpcMs = ws.rttMs?.p50;
+}
+
+/** node -e 0, spawned the same way as every CLI figure below. */
+async function nodeStart() {
+  const r = await timeProcess(process.execPath, ["-e", "0"]);
+  return r.ms;
+}
+
+// ---- embedded turn (alternating with floor (a)) -------------------------------------------------------------------
+
+const floorTurnRounds = [];
+const embeddedRounds = [];
+if (runs("floors") || runs("embedded") || runs("gateway")) {
+  for (let r = 0; r < plan.rounds; r++) {
+    progress(`round ${r + 1}/${plan.rounds}: floor (a) bare client, then embedded turn`);
+    const f = await attempt("floor (a)", () =>
+      runMetricChild(
+        "metrics/floor-turn.mjs",
+        {
+          baseUrl: model.baseUrl,
+          turns: plan.turns,
+          warmup: plan.warmup,
+          concurrency: 8,
+          concurrentTurns: plan.floorConcurrentTurns,
+        },
+        childOpts(120_000),
+      ),
+    );
+    floorTurnRounds.push(f);
+    if (runs("embedded")) {
+      embeddedRounds.push(
+        await attempt("embedded turn", () =>
+          runMetricChild(
+            "metrics/embedded-turn.mjs",
+            { baseUrl: model.baseUrl, turns: plan.turns, warmup: plan.warmup },
+            childOpts(300_000),
+          ),
+        ),
+      );
+    }
+  }
+  results.raw.floorTurn = floorTurnRounds;
+  results.raw.embedded = embeddedRounds;
+}
+const medianOf = (rounds, pick) => {
+  const values = rounds.map(pick).filter((v) => typeof v === "number" && Number.isFinite(v));
+  return values.length ? median(values) : undefined;
+};
+floor.turnMs = medianOf(floorTurnRounds, (r) => r.turnMs?.p50);
+floor.turnP99Ms = medianOf(floorTurnRounds, (r) => r.turnMs?.p99);
+floor.throughput8 = medianOf(floorTurnRounds, (r) => r.throughput);
+
+// ---- process-level: cold start floor, agent --local ------------------------------------------------------------
+
+const startSamples = [];
+const cliLocalSamples = [];
+let cliLocalError;
+if (runs("floors") || runs("cli-local") || runs("gateway")) {
+  const dir = path.join(tmpRoot, "cli-local");
+  const { configPath } = await prepareStateDir(dir, model.baseUrl);
+  const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1" };
+  const agentArgs = (i) => [CLI, "agent", "--local", "-m", "hello", "--config", configPath, "-s", `bench-cli-${i}`];
+  if (runs("cli-local")) {
+    // one unmeasured run creates the database and compiles nothing we keep: every measured run is a fresh process
+    const first = await timeProcess(process.execPath, agentArgs("warm"), { env });
+    if (first.code !== 0) cliLocalError = `agent --local exited ${first.code}: ${first.stderr.trim().slice(0, 300)}`;
+  }
+  progress(`floor (b) node -e 0${runs("cli-local") ? " and agent --local" : ""}: ${plan.spawns} spawns each`);
+  for (let i = 0; i < plan.spawns; i++) {
+    startSamples.push(await nodeStart());
+    if (runs("cli-local") && !cliLocalError) {
+      const r = await timeProcess(process.execPath, agentArgs(i), { env });
+      if (r.code !== 0) cliLocalError = `agent --local exited ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
+      else cliLocalSamples.push(r.ms);
+    }
+  }
+  results.raw.nodeStartMs = startSamples;
+  results.raw.cliLocalMs = cliLocalSamples;
+}
+floor.startMs = startSamples.length ? median(startSamples) : undefined;
+
+// ---- idle sessions, write lock, transcript ----------------------------------------------------------------------
+
+let idle;
+if (runs("idle")) {
+  progress(`memory per idle session: ${plan.idleSessions} sessions, one turn each (child with --expose-gc)`);
+  idle = await attempt("idle sessions", () =>
+    runMetricChild(
+      "metrics/idle-sessions.mjs",
+      { baseUrl: model.baseUrl, sessions: plan.idleSessions, concurrency: 16 },
+      { ...childOpts(900_000), execArgv: ["--expose-gc"] },
+    ),
+  );
+  results.raw.idle = idle;
+}
+
+let lock;
+if (runs("lock")) {
+  progress("session write lock: uncontended, and handoff between two processes");
+  lock = await attempt("write lock", () =>
+    runMetricChild(
+      "metrics/write-lock.mjs",
+      { iterations: plan.lockIterations, handoffs: plan.lockHandoffs, holdMs: 100 },
+      childOpts(180_000),
+    ),
+  );
+  results.raw.lock = lock;
+}
+
+let transcript;
+if (runs("transcript")) {
+  progress(`transcript append: ${plan.transcriptRows} rows`);
+  transcript = await attempt("transcript", () =>
+    runMetricChild("metrics/transcript.mjs", { rows: plan.transcriptRows }, childOpts(300_000)),
+  );
+  results.raw.transcript = transcript;
+}
+
+// ---- gateway -----------------------------------------------------------------------------------------------------
+
+let gateway = { unavailable: "not run (--only)" };
+if (runs("gateway")) {
+  const availability = await gatewayAvailability();
+  if (!availability.ok) {
+    gateway = { unavailable: availability.reason };
+    progress(`gateway metrics: ${availability.reason}`);
+  } else {
+    const { runGatewayMetrics } = await import("./lib/gateway-metrics.mjs");
+    gateway = await runGatewayMetrics({
+      baseUrl: model.baseUrl,
+      tmpRoot,
+      plan,
+      verbose,
+      progress,
+      attempt,
+      nodeStart,
+      startSamples,
+    });
+  }
+  results.raw.gateway = gateway;
+}
+floor.startMs = startSamples.length ? median(startSamples) : undefined;
+
+await model.stop();
+
+// ---- the table ---------------------------------------------------------------------------------------------------
+
+const rows = results.metrics;
+/**
+ * One table row. `value` undefined makes it "not available" with `reason`. `target` is { text, pass(value) } or
+ * undefined for report-only rows. The ratio is value / floor.
+ */
+function row({ id, metric, value, unit, floorValue, floorName, target, reason, digits = 2 }) {
+  const available = typeof value === "number" && Number.isFinite(value);
+  const ratio = available && typeof floorValue === "number" && floorValue > 0 ? value / floorValue : undefined;
+  rows.push({
+    id,
+    metric,
+    unit,
+    value: available ? round(value, digits) : null,
+    notAvailable: available ? undefined : (reason ?? "not measured"),
+    floor: typeof floorValue === "number" ? round(floorValue, digits) : null,
+    floorName: floorName ?? null,
+    ratio: ratio === undefined ? null : round(ratio, 2),
+    target: target?.text ?? "report",
+    pass: !available ? null : target ? target.pass(value) : null,
+  });
+}
+const why = (r, fallback) => r?.error ?? r?.unavailable ?? fallback;
+
+if (runs("floors") || runs("embedded") || runs("gateway")) {
+  row({ id: "floor.turn", metric: "floor (a): bare client turn, p50", value: floor.turnMs, unit: "ms", reason: why(floorTurnRounds[0]) });
+  row({ id: "floor.turn.p99", metric: "floor (a): bare client turn, p99", value: floor.turnP99Ms, unit: "ms", reason: why(floorTurnRounds[0]) });
+  row({ id: "floor.throughput", metric: "floor (a): bare clients, 8 at once", value: floor.throughput8, unit: "turns/s", digits: 0, reason: why(floorTurnRounds[0]) });
+  row({ id: "floor.rpc", metric: "floor (c): raw WebSocket round trip, p50", value: floor.rpcMs, unit: "ms", digits: 3, reason: why(results.raw.floorWs) });
+}
+if (runs("floors") || runs("cli-local") || runs("gateway")) {
+  row({ id: "floor.start", metric: "floor (b): `node -e 0` process start", value: floor.startMs, unit: "ms", digits: 1 });
+}
+if (runs("embedded")) {
+  const p50 = medianOf(embeddedRounds, (r) => r.turnMs?.p50);
+  const p99 = medianOf(embeddedRounds, (r) => r.turnMs?.p99);
+  const reason = why(embeddedRounds.find((r) => r.error));
+  row({
+    id: "embedded.turn.p50",
+    metric: "embedded warm turn, p50",
+    value: p50,
+    unit: "ms",
+    floorValue: floor.turnMs,
+    floorName: "a",
+    target: { text: "≤ 1.5 × floor (a)", pass: (v) => v <= 1.5 * floor.turnMs },
+    reason,
+  });
+  row({ id: "embedded.turn.p99", metric: "embedded warm turn, p99", value: p99, unit: "ms", floorValue: floor.turnP99Ms, floorName: "a p99", reason });
+}
+if (runs("gateway")) {
+  const g = gateway;
+  const na = g.unavailable;
+  row({
+    id: "gateway.turn.p50",
+    metric: "gateway warm turn (WS agent → final), p50",
+    value: g.turnP50,
+    unit: "ms",
+    floorValue: floor.turnMs,
+    floorName: "a",
+    target: {
+      text: "≤ 2 × floor (a) + floor (c)",
+      pass: (v) => v <= 2 * floor.turnMs + floor.rpcMs,
+    },
+    reason: na ?? g.turnError,
+  });
+  row({ id: "gateway.turn.p99", metric: "gateway warm turn, p99", value: g.turnP99, unit: "ms", floorValue: floor.turnP99Ms, floorName: "a p99", reason: na ?? g.turnError });
+  row({
+    id: "gateway.throughput.8x5",
+    metric: "gateway throughput, 8 sessions × 5 turns",
+    value: g.throughput8x5,
+    unit: "turns/s",
+    digits: 0,
+    floorValue: floor.throughput8,
+    floorName: "a ×8",
+    target: { text: "≥ 300 turns/s", pass: (v) => v >= 300 },
+    reason: na ?? g.throughputError,
+  });
+  row({
+    id: "gateway.throughput.100x10",
+    metric: `gateway throughput, ${plan.gwBig.sessions} sessions × ${plan.gwBig.turns} turns`,
+    value: g.throughputBig,
+    unit: "turns/s",
+    digits: 0,
+    floorValue: floor.throughput8,
+    floorName: "a ×8",
+    reason: na ?? g.throughputError,
+  });
+}
+if (runs("cli-local")) {
+  const v = cliLocalSamples.length ? median(cliLocalSamples) : undefined;
+  row({
+    id: "cli.local",
+    metric: "`loopgate agent --local`, one turn, process start included",
+    value: v,
+    unit: "ms",
+    digits: 0,
+    floorValue: floor.startMs,
+    floorName: "b",
+    target: { text: "≤ 300 ms and ≤ 8 × floor (b)", pass: (x) => x <= 300 && x <= 8 * floor.startMs },
+    reason: cliLocalError,
+  });
+}
+if (runs("gateway")) {
+  const g = gateway;
+  const na = g.unavailable;
+  row({
+    id: "cli.remote",
+    metric: "`loopgate agent` through a running gateway, process start included",
+    value: g.cliRemoteMs,
+    unit: "ms",
+    digits: 0,
+    floorValue: floor.startMs,
+    floorName: "b",
+    target: { text: "≤ 200 ms", pass: (x) => x <= 200 },
+    reason: na ?? g.cliRemoteError,
+  });
+  row({
+    id: "gateway.start",
+    metric: "gateway start until it answers `health`",
+    value: g.startMs,
+    unit: "ms",
+    digits: 0,
+    floorValue: floor.startMs,
+    floorName: "b",
+    target: { text: "≤ 500 ms", pass: (x) => x <= 500 },
+    reason: na ?? g.startError,
+  });
+  row({
+    id: "gateway.rss",
+    metric: `gateway RSS after ${plan.gwRss.sessions * plan.gwRss.turns} turns over ${plan.gwRss.sessions} sessions`,
+    value: g.rssMB,
+    unit: "MB",
+    digits: 1,
+    target: { text: "≤ 150 MB", pass: (x) => x <= 150 },
+    reason: na ?? g.rssError,
+  });
+}
+if (runs("idle")) {
+  row({
+    id: "idle.session",
+    metric: `memory per idle session (${plan.idleSessions} sessions, retained JS heap + external)`,
+    value: idle?.retainedBytesPerSession,
+    unit: "bytes",
+    digits: 0,
+    target: { text: "≤ 2 KB", pass: (x) => x <= 2048 },
+    reason: why(idle),
+  });
+  row({
+    id: "idle.session.rss",
+    metric: "memory per idle session, RSS growth (includes SQLite page cache, allocator)",
+    value: idle?.rssBytesPerSession,
+    unit: "bytes",
+    digits: 0,
+    reason: why(idle),
+  });
+}
+if (runs("lock")) {
+  row({ id: "lock.uncontended", metric: "session write lock acquire + release, uncontended, p50", value: lock?.uncontendedUs?.p50, unit: "µs", digits: 0, reason: why(lock) });
+  row({ id: "lock.handoff", metric: "session write lock handoff between two processes, p50", value: lock?.handoffMs?.p50, unit: "ms", digits: 1, reason: why(lock) });
+}
+if (runs("transcript")) {
+  row({
+    id: "transcript.append",
+    metric: `transcript append, one row per call (${plan.transcriptRows} rows, one session)`,
+    value: transcript?.single?.rowsPerSecond,
+    unit: "rows/s",
+    digits: 0,
+    floorValue: transcript?.pieces?.insertInOwnTransaction?.rowsPerSecond,
+    floorName: "raw INSERT + commit",
+    reason: why(transcript),
+  });
+  row({
+    id: "transcript.append.batched",
+    metric: `transcript append, ${transcript?.batch ?? 100} rows per call`,
+    value: transcript?.batched?.rowsPerSecond,
+    unit: "rows/s",
+    digits: 0,
+    floorValue: transcript?.pieces?.insertOneTransaction?.rowsPerSecond,
+    floorName: "raw INSERTs, one commit",
+    reason: why(transcript),
+  });
+}
+
+// ---- profiles of missed targets ------------------------------------------------------------------------------
+
+/** How to re-run a metric under the profiler; CLI metrics profile the CLI process itself. */
+const profilers = {
+  "embedded.turn.p50": (dir) =>
+    runMetricChild(
+      "metrics/embedded-turn.mjs",
+      { baseUrl: profileModel.baseUrl, turns: quick ? 30 : 300, warmup: plan.warmup },
+      { ...childOpts(300_000), execArgv: ["--cpu-prof", `--cpu-prof-dir=${dir}`] },
+    ),
+  "cli.local": async (dir) => {
+    const stateDir = path.join(tmpRoot, "cli-profile");
+    const { configPath } = await prepareStateDir(stateDir, profileModel.baseUrl);
+    const env = { ...process.env, LOOPGATE_STATE_DIR: stateDir, NO_COLOR: "1" };
+    const args = (s) => ["--cpu-prof", `--cpu-prof-dir=${dir}`, CLI, "agent", "--local", "-m", "hello", "--config", configPath, "-s", s];
+    await timeProcess(process.execPath, args("warm"), { env });
+    for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f));
+    await timeProcess(process.execPath, args("profiled"), { env });
+  },
+};
+let profileModel;
+if (wantProfile) {
+  const missed = rows.filter((r) => r.pass === false && (profilers[r.id] || gateway.profilers?.[r.id]));
+  if (missed.length) profileModel = await startFakeModelProcess();
+  for (const r of missed) {
+    const dir = path.join(BENCH_DIR, "results", "profiles", r.id);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    progress(`profiling ${r.id}`);
+    const run = profilers[r.id] ?? ((d) => gateway.profilers[r.id](d, profileModel.baseUrl));
+    const outcome = await attempt(`profile ${r.id}`, () => run(dir));
+    if (outcome?.error) continue;
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+    // the largest profile is the process under test (helpers, if any, profile too but do little)
+    const biggest = files.map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+    if (!biggest) continue;
+    const agg = aggregateProfile(JSON.parse(fs.readFileSync(biggest, "utf8")));
+    results.profiles[r.id] = {
+      file: path.relative(ROOT_DIR, biggest),
+      totalMs: round(agg.totalMs, 0),
+      areas: agg.areas.slice(0, 15).map((a) => ({ ...a, ms: round(a.ms, 1), share: round(a.share, 3) })),
+      functions: agg.functions.slice(0, 25).map((a) => ({ ...a, ms: round(a.ms, 1), share: round(a.share, 3) })),
+    };
+    process.stdout.write(`\n### profile: ${r.id} (${path.relative(ROOT_DIR, biggest)})\n\n\`\`\`\n${formatProfile(agg, 20)}\n\`\`\`\n`);
+  }
+  if (profileModel) await profileModel.stop();
+}
+
+// ---- output ------------------------------------------------------------------------------------------------------
+
+const fmt = (v) => (v === null || v === undefined ? "—" : typeof v === "number" ? v.toLocaleString("en-US") : v);
+const lines = [
+  `Loopgate bench — ${results.date}${quick ? " — QUICK (smoke only; figures not meaningful)" : ""}`,
+  `${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}, load at start ${results.machine.loadavgAtStart.join(" ")}`,
+  "",
+  "| metric | value | floor | ratio to floor | target | pass |",
+  "|---|---|---|---|---|---|",
+];
+for (const r of rows) {
+  const value = r.value === null ? `not available: ${r.notAvailable}` : `${fmt(r.value)} ${r.unit}`;
+  const floorText = r.floor === null ? "—" : `${fmt(r.floor)} (${r.floorName})`;
+  const ratio = r.ratio === null ? "—" : `${r.ratio}×`;
+  const pass = r.pass === null ? (r.target === "report" ? "report" : "n/a") : r.pass ? "PASS" : "FAIL";
+  lines.push(`| ${r.metric} | ${value} | ${floorText} | ${ratio} | ${r.target} | ${pass} |`);
+}
+process.stdout.write(`\n${lines.join("\n")}\n`);
+
+fs.mkdirSync(path.join(BENCH_DIR, "results"), { recursive: true });
+const out = path.join(BENCH_DIR, "results", "latest.json");
+fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+fs.rmSync(tmpRoot, { recursive: true, force: true });
+progress(`wrote ${path.relative(ROOT_DIR, out)}`);
