@@ -7,6 +7,9 @@
 //   npm run bench -- --profile         afterwards, re-run each missed metric under --cpu-prof and print its
 //                                      top self-time functions (profiles kept in bench/results/profiles/)
 //   npm run bench -- --verbose         pass the children's stderr through
+//   npm run bench -- --out=<file>      write the JSON there (default bench/results/latest.json, and
+//                                      bench/results/latest-quick.json for --quick so a smoke run never
+//                                      overwrites the figures of a full run)
 //
 // Every metric runs in child processes (process start, RSS and heap figures must not pollute each other); the
 // fake model runs in its own process, as a real model server would. Figures from a shared machine are noisy, so
@@ -17,7 +20,7 @@ import path from "node:path";
 import { BENCH_DIR, CLI, ROOT_DIR, runMetricChild, startFakeModelProcess, timeProcess } from "./lib/child.mjs";
 import { gatewayAvailability } from "./lib/gateway.mjs";
 import { prepareStateDir } from "./lib/model.mjs";
-import { aggregateProfile, formatProfile } from "./lib/profile.mjs";
+import { aggregateProfile, diffProfiles, formatDiff, formatProfile } from "./lib/profile.mjs";
 import { median, round } from "./lib/stats.mjs";
 
 const argv = process.argv.slice(2);
@@ -27,6 +30,9 @@ const quick = flag("quick");
 const verbose = flag("verbose");
 const wantProfile = flag("profile");
 const only = option("only")?.split(",");
+const outFile = path.resolve(
+  option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
+);
 
 const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway"];
 if (only) {
@@ -52,6 +58,7 @@ const plan = quick
       transcriptRows: 1000,
       lockIterations: 50,
       lockHandoffs: 2,
+      breakdownIterations: 10,
       gwThroughputRepeats: 1,
       gwBig: { sessions: 10, turns: 3 },
       gwRss: { sessions: 10, turns: 10 },
@@ -67,6 +74,7 @@ const plan = quick
       transcriptRows: 10_000,
       lockIterations: 500,
       lockHandoffs: 10,
+      breakdownIterations: 100,
       gwThroughputRepeats: 5,
       gwBig: { sessions: 100, turns: 10 },
       gwRss: { sessions: 100, turns: 10 },
@@ -159,6 +167,16 @@ if (runs("floors") || runs("embedded") || runs("gateway")) {
   }
   results.raw.floorTurn = floorTurnRounds;
   results.raw.embedded = embeddedRounds;
+}
+if (runs("embedded")) {
+  progress("embedded turn: where the time goes (each piece timed on its own)");
+  results.breakdown = await attempt("embedded breakdown", () =>
+    runMetricChild(
+      "metrics/embedded-breakdown.mjs",
+      { baseUrl: model.baseUrl, iterations: plan.breakdownIterations },
+      childOpts(300_000),
+    ),
+  );
 }
 const medianOf = (rounds, pick) => {
   const values = rounds.map(pick).filter((v) => typeof v === "number" && Number.isFinite(v));
@@ -287,13 +305,45 @@ function row({ id, metric, value, unit, floorValue, floorName, target, reason, d
 const why = (r, fallback) => r?.error ?? r?.unavailable ?? fallback;
 
 if (runs("floors") || runs("embedded") || runs("gateway")) {
-  row({ id: "floor.turn", metric: "floor (a): bare client turn, p50", value: floor.turnMs, unit: "ms", reason: why(floorTurnRounds[0]) });
-  row({ id: "floor.turn.p99", metric: "floor (a): bare client turn, p99", value: floor.turnP99Ms, unit: "ms", reason: why(floorTurnRounds[0]) });
-  row({ id: "floor.throughput", metric: "floor (a): bare clients, 8 at once", value: floor.throughput8, unit: "turns/s", digits: 0, reason: why(floorTurnRounds[0]) });
-  row({ id: "floor.rpc", metric: "floor (c): raw WebSocket round trip, p50", value: floor.rpcMs, unit: "ms", digits: 3, reason: why(results.raw.floorWs) });
+  row({
+    id: "floor.turn",
+    metric: "floor (a): bare client turn, p50",
+    value: floor.turnMs,
+    unit: "ms",
+    reason: why(floorTurnRounds[0]),
+  });
+  row({
+    id: "floor.turn.p99",
+    metric: "floor (a): bare client turn, p99",
+    value: floor.turnP99Ms,
+    unit: "ms",
+    reason: why(floorTurnRounds[0]),
+  });
+  row({
+    id: "floor.throughput",
+    metric: "floor (a): bare clients, 8 at once",
+    value: floor.throughput8,
+    unit: "turns/s",
+    digits: 0,
+    reason: why(floorTurnRounds[0]),
+  });
+  row({
+    id: "floor.rpc",
+    metric: "floor (c): raw WebSocket round trip, p50",
+    value: floor.rpcMs,
+    unit: "ms",
+    digits: 3,
+    reason: why(results.raw.floorWs),
+  });
 }
 if (runs("floors") || runs("cli-local") || runs("gateway")) {
-  row({ id: "floor.start", metric: "floor (b): `node -e 0` process start", value: floor.startMs, unit: "ms", digits: 1 });
+  row({
+    id: "floor.start",
+    metric: "floor (b): `node -e 0` process start",
+    value: floor.startMs,
+    unit: "ms",
+    digits: 1,
+  });
 }
 if (runs("embedded")) {
   const p50 = medianOf(embeddedRounds, (r) => r.turnMs?.p50);
@@ -309,7 +359,15 @@ if (runs("embedded")) {
     target: { text: "≤ 1.5 × floor (a)", pass: (v) => v <= 1.5 * floor.turnMs },
     reason,
   });
-  row({ id: "embedded.turn.p99", metric: "embedded warm turn, p99", value: p99, unit: "ms", floorValue: floor.turnP99Ms, floorName: "a p99", reason });
+  row({
+    id: "embedded.turn.p99",
+    metric: "embedded warm turn, p99",
+    value: p99,
+    unit: "ms",
+    floorValue: floor.turnP99Ms,
+    floorName: "a p99",
+    reason,
+  });
 }
 if (runs("gateway")) {
   const g = gateway;
@@ -327,7 +385,15 @@ if (runs("gateway")) {
     },
     reason: na ?? g.turnError,
   });
-  row({ id: "gateway.turn.p99", metric: "gateway warm turn, p99", value: g.turnP99, unit: "ms", floorValue: floor.turnP99Ms, floorName: "a p99", reason: na ?? g.turnError });
+  row({
+    id: "gateway.turn.p99",
+    metric: "gateway warm turn, p99",
+    value: g.turnP99,
+    unit: "ms",
+    floorValue: floor.turnP99Ms,
+    floorName: "a p99",
+    reason: na ?? g.turnError,
+  });
   row({
     id: "gateway.throughput.8x5",
     metric: "gateway throughput, 8 sessions × 5 turns",
@@ -419,8 +485,22 @@ if (runs("idle")) {
   });
 }
 if (runs("lock")) {
-  row({ id: "lock.uncontended", metric: "session write lock acquire + release, uncontended, p50", value: lock?.uncontendedUs?.p50, unit: "µs", digits: 0, reason: why(lock) });
-  row({ id: "lock.handoff", metric: "session write lock handoff between two processes, p50", value: lock?.handoffMs?.p50, unit: "ms", digits: 1, reason: why(lock) });
+  row({
+    id: "lock.uncontended",
+    metric: "session write lock acquire + release, uncontended, p50",
+    value: lock?.uncontendedUs?.p50,
+    unit: "µs",
+    digits: 0,
+    reason: why(lock),
+  });
+  row({
+    id: "lock.handoff",
+    metric: "session write lock handoff between two processes, p50",
+    value: lock?.handoffMs?.p50,
+    unit: "ms",
+    digits: 1,
+    reason: why(lock),
+  });
 }
 if (runs("transcript")) {
   row({
@@ -447,24 +527,45 @@ if (runs("transcript")) {
 
 // ---- profiles of missed targets ------------------------------------------------------------------------------
 
-/** How to re-run a metric under the profiler; CLI metrics profile the CLI process itself. */
+/**
+ * How to re-run a metric under the profiler. A profiler may return `{ measured, floor }` (.cpuprofile paths and
+ * the units each covers): the report is then the per-unit difference, what the measured code spends that the
+ * floor does not. Otherwise the largest .cpuprofile in the directory is the process under test.
+ */
 const profilers = {
-  "embedded.turn.p50": (dir) =>
-    runMetricChild(
+  "embedded.turn.p50": async (dir) => {
+    const turns = quick ? 30 : 300;
+    const floorFile = path.join(dir, "floor.cpuprofile");
+    const measuredFile = path.join(dir, "embedded.cpuprofile");
+    await runMetricChild(
+      "metrics/floor-turn.mjs",
+      { baseUrl: profileModel.baseUrl, turns, warmup: plan.warmup, concurrentTurns: 0, profile: floorFile },
+      childOpts(300_000),
+    );
+    await runMetricChild(
       "metrics/embedded-turn.mjs",
-      { baseUrl: profileModel.baseUrl, turns: quick ? 30 : 300, warmup: plan.warmup },
-      { ...childOpts(300_000), execArgv: ["--cpu-prof", `--cpu-prof-dir=${dir}`] },
-    ),
+      { baseUrl: profileModel.baseUrl, turns, warmup: plan.warmup, profile: measuredFile },
+      childOpts(300_000),
+    );
+    return { measured: measuredFile, floor: floorFile, units: turns, unit: "ms/turn" };
+  },
   "cli.local": async (dir) => {
     const stateDir = path.join(tmpRoot, "cli-profile");
     const { configPath } = await prepareStateDir(stateDir, profileModel.baseUrl);
     const env = { ...process.env, LOOPGATE_STATE_DIR: stateDir, NO_COLOR: "1" };
-    const args = (s) => ["--cpu-prof", `--cpu-prof-dir=${dir}`, CLI, "agent", "--local", "-m", "hello", "--config", configPath, "-s", s];
+    const args = (s) =>
+      ["--cpu-prof", `--cpu-prof-dir=${dir}`, CLI, "agent", "--local", "-m", "hello"].concat([
+        "--config",
+        configPath,
+        "-s",
+        s,
+      ]);
     await timeProcess(process.execPath, args("warm"), { env });
     for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f));
     await timeProcess(process.execPath, args("profiled"), { env });
   },
 };
+const top = (list, n) => list.slice(0, n).map((a) => ({ ...a, ms: round(a.ms, 2), share: round(a.share, 3) }));
 let profileModel;
 if (wantProfile) {
   const missed = rows.filter((r) => r.pass === false && (profilers[r.id] || gateway.profilers?.[r.id]));
@@ -477,18 +578,47 @@ if (wantProfile) {
     const run = profilers[r.id] ?? ((d) => gateway.profilers[r.id](d, profileModel.baseUrl));
     const outcome = await attempt(`profile ${r.id}`, () => run(dir));
     if (outcome?.error) continue;
+    const load = (file) => aggregateProfile(JSON.parse(fs.readFileSync(file, "utf8")));
+    if (outcome?.measured) {
+      const m = load(outcome.measured);
+      const f = load(outcome.floor);
+      const owners = diffProfiles(m, outcome.units, f, outcome.units, "owners");
+      const functions = diffProfiles(m, outcome.units, f, outcome.units, "functions");
+      const pick = (rowsIn) =>
+        rowsIn
+          .slice(0, 30)
+          .map((x) => ({
+            key: x.key,
+            measured: round(x.measured, 3),
+            floor: round(x.floor, 3),
+            extra: round(x.diff, 3),
+          }));
+      results.profiles[r.id] = {
+        files: [outcome.measured, outcome.floor].map((x) => path.relative(ROOT_DIR, x)),
+        unit: outcome.unit,
+        owners: pick(owners),
+        functions: pick(functions),
+      };
+      process.stdout.write(
+        `\n### profile: ${r.id}, measured vs floor, ${outcome.unit}\n\nBy the nearest Loopgate function on the stack:\n\n\`\`\`\n${formatDiff(owners, 30, outcome.unit)}\n\`\`\`\n\nBy function (self time):\n\n\`\`\`\n${formatDiff(functions, 30, outcome.unit)}\n\`\`\`\n`,
+      );
+      continue;
+    }
     const files = fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
     // the largest profile is the process under test (helpers, if any, profile too but do little)
     const biggest = files.map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
     if (!biggest) continue;
-    const agg = aggregateProfile(JSON.parse(fs.readFileSync(biggest, "utf8")));
+    const agg = load(biggest);
     results.profiles[r.id] = {
       file: path.relative(ROOT_DIR, biggest),
       totalMs: round(agg.totalMs, 0),
-      areas: agg.areas.slice(0, 15).map((a) => ({ ...a, ms: round(a.ms, 1), share: round(a.share, 3) })),
-      functions: agg.functions.slice(0, 25).map((a) => ({ ...a, ms: round(a.ms, 1), share: round(a.share, 3) })),
+      areas: top(agg.areas, 15),
+      owners: top(agg.owners, 25),
+      functions: top(agg.functions, 25),
     };
-    process.stdout.write(`\n### profile: ${r.id} (${path.relative(ROOT_DIR, biggest)})\n\n\`\`\`\n${formatProfile(agg, 20)}\n\`\`\`\n`);
+    process.stdout.write(
+      `\n### profile: ${r.id} (${path.relative(ROOT_DIR, biggest)})\n\n\`\`\`\n${formatProfile(agg, 20)}\n\`\`\`\n`,
+    );
   }
   if (profileModel) await profileModel.stop();
 }
@@ -510,10 +640,39 @@ for (const r of rows) {
   const pass = r.pass === null ? (r.target === "report" ? "report" : "n/a") : r.pass ? "PASS" : "FAIL";
   lines.push(`| ${r.metric} | ${value} | ${floorText} | ${ratio} | ${r.target} | ${pass} |`);
 }
+const b = results.breakdown;
+if (b?.ms) {
+  const labels = {
+    wholeTurn: "whole turn (accept → final)",
+    modelCalls: "the two model calls (openai-completions provider: SDK + HTTP)",
+    writeLock: "session write lock acquire + release",
+    bootstrapFiles: "bootstrap files (re-read every turn)",
+    storeCalls: "store calls of one turn",
+    systemPrompt: "system prompt build",
+    noopTool: "noop tool",
+  };
+  lines.push(
+    "",
+    "Where an embedded turn's time goes (each piece timed on its own in one warm process; medians):",
+    "",
+    "| piece | ms | share of the turn |",
+    "|---|---|---|",
+  );
+  for (const [k, label] of Object.entries(labels)) {
+    const ms = b.ms[k];
+    lines.push(
+      `| ${label} | ${round(ms, 3)} | ${k === "wholeTurn" ? "100%" : `${round((100 * ms) / b.ms.wholeTurn, 1)}%`} |`,
+    );
+  }
+  lines.push(
+    `| rest (scheduling, events, awaits, GC) | ${round(b.restMs, 3)} | ${round((100 * b.restMs) / b.ms.wholeTurn, 1)}% |`,
+  );
+  if (typeof floor.turnMs === "number") lines.push(`| floor (a) for comparison | ${round(floor.turnMs, 3)} | |`);
+}
 process.stdout.write(`\n${lines.join("\n")}\n`);
+results.table = lines.join("\n");
 
-fs.mkdirSync(path.join(BENCH_DIR, "results"), { recursive: true });
-const out = path.join(BENCH_DIR, "results", "latest.json");
-fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+fs.mkdirSync(path.dirname(outFile), { recursive: true });
+fs.writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);
 fs.rmSync(tmpRoot, { recursive: true, force: true });
-progress(`wrote ${path.relative(ROOT_DIR, out)}`);
+progress(`wrote ${path.relative(ROOT_DIR, outFile)}`);

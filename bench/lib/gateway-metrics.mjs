@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { BENCH_DIR, CLI, runMetricChild, timeProcess } from "./child.mjs";
-import { rssOf, peakRssOf } from "./gateway.mjs";
+import { peakRssOf, rssOf } from "./gateway.mjs";
 import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
@@ -79,7 +79,8 @@ export function freePort() {
 export async function waitForHealth(port, since, { timeoutMs = 20_000, child } = {}) {
   const deadline = nowMs() + timeoutMs;
   while (nowMs() < deadline) {
-    if (child && child.exitCode !== null) throw new Error(`the gateway exited ${child.exitCode} before answering health`);
+    if (child && child.exitCode !== null)
+      throw new Error(`the gateway exited ${child.exitCode} before answering health`);
     try {
       const res = await fetch(`http://127.0.0.1:${port}/health`);
       await res.arrayBuffer();
@@ -123,7 +124,16 @@ export async function startCliGateway({ configPath, env, execArgv = [] }) {
   }
 }
 
-export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progress, attempt, nodeStart, startSamples }) {
+export async function runGatewayMetrics({
+  baseUrl,
+  tmpRoot,
+  plan,
+  verbose,
+  progress,
+  attempt,
+  nodeStart,
+  startSamples,
+}) {
   const out = {};
   const child = (timeoutMs) => ({ verbose, timeoutMs });
 
@@ -136,7 +146,11 @@ export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progr
     const rounds = [];
     for (let r = 0; r < plan.rounds; r++) {
       const res = await attempt("gateway latency", () =>
-        runMetricChild("metrics/gateway-client.mjs", { mode: "latency", url: host.url, turns: plan.turns, warmup: plan.warmup }, child(300_000)),
+        runMetricChild(
+          "metrics/gateway-client.mjs",
+          { mode: "latency", url: host.url, turns: plan.turns, warmup: plan.warmup },
+          child(300_000),
+        ),
       );
       if (res.error) out.turnError = res.error;
       else rounds.push(res);
@@ -225,7 +239,8 @@ export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progr
     const args = (s) => [CLI, "agent", "-m", "hello", "--url", remote.url, "--config", configPath, "-s", s];
     const samples = [];
     const first = await timeProcess(process.execPath, args("bench-remote-warm"), { env });
-    if (first.code !== 0) out.cliRemoteError = `loopgate agent exited ${first.code}: ${first.stderr.trim().slice(0, 300)}`;
+    if (first.code !== 0)
+      out.cliRemoteError = `loopgate agent exited ${first.code}: ${first.stderr.trim().slice(0, 300)}`;
     for (let i = 0; i < plan.spawns && !out.cliRemoteError; i++) {
       startSamples.push(await nodeStart());
       const r = await timeProcess(process.execPath, args(`bench-remote-${i}`), { env });
@@ -241,12 +256,20 @@ export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progr
   out.profilers = {
     "gateway.turn.p50": async (profDir, modelUrl) => {
       const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
-      await runMetricChild("metrics/gateway-client.mjs", { mode: "latency", url: h.url, turns: 300, warmup: 30 }, child(300_000));
+      await runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "latency", url: h.url, turns: 300, warmup: 30 },
+        child(300_000),
+      );
       await h.stop();
     },
     "gateway.throughput.8x5": async (profDir, modelUrl) => {
       const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
-      await runMetricChild("metrics/gateway-client.mjs", { mode: "throughput", url: h.url, sessions: 8, turns: 5, repeats: 10 }, child(300_000));
+      await runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "throughput", url: h.url, sessions: 8, turns: 5, repeats: 10 },
+        child(300_000),
+      );
       await h.stop();
     },
     "gateway.start": async (profDir) => {
@@ -256,7 +279,20 @@ export async function runGatewayMetrics({ baseUrl, tmpRoot, plan, verbose, progr
     "cli.remote": async (profDir) => {
       const gw = await startCliGateway({ configPath, env });
       try {
-        const args = ["--cpu-prof", `--cpu-prof-dir=${profDir}`, CLI, "agent", "-m", "hello", "--url", gw.url, "--config", configPath, "-s", "bench-remote-profiled"];
+        const args = [
+          "--cpu-prof",
+          `--cpu-prof-dir=${profDir}`,
+          CLI,
+          "agent",
+          "-m",
+          "hello",
+          "--url",
+          gw.url,
+          "--config",
+          configPath,
+          "-s",
+          "bench-remote-profiled",
+        ];
         await timeProcess(process.execPath, args, { env });
       } finally {
         await gw.stop();

@@ -12,7 +12,8 @@ export async function gatewayAvailability() {
   }
   try {
     const [g, c] = await Promise.all([import(server), import(client)]);
-    if (typeof g.startGateway !== "function") return { ok: false, reason: "gateway not built: dist/gateway exports no startGateway" };
+    if (typeof g.startGateway !== "function")
+      return { ok: false, reason: "gateway not built: dist/gateway exports no startGateway" };
     if (typeof c.GatewayClient?.connect !== "function") {
       return { ok: false, reason: "gateway not built: dist/client exports no GatewayClient.connect" };
     }

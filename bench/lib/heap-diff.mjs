@@ -16,7 +16,8 @@ export function heapSummary(file) {
   const byName = new Map();
   for (let i = 0; i < snap.nodes.length; i += width) {
     const type = types[snap.nodes[i + iType]];
-    const raw = type === "object" || type === "closure" || type === "native" ? snap.strings[snap.nodes[i + iName]] : `(${type})`;
+    const raw =
+      type === "object" || type === "closure" || type === "native" ? snap.strings[snap.nodes[i + iName]] : `(${type})`;
     const name = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
     const e = byName.get(name) ?? { count: 0, bytes: 0 };
     e.count++;

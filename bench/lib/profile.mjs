@@ -28,8 +28,29 @@ export function areaOf(url) {
   return u;
 }
 
+/**
+ * The Loopgate function a sample belongs to: the nearest frame on its stack in dist/ (so time spent in node
+ * internals, npm packages and native calls counts for the Loopgate code that asked for it), else the nearest npm
+ * package, else the VM state ("(idle)", "(garbage collector)", ...).
+ */
+function ownerOf(node, byId, parent) {
+  let pkg;
+  for (let id = node.id; id !== undefined; id = parent.get(id)) {
+    const cf = byId.get(id).callFrame;
+    const u = shortUrl(cf.url);
+    if (u.startsWith("dist/")) return `${cf.functionName || "(anonymous)"} ${u}`;
+    if (!pkg && u.includes("node_modules/")) pkg = areaOf(cf.url);
+  }
+  if (pkg) return pkg;
+  const name = node.callFrame.functionName;
+  return name.startsWith("(") ? name : "(node internals)";
+}
+
 export function aggregateProfile(profile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const owners = new Map();
   const self = new Map();
   for (let i = 0; i < profile.samples.length; i++) {
     const id = profile.samples[i];
@@ -48,12 +69,14 @@ export function aggregateProfile(profile) {
     fns.set(key, (fns.get(key) ?? 0) + us);
     const area = cf.url ? areaOf(cf.url) : name.startsWith("(") ? name : "(native/VM)";
     areas.set(area, (areas.get(area) ?? 0) + us);
+    const owner = ownerOf(node, byId, parent);
+    owners.set(owner, (owners.get(owner) ?? 0) + us);
   }
   const rank = (m) =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([key, us]) => ({ key, ms: us / 1000, share: total ? us / total : 0 }));
-  return { totalMs: total / 1000, functions: rank(fns), areas: rank(areas) };
+  return { totalMs: total / 1000, functions: rank(fns), areas: rank(areas), owners: rank(owners) };
 }
 
 export function formatProfile(agg, top = 25) {
@@ -62,8 +85,40 @@ export function formatProfile(agg, top = 25) {
     `total sampled: ${agg.totalMs.toFixed(0)} ms`,
     "-- self time by area --",
     ...agg.areas.slice(0, top).map(line),
+    "-- time by the nearest Loopgate function on the stack (node internals and packages count for their caller) --",
+    ...agg.owners.slice(0, top).map(line),
     "-- self time by function --",
     ...agg.functions.slice(0, top).map(line),
+  ].join("\n");
+}
+
+/**
+ * Per-unit (e.g. per-turn) difference of two aggregated profiles, by `kind` (areas, owners, functions): what the
+ * measured code spends that the floor does not. Rows sorted by the difference.
+ */
+export function diffProfiles(measured, measuredUnits, floor, floorUnits, kind = "owners") {
+  const f = new Map(floor[kind].map((r) => [r.key, r.ms / floorUnits]));
+  const seen = new Set();
+  const rows = measured[kind].map((r) => {
+    seen.add(r.key);
+    const m = r.ms / measuredUnits;
+    const fl = f.get(r.key) ?? 0;
+    return { key: r.key, measured: m, floor: fl, diff: m - fl };
+  });
+  for (const [key, fl] of f) if (!seen.has(key)) rows.push({ key, measured: 0, floor: fl, diff: -fl });
+  return rows.sort((a, b) => b.diff - a.diff);
+}
+
+export function formatDiff(rows, top = 25, unit = "ms/turn") {
+  const head = `${"measured".padStart(9)} ${"floor".padStart(9)} ${"extra".padStart(9)}  (${unit})`;
+  return [
+    head,
+    ...rows
+      .slice(0, top)
+      .map(
+        (r) =>
+          `${r.measured.toFixed(3).padStart(9)} ${r.floor.toFixed(3).padStart(9)} ${r.diff.toFixed(3).padStart(9)}  ${r.key}`,
+      ),
   ].join("\n");
 }
 

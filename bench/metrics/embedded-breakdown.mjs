@@ -46,7 +46,11 @@ for (let i = 0; i < 30; i++) await wholeTurn();
 
 const workspace = await rt.workspaceFor("main");
 const provider = await rt.getProvider("fake");
-const toolSpecs = [...rt.tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+const toolSpecs = [...rt.tools.values()].map((t) => ({
+  name: t.name,
+  description: t.description,
+  parameters: t.parameters,
+}));
 const sessionKey = "agent:main:bd-1";
 const history = store.readTranscript(sessionKey, { kinds: ["message"] }).map((r) => r.message);
 
@@ -95,6 +99,7 @@ pieces.systemPrompt = await time(() =>
   }),
 );
 let runN = 0;
+store.ensureSession("agent:main:bd-store", "main", Date.now());
 pieces.storeCalls = await time(() => {
   const runId = `bd-store-${runN++}`;
   const now = Date.now();
@@ -105,11 +110,20 @@ pieces.storeCalls = await time(() => {
   store.updateRun(runId, { status: "running", startedAt: now });
   store.readTranscript(sessionKey, { kinds: ["message"] });
   for (let i = 0; i < 4; i++) {
-    store.appendTranscript([{ sessionKey: "agent:main:bd-store", kind: "message", runId, createdAt: now, message: history[i % history.length] }]);
+    store.appendTranscript([
+      {
+        sessionKey: "agent:main:bd-store",
+        kind: "message",
+        runId,
+        createdAt: now,
+        message: history[i % history.length],
+      },
+    ]);
   }
-  store.transaction(() => store.updateRun(runId, { status: "ok", endedAt: now, result: { payloads: [{ text: "Done." }] } }));
+  store.transaction(() =>
+    store.updateRun(runId, { status: "ok", endedAt: now, result: { payloads: [{ text: "Done." }] } }),
+  );
 });
-store.ensureSession("agent:main:bd-store", "main", Date.now());
 const first = [...history.slice(0, 1)];
 pieces.modelCalls = await time(async () => {
   const signal = new AbortController().signal;
@@ -124,7 +138,18 @@ pieces.modelCalls = await time(async () => {
 });
 pieces.noopTool = await time(() => noopTool.execute({}, {}));
 
-const accounted = pieces.writeLock + pieces.bootstrapFiles + pieces.systemPrompt + pieces.storeCalls + pieces.modelCalls + pieces.noopTool;
+const accounted =
+  pieces.writeLock +
+  pieces.bootstrapFiles +
+  pieces.systemPrompt +
+  pieces.storeCalls +
+  pieces.modelCalls +
+  pieces.noopTool;
 store.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
-emitResult({ ms: pieces, accountedMs: accounted, restMs: pieces.wholeTurn - accounted, systemPromptChars: system.length });
+emitResult({
+  ms: pieces,
+  accountedMs: accounted,
+  restMs: pieces.wholeTurn - accounted,
+  systemPromptChars: system.length,
+});

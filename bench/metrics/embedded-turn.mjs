@@ -12,6 +12,7 @@ import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
 import { openStore } from "../../dist/storage/sqlite-store.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
+import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, FINAL_TEXT, noopTool } from "../lib/model.mjs";
 import { nowMs, summarize } from "../lib/stats.mjs";
 
@@ -44,14 +45,20 @@ async function turn(i) {
 
 const warmup = opts.warmup ?? 30;
 for (let i = 0; i < warmup; i++) await turn(i);
+// profile: a .cpuprofile path; only the measured turns are profiled
+const stopProfile = await startProfile(opts.profile);
 const samples = [];
+const cpu0 = process.cpuUsage();
 const turns = opts.turns ?? 200;
-// measured turns continue the warm-up's sessions, so each session's first turn (session creation) is a warm-up
+// one measured turn in `perSession` is a session's first (the session row and skills snapshot are created)
 for (let i = warmup; i < warmup + turns; i++) {
   const t0 = nowMs();
-  await turn(i + (i % perSession === 0 ? 0 : 0));
+  await turn(i);
   samples.push(nowMs() - t0);
 }
+const cpu = process.cpuUsage(cpu0);
+await stopProfile();
 store.close();
 if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
-emitResult({ turnMs: summarize(samples) });
+// CPU time per turn is much less disturbed by other load on the machine than wall time
+emitResult({ turnMs: summarize(samples), cpuMsPerTurn: (cpu.user + cpu.system) / 1000 / samples.length });

@@ -5,6 +5,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { childOptions, emitResult } from "../lib/child.mjs";
+import { startProfile } from "../lib/inspector-profile.mjs";
 import { FINAL_TEXT, noopTool, TINY_FILE, TINY_TEXT } from "../lib/model.mjs";
 import { nowMs, summarize } from "../lib/stats.mjs";
 
@@ -88,12 +89,19 @@ async function turn() {
 
 for (let i = 0; i < (opts.warmup ?? 50); i++) await turn();
 
+// profile: a .cpuprofile path; only the measured turns are profiled
+const stopProfile = await startProfile(opts.profile);
 const samples = [];
+const cpu0 = process.cpuUsage();
 for (let i = 0; i < (opts.turns ?? 200); i++) {
   const t0 = nowMs();
   await turn();
   samples.push(nowMs() - t0);
 }
+
+const cpu = process.cpuUsage(cpu0);
+await stopProfile();
+const cpuMsPerTurn = (cpu.user + cpu.system) / 1000 / samples.length;
 
 // The same loop, `concurrency` clients at once: the floor for the throughput figures.
 const concurrency = opts.concurrency ?? 8;
@@ -107,4 +115,4 @@ await Promise.all(
 const throughput = (concurrency * perClient) / ((nowMs() - t0) / 1000);
 
 await fs.rm(dir, { recursive: true, force: true });
-emitResult({ turnMs: summarize(samples), throughput, concurrency, perClient });
+emitResult({ turnMs: summarize(samples), cpuMsPerTurn, throughput, concurrency, perClient });

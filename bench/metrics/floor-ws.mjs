@@ -32,7 +32,14 @@ function roundTrip() {
       if (frame.id !== mine) throw new Error("echo out of order");
       resolve();
     });
-    ws.send(JSON.stringify({ type: "req", id: mine, method: "agent", params: { message: "hello", sessionKey: "bench-1", idempotencyKey: `k-${mine}` } }));
+    ws.send(
+      JSON.stringify({
+        type: "req",
+        id: mine,
+        method: "agent",
+        params: { message: "hello", sessionKey: "bench-1", idempotencyKey: `k-${mine}` },
+      }),
+    );
   });
 }
 

@@ -46,7 +46,9 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
     input = input.slice(nl + 1);
     if (line === "mem") {
       globalThis.gc?.();
-      process.stdout.write(`${JSON.stringify({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length })}\n`,
+      );
     }
   }
 });

@@ -44,7 +44,13 @@ async function settle() {
 
 function memory() {
   const m = process.memoryUsage();
-  return { heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, rss: m.rss };
+  return {
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    rss: m.rss,
+  };
 }
 
 // warm-up sessions that are not counted: the first turns load modules, open the provider, create the workspace

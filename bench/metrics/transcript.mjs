@@ -27,7 +27,13 @@ const messages = [
     usage: { input: 1200, output: 20, cacheRead: 0, cacheWrite: 0, total: 1220 },
     stopReason: "tool_calls",
   },
-  { role: "toolResult", toolCallId: "call_1", toolName: "read", content: "line one\nline two\nline three\n", isError: false },
+  {
+    role: "toolResult",
+    toolCallId: "call_1",
+    toolName: "read",
+    content: "line one\nline two\nline three\n",
+    isError: false,
+  },
   {
     role: "assistant",
     content: [{ type: "text", text: "The file lists three lines; nothing else." }],
@@ -35,7 +41,13 @@ const messages = [
     stopReason: "stop",
   },
 ];
-const row = (key, i) => ({ sessionKey: key, kind: "message", runId: `run-${i >> 2}`, createdAt: now + i, message: messages[i % 4] });
+const row = (key, i) => ({
+  sessionKey: key,
+  kind: "message",
+  runId: `run-${i >> 2}`,
+  createdAt: now + i,
+  message: messages[i % 4],
+});
 
 function rate(count, fn) {
   const t0 = nowMs();
@@ -60,7 +72,9 @@ store.close();
 const db = new Database(path.join(dir, "loopgate.sqlite"));
 db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
-db.prepare("INSERT INTO sessions (key, session_id, agent_id, generation, created_at, updated_at) VALUES ('raw', 'raw-id', 'main', 1, 0, 0)").run();
+db.prepare(
+  "INSERT INTO sessions (key, session_id, agent_id, generation, created_at, updated_at) VALUES ('raw', 'raw-id', 'main', 1, 0, 0)",
+).run();
 const insert = db.prepare(
   "INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
 );

@@ -66,4 +66,8 @@ const handoffs = [];
 for (let i = 0; i < (opts.handoffs ?? 10); i++) handoffs.push(await handoff(opts.holdMs ?? 100));
 
 fs.rmSync(dir, { recursive: true, force: true });
-emitResult({ uncontendedUs: summarize(uncontended), acquireUs: summarize(acquireOnly), handoffMs: summarize(handoffs) });
+emitResult({
+  uncontendedUs: summarize(uncontended),
+  acquireUs: summarize(acquireOnly),
+  handoffMs: summarize(handoffs),
+});

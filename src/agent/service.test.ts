@@ -20,19 +20,6 @@ import { type AgentRequest, AgentService, QueueFullError, type Receipt } from ".
 
 const SESSION = "agent:main:chat";
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
 /**
  * A clock the test moves by hand. The quiet window and `wait` timeouts only pass when the test says so; a zero
  * delay means "as soon as possible", so it runs on the next turn of the event loop without the clock moving.
@@ -74,7 +61,10 @@ function manualClock(start = 1_700_000_000_000) {
   };
 }
 
-/** Lets every callback that can run now run (file I/O of a starting run included), without moving the clock. */
+/**
+ * Gives callbacks that are ready a chance to run, without moving the clock. Checks that something did NOT happen
+ * look at synchronous state afterwards (activeRunCount, busySessionCount), never at how far I/O got.
+ */
 async function settle(rounds = 30): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
 }
@@ -131,7 +121,9 @@ function echoScript(req: ModelRequest): ScriptedTurn {
   const last = lastMessage(req);
   if (last?.role === "user") {
     if (last.content.startsWith("hold twice")) return { toolCalls: [{ name: "gate" }, { name: "gate" }] };
-    if (last.content.startsWith("hold")) return { toolCalls: [{ name: "gate" }] };
+    if (last.content.startsWith("hold") || last.content.includes("Queued #1\nhold")) {
+      return { toolCalls: [{ name: "gate" }] };
+    }
     return { text: `echo: ${last.content}` };
   }
   return { text: "tools done" };
@@ -411,6 +403,26 @@ describe("collect", () => {
     expect(finals.map((f) => f.mergedInto)).toEqual([undefined, queued[0].runId, queued[0].runId]);
     for (const q of queued) expect(h.store.getRun(q.runId)?.status).toBe("ok");
   });
+
+  it("a restart during a collected turn reports all its messages interrupted instead of running some of them again", async () => {
+    const h = harness({ queue: { mode: "collect" } });
+    const a = h.send("hold");
+    await h.gate.whenStarted(1);
+    const queued = [h.send("hold on, one"), h.send("two"), h.send("three")];
+    h.gate.release(0);
+    await h.service.final(a.runId);
+    await h.pump(h.gate.whenStarted(2));
+
+    // the gateway dies now, mid-turn; the next start looks at the same database
+    const restarted = harness({ dir: h.dir, queue: { mode: "collect" } });
+    expect(restarted.service.recover()).toEqual({ failed: queued.map((q) => q.runId), requeued: [] });
+    expect(queued.map((q) => terminal(restarted.store.getRun(q.runId)))).toEqual(
+      queued.map(() => ({ status: "error", stopReason: "gateway_restart" })),
+    );
+
+    h.gate.release(1);
+    await Promise.all(queued.map((q) => h.service.final(q.runId)));
+  });
 });
 
 describe("interrupt", () => {
@@ -433,6 +445,11 @@ describe("interrupt", () => {
 
     const finalNew = await finished(h, newest.runId);
     expect(finalNew.result.payloads.map((p) => p.text)).toEqual(["echo: forget that, do this"]);
+    // the aborted run had ended before the newest message started
+    const at = (runId: string, phase: string) =>
+      h.events.findIndex((e) => e.runId === runId && e.stream === "lifecycle" && e.data.phase === phase);
+    expect(at(a.runId, "error")).toBeGreaterThan(-1);
+    expect(at(a.runId, "error")).toBeLessThan(at(newest.runId, "start"));
     expect(h.prompts()).toEqual(["hold", "forget that, do this"]);
     expect(h.store.getRun(queued.runId)).toMatchObject({ status: "error", stopReason: "dropped" });
   });
@@ -590,7 +607,10 @@ describe("receipts: no accepted message vanishes", () => {
       h.send("follow two", { queueMode: "followup" }),
       h.send("steer two", { queueMode: "steer" }),
     );
-    for (const a of accepted) expect(h.receipts(a.runId).length).toBeGreaterThan(0);
+    for (const a of accepted) {
+      expect(h.receipts(a.runId)[0]).toEqual(a.receipt);
+      expect(h.store.getRun(a.runId)?.receipt).toBeDefined();
+    }
 
     h.gate.release(0);
     await h.pump(Promise.all(accepted.map((a) => h.service.final(a.runId))));

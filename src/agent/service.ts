@@ -538,7 +538,12 @@ export class AgentService {
           onLoopEnd: closeSteering,
           onStarted: ({ startedAt }) => {
             host.phase = "running";
-            this.rt.store.updateRun(host.runId, { status: "running", startedAt });
+            // Collected messages run inside this turn from now on, so a restart must report them with the host
+            // instead of running them a second time (as steered messages are, once taken).
+            this.rt.store.transaction(() => {
+              for (const r of [host, ...turn.merged])
+                this.rt.store.updateRun(r.runId, { status: "running", startedAt });
+            });
           },
         });
       } catch (err) {

@@ -108,18 +108,22 @@ export class GatewayConnection implements EventSink, CallerConnection {
   }
 
   /**
-   * Every frame goes through here. A client that stops reading makes `bufferedAmount` grow; once it passes the
-   * limit the socket is dropped, so one slow consumer can neither grow our memory nor hold up the others.
+   * Every frame goes through here. A client that stops reading makes `bufferedAmount` (what the kernel would not
+   * take yet) grow; once it passes the limit the socket is dropped instead of written to, so one slow consumer can
+   * neither grow our memory (bounded by the limit plus one frame) nor hold up the others. The check is made before
+   * writing: a single frame larger than the limit still goes out to a client that keeps up.
    */
   private sendText(text: string): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    this.ws.send(text);
-    if (this.ws.bufferedAmount > this.gw.limits.maxBufferedBytes) {
+    const backlog = this.ws.bufferedAmount;
+    if (backlog > this.gw.limits.maxBufferedBytes) {
       this.gw.logger.warn(
-        `gateway: connection ${this.connId} dropped: ${this.ws.bufferedAmount} bytes unread (limit ${this.gw.limits.maxBufferedBytes})`,
+        `gateway: connection ${this.connId} dropped: ${backlog} bytes unread (limit ${this.gw.limits.maxBufferedBytes})`,
       );
       this.terminate();
+      return;
     }
+    this.ws.send(text);
   }
 
   private respond(id: string, ok: boolean, payloadOrError: unknown): void {

@@ -32,6 +32,8 @@ export interface GatewayContext {
 export interface CallerConnection {
   readonly connId: string;
   readonly scopes: readonly string[];
+  /** whether this connection may see the session (events, history): see auth.ts seesAllSessions */
+  canSee(sessionKey: string): boolean;
   /** from now on this connection receives the session's events (see auth.ts seesAllSessions) */
   watchSession(sessionKey: string): void;
 }

@@ -29,7 +29,10 @@ export function toErrorShape(err: unknown): ErrorShape {
   if (err instanceof ServiceDrainingError) return { code: ErrorCodes.unavailable, message: err.message, retryable: true };
   if (err instanceof RunParamError) return { code: ErrorCodes.invalidParams, message: `params.${err.param}: ${err.message}` };
   if (err instanceof SessionKeyError) return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
-  const e = err as { code?: unknown; message?: unknown; retryable?: unknown } | undefined;
+  const e = err as { name?: unknown; code?: unknown; message?: unknown; retryable?: unknown } | undefined;
+  if (e?.name === "SessionBusyError") {
+    return { code: ErrorCodes.conflict, message: String(e.message), retryable: true };
+  }
   const message = typeof e?.message === "string" && e.message ? e.message : String(err);
   // Service errors carry their own snake_case wire code (queue_full, ...); system errors (ENOENT) do not qualify.
   if (typeof e?.code === "string" && (knownCodes.has(e.code) || /^[a-z][a-z_]*$/.test(e.code))) {

@@ -279,7 +279,8 @@ export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
     let message: string;
     if (issue.code === "invalid_type") {
       const expected = issue.expected === "int" ? "an integer" : issue.expected;
-      message = "input" in issue ? `expected ${expected}, got ${describe(issue.input)}` : "required";
+      // JSON has no undefined: an undefined input is a missing field
+      message = issue.input === undefined ? "required" : `expected ${expected}, got ${describe(issue.input)}`;
     } else if (issue.code === "too_small" && issue.origin === "string" && issue.minimum === 1) {
       message = "must not be empty";
     } else if (issue.code === "invalid_value") {

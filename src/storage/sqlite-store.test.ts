@@ -310,7 +310,9 @@ describe("several processes on one file", () => {
       const store = new SqliteStore(${JSON.stringify(file)});
       try { ${body} } finally { store.close(); }
     `;
-    const { stdout } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { timeout: 15_000 });
+    const { stdout } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], {
+      timeout: 15_000,
+    });
     return stdout;
   }
 
@@ -333,14 +335,50 @@ describe("several processes on one file", () => {
     // "table sessions already exists" (seen as two CLI commands started together on a fresh install)
     const barrier = path.join(dir, "start");
     const children = Promise.allSettled(
-      Array.from({ length: 6 }, (_, i) => inChild(`store.ensureSession("agent:main:p${i}", "main", ${i});`, barrier)),
+      Array.from({ length: 3 }, (_, i) => inChild(`store.ensureSession("agent:main:p${i}", "main", ${i});`, barrier)),
     );
-    await release(barrier, 6);
+    await release(barrier, 3);
     const results = await children;
     const failures = results.flatMap((r) => (r.status === "rejected" ? [String((r.reason as Error).message)] : []));
     expect(failures).toEqual([]);
     const s = store();
-    expect(s.listSessions()).toHaveLength(6);
+    expect(s.listSessions()).toHaveLength(3);
+  });
+
+  it("processes appending at the same moment all succeed, and every session's numbering stays gap-free", async () => {
+    // regression: a deferred transaction reads max(seq) and then writes; when another process committed in between,
+    // SQLite refuses the write at once ("database is locked") instead of waiting for busy_timeout
+    const s = store();
+    for (let i = 0; i < 3; i++) s.ensureSession(`agent:main:w${i}`, "main", i);
+    s.ensureSession("agent:main:shared", "main", 9);
+    const barrier = path.join(dir, "append");
+    const children = Promise.allSettled(
+      Array.from({ length: 3 }, (_, i) =>
+        inChild(
+          `for (let n = 0; n < 40; n++) {
+             const message = { role: "user", content: "w${i} #" + n };
+             store.appendTranscript([
+               { sessionKey: "agent:main:w${i}", kind: "message", createdAt: n, message },
+               { sessionKey: "agent:main:shared", kind: "message", createdAt: n, message },
+             ]);
+           }`,
+          barrier,
+        ),
+      ),
+    );
+    await release(barrier, 3);
+    const failures = (await children).flatMap((r) =>
+      r.status === "rejected" ? [String((r.reason as Error).message)] : [],
+    );
+    expect(failures).toEqual([]);
+    for (let i = 0; i < 3; i++) {
+      expect(s.readTranscript(`agent:main:w${i}`).map((r) => r.seq)).toEqual(
+        Array.from({ length: 40 }, (_, n) => n + 1),
+      );
+    }
+    expect(s.readTranscript("agent:main:shared").map((r) => r.seq)).toEqual(
+      Array.from({ length: 120 }, (_, n) => n + 1),
+    );
   });
 
   it("another process reads the rows this one wrote, while this one still has the file open", async () => {

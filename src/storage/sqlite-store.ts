@@ -116,7 +116,7 @@ export class SqliteStore implements Store {
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE run_id = ?"),
       pruneAge: db.prepare(
-        "DELETE FROM runs WHERE status NOT IN ('queued') AND coalesce(ended_at, accepted_at) < ?",
+        "DELETE FROM runs WHERE status NOT IN ('queued', 'running') AND coalesce(ended_at, accepted_at) < ?",
       ),
       pruneCount: db.prepare(
         "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
@@ -141,8 +141,13 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
+  /**
+   * IMMEDIATE: the write lock is taken (waiting up to busy_timeout) before the first read. A deferred transaction
+   * that reads (e.g. max(seq)) and then writes is refused at once with SQLITE_BUSY when another process committed in
+   * between, and busy_timeout does not help, so two processes writing at the same moment would fail.
+   */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.db.transaction(fn).immediate();
   }
 
   getSession(key: string): SessionRecord | undefined {

@@ -112,7 +112,7 @@ describe("two processes writing one session", () => {
     const first = agent(dir, "slow.loopgate.json5", "from the first process");
     await lockTaken(dir, first.child);
     // the first process now holds the lock for its whole (slow) model call; the second must wait for it
-    const second = agent(dir, "slow.loopgate.json5", "from the second process");
+    const second = agent(dir, "quick.loopgate.json5", "from the second process");
     const [a, b] = await Promise.all([first.exited, second.exited]);
 
     expect(a.code, a.stderr).toBe(0);

@@ -3,6 +3,7 @@ import { chatAbortParamsSchema, chatHistoryParamsSchema, chatSendParamsSchema } 
 import type { ChatAbortResult, ChatHistoryResult } from "../../protocol/payloads.js";
 import { defineMethod } from "../context.js";
 import { acceptRun } from "./run-intake.js";
+import { requireVisible } from "./sessions.js";
 
 const DEFAULT_HISTORY_LIMIT = 200;
 
@@ -32,9 +33,10 @@ export const chatHistoryMethod = defineMethod({
   name: "chat.history",
   scope: "read",
   params: chatHistoryParamsSchema,
-  handle({ params, gw, reply }) {
+  handle({ params, conn, gw, reply }) {
     const store = gw.service.rt.store;
     const key = normalizeSessionKey(params.sessionKey, params.agentId ?? DEFAULT_AGENT_ID).key;
+    requireVisible(conn, key);
     const session = store.getSession(key);
     if (!session) {
       // a chat UI opening a session that has no messages yet gets an empty history, not an error

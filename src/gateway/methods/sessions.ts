@@ -14,7 +14,8 @@ import type {
   SessionsResetResult,
 } from "../../protocol/payloads.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../../session/keys.js";
-import { defineMethod, type GatewayContext } from "../context.js";
+import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
+import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 
 export function sessionInfo(s: SessionRecord): SessionInfo {
@@ -46,6 +47,33 @@ function requireSession(gw: GatewayContext, key: string): SessionRecord {
   return s;
 }
 
+/**
+ * Session-scoped reads follow the event visibility rule (auth.ts): a client without operator.read/admin only sees
+ * the sessions it sent to.
+ */
+export function requireVisible(conn: CallerConnection, key: string): void {
+  if (!conn.canSee(key)) {
+    throw new GatewayError({
+      code: ErrorCodes.unauthorized,
+      message: `session "${key}" is not visible to this connection: it needs operator.read, or to have sent to the session`,
+      details: { code: "MISSING_SCOPE", missingScope: "operator.read", requiredScopes: ["operator.read"] },
+    });
+  }
+}
+
+/** A reset marker or a delete rewrites transcript rows: it holds the session write lock like a run does (SPEC 3). */
+async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): Promise<T> {
+  const rt = gw.service.rt;
+  const lock = await acquireSessionWriteLock(rt.sessionLockPath(key), {
+    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) => rt.logger.warn(m)),
+  });
+  try {
+    return fn();
+  } finally {
+    await lock.release();
+  }
+}
+
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
 function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
   const running = gw.broadcaster.activeRuns(key);
@@ -63,8 +91,11 @@ export const sessionsListMethod = defineMethod({
   name: "sessions.list",
   scope: "read",
   params: sessionsListParamsSchema,
-  handle({ params, gw, reply }) {
-    const sessions = gw.service.rt.store.listSessions({ limit: params.limit, agentId: params.agentId }).map(sessionInfo);
+  handle({ params, conn, gw, reply }) {
+    const sessions = gw.service.rt.store
+      .listSessions({ limit: params.limit, agentId: params.agentId })
+      .filter((s) => conn.canSee(s.key))
+      .map(sessionInfo);
     const result: SessionsListResult = { sessions, count: sessions.length };
     reply.ok(result);
   },
@@ -74,8 +105,10 @@ export const sessionsGetMethod = defineMethod({
   name: "sessions.get",
   scope: "read",
   params: sessionsGetParamsSchema,
-  handle({ params, gw, reply }) {
-    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, targetKey(params))) };
+  handle({ params, conn, gw, reply }) {
+    const key = targetKey(params);
+    requireVisible(conn, key);
+    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key)) };
     reply.ok(result);
   },
 });
@@ -84,12 +117,14 @@ export const sessionsResetMethod = defineMethod({
   name: "sessions.reset",
   scope: "admin",
   params: sessionsResetParamsSchema,
-  handle({ params, gw, reply }) {
+  async handle({ params, gw, reply }) {
     const key = targetKey(params);
     requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
     // a new transcript generation; the old rows stay (SPEC 4)
-    const generation = gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
+    const generation = await withWriteLock(gw, key, () =>
+      gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`),
+    );
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
   },
@@ -99,10 +134,10 @@ export const sessionsDeleteMethod = defineMethod({
   name: "sessions.delete",
   scope: "admin",
   params: sessionsDeleteParamsSchema,
-  handle({ params, gw, reply }) {
+  async handle({ params, gw, reply }) {
     const key = targetKey(params);
     refuseWhileRunning(gw, key, "delete");
-    const deleted = gw.service.rt.store.deleteSession(key);
+    const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);
   },

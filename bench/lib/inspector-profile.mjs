@@ -1,0 +1,18 @@
+// CPU profiling of just the measured part of a metric (after warm-up), through the inspector in this process:
+// `node --cpu-prof` would also record module loading and warm-up, which drown a per-turn profile.
+import fs from "node:fs";
+import { Session } from "node:inspector/promises";
+
+export async function startProfile(file) {
+  if (!file) return async () => {};
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 100 });
+  await session.post("Profiler.start");
+  return async () => {
+    const { profile } = await session.post("Profiler.stop");
+    fs.writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
+}

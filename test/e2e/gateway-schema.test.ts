@@ -1,0 +1,231 @@
+/*
+ * Wire compatibility: every kind of frame the gateway sends (and what our client sends) validates against the JSON
+ * Schema published in @openclaw/gateway-protocol (protocol.schema.json). The validator is test support
+ * (fixtures/gateway/json-schema.ts); it is itself checked against negative cases and against the package's own
+ * runtime validators where the package exports one.
+ *
+ * Agent events: the schema's EventFrame leaves `payload` open ({}), so the frames validate as they are. Its
+ * AgentEvent definition is closed (additionalProperties:false) and lacks `sessionKey`, which SPEC 11/14 require
+ * (OpenClaw's own gateway sends it too). We keep `sessionKey`: the payload must validate as AgentEvent once
+ * `sessionKey` is set aside, and `sessionKey` must be the only property the definition does not list.
+ */
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
+import { GatewayClient } from "../../src/client/gateway-client.js";
+import { createDeviceIdentity } from "../../src/protocol/device.js";
+import { GATEWAY_EVENTS } from "../../src/protocol/frames.js";
+import {
+  connectedPeer,
+  deferred,
+  type Frame,
+  isLifecycleEnd,
+  RawPeer,
+  removeTempDirs,
+  startTestGateway,
+  TestProvider,
+} from "../fixtures/gateway/harness.js";
+import { SchemaValidator } from "../fixtures/gateway/json-schema.js";
+
+const require = createRequire(import.meta.url);
+const packageEntry = require.resolve("@openclaw/gateway-protocol");
+const schemaFile = path.join(path.dirname(packageEntry), "..", "protocol.schema.json");
+let v: SchemaValidator;
+
+beforeAll(() => {
+  v = new SchemaValidator(JSON.parse(fs.readFileSync(schemaFile, "utf8")) as Record<string, unknown>);
+});
+afterAll(() => removeTempDirs());
+
+function issues(value: unknown, ref: string): string[] {
+  return v.validate(value, ref).map((i) => `${i.path}: ${i.message}`);
+}
+
+describe("the compact validator", () => {
+  it("rejects what the schema forbids (so a passing frame means something)", () => {
+    const hello = {
+      type: "hello-ok",
+      protocol: 4,
+      server: { version: "1", connId: "c" },
+      features: { methods: [], events: [] },
+      snapshot: { presence: [], health: {}, stateVersion: { presence: 0, health: 0 }, uptimeMs: 0 },
+      auth: { role: "operator", scopes: [] },
+      policy: { maxPayload: 1, maxBufferedBytes: 1, tickIntervalMs: 1 },
+    };
+    expect(issues(hello, "#/definitions/HelloOk")).toEqual([]);
+    const { snapshot: _, ...noSnapshot } = hello;
+    expect(issues(noSnapshot, "#/definitions/HelloOk")).toEqual(["$.snapshot: required"]);
+    expect(issues({ ...hello, protocol: 4.5 }, "#/definitions/HelloOk")).toEqual(["$.protocol: expected integer, got number"]);
+    expect(issues({ ts: "now" }, "#/definitions/TickEvent")).toEqual(["$.ts: expected integer, got string"]);
+    expect(issues({ type: "res", id: "1", ok: true, extra: 1 }, "#")[0]).toMatch(/matches none of 3 alternatives/);
+    expect(issues({ type: "event", event: "" }, "#/definitions/EventFrame")).toEqual(["$.event: shorter than 1"]);
+    const chatError = { runId: "r", sessionKey: "s", seq: 1, state: "error", errorKind: "cosmic_rays" };
+    expect(issues(chatError, "#/definitions/ChatErrorEvent")[0]).toMatch(/^\$\.errorKind: matches none/);
+  });
+
+  it("agrees with the package's own runtime validators", async () => {
+    const pkg = (await import("@openclaw/gateway-protocol")) as unknown as Record<string, (x: unknown) => boolean>;
+    const samples: Array<[string, unknown]> = [
+      ["ConnectParams", { minProtocol: 4, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } }],
+      ["ConnectParams", { minProtocol: 4, maxProtocol: 4, client: { id: "nope", version: "1", platform: "linux", mode: "cli" } }],
+      ["ConnectParams", { minProtocol: 0, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } }],
+      ["AgentParams", { message: "hi", idempotencyKey: "k" }],
+      ["AgentParams", { message: "", idempotencyKey: "k" }],
+      ["AgentParams", { message: "hi", idempotencyKey: "k", queueMode: "steer" }],
+      ["AgentWaitParams", { runId: "r", timeoutMs: 10 }],
+      ["AgentWaitParams", { runId: "r", timeoutMs: -1 }],
+      ["RequestFrame", { type: "req", id: "1", method: "health" }],
+      ["RequestFrame", { type: "req", id: "", method: "health" }],
+    ];
+    for (const [name, sample] of samples) {
+      const theirs = pkg[`validate${name}`](sample);
+      const ours = issues(sample, `#/definitions/${name}`).length === 0;
+      expect(ours, `${name} ${JSON.stringify(sample)}`).toBe(theirs);
+    }
+  });
+});
+
+describe("gateway frames against protocol.schema.json", () => {
+  it("validates every frame type the gateway sends", async () => {
+    const abortGate = deferred();
+    const provider = new TestProvider((_req, i) =>
+      [
+        { before: ["Hi ", "there"] },
+        { before: ["oops"], error: { kind: "rate_limit" as const, message: "slow down" } },
+        { before: ["long"], gate: abortGate.promise },
+        { before: ["chat reply"] },
+      ][i] ?? { before: ["more"] },
+    );
+    const g = await startTestGateway({ provider, gateway: { token: "tok", tickIntervalMs: 25, chatDeltaIntervalMs: 1 } });
+    const refused = await RawPeer.open(g.url);
+    await refused.connect({ token: "wrong" });
+    const peer = await connectedPeer(g.url, { token: "tok", device: createDeviceIdentity(), client: { deviceFamily: "Desktop" } });
+
+    const ok = peer.send("agent", { message: "hello", idempotencyKey: "sch-ok", sessionKey: "schema" });
+    await peer.response(ok, 2);
+    const err = peer.send("agent", { message: "fail", idempotencyKey: "sch-err", sessionKey: "schema" });
+    await peer.response(err, 2);
+    const long = peer.send("agent", { message: "abort me", idempotencyKey: "sch-abort", sessionKey: "schema" });
+    await peer.seen((f) => f.event === "agent" && f.payload?.runId === "sch-abort" && f.payload?.stream === "assistant");
+    await peer.call("chat.abort", { sessionKey: "schema", runId: "sch-abort" });
+    await peer.response(long, 2);
+    await peer.call("chat.send", { sessionKey: "other", message: "via chat", idempotencyKey: "sch-chat" });
+    await peer.seen(isLifecycleEnd("sch-chat"));
+    await peer.call("agent.wait", { runId: "sch-ok" });
+    await peer.call("agent.wait", { runId: "missing" });
+    await peer.call("chat.history", { sessionKey: "schema", limit: 2 });
+    await peer.call("sessions.list", { limit: 10 });
+    await peer.call("sessions.get", { sessionKey: "schema" });
+    await peer.call("sessions.reset", { sessionKey: "schema" });
+    const del = await peer.call("sessions.delete", { sessionKey: "other" });
+    await peer.call("health");
+    await peer.call("no.such.method");
+    await peer.call("agent", { message: 1 });
+    peer.sendRaw("{bad");
+    await peer.seen((f) => f.type === "res" && f.id === "unknown");
+    await peer.seen((f) => f.event === "tick");
+    await g.gw.close();
+    await peer.seen((f) => f.event === "shutdown");
+    await peer.closed;
+
+    const frames: Frame[] = [...refused.frames, ...peer.frames];
+    // the scenario covered every event and every method
+    const events = new Set(frames.filter((f) => f.type === "event").map((f) => f.event));
+    expect([...events].sort()).toEqual([...GATEWAY_EVENTS].sort());
+    const chatStates = new Set(frames.filter((f) => f.event === "chat").map((f) => f.payload?.state));
+    expect([...chatStates].sort()).toEqual(["aborted", "delta", "error", "final"]);
+
+    for (const f of frames) {
+      expect(issues(f, "#"), JSON.stringify(f).slice(0, 300)).toEqual([]);
+      if (f.type === "event") {
+        const p = f.payload;
+        switch (f.event) {
+          case "connect.challenge":
+            // no published definition: { nonce, ts } as SPEC 14 says
+            expect(Object.keys(p ?? {}).sort()).toEqual(["nonce", "ts"]);
+            expect(typeof p?.nonce).toBe("string");
+            expect(Number.isInteger(p?.ts)).toBe(true);
+            break;
+          case "tick":
+            expect(issues(p, "#/definitions/TickEvent")).toEqual([]);
+            break;
+          case "shutdown":
+            expect(issues(p, "#/definitions/ShutdownEvent")).toEqual([]);
+            break;
+          case "chat":
+            expect(issues(p, "#/definitions/ChatEvent"), JSON.stringify(p).slice(0, 300)).toEqual([]);
+            break;
+          case "agent": {
+            const { sessionKey, ...rest } = p as Record<string, unknown>;
+            expect(typeof sessionKey === "string" && sessionKey.length > 0).toBe(true);
+            expect(issues(rest, "#/definitions/AgentEvent"), JSON.stringify(p).slice(0, 300)).toEqual([]);
+            expect(issues(p, "#/definitions/AgentEvent")).toEqual(["$.sessionKey: unexpected property"]);
+            break;
+          }
+          default:
+            throw new Error(`unexpected event ${f.event}`);
+        }
+      }
+    }
+    const hello = peer.frames.find((f) => f.type === "res" && (f.payload as { type?: string })?.type === "hello-ok");
+    expect(issues(hello?.payload, "#/definitions/HelloOk")).toEqual([]);
+    expect(issues(del.payload, "#/definitions/SessionsDeleteResult")).toEqual([]);
+    const errors = frames.filter((f) => f.type === "res" && !f.ok);
+    expect(errors.map((f) => f.error?.code).sort()).toEqual(
+      ["invalid_params", "invalid_request", "not_found", "unauthorized", "unknown_method"].sort(),
+    );
+    for (const e of errors) expect(issues(e.error, "#/definitions/ErrorShape")).toEqual([]);
+  });
+
+  it("validates what our client sends: connect and agent requests", async () => {
+    // a stand-in gateway that records the client's frames and answers just enough
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await new Promise((r) => wss.once("listening", r));
+    const received: Array<Record<string, unknown>> = [];
+    wss.on("connection", (ws) => {
+      ws.send(JSON.stringify({ type: "event", event: "connect.challenge", payload: { nonce: "n-1", ts: 1 }, seq: 1 }));
+      ws.on("message", (data) => {
+        const frame = JSON.parse(String(data)) as { id: string; method: string; params: Record<string, unknown> };
+        received.push(frame);
+        if (frame.method === "connect") {
+          ws.send(
+            JSON.stringify({
+              type: "res",
+              id: frame.id,
+              ok: true,
+              payload: { type: "hello-ok", protocol: 4, policy: { maxPayload: 1, maxBufferedBytes: 1, tickIntervalMs: 60000 } },
+            }),
+          );
+        } else if (frame.method === "agent") {
+          const runId = frame.params.idempotencyKey;
+          ws.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId, status: "accepted" } }));
+          ws.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId, status: "ok", summary: "completed" } }));
+        }
+      });
+    });
+    const port = (wss.address() as { port: number }).port;
+    const client = await GatewayClient.connect({
+      url: `ws://127.0.0.1:${port}`,
+      token: "tok",
+      device: createDeviceIdentity(),
+      scopes: ["operator.admin"],
+      client: { id: "cli", mode: "cli", deviceFamily: "desktop" },
+    });
+    await client.agent({ message: "hi", idempotencyKey: "k-1", sessionKey: "s", thinking: "low", timeout: 30 });
+    await client.close();
+    await new Promise((r) => wss.close(r));
+
+    const pkg = (await import("@openclaw/gateway-protocol")) as unknown as Record<string, (x: unknown) => boolean>;
+    const [connect, agent] = received;
+    expect(connect).toMatchObject({ type: "req", method: "connect" });
+    expect(issues(connect, "#/definitions/RequestFrame")).toEqual([]);
+    expect(issues(connect.params, "#/definitions/ConnectParams")).toEqual([]);
+    expect(pkg.validateConnectParams(connect.params)).toBe(true);
+    expect((connect.params as { device: { nonce: string } }).device.nonce).toBe("n-1");
+    expect(issues(agent, "#/definitions/RequestFrame")).toEqual([]);
+    expect(issues(agent.params, "#/definitions/AgentParams")).toEqual([]);
+    expect(pkg.validateAgentParams(agent.params)).toBe(true);
+  });
+});
