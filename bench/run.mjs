@@ -55,6 +55,7 @@ const plan = quick
       spawns: 2,
       wsRounds: 200,
       idleSessions: 200,
+      idleWarmup: 50,
       transcriptRows: 1000,
       lockIterations: 50,
       lockHandoffs: 2,
@@ -71,6 +72,7 @@ const plan = quick
       spawns: 11,
       wsRounds: 1000,
       idleSessions: 10_000,
+      idleWarmup: 300,
       transcriptRows: 10_000,
       lockIterations: 500,
       lockHandoffs: 10,
@@ -185,6 +187,7 @@ const medianOf = (rounds, pick) => {
 floor.turnMs = medianOf(floorTurnRounds, (r) => r.turnMs?.p50);
 floor.turnP99Ms = medianOf(floorTurnRounds, (r) => r.turnMs?.p99);
 floor.throughput8 = medianOf(floorTurnRounds, (r) => r.throughput);
+floor.cpuMsPerTurn = medianOf(floorTurnRounds, (r) => r.cpuMsPerTurn);
 
 // ---- process-level: cold start floor, agent --local ------------------------------------------------------------
 
@@ -223,7 +226,7 @@ if (runs("idle")) {
   idle = await attempt("idle sessions", () =>
     runMetricChild(
       "metrics/idle-sessions.mjs",
-      { baseUrl: model.baseUrl, sessions: plan.idleSessions, concurrency: 16 },
+      { baseUrl: model.baseUrl, sessions: plan.idleSessions, concurrency: 16, warmup: plan.idleWarmup },
       { ...childOpts(900_000), execArgv: ["--expose-gc"] },
     ),
   );
@@ -320,6 +323,13 @@ if (runs("floors") || runs("embedded") || runs("gateway")) {
     reason: why(floorTurnRounds[0]),
   });
   row({
+    id: "floor.turn.cpu",
+    metric: "floor (a): CPU per turn (client process)",
+    value: floor.cpuMsPerTurn,
+    unit: "ms",
+    reason: why(floorTurnRounds[0]),
+  });
+  row({
     id: "floor.throughput",
     metric: "floor (a): bare clients, 8 at once",
     value: floor.throughput8,
@@ -360,6 +370,15 @@ if (runs("embedded")) {
     reason,
   });
   row({
+    id: "embedded.turn.cpu",
+    metric: "embedded turn, CPU per turn (less disturbed by other load than wall time)",
+    value: medianOf(embeddedRounds, (r) => r.cpuMsPerTurn),
+    unit: "ms",
+    floorValue: floor.cpuMsPerTurn,
+    floorName: "a CPU",
+    reason,
+  });
+  row({
     id: "embedded.turn.p99",
     metric: "embedded warm turn, p99",
     value: p99,
@@ -392,6 +411,15 @@ if (runs("gateway")) {
     unit: "ms",
     floorValue: floor.turnP99Ms,
     floorName: "a p99",
+    reason: na ?? g.turnError,
+  });
+  row({
+    id: "gateway.turn.cpu",
+    metric: "gateway warm turn, gateway process CPU per turn",
+    value: g.gatewayCpuMsPerTurn,
+    unit: "ms",
+    floorValue: floor.cpuMsPerTurn,
+    floorName: "a CPU",
     reason: na ?? g.turnError,
   });
   row({
@@ -585,14 +613,12 @@ if (wantProfile) {
       const owners = diffProfiles(m, outcome.units, f, outcome.units, "owners");
       const functions = diffProfiles(m, outcome.units, f, outcome.units, "functions");
       const pick = (rowsIn) =>
-        rowsIn
-          .slice(0, 30)
-          .map((x) => ({
-            key: x.key,
-            measured: round(x.measured, 3),
-            floor: round(x.floor, 3),
-            extra: round(x.diff, 3),
-          }));
+        rowsIn.slice(0, 30).map((x) => ({
+          key: x.key,
+          measured: round(x.measured, 3),
+          floor: round(x.floor, 3),
+          extra: round(x.diff, 3),
+        }));
       results.profiles[r.id] = {
         files: [outcome.measured, outcome.floor].map((x) => path.relative(ROOT_DIR, x)),
         unit: outcome.unit,

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { BENCH_DIR, CLI, runMetricChild, timeProcess } from "./child.mjs";
-import { peakRssOf, rssOf } from "./gateway.mjs";
+import { cpuMsOf, peakRssOf, rssOf } from "./gateway.mjs";
 import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
@@ -145,6 +145,7 @@ export async function runGatewayMetrics({
   } else {
     const rounds = [];
     for (let r = 0; r < plan.rounds; r++) {
+      const cpu0 = cpuMsOf(host.pid);
       const res = await attempt("gateway latency", () =>
         runMetricChild(
           "metrics/gateway-client.mjs",
@@ -153,12 +154,17 @@ export async function runGatewayMetrics({
         ),
       );
       if (res.error) out.turnError = res.error;
-      else rounds.push(res);
+      else {
+        // the gateway's own CPU per turn (warm-up turns included): robust against other load on the machine
+        res.gatewayCpuMsPerTurn = (cpuMsOf(host.pid) - cpu0) / (plan.turns + plan.warmup);
+        rounds.push(res);
+      }
     }
     out.latencyRounds = rounds;
     if (rounds.length) {
       out.turnP50 = median(rounds.map((r) => r.turnMs.p50));
       out.turnP99 = median(rounds.map((r) => r.turnMs.p99));
+      out.gatewayCpuMsPerTurn = median(rounds.map((r) => r.gatewayCpuMsPerTurn));
     }
     const tp = await attempt("gateway throughput 8x5", () =>
       runMetricChild(

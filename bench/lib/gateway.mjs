@@ -36,3 +36,11 @@ export function peakRssOf(pid) {
   const kb = Number(status.match(/^VmHWM:\s+(\d+)\s+kB/m)?.[1]);
   return kb * 1024;
 }
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; 10 ms resolution). */
+export function cpuMsOf(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15, in clock ticks (100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}

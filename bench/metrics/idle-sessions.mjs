@@ -53,8 +53,16 @@ function memory() {
   };
 }
 
-// warm-up sessions that are not counted: the first turns load modules, open the provider, create the workspace
-for (let i = 0; i < 50; i++) await turn(`warm-${i % 5}`);
+// Warm-up sessions that are not counted: the first turns load modules, open the provider, create the workspace,
+// and V8 compiles and optimizes the code a session's first turn runs; that code (a few MB) is not per-session
+// memory, so it must be in place before the "before" figure. Options: { warmup }.
+const warmup = opts.warmup ?? 300;
+let w = 0;
+await Promise.all(
+  Array.from({ length: 16 }, async () => {
+    while (w < warmup) await turn(`warm-${w++}`);
+  }),
+);
 await settle();
 // heapSnapshots: a directory to write before/after snapshots to (compare with bench/lib/heap-diff.mjs)
 if (opts.heapSnapshots) v8.writeHeapSnapshot(path.join(opts.heapSnapshots, "before.heapsnapshot"));

@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import type { PromptMode } from "../prompt/system-prompt.js";
 import type { ThinkingLevel, Usage, UserMessage } from "../providers/types.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../session/keys.js";
+import { readProcessStartTime } from "../session/write-lock.js";
 import type { RunRecord } from "../storage/types.js";
-import { agentCommand } from "./agent-command.js";
+import { agentCommand, parseSlashCommand } from "./agent-command.js";
 import type { SteeringPort } from "./loop.js";
 import {
   collectPrompt,
@@ -294,9 +295,11 @@ export class AgentService {
     const state = this.sessions.get(sessionKey);
     const storedSession = this.rt.store.getSession(sessionKey);
     // `/stop` aborts the active run and clears the queue: it is an interrupt whatever the queue mode says.
-    const isStop = /^\s*\/stop\s*$/i.test(req.message);
+    // Slash commands are never steered into a running turn as text: /new and /reset wait their turn (followup);
+    // /stop is an interrupt whatever the queue mode says.
+    const slash = parseSlashCommand(req.message);
     const mode = resolveQueueMode({
-      message: isStop ? "interrupt" : req.queueMode,
+      message: slash ? (slash.command === "stop" ? "interrupt" : "followup") : req.queueMode,
       session: storedSession?.queueMode,
       channel: req.channel,
       byChannel: cfg.byChannel,
@@ -320,7 +323,8 @@ export class AgentService {
         sessionKey,
         status: "queued",
         acceptedAt,
-        params: full as unknown as Record<string, unknown>,
+        // The accepting process is recorded so recover() in another process never takes over a live owner's runs.
+        params: { ...full, owner: PROCESS_OWNER } as unknown as Record<string, unknown>,
       });
     });
 
@@ -669,7 +673,7 @@ export class AgentService {
     const requeued: string[] = [];
     const now = this.rt.clock.now();
     for (const run of this.rt.store.listRuns({ statuses: ["running"] })) {
-      if (this.live.has(run.runId)) continue;
+      if (this.live.has(run.runId) || ownedByLiveProcess(run)) continue;
       const error = "the gateway stopped while this run was active (it did not finish); send the message again";
       const final = endedFinal(run.runId, "failed", "gateway_restart", error);
       this.rt.store.updateRun(run.runId, {
@@ -691,7 +695,7 @@ export class AgentService {
       failed.push(run.runId);
     }
     for (const rec of this.rt.store.listRuns({ statuses: ["queued"] })) {
-      if (this.live.has(rec.runId)) continue;
+      if (this.live.has(rec.runId) || ownedByLiveProcess(rec)) continue;
       const req = rec.params as unknown as AgentRequest & { agentId: string };
       const run: LiveRun = {
         runId: rec.runId,
@@ -735,4 +739,22 @@ export class AgentService {
   newRunId(): string {
     return randomUUID();
   }
+}
+
+const PROCESS_OWNER = { pid: process.pid, starttime: readProcessStartTime(process.pid) };
+
+/**
+ * A run accepted by another process that is still alive (e.g. a `loopgate agent --local` beside the gateway) is
+ * that process's to finish, not a crash leftover. Same pid with a different start time is a recycled pid: dead.
+ */
+function ownedByLiveProcess(run: RunRecord): boolean {
+  const owner = (run.params as { owner?: { pid?: number; starttime?: string } }).owner;
+  if (!owner?.pid || owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const current = readProcessStartTime(owner.pid);
+  return !(owner.starttime && current && owner.starttime !== current);
 }

@@ -95,6 +95,14 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { openLocal, runLocalTurn } = await import("./local.js");
   const local = openLocal({ configPath: opts.config });
+  try {
+    // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
+    const rt = local.service.rt;
+    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? "main"));
+  } catch (err) {
+    local.close();
+    throw new CliError((err as Error).message);
+  }
   const out = createRunOutput(opts.json === true);
   const intr = interruptController();
   try {

@@ -57,7 +57,10 @@ export function sessionsShow(key: string, opts: { config?: string; json?: boolea
     const normalized = normalizeSessionKey(key).key;
     const s = store.getSession(normalized);
     if (!s) throw new CliError(`no session "${normalized}" (see: loopgate sessions list)`, 1);
-    const limit = opts.limit ? Number(opts.limit) : undefined;
+    const limit = opts.limit === undefined ? undefined : Number(opts.limit);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit <= 0)) {
+      throw new CliError(`--limit: expected a positive whole number, got "${opts.limit}"`);
+    }
     const rows = store.readTranscript(normalized, { limit });
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ session: s, transcript: rows }, null, 2)}\n`);

@@ -150,7 +150,14 @@ export class GatewayClient {
         } else resolve(value as GatewayClient);
       };
       const timer = setTimeout(
-        () => finish(new GatewayConnectError("timeout", opts.url, `no gateway handshake from ${opts.url} within ${timeoutMs} ms`)),
+        () =>
+          finish(
+            new GatewayConnectError(
+              "timeout",
+              opts.url,
+              `no gateway handshake from ${opts.url} within ${timeoutMs} ms`,
+            ),
+          ),
         timeoutMs,
       );
       const onError = (err: NodeJS.ErrnoException) => {
@@ -161,7 +168,9 @@ export class GatewayClient {
           new GatewayConnectError(
             unreachable ? "unreachable" : "closed",
             opts.url,
-            unreachable ? `no gateway reachable at ${opts.url} (${err.code})` : `cannot connect to ${opts.url}: ${err.message}`,
+            unreachable
+              ? `no gateway reachable at ${opts.url} (${err.code})`
+              : `cannot connect to ${opts.url}: ${err.message}`,
             { cause: err },
           ),
         );
@@ -232,7 +241,12 @@ export class GatewayClient {
       if (id !== undefined && opts.timeoutMs !== undefined) {
         timer = setTimeout(() => {
           this.pending.delete(id);
-          reject(new GatewayRequestError(method, { code: "timeout", message: `${method}: no answer within ${opts.timeoutMs} ms` }));
+          reject(
+            new GatewayRequestError(method, {
+              code: "timeout",
+              message: `${method}: no answer within ${opts.timeoutMs} ms`,
+            }),
+          );
         }, opts.timeoutMs);
       }
     });
@@ -278,9 +292,13 @@ export class GatewayClient {
   /** Listens to one event (`agent`, `chat`, `tick`, `shutdown`, ...) or to all with `"*"`. Returns the unsubscribe. */
   on(event: string, listener: EventListener): () => void {
     let set = this.listeners.get(event);
-    if (!set) this.listeners.set(event, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.listeners.set(event, set);
+    }
     set.add(listener);
-    return () => set.delete(listener);
+    const listeners = set;
+    return () => listeners.delete(listener);
   }
 
   onClose(listener: (info: { code: number; reason: string }) => void): () => void {
@@ -303,12 +321,19 @@ export class GatewayClient {
 
   private send(method: string, params: unknown, pending: Pending): string | undefined {
     if (this.closed || this.ws.readyState !== WebSocket.OPEN) {
-      pending.fail(new GatewayRequestError(method, { code: CONNECTION_CLOSED, message: "the gateway connection is closed", retryable: true }));
+      pending.fail(
+        new GatewayRequestError(method, {
+          code: CONNECTION_CLOSED,
+          message: "the gateway connection is closed",
+          retryable: true,
+        }),
+      );
       return undefined;
     }
     const id = String(this.nextId++);
     this.pending.set(id, pending);
-    const frame: RequestFrame = params === undefined ? { type: "req", id, method } : { type: "req", id, method, params };
+    const frame: RequestFrame =
+      params === undefined ? { type: "req", id, method } : { type: "req", id, method, params };
     this.ws.send(JSON.stringify(frame));
     return id;
   }
@@ -323,7 +348,7 @@ export class GatewayClient {
     }
     if (frame.type === "res") {
       const p = this.pending.get(frame.id);
-      if (p && p.onResponse(frame)) this.pending.delete(frame.id);
+      if (p?.onResponse(frame)) this.pending.delete(frame.id);
       return;
     }
     if (frame.type !== "event") return;

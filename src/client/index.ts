@@ -1,4 +1,5 @@
-export { type DeviceIdentity, createDeviceIdentity, deviceIdentityFromKey } from "../protocol/device.js";
+export { createDeviceIdentity, type DeviceIdentity, deviceIdentityFromKey } from "../protocol/device.js";
+export { CONNECTION_CLOSED, GatewayConnectError, type GatewayConnectFailure, GatewayRequestError } from "./errors.js";
 export {
   type AgentCallHandlers,
   type AgentCallParams,
@@ -6,4 +7,3 @@ export {
   GatewayClient,
   type GatewayClientOptions,
 } from "./gateway-client.js";
-export { CONNECTION_CLOSED, GatewayConnectError, type GatewayConnectFailure, GatewayRequestError } from "./errors.js";

@@ -41,7 +41,8 @@ export function authenticate(
   if (deviceIdForPublicKey(raw) !== device.id.toLowerCase()) {
     return unauthorized("params.device.id: does not match the public key (expected the hex SHA-256 of its 32 bytes)");
   }
-  if (device.nonce !== opts.nonce) return unauthorized("params.device.nonce: does not match the connect.challenge nonce");
+  if (device.nonce !== opts.nonce)
+    return unauthorized("params.device.nonce: does not match the connect.challenge nonce");
   if (Math.abs(opts.now - device.signedAt) > DEVICE_SIGNATURE_MAX_SKEW_MS) {
     return unauthorized("params.device.signedAt: too far from the gateway's clock");
   }

@@ -112,9 +112,9 @@ export class Broadcaster {
   private trackLifecycle(ev: AgentEvent): void {
     const phase = ev.data.phase;
     if (phase === "start") {
-      let set = this.activeBySession.get(ev.sessionKey);
-      if (!set) this.activeBySession.set(ev.sessionKey, (set = new Set()));
-      set.add(ev.runId);
+      const set = this.activeBySession.get(ev.sessionKey);
+      if (set) set.add(ev.runId);
+      else this.activeBySession.set(ev.sessionKey, new Set([ev.runId]));
     } else if (phase === "end" || phase === "error") {
       const set = this.activeBySession.get(ev.sessionKey);
       if (!set) return;

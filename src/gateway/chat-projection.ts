@@ -45,7 +45,14 @@ export class ChatProjector {
       if (typeof delta !== "string" || delta === "") return;
       let run = this.runs.get(ev.runId);
       if (!run) {
-        run = { sessionKey: ev.sessionKey, text: "", pending: "", pendingSeq: 0, lastFlushAt: -Infinity, timer: undefined };
+        run = {
+          sessionKey: ev.sessionKey,
+          text: "",
+          pending: "",
+          pendingSeq: 0,
+          lastFlushAt: -Infinity,
+          timer: undefined,
+        };
         this.runs.set(ev.runId, run);
       }
       run.text += delta;
@@ -109,8 +116,16 @@ export class ChatProjector {
       };
     }
     const errorMessage = typeof d.error === "string" && d.error ? { errorMessage: d.error } : {};
-    if (d.status === "aborted" || d.kind === "aborted") return { ...base, state: "aborted", ...errorMessage, ...stopReason };
-    return { ...base, state: "error", ...errorMessage, errorKind: chatErrorKind(d.kind, d.status), ...usage, ...stopReason };
+    if (d.status === "aborted" || d.kind === "aborted")
+      return { ...base, state: "aborted", ...errorMessage, ...stopReason };
+    return {
+      ...base,
+      state: "error",
+      ...errorMessage,
+      errorKind: chatErrorKind(d.kind, d.status),
+      ...usage,
+      ...stopReason,
+    };
   }
 
   /** Timers of runs still streaming; called when the gateway stops. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { WebSocket, type RawData } from "ws";
+import { type RawData, WebSocket } from "ws";
 import {
   ErrorCodes,
   type ErrorShape,
@@ -127,7 +127,9 @@ export class GatewayConnection implements EventSink, CallerConnection {
   }
 
   private respond(id: string, ok: boolean, payloadOrError: unknown): void {
-    const frame = ok ? { type: "res", id, ok: true, payload: payloadOrError } : { type: "res", id, ok: false, error: payloadOrError };
+    const frame = ok
+      ? { type: "res", id, ok: true, payload: payloadOrError }
+      : { type: "res", id, ok: false, error: payloadOrError };
     this.sendText(JSON.stringify(frame));
   }
 
@@ -248,7 +250,9 @@ export class GatewayConnection implements EventSink, CallerConnection {
     this.respond(frame.id, true, hello);
     this.state = "ready";
     this.gw.broadcaster.add(this);
-    this.gw.logger.debug(`gateway: connection ${this.connId} ready (${params.client.id}/${params.client.mode}, ${role})`);
+    this.gw.logger.debug(
+      `gateway: connection ${this.connId} ready (${params.client.id}/${params.client.mode}, ${role})`,
+    );
   }
 
   private async dispatch(frame: RequestFrame): Promise<void> {

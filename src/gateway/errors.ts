@@ -26,9 +26,12 @@ const knownCodes = new Set<string>(Object.values(ErrorCodes));
 export function toErrorShape(err: unknown): ErrorShape {
   if (err instanceof GatewayError) return err.shape;
   if (err instanceof RunNotFoundError) return { code: ErrorCodes.notFound, message: err.message };
-  if (err instanceof ServiceDrainingError) return { code: ErrorCodes.unavailable, message: err.message, retryable: true };
-  if (err instanceof RunParamError) return { code: ErrorCodes.invalidParams, message: `params.${err.param}: ${err.message}` };
-  if (err instanceof SessionKeyError) return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
+  if (err instanceof ServiceDrainingError)
+    return { code: ErrorCodes.unavailable, message: err.message, retryable: true };
+  if (err instanceof RunParamError)
+    return { code: ErrorCodes.invalidParams, message: `params.${err.param}: ${err.message}` };
+  if (err instanceof SessionKeyError)
+    return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
   const e = err as { name?: unknown; code?: unknown; message?: unknown; retryable?: unknown } | undefined;
   if (e?.name === "SessionBusyError") {
     return { code: ErrorCodes.conflict, message: String(e.message), retryable: true };

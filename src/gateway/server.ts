@@ -6,11 +6,11 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { type Clock, systemClock } from "../infra/clock.js";
-import { type Logger, createLogger } from "../infra/logger.js";
-import type { ModelProvider } from "../providers/types.js";
+import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
+import type { ModelProvider } from "../providers/types.js";
 import { openStore } from "../storage/sqlite-store.js";
 import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
@@ -99,7 +99,8 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   let ownedStore: Store | undefined;
   let service = opts.service;
   if (!service) {
-    if (!opts.config || !opts.stateDir) throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
+    if (!opts.config || !opts.stateDir)
+      throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
     ownedStore = openStore(opts.stateDir);
     const rt = new AgentRuntime({
       config: opts.config,
@@ -119,7 +120,11 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   }
 }
 
-async function listen(service: AgentService, opts: GatewayOptions, ownedStore: Store | undefined): Promise<GatewayHandle> {
+async function listen(
+  service: AgentService,
+  opts: GatewayOptions,
+  ownedStore: Store | undefined,
+): Promise<GatewayHandle> {
   const rt = service.rt;
   const cfg = rt.config.gateway;
   const clock = opts.clock ?? rt.clock ?? systemClock;
@@ -141,7 +146,10 @@ async function listen(service: AgentService, opts: GatewayOptions, ownedStore: S
   const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
   const startedAt = clock.now();
   const version = loopgateVersion();
-  const broadcaster = new Broadcaster({ clock, chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS });
+  const broadcaster = new Broadcaster({
+    clock,
+    chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS,
+  });
   broadcaster.attach(rt.bus);
   const health = (): HealthResult => ({
     ok: true,
@@ -172,11 +180,15 @@ async function listen(service: AgentService, opts: GatewayOptions, ownedStore: S
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+      res.writeHead(status, {
+        "content-type": "application/json; charset=utf-8",
+        "content-length": Buffer.byteLength(text),
+      });
       res.end(req.method === "HEAD" ? undefined : text);
     };
     if (path === "/health") {
-      if (req.method !== "GET" && req.method !== "HEAD") return send(405, { ok: false, error: `${req.method} not allowed on /health` });
+      if (req.method !== "GET" && req.method !== "HEAD")
+        return send(405, { ok: false, error: `${req.method} not allowed on /health` });
       return send(closing ? 503 : 200, closing ? { ...health(), ok: false, draining: true } : health());
     }
     if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {

@@ -2,7 +2,7 @@
  * Device identity (SPEC 14): an Ed25519 key pair. The client signs the v3 payload string with the challenge nonce;
  * the gateway verifies it. Both ends build the payload with the same function, so they cannot drift apart.
  */
-import { type KeyObject, createHash, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
+import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
 
 /** DER SPKI header of an Ed25519 public key; the raw 32 key bytes follow it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");

@@ -273,7 +273,8 @@ export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
   const out: ParamIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) out.push({ path: formatPath(root, [...issue.path, key]), message: "unknown field" });
+      for (const key of issue.keys)
+        out.push({ path: formatPath(root, [...issue.path, key]), message: "unknown field" });
       continue;
     }
     let message: string;

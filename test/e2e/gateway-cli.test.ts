@@ -166,8 +166,13 @@ describe("loopgate gateway + loopgate agent through it", () => {
   it("Ctrl-C in the CLI aborts the run on the gateway (exit 130, run recorded as aborted)", async () => {
     const s = sandbox("stall.script.json5");
     const gw = await s.gateway();
+    let interrupted = false;
     const r = await s.agent(["--message", "slow", "--url", gw.url], {}, (soFar, child) => {
-      if (soFar.includes("working on it")) child.kill("SIGINT");
+      // once: a second Ctrl-C means "exit now without waiting"
+      if (!interrupted && soFar.includes("working on it")) {
+        interrupted = true;
+        child.kill("SIGINT");
+      }
     }).done;
     expect(r.code).toBe(130);
     expect(r.stderr).toMatch(/interrupting/);
@@ -175,7 +180,9 @@ describe("loopgate gateway + loopgate agent through it", () => {
     const client = await GatewayClient.connect({ url: gw.url, client: { id: "test", mode: "test" } });
     const sessions = (await client.request<{ sessions: Array<{ key: string }> }>("sessions.list")).sessions;
     expect(sessions.map((x) => x.key)).toEqual(["agent:main:main"]);
-    const history = await client.request<{ messages: Array<{ runId?: string }> }>("chat.history", { sessionKey: "main" });
+    const history = await client.request<{ messages: Array<{ runId?: string }> }>("chat.history", {
+      sessionKey: "main",
+    });
     const runId = history.messages[0].runId!;
     expect(await client.agentWait(runId)).toMatchObject({ status: "error", stopReason: "aborted" });
     await client.close();
@@ -208,7 +215,9 @@ describe("loopgate gateway + loopgate agent through it", () => {
     const denied = await s.agent(["--message", "hi", "--url", `ws://127.0.0.1:${port}`]).done;
     expect(denied.code).toBe(2);
     expect(denied.stderr).toMatch(/refused the connection: params\.auth\.token/);
-    const ok = await s.agent(["--message", "hi", "--url", `ws://127.0.0.1:${port}`], { LOOPGATE_GATEWAY_TOKEN: "t0ken" }).done;
+    const ok = await s.agent(["--message", "hi", "--url", `ws://127.0.0.1:${port}`], {
+      LOOPGATE_GATEWAY_TOKEN: "t0ken",
+    }).done;
     expect(ok.code).toBe(0);
     gw.child.kill("SIGTERM");
     expect((await gw.done).code).toBe(0);

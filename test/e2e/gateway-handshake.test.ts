@@ -5,11 +5,17 @@
  */
 import http from "node:http";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { GatewayClient } from "../../src/client/gateway-client.js";
 import { GatewayRequestError } from "../../src/client/errors.js";
-import { GATEWAY_EVENTS, GATEWAY_METHODS } from "../../src/protocol/frames.js";
+import { GatewayClient } from "../../src/client/gateway-client.js";
 import { createDeviceIdentity } from "../../src/protocol/device.js";
-import { connectedPeer, RawPeer, removeTempDirs, startTestGateway, type TestGateway } from "../fixtures/gateway/harness.js";
+import { GATEWAY_EVENTS, GATEWAY_METHODS } from "../../src/protocol/frames.js";
+import {
+  connectedPeer,
+  RawPeer,
+  removeTempDirs,
+  startTestGateway,
+  type TestGateway,
+} from "../fixtures/gateway/harness.js";
 
 const running: TestGateway[] = [];
 async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
@@ -69,7 +75,10 @@ describe("gateway handshake", () => {
     const wrong = await RawPeer.open(url);
     const refused = await wrong.connect({ token: "s3cret-not" });
     expect(refused.ok).toBe(false);
-    expect(refused.error).toMatchObject({ code: "unauthorized", message: expect.stringContaining("params.auth.token") });
+    expect(refused.error).toMatchObject({
+      code: "unauthorized",
+      message: expect.stringContaining("params.auth.token"),
+    });
     expect((await wrong.closed).code).toBe(1008);
 
     const missing = await RawPeer.open(url);
@@ -88,7 +97,10 @@ describe("gateway handshake", () => {
     const early = await RawPeer.open(url);
     const res = await early.call("health");
     expect(res.ok).toBe(false);
-    expect(res.error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("first frame must be a connect") });
+    expect(res.error).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("first frame must be a connect"),
+    });
     expect((await early.closed).code).toBe(1008);
 
     const garbage = await RawPeer.open(url);
@@ -176,7 +188,9 @@ describe("gateway handshake", () => {
   it("drops frames above maxPayload after connect", async () => {
     const { url } = await gateway({ gateway: { maxPayload: 256 * 1024 } });
     const peer = await connectedPeer(url);
-    peer.sendRaw(JSON.stringify({ type: "req", id: "huge", method: "health", params: { pad: "x".repeat(300 * 1024) } }));
+    peer.sendRaw(
+      JSON.stringify({ type: "req", id: "huge", method: "health", params: { pad: "x".repeat(300 * 1024) } }),
+    );
     expect((await peer.closed).code).toBe(1009);
   });
 
@@ -193,7 +207,10 @@ describe("gateway handshake", () => {
     expect(noId.error).toMatchObject({ code: "invalid_request", message: "frame.id: required" });
 
     const unknown = await peer.call("agents.frobnicate", {});
-    expect(unknown.error).toMatchObject({ code: "unknown_method", message: expect.stringContaining("agents.frobnicate") });
+    expect(unknown.error).toMatchObject({
+      code: "unknown_method",
+      message: expect.stringContaining("agents.frobnicate"),
+    });
 
     const missing = await peer.call("agent", { message: "hi" });
     expect(missing.error).toMatchObject({ code: "invalid_params", message: "params.idempotencyKey: required" });
@@ -205,7 +222,10 @@ describe("gateway handshake", () => {
     expect(typo.error?.message).toBe("params.sesionKey: unknown field");
 
     const badKey = await peer.call("agent", { message: "hi", idempotencyKey: "k2", sessionKey: "agent::x" });
-    expect(badKey.error).toMatchObject({ code: "invalid_params", message: expect.stringMatching(/^params\.sessionKey: /) });
+    expect(badKey.error).toMatchObject({
+      code: "invalid_params",
+      message: expect.stringMatching(/^params\.sessionKey: /),
+    });
 
     const again = await peer.call("connect", {});
     expect(again.error?.message).toMatch(/already connected/);
@@ -267,7 +287,12 @@ describe("gateway handshake", () => {
 
   it("client: connects with token and device, and surfaces a refusal as GatewayRequestError", async () => {
     const { url } = await gateway({ gateway: { token: "tok" } });
-    const client = await GatewayClient.connect({ url, token: "tok", device: createDeviceIdentity(), client: { id: "test", mode: "test" } });
+    const client = await GatewayClient.connect({
+      url,
+      token: "tok",
+      device: createDeviceIdentity(),
+      client: { id: "test", mode: "test" },
+    });
     expect(client.hello.protocol).toBe(4);
     expect(await client.request("health")).toMatchObject({ ok: true });
     await expect(client.request("sessions.get", { sessionKey: "nope" })).rejects.toMatchObject({

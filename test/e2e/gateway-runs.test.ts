@@ -104,7 +104,7 @@ describe("agent over the gateway", () => {
     expect((await peer.response(third, 2)).payload).toMatchObject({ runId: "same-key", status: "ok" });
     expect(provider.calls).toBe(1);
     const history = await peer.call("chat.history", { sessionKey: "main" });
-    const users = (history.payload?.messages as Array<{ message?: { role: string } }>).filter(
+    const users = (history.payload!.messages as Array<{ message?: { role: string } }>).filter(
       (m) => m.message?.role === "user",
     );
     expect(users).toHaveLength(1);
@@ -130,7 +130,12 @@ describe("agent over the gateway", () => {
     expect((await peer.response(a, 2)).payload).toMatchObject({ status: "ok" });
     expect((await peer.response(b, 2)).payload).toMatchObject({ status: "ok" });
     const done = await peer.call("agent.wait", { runId: "wait-a" });
-    expect(done.payload).toMatchObject({ runId: "wait-a", status: "ok", startedAt: expect.any(Number), endedAt: expect.any(Number) });
+    expect(done.payload).toMatchObject({
+      runId: "wait-a",
+      status: "ok",
+      startedAt: expect.any(Number),
+      endedAt: expect.any(Number),
+    });
 
     const unknown = await peer.call("agent.wait", { runId: "no-such-run" });
     expect(unknown.error).toMatchObject({ code: "not_found", message: expect.stringContaining("no-such-run") });
@@ -169,11 +174,15 @@ describe("agent over the gateway", () => {
     const res = await peer.call("chat.abort", { sessionKey: "job" });
     expect(res.payload).toEqual({ ok: true, aborted: true, runIds: ["abort-b", "abort-a"] });
     expect((await peer.response(a, 2)).payload).toMatchObject({ runId: "abort-a", summary: "aborted" });
-    const chatAborted = await peer.seen((f) => f.event === "chat" && f.payload?.runId === "abort-a" && f.payload?.state === "aborted");
+    const chatAborted = await peer.seen(
+      (f) => f.event === "chat" && f.payload?.runId === "abort-a" && f.payload?.state === "aborted",
+    );
     expect(chatAborted.payload).toMatchObject({ sessionKey: "agent:main:job", stopReason: "aborted" });
     const waited = await peer.call("agent.wait", { runId: "abort-a" });
     expect(waited.payload).toMatchObject({ status: "error", stopReason: "aborted" });
-    expect((await peer.call("agent.wait", { runId: "abort-b", timeoutMs: 1000 })).payload).toMatchObject({ status: "error" });
+    expect((await peer.call("agent.wait", { runId: "abort-b", timeoutMs: 1000 })).payload).toMatchObject({
+      status: "error",
+    });
     gate.resolve();
     peer.close();
   });
@@ -192,10 +201,16 @@ describe("agent over the gateway", () => {
     const b = runEvents(watcher, "seq-run");
     expect(a.map((e) => e.seq)).toEqual(a.map((_, i) => i + 1));
     expect(b).toEqual(a);
-    expect(a.find((e) => e.stream === "lifecycle")).toMatchObject({ sessionKey: "agent:main:main", data: { phase: "start" } });
-    expect(a.filter((e) => e.stream === "assistant").map((e) => (e.data as { delta: string }).delta).join("")).toBe(
-      "one two three four five",
-    );
+    expect(a.find((e) => e.stream === "lifecycle")).toMatchObject({
+      sessionKey: "agent:main:main",
+      data: { phase: "start" },
+    });
+    expect(
+      a
+        .filter((e) => e.stream === "assistant")
+        .map((e) => (e.data as { delta: string }).delta)
+        .join(""),
+    ).toBe("one two three four five");
     // each connection's own frame seq stays contiguous too
     for (const p of [watcher, sender]) {
       const seqs = p.all((f) => f.type === "event").map((f) => f.seq);
@@ -223,7 +238,10 @@ describe("agent over the gateway", () => {
     const final = await peer.seen((f) => f.event === "chat" && f.payload?.state === "final");
     const chats = peer.all((f) => f.event === "chat").map((f) => f.payload as unknown as ChatEventPayload);
     expect(chats.map((c) => c.state)).toEqual(["delta", "delta", "final"]);
-    expect(chats[1]).toMatchObject({ deltaText: "world", message: { content: [{ type: "text", text: "Hello, world" }] } });
+    expect(chats[1]).toMatchObject({
+      deltaText: "world",
+      message: { content: [{ type: "text", text: "Hello, world" }] },
+    });
     expect(final.payload).toMatchObject({
       sessionKey: "agent:main:chatty",
       message: { role: "assistant", content: [{ type: "text", text: "Hello, world" }] },
@@ -243,7 +261,11 @@ describe("agent over the gateway", () => {
     const id = peer.send("agent", { message: "x", idempotencyKey: "err-1" });
     expect((await peer.response(id, 2)).payload).toMatchObject({ status: "error", summary: "failed" });
     const err = await peer.seen((f) => f.event === "chat" && f.payload?.state === "error");
-    expect(err.payload).toMatchObject({ runId: "err-1", errorKind: "rate_limit", errorMessage: expect.stringContaining("slow down") });
+    expect(err.payload).toMatchObject({
+      runId: "err-1",
+      errorKind: "rate_limit",
+      errorMessage: expect.stringContaining("slow down"),
+    });
     peer.close();
   });
 
@@ -269,7 +291,7 @@ describe("agent over the gateway", () => {
     });
     expect((await bob.call("chat.history", { sessionKey: "bob" })).ok).toBe(true);
     const bobList = await bob.call("sessions.list");
-    expect((bobList.payload?.sessions as Array<{ key: string }>).map((s) => s.key)).toEqual(["agent:main:bob"]);
+    expect((bobList.payload!.sessions as Array<{ key: string }>).map((s) => s.key)).toEqual(["agent:main:bob"]);
     for (const p of [operator, alice, bob]) p.close();
   });
 
@@ -283,7 +305,11 @@ describe("agent over the gateway", () => {
       { onAccepted: (a) => (acceptedAt = a.acceptedAt), onEvent: (e) => events.push(e) },
     );
     expect(acceptedAt).toBeGreaterThan(0);
-    expect(final).toMatchObject({ runId: "client-1", status: "ok", result: { payloads: [{ text: "streamed reply" }] } });
+    expect(final).toMatchObject({
+      runId: "client-1",
+      status: "ok",
+      result: { payloads: [{ text: "streamed reply" }] },
+    });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.filter((e) => e.stream !== "queue").map((e) => e.stream)).toEqual([
       "lifecycle",
@@ -308,9 +334,9 @@ describe("sessions over the gateway", () => {
       await peer.response(id, 2);
     }
     const list = await peer.call("sessions.list");
-    expect((list.payload?.sessions as Array<{ key: string }>).map((s) => s.key)).toContain("agent:main:notes");
+    expect((list.payload!.sessions as Array<{ key: string }>).map((s) => s.key)).toContain("agent:main:notes");
     const got = await peer.call("sessions.get", { sessionKey: "notes" });
-    const generation = (got.payload?.session as { generation: number }).generation;
+    const generation = (got.payload!.session as { generation: number }).generation;
     expect(got.payload?.session).toMatchObject({ key: "agent:main:notes", totalTokens: 45 });
     expect(got.payload?.session).not.toHaveProperty("skillsSnapshot");
 
@@ -440,7 +466,13 @@ describe("backpressure and shutdown", () => {
 
   it("calls onStartup once listening", async () => {
     let seen: { url: string; port: number } | undefined;
-    const { gw } = await gateway({ gateway: { onStartup: (info) => void (seen = { url: info.url, port: info.port }) } });
+    const { gw } = await gateway({
+      gateway: {
+        onStartup: (info) => {
+          seen = { url: info.url, port: info.port };
+        },
+      },
+    });
     expect(seen).toEqual({ url: gw.url, port: gw.port });
   });
 });

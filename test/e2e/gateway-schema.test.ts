@@ -57,7 +57,9 @@ describe("the compact validator", () => {
     expect(issues(hello, "#/definitions/HelloOk")).toEqual([]);
     const { snapshot: _, ...noSnapshot } = hello;
     expect(issues(noSnapshot, "#/definitions/HelloOk")).toEqual(["$.snapshot: required"]);
-    expect(issues({ ...hello, protocol: 4.5 }, "#/definitions/HelloOk")).toEqual(["$.protocol: expected integer, got number"]);
+    expect(issues({ ...hello, protocol: 4.5 }, "#/definitions/HelloOk")).toEqual([
+      "$.protocol: expected integer, got number",
+    ]);
     expect(issues({ ts: "now" }, "#/definitions/TickEvent")).toEqual(["$.ts: expected integer, got string"]);
     expect(issues({ type: "res", id: "1", ok: true, extra: 1 }, "#")[0]).toMatch(/matches none of 3 alternatives/);
     expect(issues({ type: "event", event: "" }, "#/definitions/EventFrame")).toEqual(["$.event: shorter than 1"]);
@@ -68,9 +70,18 @@ describe("the compact validator", () => {
   it("agrees with the package's own runtime validators", async () => {
     const pkg = (await import("@openclaw/gateway-protocol")) as unknown as Record<string, (x: unknown) => boolean>;
     const samples: Array<[string, unknown]> = [
-      ["ConnectParams", { minProtocol: 4, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } }],
-      ["ConnectParams", { minProtocol: 4, maxProtocol: 4, client: { id: "nope", version: "1", platform: "linux", mode: "cli" } }],
-      ["ConnectParams", { minProtocol: 0, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } }],
+      [
+        "ConnectParams",
+        { minProtocol: 4, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } },
+      ],
+      [
+        "ConnectParams",
+        { minProtocol: 4, maxProtocol: 4, client: { id: "nope", version: "1", platform: "linux", mode: "cli" } },
+      ],
+      [
+        "ConnectParams",
+        { minProtocol: 0, maxProtocol: 4, client: { id: "cli", version: "1", platform: "linux", mode: "cli" } },
+      ],
       ["AgentParams", { message: "hi", idempotencyKey: "k" }],
       ["AgentParams", { message: "", idempotencyKey: "k" }],
       ["AgentParams", { message: "hi", idempotencyKey: "k", queueMode: "steer" }],
@@ -90,25 +101,35 @@ describe("the compact validator", () => {
 describe("gateway frames against protocol.schema.json", () => {
   it("validates every frame type the gateway sends", async () => {
     const abortGate = deferred();
-    const provider = new TestProvider((_req, i) =>
-      [
-        { before: ["Hi ", "there"] },
-        { before: ["oops"], error: { kind: "rate_limit" as const, message: "slow down" } },
-        { before: ["long"], gate: abortGate.promise },
-        { before: ["chat reply"] },
-      ][i] ?? { before: ["more"] },
+    const provider = new TestProvider(
+      (_req, i) =>
+        [
+          { before: ["Hi ", "there"] },
+          { before: ["oops"], error: { kind: "rate_limit" as const, message: "slow down" } },
+          { before: ["long"], gate: abortGate.promise },
+          { before: ["chat reply"] },
+        ][i] ?? { before: ["more"] },
     );
-    const g = await startTestGateway({ provider, gateway: { token: "tok", tickIntervalMs: 25, chatDeltaIntervalMs: 1 } });
+    const g = await startTestGateway({
+      provider,
+      gateway: { token: "tok", tickIntervalMs: 25, chatDeltaIntervalMs: 1 },
+    });
     const refused = await RawPeer.open(g.url);
     await refused.connect({ token: "wrong" });
-    const peer = await connectedPeer(g.url, { token: "tok", device: createDeviceIdentity(), client: { deviceFamily: "Desktop" } });
+    const peer = await connectedPeer(g.url, {
+      token: "tok",
+      device: createDeviceIdentity(),
+      client: { deviceFamily: "Desktop" },
+    });
 
     const ok = peer.send("agent", { message: "hello", idempotencyKey: "sch-ok", sessionKey: "schema" });
     await peer.response(ok, 2);
     const err = peer.send("agent", { message: "fail", idempotencyKey: "sch-err", sessionKey: "schema" });
     await peer.response(err, 2);
     const long = peer.send("agent", { message: "abort me", idempotencyKey: "sch-abort", sessionKey: "schema" });
-    await peer.seen((f) => f.event === "agent" && f.payload?.runId === "sch-abort" && f.payload?.stream === "assistant");
+    await peer.seen(
+      (f) => f.event === "agent" && f.payload?.runId === "sch-abort" && f.payload?.stream === "assistant",
+    );
     await peer.call("chat.abort", { sessionKey: "schema", runId: "sch-abort" });
     await peer.response(long, 2);
     await peer.call("chat.send", { sessionKey: "other", message: "via chat", idempotencyKey: "sch-chat" });
@@ -195,13 +216,24 @@ describe("gateway frames against protocol.schema.json", () => {
               type: "res",
               id: frame.id,
               ok: true,
-              payload: { type: "hello-ok", protocol: 4, policy: { maxPayload: 1, maxBufferedBytes: 1, tickIntervalMs: 60000 } },
+              payload: {
+                type: "hello-ok",
+                protocol: 4,
+                policy: { maxPayload: 1, maxBufferedBytes: 1, tickIntervalMs: 60000 },
+              },
             }),
           );
         } else if (frame.method === "agent") {
           const runId = frame.params.idempotencyKey;
           ws.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId, status: "accepted" } }));
-          ws.send(JSON.stringify({ type: "res", id: frame.id, ok: true, payload: { runId, status: "ok", summary: "completed" } }));
+          ws.send(
+            JSON.stringify({
+              type: "res",
+              id: frame.id,
+              ok: true,
+              payload: { runId, status: "ok", summary: "completed" },
+            }),
+          );
         }
       });
     });

@@ -1,4 +1,3 @@
-import type { SessionRecord } from "../../storage/types.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
   sessionsDeleteParamsSchema,
@@ -15,6 +14,7 @@ import type {
 } from "../../protocol/payloads.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../../session/keys.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
+import type { SessionRecord } from "../../storage/types.js";
 import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 
@@ -65,7 +65,9 @@ export function requireVisible(conn: CallerConnection, key: string): void {
 async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): Promise<T> {
   const rt = gw.service.rt;
   const lock = await acquireSessionWriteLock(rt.sessionLockPath(key), {
-    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) => rt.logger.warn(m)),
+    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
+      rt.logger.warn(m),
+    ),
   });
   try {
     return fn();
