@@ -113,7 +113,8 @@ export class GatewayClient {
     this.ws = ws;
     this.url = url;
     this.hello = hello;
-    this.silenceLimitMs = Math.ceil(hello.policy.tickIntervalMs * MISSED_TICKS_BEFORE_CLOSE);
+    // a gateway that announces no tick interval is given OpenClaw's default (30 s)
+    this.silenceLimitMs = Math.ceil((hello.policy?.tickIntervalMs ?? 30_000) * MISSED_TICKS_BEFORE_CLOSE);
     ws.on("message", (data) => this.onFrame(String(data)));
     ws.on("close", (code, reason) => this.onClosed(code, reason.toString()));
     ws.on("error", () => {
