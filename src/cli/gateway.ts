@@ -44,7 +44,31 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   const { startGateway } = await import("../gateway/server.js");
   let handle: Awaited<ReturnType<typeof startGateway>>;
   try {
-    handle = await startGateway({ config: loaded.config, stateDir: loaded.stateDir, port, host, token });
+    handle = await startGateway({
+      config: loaded.config,
+      stateDir: loaded.stateDir,
+      port,
+      host,
+      token,
+      // gateway_start / gateway_stop (plugin observers) and gateway:startup / gateway:shutdown (internal hooks)
+      onStartup: async ({ port: boundPort, service }) => {
+        const rt = service.rt;
+        await rt.init();
+        await Promise.all([
+          rt.pluginHooks.has("gateway_start")
+            ? rt.pluginHooks.runObservers("gateway_start", { port: boundPort })
+            : undefined,
+          rt.fireInternal("gateway", "startup", { port: boundPort }),
+        ]);
+      },
+      onShutdown: async ({ reason }) => {
+        const rt = handle.service.rt;
+        await Promise.all([
+          rt.pluginHooks.has("gateway_stop") ? rt.pluginHooks.runObservers("gateway_stop", { reason }) : undefined,
+          rt.fireInternal("gateway", "shutdown", { reason }),
+        ]);
+      },
+    });
   } catch (err) {
     if ((err as Error)?.name === "GatewayStartError") throw new CliError((err as Error).message);
     throw err;
