@@ -41,6 +41,25 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
       `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token${loaded.file ? ` in ${loaded.file}` : ""} or pass --token`,
     );
   }
+  // Signals are caught from here on: a SIGTERM that lands while the gateway is still starting (a supervisor
+  // restarting it) must still drain and exit 0, not kill the process by the default action.
+  let stopSignal: NodeJS.Signals | undefined;
+  let onStop: ((signal: NodeJS.Signals) => void) | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopSignal) {
+      process.stderr.write(`loopgate gateway: ${signal} again, exiting without waiting for runs\n`);
+      process.exit(EXIT.interrupted);
+    }
+    stopSignal = signal;
+    onStop?.(signal);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  const removeSignalHandlers = () => {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+  };
+
   const { startGateway } = await import("../gateway/server.js");
   let handle: Awaited<ReturnType<typeof startGateway>>;
   try {
@@ -70,6 +89,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
       },
     });
   } catch (err) {
+    removeSignalHandlers();
     if ((err as Error)?.name === "GatewayStartError") throw new CliError((err as Error).message);
     throw err;
   }
@@ -79,13 +99,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
 
   await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        process.stderr.write(`loopgate gateway: ${signal} again, exiting without waiting for runs\n`);
-        process.exit(EXIT.interrupted);
-      }
-      stopping = true;
+    onStop = (signal) => {
       process.stderr.write(
         `loopgate gateway: ${signal}, draining (running runs get up to ${gcfg.shutdownGraceMs} ms)\n`,
       );
@@ -94,9 +108,9 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
         resolve();
       });
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    if (stopSignal) onStop(stopSignal);
   });
+  removeSignalHandlers();
   process.stderr.write("loopgate gateway: stopped\n");
   // Everything the gateway opened is closed; a handle left by a provider SDK must not keep the process alive.
   setTimeout(() => process.exit(EXIT.ok), 1000).unref();

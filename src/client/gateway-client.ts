@@ -1,4 +1,3 @@
-import { WebSocket } from "ws";
 import { type DeviceIdentity, deviceAuthPayload } from "../protocol/device.js";
 import {
   type ErrorShape,
@@ -18,6 +17,7 @@ import type {
 } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
 import { CONNECTION_CLOSED, GatewayConnectError, GatewayRequestError } from "./errors.js";
+import { type RawData, WebSocket } from "./ws-lib.js";
 
 export interface ClientInfo {
   id: string;
@@ -185,7 +185,7 @@ export class GatewayClient {
           ),
         );
       const connectId = "connect";
-      const onMessage = (data: WebSocket.RawData) => {
+      const onMessage = (data: RawData) => {
         let frame: EventFrame | ResponseFrame;
         try {
           frame = JSON.parse(String(data)) as EventFrame | ResponseFrame;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type RawData, WebSocket } from "ws";
+import { type RawData, WebSocket } from "../client/ws-lib.js";
 import {
   ErrorCodes,
   type ErrorShape,

@@ -204,6 +204,22 @@ describe("loopgate gateway + loopgate agent through it", () => {
     expect(r.stderr).toMatch(/stopped/);
   });
 
+  it("drains and exits 0 even when SIGTERM arrives the moment it starts printing", async () => {
+    const s = sandbox();
+    let sent = false;
+    const g = s.run(["gateway", "--config", s.config, "--port", "0"], {
+      onStdout: (_soFar, child) => {
+        if (!sent) {
+          sent = true;
+          child.kill("SIGTERM");
+        }
+      },
+    });
+    const r = await g.done;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/SIGTERM, draining[\s\S]*stopped/);
+  });
+
   it("refuses to bind beyond loopback without a token (exit 2), and starts with one", async () => {
     const s = sandbox();
     const refused = await s.run(["gateway", "--config", s.config, "--port", "0", "--bind", "lan"]).done;
