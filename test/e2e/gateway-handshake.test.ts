@@ -175,6 +175,13 @@ describe("gateway handshake", () => {
     expect(res.error?.message).toMatch(/params\.device\.signature/);
   });
 
+  it("closes a socket that never sends connect", async () => {
+    const { url, gw } = await gateway({ gateway: { handshakeTimeoutMs: 30 } });
+    const idle = await RawPeer.open(url);
+    expect(await idle.closed).toMatchObject({ code: 1008, reason: "connect timeout" });
+    expect(gw.connectionCount).toBe(0);
+  });
+
   it("caps frames before connect at 64 KiB", async () => {
     const { url } = await gateway();
     const peer = await RawPeer.open(url);
