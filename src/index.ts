@@ -1,12 +1,15 @@
 /** Public API for embedding Loopgate in an application or testing against it. */
+
+export { type LoopEvent, type LoopOutcome, type LoopPorts, runAgentLoop } from "./agent/loop.js";
+export { isSilentReply, shapeReply } from "./agent/reply.js";
 export { AgentRuntime, type RuntimeOptions } from "./agent/runtime.js";
-export { AgentService, type AgentRequest, type AgentFinal, type AcceptedRun, type Receipt } from "./agent/service.js";
-export { runAgentLoop, type LoopEvent, type LoopOutcome, type LoopPorts } from "./agent/loop.js";
-export { shapeReply, isSilentReply } from "./agent/reply.js";
-export { loadConfig, parseConfig, ConfigError, type LoopgateConfig } from "./config/index.js";
-export { AgentEventBus, type AgentEvent } from "./infra/events.js";
-export { SqliteStore, openStore } from "./storage/sqlite-store.js";
+export { type AcceptedRun, type AgentFinal, type AgentRequest, AgentService, type Receipt } from "./agent/service.js";
+export { GatewayClient, GatewayRequestError } from "./client/index.js";
+export { ConfigError, type LoopgateConfig, loadConfig, parseConfig } from "./config/index.js";
+export { type GatewayHandle, type GatewayOptions, startGateway } from "./gateway/server.js";
+export { type AgentEvent, AgentEventBus } from "./infra/events.js";
+export { createScriptedProvider, type Script, ScriptedProvider, type ScriptedTurn } from "./providers/scripted.js";
+export type { ChatMessage, ModelProvider, ModelRequest, ModelStreamEvent, Usage } from "./providers/types.js";
+export { openStore, SqliteStore } from "./storage/sqlite-store.js";
 export type { Store } from "./storage/types.js";
-export { ScriptedProvider, createScriptedProvider, type Script, type ScriptedTurn } from "./providers/scripted.js";
-export type { ModelProvider, ModelRequest, ModelStreamEvent, ChatMessage, Usage } from "./providers/types.js";
 export type { Tool, ToolContext, ToolOutput } from "./tools/types.js";

@@ -252,6 +252,16 @@ export class AgentService {
     return n;
   }
 
+  /** Run ids of the session's active turn (host and messages merged into it) and of its queued messages. */
+  activeRuns(sessionKey: string): string[] {
+    const s = this.sessions.get(sessionKey);
+    if (!s) return [];
+    const ids: string[] = [];
+    if (s.active) ids.push(s.active.host.runId, ...s.active.merged.map((r) => r.runId));
+    for (const r of s.pending) ids.push(r.runId);
+    return ids;
+  }
+
   /** Number of sessions with queued or active work held in memory (idle sessions are dropped). */
   get busySessionCount(): number {
     return this.sessions.size;

@@ -156,8 +156,7 @@ async function listen(
     version,
     uptimeMs: clock.now() - startedAt,
     activeRuns: service.activeRunCount,
-    // listSessions caps at its limit; a store-level count would avoid loading rows
-    sessions: rt.store.listSessions({ limit: Number.MAX_SAFE_INTEGER }).length,
+    sessions: rt.store.countSessions(),
   });
 
   const gw: GatewayContext = {

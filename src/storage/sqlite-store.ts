@@ -187,6 +187,10 @@ export class SqliteStore implements Store {
     return rows.map(toSession);
   }
 
+  countSessions(): number {
+    return (this.db.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
+  }
+
   deleteSession(key: string): boolean {
     return this.transaction(() => {
       this.stmts.deleteTranscript.run(key);

@@ -66,6 +66,7 @@ export interface Store {
   ensureSession(key: string, agentId: string, now: number): SessionRecord;
   updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): void;
   listSessions(opts?: { limit?: number; agentId?: string }): SessionRecord[];
+  countSessions(): number;
   deleteSession(key: string): boolean;
   /** starts a new transcript generation (reset marker row in the old one); returns the new generation */
   resetSession(key: string, now: number, reason: string): number;

@@ -78,7 +78,8 @@ async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): P
 
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
 function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
-  const running = gw.broadcaster.activeRuns(key);
+  // The service knows the session's turns even when they were started before this gateway attached to it.
+  const running = [...new Set([...gw.service.activeRuns(key), ...gw.broadcaster.activeRuns(key)])];
   if (running.length > 0) {
     throw new GatewayError({
       code: ErrorCodes.conflict,
