@@ -1,6 +1,6 @@
 import { loadBootstrapFiles } from "../prompt/bootstrap.js";
 import { checkContextFits, compactionReserve } from "../prompt/context-budget.js";
-import { formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../prompt/skills.js";
+import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../prompt/skills.js";
 import { buildSystemPrompt, type PromptMode } from "../prompt/system-prompt.js";
 import { type ChatMessage, emptyUsage, ProviderError, type ThinkingLevel, type Usage } from "../providers/types.js";
 import { runInSessionAndGlobalLanes } from "../queue/lanes.js";
@@ -151,13 +151,20 @@ async function runHoldingLanes(
     }
     const userMessage: ChatMessage = { role: "user", content: params.message };
 
-    const skills = params.skills?.skills ?? [];
+    // Skills whose required env vars are missing are not offered: the model could not use them.
+    const skills = eligibleSkills(params.skills?.skills ?? [], rt.env).eligible;
     const mode = params.promptMode ?? "full";
     const hookCtx = { agentId: params.agentId, sessionKey, runId, workspaceDir: workspace.dir };
     const bootstrapFiles =
       mode === "full" ? await loadBootstrapFiles(workspace.dir, { onWarning: (m) => rt.logger.warn(m) }) : [];
     // agent:bootstrap may add or remove files before the prompt is final.
-    if (mode === "full") await rt.fireInternal("agent", "bootstrap", { workspaceDir: workspace.dir, bootstrapFiles });
+    if (mode === "full")
+      await rt.fireInternal("agent", "bootstrap", {
+        workspaceDir: workspace.dir,
+        bootstrapFiles,
+        agentId: params.agentId,
+        sessionKey,
+      });
     let system = buildSystemPrompt({
       mode,
       agentId: params.agentId,
@@ -189,6 +196,7 @@ async function runHoldingLanes(
     rt.store.appendTranscript([
       { sessionKey, kind: "message", runId, createdAt: rt.clock.now(), message: userMessage },
     ]);
+    transcriptMessages.push(userMessage);
 
     // A plugin may claim the turn before the model is called: a synthetic reply, or silence.
     if (hooks.has("before_agent_reply")) {
@@ -197,14 +205,10 @@ async function runHoldingLanes(
         const text = claim.reply ?? "";
         if (text) {
           emit("assistant", { text, delta: text });
+          const reply: ChatMessage = { role: "assistant", content: [{ type: "text", text }], stopReason: "stop" };
+          transcriptMessages.push(reply);
           rt.store.appendTranscript([
-            {
-              sessionKey,
-              kind: "message",
-              runId,
-              createdAt: rt.clock.now(),
-              message: { role: "assistant", content: [{ type: "text", text }], stopReason: "stop" },
-            },
+            { sessionKey, kind: "message", runId, createdAt: rt.clock.now(), message: reply },
           ]);
         }
         outcome = { stopReason: "stop", usage: emptyUsage(), steps: 0, finalText: text, toolErrors: [] };

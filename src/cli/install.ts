@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { AgentRuntime } from "../agent/runtime.js";
 import { loadConfig } from "../config/index.js";
@@ -24,7 +25,8 @@ export async function runInstall(
       kind === "skill"
         ? path.join((await rt.workspaceFor(opts.agent ?? "main")).dir, "skills")
         : path.join(loaded.stateDir, "plugins");
-    const looksLikeDir = source.startsWith(".") || source.startsWith("/") || source.startsWith("~");
+    // An existing path (with or without ./) is a directory source; anything else is an npm spec.
+    const looksLikeDir = existsSync(source) || source.startsWith(".") || source.startsWith("/");
     const result = await installMaterial({
       kind,
       source: looksLikeDir ? path.resolve(source) : source,

@@ -89,6 +89,7 @@ for (const kind of ["skill", "plugin"] as const) {
     .command("install <source>")
     .description(`install a ${kind} from a directory or an npm spec`)
     .option("--update", `replace an installed ${kind} of the same name`)
+    .option("--agent <id>", "for skills: the agent whose workspace receives it (default main)")
     .option("--config <path>", "config file")
     .action((source, opts) => run(async () => (await import("./install.js")).runInstall(kind, source, opts)));
 }

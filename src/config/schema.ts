@@ -138,13 +138,21 @@ export const configSchema = z.strictObject({
   hooks: z
     .strictObject({
       dirs: z.array(z.string()).default([]),
-      internal: z.array(z.strictObject({ events: z.array(z.string()).min(1), module: z.string() })).default([]),
+      internal: z
+        .array(z.strictObject({ events: z.array(z.string()).min(1), module: z.string(), name: z.string().optional() }))
+        .default([]),
     })
     .prefault({}),
   plugins: z
     .strictObject({
       load: z.strictObject({ paths: z.array(z.string()).default([]) }).prefault({}),
-      entries: z.record(z.string(), z.strictObject({ enabled: z.boolean().default(true) })).default({}),
+      entries: z
+        .record(
+          z.string(),
+          // `config` is handed to the plugin as api.config
+          z.strictObject({ enabled: z.boolean().default(true), config: z.record(z.string(), z.unknown()).optional() }),
+        )
+        .default({}),
     })
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
