@@ -1,4 +1,3 @@
-import { loadBootstrapFiles } from "../prompt/bootstrap.js";
 import { checkContextFits, compactionReserve } from "../prompt/context-budget.js";
 import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../prompt/skills.js";
 import { buildSystemPrompt, type PromptMode } from "../prompt/system-prompt.js";
@@ -145,10 +144,7 @@ async function runHoldingLanes(
       signal: controller.signal,
     });
 
-    const history: ChatMessage[] = [];
-    for (const row of rt.store.readTranscript(sessionKey, { kinds: ["message"] })) {
-      if (row.message) history.push(row.message);
-    }
+    const { messages: history, chars: historyChars } = rt.history.load(rt.store, sessionKey);
     const userMessage: ChatMessage = { role: "user", content: params.message };
 
     // Skills whose required env vars are missing are not offered: the model could not use them.
@@ -156,7 +152,7 @@ async function runHoldingLanes(
     const mode = params.promptMode ?? "full";
     const hookCtx = { agentId: params.agentId, sessionKey, runId, workspaceDir: workspace.dir };
     const bootstrapFiles =
-      mode === "full" ? await loadBootstrapFiles(workspace.dir, { onWarning: (m) => rt.logger.warn(m) }) : [];
+      mode === "full" ? await rt.bootstrap.load(workspace.dir, { onWarning: (m) => rt.logger.warn(m) }) : [];
     // agent:bootstrap may add or remove files before the prompt is final.
     if (mode === "full")
       await rt.fireInternal("agent", "bootstrap", {
@@ -187,7 +183,8 @@ async function runHoldingLanes(
     }
     const fit = checkContextFits({
       systemPrompt: system,
-      messages: [...history, modelUserMessage],
+      messagesChars: historyChars + JSON.stringify(modelUserMessage).length,
+      toolsChars: rt.toolSpecsChars(),
       contextWindow: model.model.contextWindow,
       reserveTokens: compactionReserve(model.model.contextWindow, rt.config.agents.defaults.compaction.reserveTokens),
     });

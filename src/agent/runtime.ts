@@ -9,6 +9,7 @@ import { loadPlugins } from "../hooks/plugins.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
+import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
@@ -16,6 +17,7 @@ import { LaneScheduler, laneConcurrencyFrom } from "../queue/lanes.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { Tool } from "../tools/types.js";
+import { HistoryCache } from "./history-cache.js";
 
 export interface RuntimeOptions {
   config: LoopgateConfig;
@@ -56,6 +58,10 @@ export class AgentRuntime {
   readonly internalHooks: InternalHookRegistry;
   readonly hookLogger: HookLogger;
   private initialized?: Promise<void>;
+  /** Per-session history between turns (reads only new rows) and stat-checked bootstrap files. */
+  readonly history = new HistoryCache();
+  readonly bootstrap = new BootstrapCache();
+  private toolChars?: number;
 
   constructor(opts: RuntimeOptions) {
     this.config = opts.config;
@@ -132,6 +138,15 @@ export class AgentRuntime {
   registerTool(tool: Tool): void {
     if (this.toolMap.has(tool.name)) throw new Error(`a tool named "${tool.name}" is already registered`);
     this.toolMap.set(tool.name, tool);
+    this.toolChars = undefined;
+  }
+
+  /** Serialized size of the tool schemas (for the context-window estimate); recomputed when tools change. */
+  toolSpecsChars(): number {
+    this.toolChars ??= JSON.stringify(
+      [...this.toolMap.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    ).length;
+    return this.toolChars;
   }
 
   get tools(): ReadonlyMap<string, Tool> {

@@ -97,7 +97,24 @@ function bootstrapContext(files: BootstrapFile[]): string {
 function formatTime(now: Date, timezone: string | undefined): string {
   const zone = timezone?.trim() || "UTC";
   const pieces = (timeZone: string) => {
-    const fmt = new Intl.DateTimeFormat("en-US", {
+    const fmt = formatterFor(timeZone);
+    const parts = Object.fromEntries(fmt.formatToParts(now).map((p) => [p.type, p.value]));
+    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.weekday}, ${timeZone} (${parts.timeZoneName})`;
+  };
+  try {
+    return pieces(zone);
+  } catch {
+    // A mistyped zone in config must not break every run; say so, so the user can see and fix it.
+    return `${pieces("UTC")} [unknown timezone ${JSON.stringify(zone)}]`;
+  }
+}
+
+/** Building an Intl.DateTimeFormat costs far more than formatting with one: one per zone, built once. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+function formatterFor(timeZone: string): Intl.DateTimeFormat {
+  let fmt = formatters.get(timeZone);
+  if (!fmt) {
+    fmt = new Intl.DateTimeFormat("en-US", {
       timeZone,
       weekday: "long",
       year: "numeric",
@@ -108,15 +125,9 @@ function formatTime(now: Date, timezone: string | undefined): string {
       hourCycle: "h23",
       timeZoneName: "longOffset",
     });
-    const parts = Object.fromEntries(fmt.formatToParts(now).map((p) => [p.type, p.value]));
-    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.weekday}, ${timeZone} (${parts.timeZoneName})`;
-  };
-  try {
-    return pieces(zone);
-  } catch {
-    // A mistyped zone in config must not break every run; say so, so the user can see and fix it.
-    return `${pieces("UTC")} [unknown timezone ${JSON.stringify(zone)}]`;
+    if (formatters.size < 64) formatters.set(timeZone, fmt);
   }
+  return fmt;
 }
 
 function runContext(ctx: NonNullable<SystemPromptInput["runContext"]>): string {

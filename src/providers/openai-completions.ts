@@ -2,9 +2,12 @@
  * OpenAI Chat Completions (`POST /v1/chat/completions`, streamed). Besides OpenAI itself this is the API that Ollama,
  * vLLM, llama.cpp, LM Studio, DeepSeek and most gateways speak, so it tolerates their variations: no API key,
  * reasoning text in `reasoning_content` or `reasoning`, tool calls without ids, usage in the finish chunk.
+ *
+ * It talks to the API with Node's own fetch and a small SSE reader rather than the `openai` SDK: this is the hot path
+ * of every agent turn, and the SDK costs about 2 ms per request on top of the fetch it makes.
  */
-import type OpenAI from "openai";
-import { type ErrorContext, toProviderError } from "./errors.js";
+import { type ErrorContext, providerError, toProviderError } from "./errors.js";
+import { readSseEvents } from "./sse.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
@@ -25,14 +28,62 @@ import {
   usageOf,
 } from "./wire.js";
 
-type ChatParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
-type ChatMessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
-type ChatChunk = OpenAI.Chat.Completions.ChatCompletionChunk;
+const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
-/** Fields OpenAI-compatible servers add to a delta that the SDK types do not know. */
-interface ReasoningDelta {
+// --- the wire format (only the fields this provider writes or reads) ---------------------------------------------
+
+interface ChatToolCallParam {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+type ChatMessageParam =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: ChatToolCallParam[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+interface ChatParams {
+  model: string;
+  messages: ChatMessageParam[];
+  stream: true;
+  stream_options: { include_usage: boolean };
+  tools?: Array<{
+    type: "function";
+    function: { name: string; description: string; parameters: Record<string, unknown> };
+  }>;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  reasoning_effort?: "minimal" | "low" | "medium" | "high";
+}
+
+interface ChunkToolCall {
+  index?: number;
+  id?: string | null;
+  function?: { name?: string | null; arguments?: string | null } | null;
+}
+
+interface ChunkDelta {
+  content?: string | null;
+  /** reasoning text as DeepSeek, vLLM and llama.cpp send it */
   reasoning_content?: string | null;
+  /** reasoning text as Ollama and OpenRouter send it */
   reasoning?: string | null;
+  tool_calls?: ChunkToolCall[] | null;
+}
+
+interface ChunkUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+}
+
+interface ChatChunk {
+  choices?: Array<{ delta?: ChunkDelta | null; finish_reason?: string | null }> | null;
+  usage?: ChunkUsage | null;
+  /** an error reported in the middle of the stream instead of a chunk */
+  error?: unknown;
 }
 
 interface PendingCall {
@@ -41,37 +92,83 @@ interface PendingCall {
   args: string;
 }
 
-export function createOpenAICompletionsProvider(init: ProviderInit): ModelProvider {
-  let client: Promise<OpenAI> | undefined;
-  const getClient = (): Promise<OpenAI> => {
-    client ??= import("openai").then(
-      ({ default: OpenAIClient }) =>
-        new OpenAIClient({
-          apiKey: init.apiKey ?? "none",
-          baseURL: init.baseUrl,
-          timeout: init.timeoutMs,
-          maxRetries: 0,
-          defaultHeaders: init.headers,
-        }),
-    );
-    client.catch(() => {
-      client = undefined;
-    });
-    return client;
-  };
+/**
+ * An error answer from the API (an HTTP error, or an error object in place of a chunk), carrying what the SDKs'
+ * APIError carries: the HTTP status, the body's `error` member with its `code` and `type`, and a message of the form
+ * "<status> <API message or body text>". errors.ts reads exactly these fields, so the mapping to ProviderError kinds
+ * is the one shared by every provider.
+ */
+class ChatCompletionsApiError extends Error {
+  readonly status: number | undefined;
+  readonly error: unknown;
+  readonly code: unknown;
+  readonly type: unknown;
 
+  constructor(status: number | undefined, error: unknown, bodyText: string | undefined) {
+    super(apiErrorMessage(status, error, bodyText));
+    this.name = "ChatCompletionsApiError";
+    this.status = status;
+    this.error = error;
+    const fields = isRecord(error) ? error : undefined;
+    this.code = fields?.code;
+    this.type = fields?.type;
+  }
+}
+
+function apiErrorMessage(status: number | undefined, error: unknown, bodyText: string | undefined): string {
+  const apiMessage = isRecord(error) ? error.message : undefined;
+  const text = apiMessage
+    ? typeof apiMessage === "string"
+      ? apiMessage
+      : JSON.stringify(apiMessage)
+    : error
+      ? JSON.stringify(error)
+      : bodyText;
+  if (status && text) return `${status} ${text}`;
+  if (status) return `${status} status code (no body)`;
+  return text || "(no status code or body)";
+}
+
+/** The error answer of a response that is not 2xx: `{ error: { message, code, type } }`, or whatever text it sent. */
+async function httpError(response: Response): Promise<ChatCompletionsApiError> {
+  const text = await response.text().catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return new ChatCompletionsApiError(response.status, isRecord(json) ? json.error : undefined, json ? undefined : text);
+}
+
+// --- the provider ------------------------------------------------------------------------------------------------
+
+export function createOpenAICompletionsProvider(init: ProviderInit): ModelProvider {
+  const url = `${(init.baseUrl ?? DEFAULT_BASE_URL).replace(/\/$/, "")}/chat/completions`;
+  const headers = requestHeaders(init);
   return {
     id: init.id,
     api: "openai-completions",
-    stream: (request) => streamChat(init, getClient, request),
+    stream: (request) => streamChat(init, url, headers, request),
   };
+}
+
+/** Authorization when there is a key, then the configured headers (which may replace it), then the content type. */
+function requestHeaders(init: ProviderInit): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (init.apiKey) headers.authorization = `Bearer ${init.apiKey}`;
+  for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = value;
+  headers["content-type"] = "application/json";
+  return headers;
 }
 
 async function* streamChat(
   init: ProviderInit,
-  getClient: () => Promise<OpenAI>,
+  url: string,
+  headers: Record<string, string>,
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
+  // the guard's signal covers the whole exchange: connect, response headers, and every wait for the next chunk
   const guard = guardStream(request.signal, init.timeoutMs);
   const ctx: ErrorContext = {
     provider: init.id,
@@ -107,15 +204,36 @@ async function* streamChat(
   }
 
   try {
-    const openai = await getClient();
-    const stream = await openai.chat.completions.create(buildParams(request), { signal: guard.signal });
-    for await (const chunk of stream as AsyncIterable<ChatChunk>) {
+    const response = await fetch(url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(buildParams(request)),
+      signal: guard.signal,
+    });
+    if (!response.ok) throw await httpError(response);
+    if (!response.body) throw providerError(ctx, "bad_response", "the response has no body");
+
+    let sawDone = false;
+    for await (const event of readSseEvents(response.body)) {
+      if (guard.signal.aborted) break;
+      // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
+      if (sawDone) continue;
+      if (event.data.startsWith("[DONE]")) {
+        sawDone = true;
+        continue;
+      }
+      const chunk: unknown = JSON.parse(event.data);
+      if (!isRecord(chunk)) {
+        throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
+      }
+      const { error, usage: chunkUsage, choices } = chunk as ChatChunk;
+      if (error) throw new ChatCompletionsApiError(undefined, error, undefined);
       guard.touch();
-      if (chunk.usage) usage = mapUsage(chunk.usage);
-      const choice = chunk.choices?.[0];
+      if (chunkUsage) usage = mapUsage(chunkUsage);
+      const choice = choices?.[0];
       if (!choice) continue;
       const delta = choice.delta ?? {};
-      const reasoning = (delta as ReasoningDelta).reasoning_content ?? (delta as ReasoningDelta).reasoning;
+      const reasoning = delta.reasoning_content ?? delta.reasoning;
       if (reasoning) {
         thinking += reasoning;
         yield { type: "thinking_delta", delta: reasoning };
@@ -142,8 +260,8 @@ async function* streamChat(
         yield* flushCalls();
       }
     }
-    // The SDK ends the iteration quietly when the request is aborted, so an aborted or stalled request looks like a
-    // short stream here; it must surface as what it is.
+    // A cancel or a stall can land between two reads, after the last event of one read was handled; the loop then
+    // ends early and the request must fail as what it is, not look like a short stream.
     if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
     if (finishReason === undefined) throw streamEndedEarly(ctx);
     // some servers (vLLM, Ollama) report "stop" on a turn that did call tools
@@ -188,7 +306,7 @@ function mapMessages(system: string | undefined, messages: ChatMessage[]): ChatM
       out.push({ role: "tool", tool_call_id: message.toolCallId, content: message.content });
     } else {
       let text = "";
-      const toolCalls: OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall[] = [];
+      const toolCalls: ChatToolCallParam[] = [];
       for (const block of message.content) {
         if (block.type === "text") text += block.text;
         else if (block.type === "toolCall") {
@@ -226,7 +344,7 @@ function mapFinishReason(reason: string, sawToolCalls: boolean): StopReason {
   }
 }
 
-function mapUsage(usage: OpenAI.Completions.CompletionUsage): Usage {
+function mapUsage(usage: ChunkUsage): Usage {
   const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
   // prompt_tokens includes the cached part; keep input as the uncached remainder so input + cacheRead is the prompt
   return usageOf({
@@ -234,4 +352,12 @@ function mapUsage(usage: OpenAI.Completions.CompletionUsage): Usage {
     output: usage.completion_tokens,
     cacheRead: cached,
   });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }

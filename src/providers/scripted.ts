@@ -244,7 +244,14 @@ export class ScriptedProvider implements ModelProvider {
         status: turn.error.status,
       });
     }
-    const inputChars = (request.system?.length ?? 0) + JSON.stringify(request.messages).length;
+    // a rough token estimate: text lengths, without serializing the whole history on every call
+    let inputChars = request.system?.length ?? 0;
+    for (const m of request.messages) {
+      if (m.role === "assistant") {
+        for (const b of m.content)
+          inputChars += b.type === "text" ? b.text.length : b.type === "thinking" ? b.thinking.length : 40;
+      } else inputChars += m.content.length;
+    }
     const input = turn.usage?.input ?? Math.ceil(inputChars / 4);
     const output = turn.usage?.output ?? Math.ceil(outChars / 4) + 8 * (turn.toolCalls?.length ?? 0);
     yield {

@@ -453,30 +453,73 @@ function staleReason(
 // ---- acquire / release ---------------------------------------------------------------------------------------
 
 async function tryCreate(lockPath: string, resolved: string, payload: WriteLockPayload): Promise<boolean> {
-  let fh: FileHandle;
+  // Synchronous on purpose: this runs on every turn, and three tiny syscalls cost far less than three thread-pool
+  // round trips. No fsync: other processes read the payload through the page cache, and after a machine crash
+  // every recorded pid is dead, so the lock is reclaimable whether or not the payload reached the disk.
+  let fd: number;
   try {
-    fh = await fsp.open(lockPath, "wx");
+    fd = fs.openSync(lockPath, "wx");
   } catch (err) {
     if (errnoCode(err) === "EEXIST") return false;
-    throw err;
+    if (errnoCode(err) !== "ENOENT") throw err;
+    // the directory went away since we first made it (state dir wiped): make it again, once
+    fs.mkdirSync(path.dirname(lockPath), { recursive: true });
+    try {
+      fd = fs.openSync(lockPath, "wx");
+    } catch (again) {
+      if (errnoCode(again) === "EEXIST") return false;
+      throw again;
+    }
   }
   // Registered before the payload is written: another acquire in this process must already see it as held,
   // and our own staleness check must not mistake the file for an unregistered leftover.
   held.set(resolved, { lockPath, payload, refs: 1 });
   syncHandlers();
   try {
-    await fh.writeFile(serializePayload(payload), "utf8");
-    // Other processes judge this lock by its payload; it must be on disk before we write transcript rows.
-    await fh.sync();
-    await fh.close();
+    fs.writeSync(fd, serializePayload(payload));
+    fs.closeSync(fd);
   } catch (err) {
-    await fh.close().catch(() => {});
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // already closed
+    }
     held.delete(resolved);
     syncHandlers();
-    await fsp.rm(lockPath, { force: true });
+    fs.rmSync(lockPath, { force: true });
     throw err;
   }
   return true;
+}
+
+/**
+ * Fast path of a normal release: under the guard, remove the file if it still holds exactly our payload (pid and
+ * createdAt make it unique, so no identity dance is needed for our own file). Returns false when the guard is
+ * busy (someone is mid-takeover), and the caller falls back to the careful path.
+ */
+function removeOwnSync(entry: HeldLock): boolean {
+  const guard = guardPath(entry.lockPath);
+  try {
+    fs.writeFileSync(guard, serializePayload(entry.payload), { flag: "wx" });
+  } catch {
+    return false;
+  }
+  try {
+    let raw: string;
+    try {
+      raw = fs.readFileSync(entry.lockPath, "utf8");
+    } catch {
+      return true; // already gone
+    }
+    if (isOurs(parsePayload(raw), entry.payload)) fs.unlinkSync(entry.lockPath);
+    return true;
+  } finally {
+    try {
+      fs.unlinkSync(guard);
+    } catch {
+      // removed by a waiter that judged it stale; nothing left to do
+    }
+  }
 }
 
 function makeHandle(
@@ -496,7 +539,7 @@ function makeHandle(
       if (entry.refs > 0) return;
       if (held.get(resolved) === entry) held.delete(resolved);
       syncHandlers();
-      await removeOwn(entry, clock, staleMalformedMs);
+      if (!removeOwnSync(entry)) await removeOwn(entry, clock, staleMalformedMs);
     },
   };
   return handle;
@@ -513,6 +556,9 @@ async function removeOwn(entry: HeldLock, clock: WriteLockClock, staleMalformedM
   }
 }
 
+/** Lock directories already created by this process (bounded by the number of session directories: one). */
+const knownDirs = new Set<string>();
+
 export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockOptions = {}): Promise<WriteLockHandle> {
   const clock = opts.clock ?? systemWriteLockClock;
   const staleMalformedMs = opts.staleMalformedMs ?? DEFAULT_STALE_MALFORMED_MS;
@@ -528,7 +574,11 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
     return makeHandle(lockPath, resolved, existing, clock, staleMalformedMs);
   }
 
-  await fsp.mkdir(path.dirname(resolved), { recursive: true });
+  const dir = path.dirname(resolved);
+  if (!knownDirs.has(dir)) {
+    await fsp.mkdir(dir, { recursive: true });
+    knownDirs.add(dir);
+  }
   const startedAt = clock.now();
   let backoff = BACKOFF_START_MS;
   let lastHolder: number | undefined;

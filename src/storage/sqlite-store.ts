@@ -146,6 +146,17 @@ export class SqliteStore implements Store {
    * that reads (e.g. max(seq)) and then writes is refused at once with SQLITE_BUSY when another process committed in
    * between, and busy_timeout does not help, so two processes writing at the same moment would fail.
    */
+  /** Statements built from a few fixed shapes are prepared once and reused (preparing costs more than running). */
+  private readonly stmtCache = new Map<string, Database.Statement>();
+  private prep(sql: string): Database.Statement {
+    let stmt = this.stmtCache.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      if (this.stmtCache.size < 256) this.stmtCache.set(sql, stmt);
+    }
+    return stmt;
+  }
+
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
   }
@@ -175,15 +186,16 @@ export class SqliteStore implements Store {
       values.push(v ?? null);
     }
     if (sets.length === 0) return;
-    this.db.prepare(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key);
+    this.prep(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key);
   }
 
   listSessions(opts: { limit?: number; agentId?: string } = {}): SessionRecord[] {
     const where = opts.agentId ? "WHERE agent_id = ?" : "";
     const args: unknown[] = opts.agentId ? [opts.agentId] : [];
-    const rows = this.db
-      .prepare(`SELECT * FROM sessions ${where} ORDER BY updated_at DESC LIMIT ?`)
-      .all(...args, opts.limit ?? 1000) as Row[];
+    const rows = this.prep(`SELECT * FROM sessions ${where} ORDER BY updated_at DESC LIMIT ?`).all(
+      ...args,
+      opts.limit ?? 1000,
+    ) as Row[];
     return rows.map(toSession);
   }
 
@@ -243,7 +255,7 @@ export class SqliteStore implements Store {
 
   readTranscript(
     key: string,
-    opts: { generation?: number; limit?: number; beforeSeq?: number; kinds?: TranscriptKind[] } = {},
+    opts: { generation?: number; limit?: number; beforeSeq?: number; afterSeq?: number; kinds?: TranscriptKind[] } = {},
   ): TranscriptRow[] {
     let generation = opts.generation;
     if (generation === undefined) {
@@ -257,13 +269,17 @@ export class SqliteStore implements Store {
       where.push("seq < ?");
       args.push(opts.beforeSeq);
     }
+    if (opts.afterSeq !== undefined) {
+      where.push("seq > ?");
+      args.push(opts.afterSeq);
+    }
     if (opts.kinds?.length) {
       where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
       args.push(...opts.kinds);
     }
     // newest `limit` rows, returned oldest first
     const sql = `SELECT * FROM (SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?) ORDER BY seq ASC`;
-    const rows = this.db.prepare(sql).all(...args, opts.limit ?? -1) as Row[];
+    const rows = this.prep(sql).all(...args, opts.limit ?? -1) as Row[];
     return rows.map((r) => {
       const data = JSON.parse(r.data as string) as { message?: ChatMessage; text?: string };
       return {
@@ -310,7 +326,7 @@ export class SqliteStore implements Store {
       values.push(v === undefined || v === null ? null : jsonRunColumns.has(k) ? JSON.stringify(v) : v);
     }
     if (sets.length === 0) return;
-    this.db.prepare(`UPDATE runs SET ${sets.join(", ")} WHERE run_id = ?`).run(...values, runId);
+    this.prep(`UPDATE runs SET ${sets.join(", ")} WHERE run_id = ?`).run(...values, runId);
   }
 
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[] {
@@ -325,7 +341,7 @@ export class SqliteStore implements Store {
       args.push(opts.sessionKey);
     }
     const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY accepted_at ASC, rowid ASC LIMIT ?`;
-    return (this.db.prepare(sql).all(...args, opts.limit ?? -1) as Row[]).map(toRun);
+    return (this.prep(sql).all(...args, opts.limit ?? -1) as Row[]).map(toRun);
   }
 
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {

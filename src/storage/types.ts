@@ -74,7 +74,7 @@ export interface Store {
   appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[];
   readTranscript(
     key: string,
-    opts?: { generation?: number; limit?: number; beforeSeq?: number; kinds?: TranscriptKind[] },
+    opts?: { generation?: number; limit?: number; beforeSeq?: number; afterSeq?: number; kinds?: TranscriptKind[] },
   ): TranscriptRow[];
 
   createRun(run: RunRecord): void;

@@ -1,0 +1,65 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import { HistoryCache } from "./history-cache.js";
+
+const stores: SqliteStore[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+});
+
+function open(file: string): SqliteStore {
+  const s = new SqliteStore(file);
+  stores.push(s);
+  return s;
+}
+
+function user(store: SqliteStore, key: string, text: string): void {
+  store.appendTranscript([
+    { sessionKey: key, kind: "message", createdAt: 1, message: { role: "user", content: text } },
+  ]);
+}
+
+describe("session history between turns", () => {
+  const file = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "lg-hist-")), "db.sqlite");
+
+  it("includes rows another writer (another process's store) appended since the last turn", () => {
+    const f = file();
+    const a = open(f);
+    const b = open(f);
+    a.ensureSession("k", "main", 1);
+    user(a, "k", "one");
+    const cache = new HistoryCache();
+    expect(cache.load(a, "k").messages.map((m) => m.content)).toEqual(["one"]);
+    user(b, "k", "two");
+    expect(cache.load(a, "k").messages.map((m) => m.content)).toEqual(["one", "two"]);
+  });
+
+  it("starts empty after /new (a new generation) and after the session was deleted and re-created", () => {
+    const s = open(file());
+    s.ensureSession("k", "main", 1);
+    user(s, "k", "old");
+    const cache = new HistoryCache();
+    expect(cache.load(s, "k").messages).toHaveLength(1);
+    s.resetSession("k", 2, "/new");
+    expect(cache.load(s, "k").messages).toEqual([]);
+    user(s, "k", "a");
+    user(s, "k", "b");
+    expect(cache.load(s, "k").messages).toHaveLength(2);
+    s.deleteSession("k");
+    s.ensureSession("k", "main", 3);
+    user(s, "k", "fresh");
+    expect(cache.load(s, "k").messages.map((m) => m.content)).toEqual(["fresh"]);
+  });
+
+  it("hands out a copy, so a run appending to its history does not change the cache", () => {
+    const s = open(file());
+    s.ensureSession("k", "main", 1);
+    user(s, "k", "one");
+    const cache = new HistoryCache();
+    cache.load(s, "k").messages.push({ role: "user", content: "not stored" });
+    expect(cache.load(s, "k").messages).toHaveLength(1);
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * A small Server-Sent Events reader (the `text/event-stream` format of the WHATWG HTML spec), enough for model APIs
+ * that stream over SSE: `data:` lines (several in one event are joined with "\n"), `event:`, comments (lines starting
+ * with ":"), a blank line ending an event, lines ending in LF, CRLF or a lone CR, and network chunks split anywhere,
+ * including inside a line, between the CR and LF of a CRLF, or inside a multi-byte UTF-8 character.
+ *
+ * `id:` and `retry:` are read and ignored: they only matter to a client that reconnects, and a model stream is never
+ * resumed. An event the stream ends in the middle of (no closing blank line) is dropped, as the spec says.
+ */
+
+export interface SseEvent {
+  /** the `event:` field; undefined when the event did not name one (the spec's default type "message") */
+  event: string | undefined;
+  /** the `data:` lines of the event, joined with "\n" */
+  data: string;
+}
+
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+
+/** Turns decoded text, pushed in pieces of any size, into events. */
+export class SseParser {
+  /** the start of a line whose end has not arrived yet */
+  private partial = "";
+  /** the last piece ended in CR: a LF at the start of the next one is the rest of that CRLF, not an empty line */
+  private afterCR = false;
+  private data: string | undefined;
+  private eventType: string | undefined;
+
+  /** Parse the next piece of text; returns the events it completed (often none, often several). */
+  push(piece: string): SseEvent[] {
+    const events: SseEvent[] = [];
+    if (piece.length === 0) return events;
+    let text = piece;
+    let start = 0;
+    if (this.afterCR) {
+      this.afterCR = false;
+      if (text.charCodeAt(0) === LF) start = 1;
+    }
+    if (this.partial !== "") {
+      text = this.partial + text.slice(start);
+      start = 0;
+      this.partial = "";
+    }
+    // indexOf for both terminators, each searched again only once passed, keeps this linear in the text length
+    let lf = text.indexOf("\n", start);
+    let cr = text.indexOf("\r", start);
+    while (lf !== -1 || cr !== -1) {
+      let end: number;
+      let next: number;
+      if (cr === -1 || (lf !== -1 && lf < cr)) {
+        end = lf;
+        next = lf + 1;
+      } else {
+        end = cr;
+        next = cr + 1;
+        if (next === text.length) this.afterCR = true;
+        else if (text.charCodeAt(next) === LF) next++;
+      }
+      this.line(text.slice(start, end), events);
+      start = next;
+      if (lf !== -1 && lf < start) lf = text.indexOf("\n", start);
+      if (cr !== -1 && cr < start) cr = text.indexOf("\r", start);
+    }
+    if (start < text.length) this.partial = text.slice(start);
+    return events;
+  }
+
+  /** The stream ended: forget whatever event was still open. */
+  end(): void {
+    this.partial = "";
+    this.afterCR = false;
+    this.data = undefined;
+    this.eventType = undefined;
+  }
+
+  private line(line: string, events: SseEvent[]): void {
+    if (line.length === 0) {
+      if (this.data !== undefined) events.push({ event: this.eventType, data: this.data });
+      this.data = undefined;
+      this.eventType = undefined;
+      return;
+    }
+    const colon = line.indexOf(":");
+    if (colon === 0) return; // a comment, e.g. a keep-alive ": ping"
+    let field: string;
+    let value: string;
+    if (colon === -1) {
+      field = line;
+      value = "";
+    } else {
+      field = line.slice(0, colon);
+      value = line.slice(line.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1);
+    }
+    if (field === "data") this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    else if (field === "event") this.eventType = value;
+  }
+}
+
+/** Bytes in, events out: a streaming UTF-8 decoder (a character split between chunks waits for its rest) + SseParser. */
+export class SseDecoder {
+  private readonly decoder = new TextDecoder();
+  private readonly parser = new SseParser();
+
+  push(bytes: Uint8Array): SseEvent[] {
+    return this.parser.push(this.decoder.decode(bytes, { stream: true }));
+  }
+
+  /** The stream ended: a character cut off at the very end becomes U+FFFD, an open event is dropped. */
+  end(): SseEvent[] {
+    const events = this.parser.push(this.decoder.decode());
+    this.parser.end();
+    return events;
+  }
+}
+
+/**
+ * The events of an SSE response body, in order. Leaving the loop early (break, return, a throw in its body) cancels
+ * the body, which closes the connection; a body read to its end leaves the connection free for the next request.
+ * Errors of the body itself (the connection dropped, the request aborted) are thrown as they come.
+ */
+export async function* readSseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new SseDecoder();
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      for (const event of decoder.push(value)) yield event;
+    }
+    finished = true;
+    for (const event of decoder.end()) yield event;
+  } finally {
+    if (!finished) reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
