@@ -140,7 +140,7 @@ const floorTurnRounds = [];
 const embeddedRounds = [];
 if (runs("floors") || runs("embedded") || runs("gateway")) {
   for (let r = 0; r < plan.rounds; r++) {
-    progress(`round ${r + 1}/${plan.rounds}: floor (a) bare client, then embedded turn`);
+    progress(`round ${r + 1}/${plan.rounds}: floor (a) bare client${runs("embedded") ? ", then embedded turn" : ""}`);
     const f = await attempt("floor (a)", () =>
       runMetricChild(
         "metrics/floor-turn.mjs",
@@ -484,6 +484,24 @@ if (runs("gateway")) {
     reason: na ?? g.startError,
   });
   row({
+    id: "gateway.start.script",
+    metric: "gateway start until `health`, startGateway in a bare script (no CLI)",
+    value: g.scriptStartMs,
+    unit: "ms",
+    digits: 0,
+    floorValue: floor.startMs,
+    floorName: "b",
+    reason: na ?? "the gateway host script did not start",
+  });
+  row({
+    id: "gateway.rss.start",
+    metric: "gateway RSS at start, before any turn",
+    value: g.rssAtStartMB,
+    unit: "MB",
+    digits: 1,
+    reason: na ?? g.rssError,
+  });
+  row({
     id: "gateway.rss",
     metric: `gateway RSS after ${plan.gwRss.sessions * plan.gwRss.turns} turns over ${plan.gwRss.sessions} sessions`,
     value: g.rssMB,
@@ -694,6 +712,28 @@ if (b?.ms) {
     `| rest (scheduling, events, awaits, GC) | ${round(b.restMs, 3)} | ${round((100 * b.restMs) / b.ms.wholeTurn, 1)}% |`,
   );
   if (typeof floor.turnMs === "number") lines.push(`| floor (a) for comparison | ${round(floor.turnMs, 3)} | |`);
+}
+const t = results.raw.transcript;
+if (t?.pieces) {
+  const us = (x) => round(x.usPerRow, 1);
+  const commit = t.pieces.insertInOwnTransaction.usPerRow - t.pieces.insertOneTransaction.usPerRow;
+  const known = t.pieces.insertInOwnTransaction.usPerRow + t.pieces.lookups.usPerRow + t.pieces.serialize.usPerRow;
+  lines.push(
+    "",
+    "Where a transcript append's time goes (µs per row, one row per appendTranscript call):",
+    "",
+    "| piece | µs/row |",
+    "|---|---|",
+    `| appendTranscript, one row per call | ${us(t.single)} |`,
+    `| commit of its own transaction (raw INSERT in own transaction − raw INSERTs in one transaction) | ${round(commit, 1)} |`,
+    `| the INSERT itself (many rows, one transaction) | ${us(t.pieces.insertOneTransaction)} |`,
+    `| the two lookups before it (generation, max(seq)) | ${us(t.pieces.lookups)} |`,
+    `| JSON.stringify of the message | ${us(t.pieces.serialize)} |`,
+    `| building a new db.transaction(fn) wrapper per call (what SqliteStore.transaction does), empty | ${us(t.pieces.emptyTransactionBuiltPerCall)} |`,
+    `| the same with a wrapper built once | ${us(t.pieces.emptyTransaction)} |`,
+    `| whole minus the sum of the pieces (the pieces are timed separately, so this is noise-sized and may be negative) | ${round(t.single.usPerRow - known - (t.pieces.emptyTransactionBuiltPerCall.usPerRow - t.pieces.emptyTransaction.usPerRow), 1)} |`,
+    `| for comparison: 100 rows per call | ${us(t.batched)} |`,
+  );
 }
 process.stdout.write(`\n${lines.join("\n")}\n`);
 results.table = lines.join("\n");

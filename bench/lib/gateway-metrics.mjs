@@ -9,13 +9,19 @@ import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
 /** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
-export function startGatewayHost(baseUrl, { execArgv = [], stateDir } = {}) {
+export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       [...execArgv, path.join(BENCH_DIR, "metrics", "gateway-host.mjs"), JSON.stringify({ baseUrl, stateDir })],
-      { stdio: ["pipe", "pipe", "inherit"] },
+      { stdio: ["pipe", "pipe", "pipe"] },
     );
+    // the gateway's log (lane wait warnings under load, ...) is shown with --verbose, and its tail on failure
+    let log = "";
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      if (verbose) process.stderr.write(d);
+      log = (log + d).slice(-4000);
+    });
     const started = nowMs();
     let buf = "";
     const waiters = [];
@@ -26,7 +32,9 @@ export function startGatewayHost(baseUrl, { execArgv = [], stateDir } = {}) {
     child.on("error", reject);
     child.on("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`gateway host exited ${code} before listening`));
+      reject(
+        new Error(`gateway host exited ${code} before listening: ${log.trim().split("\n").slice(-5).join(" | ")}`),
+      );
     });
     let info;
     child.stdout.setEncoding("utf8").on("data", (d) => {
@@ -46,6 +54,21 @@ export function startGatewayHost(baseUrl, { execArgv = [], stateDir } = {}) {
                 waiters.push(res);
                 child.stdin.write("mem\n");
               }),
+            /** CPU-profiles the gateway while `load` runs (the inspector in the gateway process). */
+            profile: async (file, load) => {
+              await new Promise((res) => {
+                waiters.push(res);
+                child.stdin.write(`profile ${file}\n`);
+              });
+              try {
+                return await load();
+              } finally {
+                await new Promise((res) => {
+                  waiters.push(res);
+                  child.stdin.write("profile-stop\n");
+                });
+              }
+            },
             stop: () =>
               new Promise((done) => {
                 if (child.exitCode !== null) return done();
@@ -58,7 +81,7 @@ export function startGatewayHost(baseUrl, { execArgv = [], stateDir } = {}) {
                 child.stdin.end();
               }),
           });
-        } else if (line.mem) waiters.shift()?.(line);
+        } else waiters.shift()?.(line);
       }
     });
   });
@@ -139,7 +162,7 @@ export async function runGatewayMetrics({
 
   // -- latency and 8×5 throughput against one gateway ----------------------------------------------------------
   progress("gateway: warm turn latency and 8 × 5 throughput");
-  const host = await attempt("gateway host", () => startGatewayHost(baseUrl));
+  const host = await attempt("gateway host", () => startGatewayHost(baseUrl, { verbose }));
   if (host.error) {
     out.turnError = out.throughputError = out.rssError = host.error;
   } else {
@@ -182,10 +205,11 @@ export async function runGatewayMetrics({
   // -- 100 sessions × 10 turns on a fresh gateway, then its RSS -------------------------------------------------
   const { sessions, turns } = plan.gwRss;
   progress(`gateway: ${sessions} sessions × ${turns} turns on a fresh gateway, then its RSS`);
-  const fresh = await attempt("gateway host", () => startGatewayHost(baseUrl, { execArgv: ["--expose-gc"] }));
+  const fresh = await attempt("gateway host", () => startGatewayHost(baseUrl, { execArgv: ["--expose-gc"], verbose }));
   if (fresh.error) {
     out.rssError = fresh.error;
   } else {
+    out.rssAtStartMB = rssOf(fresh.pid) / 1e6;
     const big = await attempt("gateway throughput 100x10", () =>
       runMetricChild(
         "metrics/gateway-client.mjs",
@@ -224,7 +248,7 @@ export async function runGatewayMetrics({
       }
     }
     const started = nowMs();
-    const h = await attempt("gateway host start", () => startGatewayHost(baseUrl));
+    const h = await attempt("gateway host start", () => startGatewayHost(baseUrl, { verbose }));
     if (!h.error) {
       const port = Number(new URL(h.url).port);
       const ms = await attempt("gateway host health", () => waitForHealth(port, started));
@@ -261,22 +285,57 @@ export async function runGatewayMetrics({
   // -- how run.mjs --profile re-runs a missed gateway metric under the profiler ----------------------------------
   out.profilers = {
     "gateway.turn.p50": async (profDir, modelUrl) => {
-      const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
+      const turns = plan.turns;
+      const floorFile = path.join(profDir, "floor.cpuprofile");
+      const measuredFile = path.join(profDir, "gateway.cpuprofile");
       await runMetricChild(
-        "metrics/gateway-client.mjs",
-        { mode: "latency", url: h.url, turns: 300, warmup: 30 },
+        "metrics/floor-turn.mjs",
+        { baseUrl: modelUrl, turns, warmup: plan.warmup, concurrentTurns: 0, profile: floorFile },
         child(300_000),
       );
-      await h.stop();
+      const h = await startGatewayHost(modelUrl, { verbose });
+      try {
+        // a first run warms the gateway up; the second, profiled, has as many turns as the floor's profile
+        await runMetricChild(
+          "metrics/gateway-client.mjs",
+          { mode: "latency", url: h.url, turns: 30, warmup: 0 },
+          child(300_000),
+        );
+        await h.profile(measuredFile, () =>
+          runMetricChild(
+            "metrics/gateway-client.mjs",
+            { mode: "latency", url: h.url, turns, warmup: 0 },
+            child(300_000),
+          ),
+        );
+      } finally {
+        await h.stop();
+      }
+      return {
+        measured: measuredFile,
+        floor: floorFile,
+        units: turns,
+        unit: "ms/turn, gateway process vs bare client",
+      };
     },
     "gateway.throughput.8x5": async (profDir, modelUrl) => {
-      const h = await startGatewayHost(modelUrl, { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });
-      await runMetricChild(
-        "metrics/gateway-client.mjs",
-        { mode: "throughput", url: h.url, sessions: 8, turns: 5, repeats: 10 },
-        child(300_000),
-      );
-      await h.stop();
+      const h = await startGatewayHost(modelUrl, { verbose });
+      try {
+        await runMetricChild(
+          "metrics/gateway-client.mjs",
+          { mode: "throughput", url: h.url, sessions: 8, turns: 5 },
+          child(300_000),
+        );
+        await h.profile(path.join(profDir, "gateway-8x5.cpuprofile"), () =>
+          runMetricChild(
+            "metrics/gateway-client.mjs",
+            { mode: "throughput", url: h.url, sessions: 8, turns: 5, repeats: 5 },
+            child(300_000),
+          ),
+        );
+      } finally {
+        await h.stop();
+      }
     },
     "gateway.start": async (profDir) => {
       const gw = await startCliGateway({ configPath, env, execArgv: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] });

@@ -12,6 +12,7 @@ import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
 import { openStore } from "../../dist/storage/sqlite-store.js";
 import { childOptions } from "../lib/child.mjs";
+import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 
 const opts = childOptions();
@@ -37,8 +38,11 @@ async function stop() {
   if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
   process.exit(0);
 }
-// "mem\n" on stdin: answer with this process's memory split (heap, external, RSS) after a full GC if exposed
+// Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
+// full GC if exposed. "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
 let input = "";
+let stopProfile = async () => {};
+const answer = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 process.stdin.setEncoding("utf8").on("data", (d) => {
   input += d;
   for (let nl = input.indexOf("\n"); nl >= 0; nl = input.indexOf("\n")) {
@@ -46,9 +50,14 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
     input = input.slice(nl + 1);
     if (line === "mem") {
       globalThis.gc?.();
-      process.stdout.write(
-        `${JSON.stringify({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length })}\n`,
-      );
+      answer({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length });
+    } else if (line.startsWith("profile ")) {
+      void startProfile(line.slice("profile ".length)).then((stopIt) => {
+        stopProfile = stopIt;
+        answer({ profiling: true });
+      });
+    } else if (line === "profile-stop") {
+      void stopProfile().then(() => answer({ profiled: true }));
     }
   }
 });

@@ -105,6 +105,10 @@ const pieces = {
     const tx = db.transaction(() => {});
     for (let i = 0; i < rows; i++) tx();
   }),
+  // what SqliteStore.transaction does: db.transaction(fn) builds a new wrapper on every call
+  emptyTransactionBuiltPerCall: rate(rows, () => {
+    for (let i = 0; i < rows; i++) db.transaction(() => {})();
+  }),
   serialize: rate(rows, () => {
     for (let i = 0; i < rows; i++) JSON.stringify({ message: messages[i % 4] });
   }),

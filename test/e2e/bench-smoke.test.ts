@@ -26,6 +26,8 @@ const EXPECTED_METRICS = [
   "cli.local",
   "cli.remote",
   "gateway.start",
+  "gateway.start.script",
+  "gateway.rss.start",
   "gateway.rss",
   "idle.session",
   "idle.session.rss",
