@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { GatewayConnectError, GatewayRequestError } from "../client/errors.js";
 import { GatewayClient } from "../client/gateway-client.js";
-import { loadConfig, resolveSecretRef } from "../config/index.js";
+import { peekGatewayConfig } from "../config/peek.js";
+import { resolveSecretRef } from "../config/secret-ref.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import { type AgentCliOptions, createRunOutput, exitCodeFor, interruptController, parseAgentOptions } from "./agent.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -21,12 +22,12 @@ export function resolveGatewayTarget(
   let url = opts.url || env.LOOPGATE_GATEWAY_URL || undefined;
   let token = opts.token || env.LOOPGATE_GATEWAY_TOKEN || undefined;
   if (url === undefined || token === undefined) {
-    const { config } = loadConfig({ configPath: opts.config, env });
+    const peeked = peekGatewayConfig({ configPath: opts.config, env });
     if (url === undefined) {
       const envPort = env.LOOPGATE_GATEWAY_PORT?.trim();
-      url = `ws://127.0.0.1:${envPort || config.gateway.port}`;
+      url = `ws://127.0.0.1:${envPort || peeked.port || 18789}`;
     }
-    token ??= resolveSecretRef(config.gateway.auth.token, "gateway.auth.token", env);
+    token ??= resolveSecretRef(peeked.token, "gateway.auth.token", env);
   }
   if (!/^wss?:\/\//.test(url)) throw new CliError(`--url: expected a ws:// or wss:// URL, got "${url}"`);
   return { url, token };
@@ -42,6 +43,8 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
       url,
       token,
       client: { id: "cli", mode: "cli" },
+      // write scope only: the CLI needs its own run's events, not every session's (no fan-out of others' events)
+      scopes: ["operator.write"],
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
     });
   } catch (err) {

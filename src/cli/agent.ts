@@ -1,5 +1,5 @@
 import type { AgentFinal } from "../agent/service.js";
-import { thinkingLevels } from "../config/schema.js";
+import { thinkingLevels } from "../config/constants.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError, EXIT } from "./exit-codes.js";

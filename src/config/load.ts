@@ -3,18 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import JSON5 from "json5";
 import type { z } from "zod";
+import { ConfigError } from "./errors.js";
 import { configSchema, type LoopgateConfig } from "./schema.js";
 
-export class ConfigError extends Error {
-  readonly problems: string[];
-  readonly file?: string;
-  constructor(problems: string[], file?: string) {
-    super(`${file ? `invalid config ${file}` : "invalid config"}:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-    this.name = "ConfigError";
-    this.problems = problems;
-    this.file = file;
-  }
-}
+export { ConfigError };
 
 export interface LoadedConfig {
   config: LoopgateConfig;
@@ -138,14 +130,4 @@ export function withEnvProviders(config: LoopgateConfig, env: NodeJS.ProcessEnv)
   return config;
 }
 
-/** `"${NAME}"` (whole value or embedded) → env value; an unset variable is an error naming the key path. */
-export function resolveSecretRef(value: string | undefined, keyPath: string, env = process.env): string | undefined {
-  if (value === undefined) return undefined;
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
-    const v = env[name];
-    if (v === undefined || v === "") {
-      throw new ConfigError([`${keyPath}: references \${${name}}, which is not set in the environment`]);
-    }
-    return v;
-  });
-}
+export { resolveSecretRef } from "./secret-ref.js";

@@ -31,10 +31,9 @@ const modelSelection = z.strictObject({
   fallbacks: z.array(modelRef).default([]),
 });
 
-export const thinkingLevels = ["off", "minimal", "low", "medium", "high"] as const;
-export const queueModes = ["steer", "followup", "collect", "interrupt"] as const;
-export const dropPolicies = ["summarize", "old", "new"] as const;
-export const apiKinds = ["openai-completions", "openai-responses", "anthropic-messages", "scripted"] as const;
+import { apiKinds, dropPolicies, queueModes, thinkingLevels } from "./constants.js";
+
+export { apiKinds, dropPolicies, queueModes, thinkingLevels };
 
 const agentDefaults = z.strictObject({
   model: modelSelection.prefault({}),

@@ -16,7 +16,6 @@ export interface SseEvent {
 }
 
 const LF = 10;
-const CR = 13;
 const SPACE = 32;
 
 /** Turns decoded text, pushed in pieces of any size, into events. */

@@ -157,8 +157,12 @@ export class SqliteStore implements Store {
     return stmt;
   }
 
+  /** One transaction runner built once (building better-sqlite3's wrapper per call costs more than the INSERT). */
+  private runner?: Database.Transaction<(fn: () => unknown) => unknown>;
+
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    this.runner ??= this.db.transaction((inner: () => unknown) => inner());
+    return this.runner.immediate(fn) as T;
   }
 
   getSession(key: string): SessionRecord | undefined {

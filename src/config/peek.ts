@@ -1,0 +1,35 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import JSON5 from "json5";
+
+/**
+ * The gateway client needs two values from the config (gateway.port, gateway.auth.token). Reading them without the
+ * schema keeps `loopgate agent` (through a gateway) from paying for loading and building the full config schema;
+ * the gateway itself validates the whole file when it starts.
+ */
+export function peekGatewayConfig(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): {
+  port?: number;
+  token?: string;
+  file: string;
+} {
+  const env = opts.env ?? process.env;
+  const stateDir = env.LOOPGATE_STATE_DIR?.trim()
+    ? path.resolve(env.LOOPGATE_STATE_DIR.trim().replace(/^~(?=$|\/)/, os.homedir()))
+    : path.join(os.homedir(), ".loopgate");
+  const explicit = opts.configPath ?? env.LOOPGATE_CONFIG?.trim();
+  const file = explicit
+    ? path.resolve(explicit.replace(/^~(?=$|\/)/, os.homedir()))
+    : path.join(stateDir, "loopgate.json5");
+  let raw: unknown;
+  try {
+    raw = JSON5.parse(fs.readFileSync(file, "utf8"));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" && !explicit) return { file };
+    throw new Error(`cannot read config ${file}: ${(err as Error).message}`);
+  }
+  const gateway = (raw as { gateway?: { port?: unknown; auth?: { token?: unknown } } } | null)?.gateway;
+  const port = typeof gateway?.port === "number" ? gateway.port : undefined;
+  const token = typeof gateway?.auth?.token === "string" ? gateway.auth.token : undefined;
+  return { port, token, file };
+}
