@@ -13,7 +13,7 @@ import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
-import { LaneScheduler, laneConcurrencyFrom } from "../queue/lanes.js";
+import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { Tool } from "../tools/types.js";
@@ -76,10 +76,7 @@ export class AgentRuntime {
     this.lanes = new LaneScheduler({
       concurrency: laneConcurrencyFrom({ main: maxConcurrent }),
       now: () => this.clock.now(),
-      onWaitWarning: (info) =>
-        this.logger.warn(
-          `lane ${info.lane}: ${info.label ?? "a run"} has waited ${info.waitedMs} ms (${info.queuedAhead} ahead, ${info.queuedBehind} behind, ${info.active} active)`,
-        ),
+      onWaitWarning: (info) => this.reportLaneWait(info),
     });
     for (const tool of [...createBuiltinTools(), ...(opts.tools ?? [])]) this.registerTool(tool);
     const log = this.logger;
@@ -133,6 +130,26 @@ export class AgentRuntime {
     return this.internalHooks.trigger({ type, action, context, messages: [] }).catch((err) => {
       this.logger.warn(`internal hook ${type}${action ? `:${action}` : ""}: ${(err as Error).message}`);
     });
+  }
+
+  /**
+   * One line per lane per 10 s, with how many more entries waited meanwhile: under load hundreds of runs cross the
+   * warning threshold together, and a line each would bury everything else in the log.
+   */
+  private readonly laneWarned = new Map<string, { at: number; suppressed: number }>();
+  private reportLaneWait(info: LaneWaitInfo): void {
+    const now = this.clock.now();
+    const last = this.laneWarned.get(info.lane);
+    if (last && now - last.at < 10_000) {
+      last.suppressed++;
+      return;
+    }
+    const more = last?.suppressed ? ` (+${last.suppressed} more waits since the last report)` : "";
+    this.logger.warn(
+      `lane ${info.lane}: ${info.label ?? "a run"} has waited ${info.waitedMs} ms (${info.queuedAhead} ahead, ${info.queuedBehind} behind, ${info.active} active)${more}`,
+    );
+    if (this.laneWarned.size > 1000) this.laneWarned.clear();
+    this.laneWarned.set(info.lane, { at: now, suppressed: 0 });
   }
 
   registerTool(tool: Tool): void {

@@ -3,8 +3,8 @@
  * vLLM, llama.cpp, LM Studio, DeepSeek and most gateways speak, so it tolerates their variations: no API key,
  * reasoning text in `reasoning_content` or `reasoning`, tool calls without ids, usage in the finish chunk.
  *
- * It talks to the API with Node's own fetch and a small SSE reader rather than the `openai` SDK: this is the hot path
- * of every agent turn, and the SDK costs about 2 ms per request on top of the fetch it makes.
+ * It talks to the API with Node's own fetch and a small SSE reader (sse.ts) rather than the `openai` SDK: this is the
+ * hot path of every agent turn, and the SDK's per-request machinery cost more than the fetch underneath it.
  */
 import { type ErrorContext, providerError, toProviderError } from "./errors.js";
 import { readSseEvents } from "./sse.js";
@@ -260,8 +260,8 @@ async function* streamChat(
         yield* flushCalls();
       }
     }
-    // A cancel or a stall can land between two reads, after the last event of one read was handled; the loop then
-    // ends early and the request must fail as what it is, not look like a short stream.
+    // After a cancel or a stall the loop stops at the next event (the events of one network read need no waiting), so
+    // the stream ends short; it must fail as what it is, not as a stream that ended early.
     if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
     if (finishReason === undefined) throw streamEndedEarly(ctx);
     // some servers (vLLM, Ollama) report "stop" on a turn that did call tools
