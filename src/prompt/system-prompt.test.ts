@@ -165,6 +165,23 @@ describe("buildSystemPrompt", () => {
     expect(buildSystemPrompt({ ...base, timezone: "Mars/Olympus" })).toContain('[unknown timezone "Mars/Olympus"]');
   });
 
+  it("writes UTC exactly as Intl formats it, though it skips loading Intl zone data for UTC", () => {
+    const intl = new Intl.DateTimeFormat("en-US", {
+      timeZone: "UTC",
+      weekday: "long",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+      timeZoneName: "longOffset",
+    });
+    const p = Object.fromEntries(intl.formatToParts(base.now).map((x) => [x.type, x.value]));
+    const expected = `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute} ${p.weekday}, UTC (${p.timeZoneName})`;
+    expect(buildSystemPrompt({ ...base, timezone: "UTC" })).toContain(expected);
+  });
+
   it("includes a file that the agent:bootstrap hook pushed onto the list", () => {
     const list = [...files];
     list.push({ name: "EXTRA.md", path: "/ws/EXTRA.md", content: "hook text", truncated: false, originalChars: 9 });
