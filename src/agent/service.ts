@@ -326,6 +326,19 @@ export class AgentService {
       throw reason;
     }
 
+    // The receipt is known before anything runs, so it is stored with the run record in the same commit.
+    const receipt: Receipt = !busy
+      ? { kind: "started" }
+      : steering && state.active
+        ? { kind: "steered", into: state.active.host.runId }
+        : mode === "interrupt"
+          ? { kind: "queued", position: 1, mode: "followup" }
+          : {
+              kind: "queued",
+              // at the cap one message is dropped first, so the newcomer lands at the cap's position
+              position: Math.min(state.pending.length + 1, cfg.cap),
+              mode: mode === "collect" ? "collect" : "followup",
+            };
     this.rt.store.transaction(() => {
       this.rt.store.ensureSession(sessionKey, parsed.agentId, acceptedAt);
       this.rt.store.createRun({
@@ -333,6 +346,7 @@ export class AgentService {
         sessionKey,
         status: "queued",
         acceptedAt,
+        receipt: receipt as unknown as Record<string, unknown>,
         // The accepting process is recorded so recover() in another process never takes over a live owner's runs.
         params: { ...full, owner: PROCESS_OWNER } as unknown as Record<string, unknown>,
       });
@@ -351,14 +365,13 @@ export class AgentService {
     const s = state ?? this.newState(sessionKey);
     s.lastEnqueueAt = acceptedAt;
 
-    let receipt: Receipt;
+    // the receipt event goes out first, so a client sees it before the run's own events
+    this.rt.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
     if (!busy) {
-      receipt = { kind: "started" };
       this.launch(s, run, [], run.req.message);
     } else if (steering && s.active) {
       run.phase = "merged";
       s.active.steer.push(run);
-      receipt = { kind: "steered", into: s.active.host.runId };
     } else if (mode === "interrupt") {
       for (const p of s.pending.splice(0)) this.drop(p, "cleared by an interrupting message");
       // Also queued input: messages steered into the run being aborted that it has not taken yet (they would
@@ -368,15 +381,12 @@ export class AgentService {
       s.pending.push(run);
       s.immediate = true;
       s.active?.host.controller?.abort(new Error("interrupted by a newer message"));
-      receipt = { kind: "queued", position: 1, mode: "followup" };
       this.schedule(s);
     } else {
       if (s.pending.length >= cfg.cap) this.applyCap(s, cfg.drop);
       s.pending.push(run);
-      receipt = { kind: "queued", position: s.pending.length, mode: mode === "collect" ? "collect" : "followup" };
       this.schedule(s);
     }
-    this.setReceipt(run, receipt);
     return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
   }
 

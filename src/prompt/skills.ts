@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import type { Dirent } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { type Dirent, readdirSync, statSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseYaml } from "../infra/lazy-yaml.js";
 
@@ -214,13 +214,15 @@ export interface SkillSnapshot {
  * edit visible even when it keeps the size and lands within the same millisecond.
  */
 export async function skillsFingerprint(dirs: string[]): Promise<string> {
+  // Synchronous fs on purpose: this runs on every turn, and a handful of readdir/stat calls cost less than as many
+  // thread-pool round trips.
   const hash = createHash("sha256");
   for (const rawDir of dirs) {
     const dir = path.resolve(rawDir);
     hash.update(`dir\0${dir}\0`);
     let folders: string[] | undefined;
     try {
-      folders = await listSubfolders(dir);
+      folders = listSubfoldersSync(dir);
     } catch (err) {
       hash.update(`error\0${(err as NodeJS.ErrnoException).code ?? "unknown"}\0`);
       continue;
@@ -229,19 +231,27 @@ export async function skillsFingerprint(dirs: string[]): Promise<string> {
       hash.update("missing\0");
       continue;
     }
-    const stats = await Promise.all(
-      folders.map(async (folder) => {
-        try {
-          const s = await stat(path.join(dir, folder, SKILL_FILE), { bigint: true });
-          return `${folder}\0${s.mtimeNs}\0${s.size}\0`;
-        } catch {
-          return `${folder}\0none\0`;
-        }
-      }),
-    );
-    for (const line of stats) hash.update(line);
+    for (const folder of folders) {
+      const s = statSync(path.join(dir, folder, SKILL_FILE), { bigint: true, throwIfNoEntry: false });
+      hash.update(s ? `${folder}\0${s.mtimeNs}\0${s.size}\0` : `${folder}\0none\0`);
+    }
   }
   return hash.digest("hex");
+}
+
+function listSubfoldersSync(dir: string): string[] | undefined {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  // same rule as listSubfolders: hidden folders are never skills; symlinked skill folders count
+  return entries
+    .filter((e) => !e.name.startsWith(".") && (e.isDirectory() || e.isSymbolicLink()))
+    .map((e) => e.name)
+    .sort();
 }
 
 export async function createSkillSnapshot(dirs: string[], opts: { now?: Date } = {}): Promise<SkillSnapshot> {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
 import { createOpenAICompletionsProvider } from "./openai-completions.js";
-import type { ModelProvider, ModelRequest, ModelStreamEvent } from "./types.js";
+import { collect, lastBodyAt, requestFor } from "./test-helpers.js";
+import type { ModelProvider } from "./types.js";
 
 let server: FakeModelServer;
 let provider: ModelProvider;
@@ -18,27 +19,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    model: "gpt-4o-mini",
-    messages: [{ role: "user", content: "hi" }],
-    tools: [],
-    signal: new AbortController().signal,
-    ...overrides,
-  };
-}
-
-async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const events: ModelStreamEvent[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
-}
+const request = requestFor({ model: "gpt-4o-mini" });
 
 function lastBody(): Record<string, unknown> {
-  const last = server.requests.at(-1);
-  if (!last) throw new Error("no request reached the server");
-  expect(last.path).toBe("/v1/chat/completions");
-  return last.body;
+  return lastBodyAt(server, "/v1/chat/completions");
 }
 
 describe("openai-completions request", () => {

@@ -13,6 +13,7 @@ import {
 import { createAnthropicMessagesProvider } from "./anthropic-messages.js";
 import { createOpenAICompletionsProvider } from "./openai-completions.js";
 import { createOpenAIResponsesProvider } from "./openai-responses.js";
+import { collect } from "./test-helpers.js";
 import {
   type ApiKind,
   type ModelProvider,
@@ -83,12 +84,6 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
     signal: new AbortController().signal,
     ...overrides,
   };
-}
-
-async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const events: ModelStreamEvent[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
 }
 
 async function failure(stream: AsyncIterable<ModelStreamEvent>): Promise<ProviderError> {

@@ -176,6 +176,9 @@ export class SqliteStore implements Store {
   }
 
   ensureSession(key: string, agentId: string, now: number): SessionRecord {
+    // read first: an INSERT OR IGNORE that inserts nothing still costs a write transaction and its commit
+    const existing = this.getSession(key);
+    if (existing) return existing;
     this.stmts.insertSession.run(key, randomUUID(), agentId, now, now);
     return this.getSession(key)!;
   }
