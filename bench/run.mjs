@@ -688,9 +688,9 @@ const b = results.breakdown;
 if (b?.ms) {
   const labels = {
     wholeTurn: "whole turn (accept → final)",
-    modelCalls: "the two model calls (openai-completions provider: SDK + HTTP)",
+    modelCalls: "the two model calls (openai-completions provider: fetch + SSE)",
     writeLock: "session write lock acquire + release",
-    bootstrapFiles: "bootstrap files (re-read every turn)",
+    bootstrapFiles: "bootstrap files, uncached read (the runner re-reads only changed files)",
     storeCalls: "store calls of one turn",
     systemPrompt: "system prompt build",
     noopTool: "noop tool",
@@ -729,7 +729,7 @@ if (t?.pieces) {
     `| the INSERT itself (many rows, one transaction) | ${us(t.pieces.insertOneTransaction)} |`,
     `| the two lookups before it (generation, max(seq)) | ${us(t.pieces.lookups)} |`,
     `| JSON.stringify of the message | ${us(t.pieces.serialize)} |`,
-    `| building a new db.transaction(fn) wrapper per call (what SqliteStore.transaction does), empty | ${us(t.pieces.emptyTransactionBuiltPerCall)} |`,
+    `| building a new db.transaction(fn) wrapper per call (what SqliteStore.transaction did before it kept one runner), empty | ${us(t.pieces.emptyTransactionBuiltPerCall)} |`,
     `| the same with a wrapper built once | ${us(t.pieces.emptyTransaction)} |`,
     `| whole minus the sum of the pieces (the pieces are timed separately, so this is noise-sized and may be negative) | ${round(t.single.usPerRow - known - (t.pieces.emptyTransactionBuiltPerCall.usPerRow - t.pieces.emptyTransaction.usPerRow), 1)} |`,
     `| for comparison: 100 rows per call | ${us(t.batched)} |`,
