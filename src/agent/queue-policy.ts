@@ -1,5 +1,5 @@
+import { queueModes } from "../config/constants.js";
 import type { DropPolicy, QueueMode } from "../config/schema.js";
-import { queueModes } from "../config/schema.js";
 
 /** Pure pieces of the queue modes (SPEC 2), kept apart from the service so they are trivially testable. */
 

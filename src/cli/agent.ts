@@ -94,7 +94,7 @@ export function interruptController(): { signal: AbortSignal; interrupted: () =>
 export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { openLocal, runLocalTurn } = await import("./local.js");
-  const local = openLocal({ configPath: opts.config });
+  const local = await openLocal({ configPath: opts.config });
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;

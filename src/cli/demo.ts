@@ -19,7 +19,7 @@ export async function runDemo(opts: { json?: boolean }): Promise<number> {
   });
   if (!opts.json) process.stderr.write(`loopgate demo — offline, scripted model; state in ${stateDir}\n\n`);
   const { openLocal, runLocalTurn } = await import("./local.js");
-  const local = openLocal({ loaded: { config, stateDir } });
+  const local = await openLocal({ loaded: { config, stateDir } });
   const out = createRunOutput(opts.json === true);
   const intr = interruptController();
   try {

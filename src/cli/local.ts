@@ -1,18 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { AgentRuntime } from "../agent/runtime.js";
 import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
-import { type LoadedConfig, loadConfig } from "../config/index.js";
+import { loadConfigCached } from "../config/cached.js";
+import type { LoadedConfig } from "../config/load.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
 import { openStore } from "../storage/sqlite-store.js";
 
 /** Opens config, store and runtime for an embedded (in-process) run. */
-export function openLocal(opts: { configPath?: string; loaded?: LoadedConfig }): {
+export async function openLocal(opts: { configPath?: string; loaded?: LoadedConfig }): Promise<{
   service: AgentService;
   loaded: LoadedConfig;
   close: () => void;
-} {
-  const loaded = opts.loaded ?? loadConfig({ configPath: opts.configPath });
+}> {
+  const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
   const store = openStore(loaded.stateDir);
   const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
   return { service: new AgentService(rt), loaded, close: () => store.close() };

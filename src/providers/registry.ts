@@ -1,4 +1,5 @@
-import { type ProviderConfig, resolveSecretRef } from "../config/index.js";
+import type { ProviderConfig } from "../config/schema.js";
+import { resolveSecretRef } from "../config/secret-ref.js";
 import type { ApiKind, ModelProvider, ProviderInit, ProviderModelConfig } from "./types.js";
 
 /**

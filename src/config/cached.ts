@@ -1,0 +1,74 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { LoadedConfig } from "./load.js";
+import type { LoopgateConfig } from "./schema.js";
+import { finishConfig, readConfigSource } from "./source.js";
+
+/**
+ * Config loading for one-shot CLI processes. Importing and building the schema (zod) costs 100–200 ms of a cold start
+ * — more than the turn itself — while the config file rarely changes. The validated config is therefore kept in
+ * `<stateDir>/cache/`, keyed by the file's exact text, its path, the schema module (so a changed schema
+ * invalidates it) and the CPU count (a default depends on it). On a hit the schema is never loaded; on a miss,
+ * or when the cache cannot be read or written, the file is validated as always. Env-dependent steps (env-only
+ * providers) run after the cache, every time.
+ */
+export async function loadConfigCached(
+  opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<LoadedConfig> {
+  const env = opts.env ?? process.env;
+  const source = readConfigSource({ configPath: opts.configPath, env });
+  const key = cacheKey(source.file, source.text);
+  const cacheFile = key ? path.join(source.stateDir, "cache", `config-${key}.json`) : undefined;
+  let config: LoopgateConfig | undefined;
+  if (cacheFile) {
+    try {
+      config = JSON.parse(fs.readFileSync(cacheFile, "utf8")) as LoopgateConfig;
+    } catch {
+      config = undefined;
+    }
+  }
+  if (!config) {
+    const { parseConfig } = await import("./load.js");
+    config = parseConfig(source.raw ?? {}, source.file);
+    if (cacheFile) writeCache(cacheFile, config);
+  }
+  return { config: finishConfig(config, source.file, env), file: source.file, stateDir: source.stateDir };
+}
+
+let schemaStamp: string | undefined;
+
+function cacheKey(file: string | undefined, text: string | undefined): string | undefined {
+  if (schemaStamp === undefined) {
+    // the compiled schema module, or its source when running from TypeScript (tests)
+    const st =
+      fs.statSync(new URL("./schema.js", import.meta.url), { throwIfNoEntry: false }) ??
+      fs.statSync(new URL("./schema.ts", import.meta.url), { throwIfNoEntry: false });
+    if (!st) return undefined;
+    schemaStamp = `${st.mtimeMs}:${st.size}`;
+  }
+  return createHash("sha256")
+    .update(`${schemaStamp}\0${os.cpus().length}\0${file ?? "(none)"}\0${text ?? ""}`)
+    .digest("hex")
+    .slice(0, 32);
+}
+
+function writeCache(cacheFile: string, config: LoopgateConfig): void {
+  try {
+    fs.mkdirSync(path.dirname(cacheFile), { recursive: true });
+    const tmp = `${cacheFile}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(config));
+    fs.renameSync(tmp, cacheFile);
+    // keep the few newest entries (one per config text seen): editing the config must not grow the folder
+    const dir = path.dirname(cacheFile);
+    const entries = fs
+      .readdirSync(dir)
+      .filter((n) => n.startsWith("config-") && n.endsWith(".json"))
+      .map((n) => ({ n, t: fs.statSync(path.join(dir, n)).mtimeMs }))
+      .sort((a, b) => b.t - a.t);
+    for (const e of entries.slice(8)) fs.rmSync(path.join(dir, e.n), { force: true });
+  } catch {
+    // a read-only state dir just means no cache: the config was validated anyway
+  }
+}

@@ -1,0 +1,110 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import JSON5 from "json5";
+import { ConfigError } from "./errors.js";
+import type { LoopgateConfig } from "./schema.js";
+
+/*
+ * The parts of loading a config that need no schema: finding and reading the file, and what is done to the validated
+ * config afterwards. Kept free of zod so the config cache (cached.ts) can skip loading the schema entirely.
+ */
+
+export interface ConfigSource {
+  /** the parsed JSON5 object, or undefined when the default file does not exist */
+  raw?: Record<string, unknown>;
+  /** the file it came from; undefined when none exists */
+  file?: string;
+  /** its text, for cache keys */
+  text?: string;
+  stateDir: string;
+}
+
+export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const raw = env.LOOPGATE_STATE_DIR?.trim();
+  return raw ? path.resolve(expandHome(raw)) : path.join(os.homedir(), ".loopgate");
+}
+
+export function expandHome(p: string): string {
+  return p === "~" || p.startsWith("~/") ? path.join(os.homedir(), p.slice(1)) : p;
+}
+
+/**
+ * Config file precedence: explicit path (--config) > LOOPGATE_CONFIG > $LOOPGATE_STATE_DIR/loopgate.json5.
+ * An explicit path that does not exist is an error; the default path may be absent (defaults apply).
+ */
+export function readConfigSource(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): ConfigSource {
+  const env = opts.env ?? process.env;
+  const stateDir = resolveStateDir(env);
+  const explicit = opts.configPath ?? env.LOOPGATE_CONFIG?.trim();
+  const file = explicit ? path.resolve(expandHome(explicit)) : path.join(stateDir, "loopgate.json5");
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" && !explicit) return { stateDir };
+    throw new ConfigError([code === "ENOENT" ? "file not found" : `cannot read: ${(err as Error).message}`], file);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON5.parse(text);
+  } catch (err) {
+    const e = err as Error & { lineNumber?: number; columnNumber?: number };
+    const where = e.lineNumber ? ` at line ${e.lineNumber}, column ${e.columnNumber}` : "";
+    throw new ConfigError([`not valid JSON5${where}: ${e.message.replace(/^JSON5: /, "")}`], file);
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError(["(root): expected an object"], file);
+  }
+  return { raw: raw as Record<string, unknown>, file, text, stateDir };
+}
+
+/** What follows validation: paths made absolute relative to the file, env-only providers added. */
+export function finishConfig(config: LoopgateConfig, file: string | undefined, env: NodeJS.ProcessEnv): LoopgateConfig {
+  if (file) resolveRelativePaths(config, path.dirname(file));
+  return withEnvProviders(config, env);
+}
+
+/** Paths in the config are relative to the config file, not to wherever the CLI was started. */
+function resolveRelativePaths(config: LoopgateConfig, baseDir: string): void {
+  const abs = (p: string) => (path.isAbsolute(p) || p.startsWith("~") ? expandHome(p) : path.resolve(baseDir, p));
+  for (const provider of Object.values(config.models.providers)) {
+    if (provider.script) provider.script = abs(provider.script);
+  }
+  config.skills.dirs = config.skills.dirs.map(abs);
+  config.hooks.dirs = config.hooks.dirs.map(abs);
+  config.plugins.load.paths = config.plugins.load.paths.map(abs);
+  for (const entry of config.hooks.internal) entry.module = abs(entry.module);
+  if (config.agents.defaults.workspace) config.agents.defaults.workspace = abs(config.agents.defaults.workspace);
+  for (const agent of config.agents.list) if (agent.workspace) agent.workspace = abs(agent.workspace);
+}
+
+/** With no provider configured under those ids, `openai` / `anthropic` exist when their API key env var is set. */
+export function withEnvProviders(config: LoopgateConfig, env: NodeJS.ProcessEnv): LoopgateConfig {
+  const providers = config.models.providers;
+  if (!providers.openai && env.OPENAI_API_KEY) {
+    providers.openai = {
+      api: "openai-completions",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference, resolved at first use
+      apiKey: "${OPENAI_API_KEY}",
+      baseUrl: env.OPENAI_BASE_URL || undefined,
+      models: [{ id: "gpt-4o-mini", contextWindow: 128000, maxTokens: 16384 }],
+    };
+  }
+  if (!providers.anthropic && env.ANTHROPIC_API_KEY) {
+    providers.anthropic = {
+      api: "anthropic-messages",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference, resolved at first use
+      apiKey: "${ANTHROPIC_API_KEY}",
+      baseUrl: env.ANTHROPIC_BASE_URL || undefined,
+      models: [{ id: "claude-sonnet-4-5", contextWindow: 200000, maxTokens: 8192 }],
+    };
+  }
+  if (!config.agents.defaults.model.primary) {
+    if (providers.openai && env.OPENAI_API_KEY) config.agents.defaults.model.primary = "openai/gpt-4o-mini";
+    else if (providers.anthropic && env.ANTHROPIC_API_KEY)
+      config.agents.defaults.model.primary = "anthropic/claude-sonnet-4-5";
+  }
+  return config;
+}
