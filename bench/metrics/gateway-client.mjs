@@ -35,7 +35,12 @@ if (opts.mode === "latency") {
 } else if (opts.mode === "throughput") {
   const sessions = opts.sessions ?? 8;
   const turns = opts.turns ?? 5;
-  const clients = await Promise.all(Array.from({ length: sessions }, () => GatewayClient.connect({ url: opts.url })));
+  // Each connection is one session's client and asks for write scope only, as `loopgate agent` does: it receives its
+  // own session's events. (With operator.read/admin every connection would also receive every other session's
+  // events — the fan-out an operator dashboard pays for, not a chat client.)
+  const clients = await Promise.all(
+    Array.from({ length: sessions }, () => GatewayClient.connect({ url: opts.url, scopes: ["operator.write"] })),
+  );
   // one unmeasured turn per connection: handshakes and the gateway's first-turn work are not throughput
   if (opts.warm !== false) await Promise.all(clients.map((c, s) => turn(c, `warm-${tag}-${s}`)));
   const rates = [];
