@@ -15,7 +15,7 @@ import type {
   ThinkingLevel,
   Usage,
 } from "./types.js";
-import { parseToolArguments, streamEndedEarly, usageOf } from "./wire.js";
+import { lazyClient, parseToolArguments, streamEndedEarly, usageOf } from "./wire.js";
 
 type MessageParams = Anthropic.Messages.MessageCreateParamsStreaming;
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -39,9 +39,8 @@ type OpenBlock =
   | { type: "other" };
 
 export function createAnthropicMessagesProvider(init: ProviderInit): ModelProvider {
-  let client: Promise<Anthropic> | undefined;
-  const getClient = (): Promise<Anthropic> => {
-    client ??= import("@anthropic-ai/sdk").then(
+  const getClient = lazyClient(() =>
+    import("@anthropic-ai/sdk").then(
       ({ default: AnthropicClient }) =>
         new AnthropicClient({
           // an explicit key keeps the SDK from hunting for credentials in the environment and profile files
@@ -51,12 +50,8 @@ export function createAnthropicMessagesProvider(init: ProviderInit): ModelProvid
           maxRetries: 0,
           defaultHeaders: init.headers,
         }),
-    );
-    client.catch(() => {
-      client = undefined;
-    });
-    return client;
-  };
+    ),
+  );
 
   return {
     id: init.id,

@@ -15,7 +15,14 @@ import type {
   Usage,
 } from "./types.js";
 import { emptyUsage } from "./types.js";
-import { fallbackCallId, openAIReasoningEffort, parseToolArguments, streamEndedEarly, usageOf } from "./wire.js";
+import {
+  fallbackCallId,
+  lazyClient,
+  openAIReasoningEffort,
+  parseToolArguments,
+  streamEndedEarly,
+  usageOf,
+} from "./wire.js";
 
 type ResponseParams = OpenAI.Responses.ResponseCreateParamsStreaming;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -28,9 +35,8 @@ interface PendingCall {
 }
 
 export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider {
-  let client: Promise<OpenAI> | undefined;
-  const getClient = (): Promise<OpenAI> => {
-    client ??= import("openai").then(
+  const getClient = lazyClient(() =>
+    import("openai").then(
       ({ default: OpenAIClient }) =>
         new OpenAIClient({
           apiKey: init.apiKey ?? "none",
@@ -39,12 +45,8 @@ export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider
           maxRetries: 0,
           defaultHeaders: init.headers,
         }),
-    );
-    client.catch(() => {
-      client = undefined;
-    });
-    return client;
-  };
+    ),
+  );
 
   return {
     id: init.id,

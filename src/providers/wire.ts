@@ -72,3 +72,20 @@ export function usageOf(parts: { input: number; output: number; cacheRead?: numb
 function clip(text: string): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
+
+/**
+ * A client created on first use and then reused: SDK modules are imported only when their API is called, so a run
+ * that talks to one API never loads the others. A failed creation is forgotten, so the next call tries again.
+ */
+export function lazyClient<T>(create: () => Promise<T>): () => Promise<T> {
+  let client: Promise<T> | undefined;
+  return () => {
+    if (!client) {
+      client = create();
+      client.catch(() => {
+        client = undefined;
+      });
+    }
+    return client;
+  };
+}
