@@ -3,7 +3,7 @@
  * refuses a tool-use continuation whose thinking block was altered or dropped.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { apiError, type ErrorContext, toProviderError } from "./errors.js";
+import { apiError, type ErrorContext, requestErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
@@ -75,12 +75,7 @@ async function* streamMessages(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = {
-    provider: init.id,
-    signal: request.signal,
-    apiKey: init.apiKey,
-    timeoutMs: init.timeoutMs,
-  };
+  const ctx = requestErrorContext(init, request.signal);
   const blocks = new Map<number, OpenBlock>();
   const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   let stopReason: StopReason | undefined;

@@ -184,3 +184,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function stringOf(value: unknown): string | undefined {
   return typeof value === "string" && value.length > 0 ? value : undefined;
 }
+
+/** The context every provider's error mapping needs for one request. */
+export function requestErrorContext(
+  init: { id: string; apiKey?: string; timeoutMs?: number },
+  signal: AbortSignal,
+): ErrorContext {
+  return { provider: init.id, signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+}

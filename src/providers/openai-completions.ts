@@ -6,7 +6,7 @@
  * It talks to the API with Node's own fetch and a small SSE reader (sse.ts) rather than the `openai` SDK: this is the
  * hot path of every agent turn, and the SDK's per-request machinery cost more than the fetch underneath it.
  */
-import { type ErrorContext, providerError, toProviderError } from "./errors.js";
+import { providerError, requestErrorContext, toProviderError } from "./errors.js";
 import { readSseEvents } from "./sse.js";
 import { guardStream } from "./stream-guard.js";
 import type {
@@ -170,12 +170,7 @@ async function* streamChat(
 ): AsyncGenerator<ModelStreamEvent> {
   // the guard's signal covers the whole exchange: connect, response headers, and every wait for the next chunk
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = {
-    provider: init.id,
-    signal: request.signal,
-    apiKey: init.apiKey,
-    timeoutMs: init.timeoutMs,
-  };
+  const ctx = requestErrorContext(init, request.signal);
   const calls = new Map<number, PendingCall>();
   let thinking = "";
   let finishReason: string | undefined;

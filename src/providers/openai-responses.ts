@@ -3,7 +3,7 @@
  * whole transcript is sent every turn, as with the other APIs).
  */
 import type OpenAI from "openai";
-import { apiError, type ErrorContext, toProviderError } from "./errors.js";
+import { apiError, requestErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
@@ -61,12 +61,7 @@ async function* streamResponses(
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx: ErrorContext = {
-    provider: init.id,
-    signal: request.signal,
-    apiKey: init.apiKey,
-    timeoutMs: init.timeoutMs,
-  };
+  const ctx = requestErrorContext(init, request.signal);
   // keyed by output_index, which every item event carries (item ids are optional on some compatible servers)
   const calls = new Map<number, PendingCall>();
   const reasoning = new Map<number, string>();
