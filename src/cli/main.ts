@@ -1,126 +1,15 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
-import { Command, CommanderError } from "commander";
-import { CliError, EXIT } from "./exit-codes.js";
+import module from "node:module";
+import path from "node:path";
+import { resolveStateDir } from "../config/state-dir.js";
 
-// Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
-}
-
-function reportAndExit(err: unknown): never {
-  const e = err as Error & { exitCode?: number; problems?: string[]; code?: string };
-  const name = e?.name;
-  let code: number = EXIT.runError;
-  if (err instanceof CliError) code = err.exitCode;
-  else if (
-    name === "ConfigError" ||
-    name === "SessionKeyError" ||
-    name === "RunParamError" ||
-    name === "ModelResolutionError"
-  ) {
-    code = EXIT.usage;
-  }
-  process.stderr.write(`loopgate: ${e?.message ?? String(err)}\n`);
-  process.exit(code);
-}
-
-async function run(action: () => Promise<number> | number): Promise<void> {
-  try {
-    const code = await action();
-    process.exitCode = code;
-    // A command is done when its action returns (the gateway's returns after it has shut down). Exit now rather
-    // than when the last idle keep-alive socket or timer lets go: that wait was ~150 ms of every one-shot run.
-    // Both streams are flushed first, so piped output is never cut short.
-    await new Promise<void>((resolve) => process.stdout.write("", () => resolve()));
-    await new Promise<void>((resolve) => process.stderr.write("", () => resolve()));
-    process.exit(code);
-  } catch (err) {
-    reportAndExit(err);
-  }
-}
-
-const program = new Command();
-program
-  .name("loopgate")
-  .description("Agent gateway and agent-loop runtime (OpenClaw gateway protocol compatible)")
-  .version(version(), "-v, --version")
-  .showHelpAfterError()
-  .exitOverride();
-
-program
-  .command("agent")
-  .description("send a message and run one agent turn (through the gateway, or embedded with --local)")
-  .option("-m, --message <text>", "the message to send")
-  .option("--local", "run embedded in this process instead of through a running gateway")
-  .option("-s, --session-key <key>", "session key (default agent:<agent>:main)")
-  .option("--agent <id>", "agent id (default main)")
-  .option("--model <provider/model>", "model to use for this run")
-  .option("--thinking <level>", "thinking level: off, minimal, low, medium, high")
-  .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
-  .option("--json", "print one JSON object per event (newline-delimited), then the result")
-  .option("--config <path>", "config file (default $LOOPGATE_STATE_DIR/loopgate.json5)")
-  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
-  .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
-  .addHelpText("after", "\nExit codes: 0 ok, 1 run error, 2 usage/config error, 124 timeout, 130 interrupted.")
-  .action((opts) =>
-    run(async () => {
-      if (opts.local) return (await import("./agent.js")).runAgentLocal(opts);
-      return (await import("./agent-remote.js")).runAgentRemote(opts);
-    }),
-  );
-
-const sessions = program.command("sessions").description("inspect stored sessions");
-sessions
-  .command("list")
-  .description("list sessions, most recently updated first")
-  .option("--json", "print JSON")
-  .option("--config <path>", "config file")
-  .action((opts) => run(async () => (await import("./sessions.js")).sessionsList(opts)));
-sessions
-  .command("show <key>")
-  .description("show a session and its current transcript")
-  .option("--json", "print JSON")
-  .option("--limit <n>", "only the newest n rows")
-  .option("--config <path>", "config file")
-  .action((key, opts) => run(async () => (await import("./sessions.js")).sessionsShow(key, opts)));
-
-for (const kind of ["skill", "plugin"] as const) {
-  const group = program
-    .command(`${kind}s`)
-    .description(`install ${kind}s (policy-checked: security.installPolicy, before_install hooks)`);
-  group
-    .command("install <source>")
-    .description(`install a ${kind} from a directory or an npm spec`)
-    .option("--update", `replace an installed ${kind} of the same name`)
-    .option("--agent <id>", "for skills: the agent whose workspace receives it (default main)")
-    .option("--config <path>", "config file")
-    .action((source, opts) => run(async () => (await import("./install.js")).runInstall(kind, source, opts)));
-}
-
-program
-  .command("demo")
-  .description("offline demo: a scripted model calls a tool and streams a reply (no network, no API key)")
-  .option("--json", "print one JSON object per event")
-  .action((opts) => run(async () => (await import("./demo.js")).runDemo(opts)));
-
-program
-  .command("gateway")
-  .description("run the gateway: WebSocket RPC + HTTP on one port")
-  .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")
-  .option("--bind <mode>", "loopback (default), lan, or a host address")
-  .option("--token <token>", "require this token from clients (default gateway.auth.token)")
-  .option("--config <path>", "config file")
-  .action((opts) => run(async () => (await import("./gateway.js")).runGatewayCli(opts)));
-
+// Every CLI run is a fresh process, and compiling our modules and their dependencies was most of a one-shot run's
+// start. Node's on-disk compile cache (22.1+) keeps V8's code cache between runs, so every run after the first skips
+// compiling. It must be enabled before the program's modules are imported, hence this small entry and the dynamic
+// import below. A cache that cannot be written (read-only home, full disk) only costs speed: the status is ignored.
 try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof CommanderError) {
-    // help and version are "errors" to commander with exit code 0
-    process.exit(err.exitCode === 0 ? 0 : EXIT.usage);
-  }
-  reportAndExit(err);
+  module.enableCompileCache?.(path.join(resolveStateDir(), "cache", "compile"));
+} catch {
+  // never let a cache problem stop the CLI
 }
+await import("./program.js");

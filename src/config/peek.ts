@@ -1,7 +1,7 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import JSON5 from "json5";
+import { expandHome, resolveStateDir } from "./state-dir.js";
 
 /**
  * The gateway client needs two values from the config (gateway.port, gateway.auth.token). Reading them without the
@@ -14,13 +14,9 @@ export function peekGatewayConfig(opts: { configPath?: string; env?: NodeJS.Proc
   file: string;
 } {
   const env = opts.env ?? process.env;
-  const stateDir = env.LOOPGATE_STATE_DIR?.trim()
-    ? path.resolve(env.LOOPGATE_STATE_DIR.trim().replace(/^~(?=$|\/)/, os.homedir()))
-    : path.join(os.homedir(), ".loopgate");
+  const stateDir = resolveStateDir(env);
   const explicit = opts.configPath ?? env.LOOPGATE_CONFIG?.trim();
-  const file = explicit
-    ? path.resolve(explicit.replace(/^~(?=$|\/)/, os.homedir()))
-    : path.join(stateDir, "loopgate.json5");
+  const file = explicit ? path.resolve(expandHome(explicit)) : path.join(stateDir, "loopgate.json5");
   let raw: unknown;
   try {
     raw = JSON5.parse(fs.readFileSync(file, "utf8"));

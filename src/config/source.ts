@@ -1,9 +1,9 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import JSON5 from "json5";
 import { ConfigError } from "./errors.js";
 import type { LoopgateConfig } from "./schema.js";
+import { expandHome, resolveStateDir } from "./state-dir.js";
 
 /*
  * The parts of loading a config that need no schema: finding and reading the file, and what is done to the validated
@@ -20,14 +20,7 @@ export interface ConfigSource {
   stateDir: string;
 }
 
-export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  const raw = env.LOOPGATE_STATE_DIR?.trim();
-  return raw ? path.resolve(expandHome(raw)) : path.join(os.homedir(), ".loopgate");
-}
-
-export function expandHome(p: string): string {
-  return p === "~" || p.startsWith("~/") ? path.join(os.homedir(), p.slice(1)) : p;
-}
+export { expandHome, resolveStateDir } from "./state-dir.js";
 
 /**
  * Config file precedence: explicit path (--config) > LOOPGATE_CONFIG > $LOOPGATE_STATE_DIR/loopgate.json5.

@@ -131,7 +131,9 @@ async function* streamResponses(
           const call = calls.get(event.output_index);
           if (call) {
             call.args = event.arguments;
-            if (event.name) call.name = event.name;
+            // Older servers repeat the name here; the SDK's type dropped the field, the wire may still carry it.
+            const name = (event as { name?: unknown }).name;
+            if (typeof name === "string" && name) call.name = name;
           }
           break;
         }
