@@ -59,6 +59,8 @@ export interface LoopOutcome {
   /** text of the last assistant message (the reply before shaping) */
   finalText: string;
   toolErrors: Array<{ name: string; message: string }>;
+  /** the context as it stands at the end: input messages (after transformContext) plus every complete message added */
+  messages: ChatMessage[];
 }
 
 export interface SteeringPort {
@@ -84,6 +86,18 @@ export interface LoopPorts {
   afterToolCall?: (call: ToolCallBlock, result: ToolResultMessage) => void;
   /** what goes back into the model context (caps); events get the raw text and sanitize it themselves */
   resultForModel?: (text: string) => string;
+  /**
+   * Called before every model call with the context about to be sent; what it returns is sent instead and becomes
+   * the loop's context from then on (compaction lives behind this port). Throwing ends the loop with that error.
+   */
+  transformContext?: (messages: ChatMessage[], info: ContextInfo) => Promise<ChatMessage[]> | ChatMessage[];
+}
+
+/** What the loop knows about the previous model call when it asks transformContext about the next one. */
+export interface ContextInfo {
+  step: number;
+  /** usage the provider reported for the previous call of this loop, and how many messages that call sent */
+  previous?: { usage: Usage; sentMessages: number };
 }
 
 export interface LoopInput {
@@ -130,7 +144,8 @@ function abortReasonText(signal: AbortSignal): string {
 }
 
 export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGenerator<LoopEvent, LoopOutcome> {
-  const messages = [...input.messages];
+  let messages = [...input.messages];
+  let previous: ContextInfo["previous"];
   const specs: ToolSpec[] = [...ports.tools.values()].map((t) => ({
     name: t.name,
     description: t.description,
@@ -147,6 +162,7 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
     steps,
     finalText,
     toolErrors,
+    messages,
   });
 
   while (true) {
@@ -164,8 +180,18 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
       }
     }
 
+    if (ports.transformContext) {
+      try {
+        messages = [...(await ports.transformContext(messages, { step: steps + 1, previous }))];
+      } catch (err) {
+        if (ports.signal.aborted) return outcome("aborted");
+        return outcome("error", err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+
     steps++;
     yield { type: "model_start", step: steps };
+    const sentMessages = messages.length;
     let text = "";
     let thinking = "";
     let thinkingSignature: string | undefined;
@@ -210,6 +236,7 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
       failure = err instanceof Error ? err : new Error(String(err));
     }
     usage = addUsage(usage, callUsage);
+    previous = { usage: callUsage, sentMessages };
     const aborted = ports.signal.aborted;
 
     if (failure || aborted) {

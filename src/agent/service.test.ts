@@ -195,9 +195,9 @@ function harness(opts: HarnessOptions = {}) {
         return users[users.length - 1]?.content;
       }),
     receipts: (runId: string): Receipt[] =>
-      events.filter((e) => e.runId === runId && e.stream === "queue").map((e) => e.data.receipt as Receipt),
+      events.flatMap((e) => (e.runId === runId && e.stream === "queue" ? [e.data.receipt as Receipt] : [])),
     toolResults: (runId: string) =>
-      events.filter((e) => e.runId === runId && e.stream === "tool" && e.data.phase === "result").map((e) => e.data),
+      events.flatMap((e) => (e.runId === runId && e.stream === "tool" && e.data.phase === "result" ? [e.data] : [])),
     /** user/assistant rows of the transcript with the run that wrote them */
     transcript: () =>
       store.readTranscript(SESSION, { kinds: ["message"] }).map((r) => ({ runId: r.runId, role: r.message?.role })),

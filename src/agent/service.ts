@@ -4,7 +4,6 @@ import type { ThinkingLevel, Usage, UserMessage } from "../providers/types.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../session/keys.js";
 import { readProcessStartTime } from "../session/write-lock.js";
 import type { RunRecord } from "../storage/types.js";
-import { agentCommand, parseSlashCommand } from "./agent-command.js";
 import type { SteeringPort } from "./loop.js";
 import {
   collectPrompt,
@@ -15,7 +14,7 @@ import {
   summarizeDropped,
 } from "./queue-policy.js";
 import type { ReplyPayload } from "./reply.js";
-import type { EmbeddedRunResult } from "./run-embedded.js";
+import { parseSlashCommand, type RunResult, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
 
 /** The `agent` RPC params (SPEC 14), also what the CLI sends. */
@@ -170,7 +169,7 @@ function zeroUsage(): Usage {
   return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
 }
 
-function toFinal(r: EmbeddedRunResult): AgentFinal {
+function toFinal(r: RunResult): AgentFinal {
   const aborted = r.status === "aborted";
   return {
     runId: r.runId,
@@ -437,7 +436,7 @@ export class AgentService {
       phase: "error",
       endedAt: now,
       status: summary === "aborted" ? "aborted" : "error",
-      stopReason: final.stopReason,
+      stopReason: final.stopReason ?? "dropped",
       error: reason,
       kind: summary === "aborted" ? "aborted" : "dropped",
     });
@@ -544,16 +543,16 @@ export class AgentService {
       turn.steerable = false;
     };
     void (async () => {
-      let result: EmbeddedRunResult;
+      let result: RunResult;
       try {
-        result = await agentCommand(this.rt, {
+        result = await runTurn(this.rt, {
           runId: host.runId,
           sessionKey: host.sessionKey,
           agentId: host.req.agentId,
           message,
           model: host.req.model,
           thinking: host.req.thinking,
-          timeoutSeconds: host.req.timeout,
+          timeout: host.req.timeout,
           lane: host.req.lane,
           promptMode: host.req.promptMode,
           extraSystemPrompt: host.req.extraSystemPrompt,

@@ -1,5 +1,5 @@
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
 import type { ChatEventPayload } from "../protocol/payloads.js";
 import { ChatProjector } from "./chat-projection.js";
 
@@ -109,7 +109,7 @@ export class Broadcaster {
     for (const sink of this.sinks) if (sink.canSee(payload.sessionKey)) sink.sendEventJson(CHAT_PREFIX, json);
   }
 
-  private trackLifecycle(ev: AgentEvent): void {
+  private trackLifecycle(ev: AgentEventOf<"lifecycle">): void {
     const phase = ev.data.phase;
     if (phase === "start") {
       const set = this.activeBySession.get(ev.sessionKey);

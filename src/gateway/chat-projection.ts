@@ -1,6 +1,6 @@
 import { isSilentReply, stripTrailingSilentToken } from "../agent/reply.js";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent } from "../infra/events.js";
+import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { ChatErrorKind, ChatEventPayload, ChatMessagePayload } from "../protocol/payloads.js";
 
 const errorKinds = new Set<string>(["refusal", "timeout", "rate_limit", "context_length"]);
@@ -20,6 +20,8 @@ interface RunChat {
   pendingSeq: number;
   lastFlushAt: number;
   timer: unknown;
+  /** the next delta replaces what the client has shown (a retry or compaction restarted the answer) */
+  replace: boolean;
 }
 
 /**
@@ -52,8 +54,15 @@ export class ChatProjector {
           pendingSeq: 0,
           lastFlushAt: -Infinity,
           timer: undefined,
+          replace: false,
         };
         this.runs.set(ev.runId, run);
+      }
+      if (ev.data.replace) {
+        // Text already sent is void: only a delta that says `replace` may take it back (SPEC 10).
+        run.replace = run.replace || run.text.length > run.pending.length;
+        run.text = "";
+        run.pending = "";
       }
       run.text += delta;
       run.pending += delta;
@@ -87,7 +96,9 @@ export class ChatProjector {
     if (run.pending === "") return;
     const now = this.clock.now();
     const deltaText = run.pending;
+    const replace = run.replace;
     run.pending = "";
+    run.replace = false;
     run.lastFlushAt = now;
     this.emit({
       runId,
@@ -96,14 +107,16 @@ export class ChatProjector {
       state: "delta",
       deltaText,
       message: message(run.text, now),
+      ...(replace ? { replace: true } : {}),
     });
   }
 
-  private terminal(ev: AgentEvent, text: string): ChatEventPayload {
+  private terminal(ev: AgentEventOf<"lifecycle">, text: string): ChatEventPayload {
     const d = ev.data;
     const base = { runId: ev.runId, sessionKey: ev.sessionKey, seq: ev.seq };
-    const stopReason = typeof d.stopReason === "string" ? { stopReason: d.stopReason } : {};
-    const usage = d.usage !== undefined ? { usage: d.usage } : {};
+    if (d.phase !== "end" && d.phase !== "error") throw new Error(`not a terminal lifecycle event: ${d.phase}`);
+    const stopReason = { stopReason: d.stopReason };
+    const usage = d.phase === "end" ? { usage: d.usage } : {};
     if (d.phase === "end") {
       // The same silent-token rule as the final reply: a chat that only said NO_REPLY shows nothing.
       const visible = isSilentReply(text) ? "" : stripTrailingSilentToken(text);
@@ -115,7 +128,7 @@ export class ChatProjector {
         ...stopReason,
       };
     }
-    const errorMessage = typeof d.error === "string" && d.error ? { errorMessage: d.error } : {};
+    const errorMessage = d.error ? { errorMessage: d.error } : {};
     if (d.status === "aborted" || d.kind === "aborted")
       return { ...base, state: "aborted", ...errorMessage, ...stopReason };
     return {

@@ -1,19 +1,11 @@
 /**
  * One emitter for every run event. The runner publishes; the gateway broadcast, the CLI renderer, the event
  * log and tests subscribe. `seq` is assigned here, per run, from 1 with no gaps, so every subscriber sees the
- * same numbering no matter when it subscribed.
+ * same numbering no matter when it subscribed. The event shapes are the protocol's (protocol/agent-events.ts).
  */
+import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
 
-export type AgentStream = "lifecycle" | "assistant" | "tool" | "compaction" | "queue";
-
-export interface AgentEvent<D = Record<string, unknown>> {
-  runId: string;
-  seq: number;
-  stream: AgentStream;
-  ts: number;
-  sessionKey: string;
-  data: D;
-}
+export type { AgentEvent, AgentEventData, AgentEventOf, AgentStream };
 
 export type AgentEventListener = (event: AgentEvent) => void;
 
@@ -32,13 +24,13 @@ export class AgentEventBus {
   }
 
   /** Emits with the next seq of the run. A listener that throws is isolated from the others and the run. */
-  emit(runId: string, sessionKey: string, stream: AgentStream, data: Record<string, unknown>): AgentEvent {
+  emit<S extends AgentStream>(runId: string, sessionKey: string, stream: S, data: AgentEventData[S]): AgentEventOf<S> {
     const seq = (this.seqByRun.get(runId) ?? 0) + 1;
     this.seqByRun.set(runId, seq);
-    const event: AgentEvent = { runId, seq, stream, ts: this.now(), sessionKey, data };
+    const event: AgentEventOf<S> = { runId, seq, stream, ts: this.now(), sessionKey, data };
     for (const listener of this.listeners) {
       try {
-        listener(event);
+        listener(event as AgentEvent);
       } catch (err) {
         process.emitWarning(`agent event listener failed: ${(err as Error)?.message ?? String(err)}`);
       }

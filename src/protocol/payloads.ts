@@ -59,7 +59,7 @@ interface ChatEventBase {
 }
 
 export type ChatEventPayload =
-  | (ChatEventBase & { state: "delta"; deltaText: string; message: ChatMessagePayload })
+  | (ChatEventBase & { state: "delta"; deltaText: string; message: ChatMessagePayload; replace?: boolean })
   | (ChatEventBase & { state: "final"; message?: ChatMessagePayload; usage?: unknown; stopReason?: string })
   | (ChatEventBase & { state: "aborted"; errorMessage?: string; stopReason?: string })
   | (ChatEventBase & {

@@ -1,0 +1,90 @@
+import type { ResolvedModel } from "../../providers/registry.js";
+import type { ChatMessage, ModelProvider, ThinkingLevel } from "../../providers/types.js";
+import { capForModel } from "../../tools/sanitize.js";
+import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
+import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
+import type { AgentRuntime } from "../runtime.js";
+import type { PreparedRun } from "./prepare.js";
+import type { RunProjection } from "./projection.js";
+import type { RunSpec } from "./spec.js";
+
+/** One try of the inner loop against one model, from a given context. */
+export interface AttemptInput {
+  model: ResolvedModel;
+  messages: ChatMessage[];
+  thinking: ThinkingLevel;
+  timeoutMs: number;
+  signal: AbortSignal;
+  transformContext?: LoopPorts["transformContext"];
+}
+
+/** The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call). */
+export async function providerFor(
+  rt: AgentRuntime,
+  model: ResolvedModel,
+  runTimeoutMs: number,
+): Promise<ModelProvider> {
+  return withIdleWatchdog(
+    await rt.getProvider(model.providerId),
+    resolveIdleTimeoutMs({
+      selfHosted: rt.isSelfHosted(model),
+      providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
+      runTimeoutMs,
+    }),
+    rt.clock,
+  );
+}
+
+/** Runs the loop once, feeding every event to the projection; returns the loop's outcome. */
+export async function runAttempt(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  prepared: PreparedRun,
+  projection: RunProjection,
+  input: AttemptInput,
+): Promise<LoopOutcome> {
+  const hooks = rt.pluginHooks;
+  const hookCtx = prepared.hookCtx;
+  const loop = runAgentLoop(
+    {
+      model: input.model.modelId,
+      system: prepared.system,
+      messages: input.messages,
+      maxSteps: rt.config.agents.defaults.maxSteps,
+      thinking: input.thinking,
+      maxTokens: input.model.model.maxTokens,
+    },
+    {
+      provider: await providerFor(rt, input.model, input.timeoutMs),
+      tools: rt.tools,
+      signal: input.signal,
+      toolContext: { workspaceDir: prepared.workspaceDir, env: prepared.toolEnv },
+      steering: spec.steering,
+      resultForModel: (text) => capForModel(text),
+      transformContext: input.transformContext,
+      beforeToolCall: hooks.has("before_tool_call")
+        ? (call) =>
+            hooks.runBeforeToolCall({ toolName: call.name, params: call.arguments, toolCallId: call.id }, hookCtx)
+        : undefined,
+      afterToolCall: hooks.has("after_tool_call")
+        ? (call, result) =>
+            void hooks.runObservers(
+              "after_tool_call",
+              {
+                toolName: call.name,
+                params: call.arguments,
+                toolCallId: call.id,
+                result: result.content,
+                error: result.isError ? result.content : undefined,
+              },
+              hookCtx,
+            )
+        : undefined,
+    },
+  );
+  while (true) {
+    const next = await loop.next();
+    if (next.done) return next.value;
+    projection.onLoopEvent(next.value);
+  }
+}

@@ -1,0 +1,188 @@
+import { type ChatMessage, emptyUsage } from "../../providers/types.js";
+import { type ReplyPayload, shapeReply } from "../reply.js";
+import type { AgentRuntime } from "../runtime.js";
+import { errorKind, RunTimeoutError } from "./errors.js";
+import type { RunEmitter } from "./events.js";
+import type { ExecuteResult } from "./execute.js";
+import type { RunResult, RunSpec, RunStatus } from "./spec.js";
+
+/** Every way a run can end, before it is turned into a status. */
+export type RunEnd =
+  | { kind: "timeout"; reason: RunTimeoutError }
+  | { kind: "aborted"; reason: string }
+  | { kind: "setup_failed"; error: Error }
+  | { kind: "model_failed"; error: Error }
+  | { kind: "completed"; stopReason: string };
+
+export interface Classified {
+  status: RunStatus;
+  stopReason: string;
+  error?: { message: string; kind: string };
+}
+
+export function classifyOutcome(signal: AbortSignal, exec: ExecuteResult | undefined, setupError?: Error): RunEnd {
+  const reason: unknown = signal.reason;
+  if (signal.aborted && reason instanceof RunTimeoutError) return { kind: "timeout", reason };
+  if (signal.aborted)
+    return { kind: "aborted", reason: reason instanceof Error ? reason.message : String(reason ?? "aborted") };
+  if (setupError) return { kind: "setup_failed", error: setupError };
+  if (!exec) return { kind: "setup_failed", error: new Error("the run ended before it started") };
+  if (exec.kind === "claimed") return { kind: "completed", stopReason: "stop" };
+  const { outcome } = exec;
+  if (outcome.stopReason === "error") return { kind: "model_failed", error: outcome.error ?? new Error("model error") };
+  if (outcome.stopReason === "aborted") return { kind: "aborted", reason: "aborted" };
+  return { kind: "completed", stopReason: outcome.stopReason };
+}
+
+export function statusOf(end: RunEnd): Classified {
+  switch (end.kind) {
+    case "timeout":
+      return { status: "timeout", stopReason: "timeout", error: { message: end.reason.message, kind: "timeout" } };
+    case "aborted":
+      return { status: "aborted", stopReason: "aborted", error: { message: end.reason, kind: "aborted" } };
+    case "setup_failed":
+    case "model_failed":
+      return {
+        status: "error",
+        stopReason: "error",
+        error: { message: end.error.message, kind: errorKind(end.error) },
+      };
+    case "completed":
+      return { status: "ok", stopReason: end.stopReason };
+    default:
+      return assertNever(end);
+  }
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unhandled run end: ${JSON.stringify(x)}`);
+}
+
+export interface FinishInput {
+  spec: RunSpec;
+  startedAt: number;
+  laneWaitMs: number;
+  signal: AbortSignal;
+  exec?: ExecuteResult;
+  setupError?: Error;
+  /** the model the run was asked to use (named in the result when no model answered) */
+  modelRef: string;
+  written: ChatMessage[];
+}
+
+/** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
+export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: FinishInput): Promise<RunResult> {
+  const { spec, exec } = input;
+  const endedAt = rt.clock.now();
+  const { status, stopReason, error } = statusOf(classifyOutcome(input.signal, exec, input.setupError));
+  const usage = exec?.kind === "loop" ? exec.usage : emptyUsage();
+  const model = exec?.kind === "loop" ? exec.model : input.modelRef;
+  const ctx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
+  const payloads = await outgoing(
+    rt,
+    shapeReply({
+      assistantText: exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""),
+      modelError: status === "error" ? error?.message : undefined,
+      toolErrors: exec?.kind === "loop" ? exec.outcome.toolErrors : undefined,
+    }),
+    ctx,
+  );
+  recordUsage(rt, spec.sessionKey, usage, endedAt);
+  const result: RunResult = {
+    runId: spec.runId,
+    sessionKey: spec.sessionKey,
+    status,
+    stopReason,
+    payloads,
+    usage,
+    startedAt: input.startedAt,
+    endedAt,
+    durationMs: endedAt - input.startedAt,
+    laneWaitMs: input.laneWaitMs,
+    steps: exec?.kind === "loop" ? exec.outcome.steps : 0,
+    model,
+    error,
+  };
+  if (rt.pluginHooks.has("agent_end")) {
+    void rt.pluginHooks.runObservers(
+      "agent_end",
+      { messages: input.written, success: status === "ok", error: error?.message, durationMs: result.durationMs },
+      ctx,
+    );
+  }
+  emitTerminal(events, result, exec?.kind === "claimed" ? exec.pluginId : undefined);
+  return result;
+}
+
+/** The one terminal lifecycle event of a run: `end` when it succeeded, `error` otherwise. */
+export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: string): void {
+  if (r.status === "ok") {
+    events.emit("lifecycle", {
+      phase: "end",
+      startedAt: r.startedAt,
+      endedAt: r.endedAt,
+      status: "ok",
+      stopReason: r.stopReason,
+      usage: r.usage,
+      ...(r.model ? { model: r.model } : {}),
+      ...(claimedBy ? { claimedBy } : {}),
+    });
+    return;
+  }
+  events.emit("lifecycle", {
+    phase: "error",
+    startedAt: r.startedAt,
+    endedAt: r.endedAt,
+    status: r.status,
+    stopReason: r.stopReason,
+    error: r.error?.message,
+    kind: r.error?.kind,
+    ...(r.model ? { model: r.model } : {}),
+  });
+}
+
+function recordUsage(rt: AgentRuntime, sessionKey: string, usage: RunResult["usage"], endedAt: number): void {
+  const s = usage.total > 0 ? rt.store.getSession(sessionKey) : undefined;
+  if (!s) {
+    rt.store.updateSession(sessionKey, { updatedAt: endedAt });
+    return;
+  }
+  rt.store.updateSession(sessionKey, {
+    inputTokens: s.inputTokens + usage.input,
+    outputTokens: s.outputTokens + usage.output,
+    totalTokens: s.totalTokens + usage.total,
+    updatedAt: endedAt,
+  });
+}
+
+/**
+ * The outbound path of the final payloads: message_sending may rewrite or cancel each one (cancel is terminal),
+ * then message_sent observers and the internal message:sent hook see what actually goes out.
+ */
+async function outgoing(
+  rt: AgentRuntime,
+  payloads: ReplyPayload[],
+  ctx: { agentId: string; sessionKey: string; runId: string },
+): Promise<ReplyPayload[]> {
+  const hooks = rt.pluginHooks;
+  const sending = hooks.has("message_sending");
+  const sent = hooks.has("message_sent") || rt.internalHooks.has("message", "sent");
+  if (!sending && !sent) return payloads;
+  const out: ReplyPayload[] = [];
+  for (const p of payloads) {
+    let text = p.text;
+    if (sending) {
+      const d = await hooks.runMessageSending({ content: text }, ctx);
+      if (d.cancel) continue;
+      text = d.content;
+    }
+    out.push({ ...p, text });
+  }
+  if (sent) {
+    for (const p of out) {
+      void hooks.runObservers("message_sent", { content: p.text, success: true }, ctx);
+      void rt.fireInternal("message", "sent", { ...ctx, content: p.text });
+    }
+  }
+  return out;
+}

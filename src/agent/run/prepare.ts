@@ -1,0 +1,126 @@
+import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../../prompt/skills.js";
+import { buildSystemPrompt } from "../../prompt/system-prompt.js";
+import type { ResolvedModel } from "../../providers/registry.js";
+import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
+import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
+import type { AgentRuntime } from "../runtime.js";
+import type { RunSpec } from "./spec.js";
+
+export type SessionLock = Awaited<ReturnType<typeof acquireSessionWriteLock>>;
+
+/** What the turn resolved before the run: the model ref after hooks, thinking, timeout and the skills snapshot. */
+export interface TurnChoices {
+  modelRef: string;
+  thinking: ThinkingLevel;
+  timeoutMs: number;
+  skills: SkillSnapshot;
+}
+
+/** Everything execute needs, resolved once before the first model call. */
+export interface PreparedRun {
+  model: ResolvedModel;
+  workspaceDir: string;
+  lock: SessionLock;
+  history: ChatMessage[];
+  /** what the user wrote: the transcript keeps this */
+  userMessage: UserMessage;
+  /** what the model sees (before_prompt_build may prepend context) */
+  modelUserMessage: UserMessage;
+  system: string;
+  toolEnv?: Record<string, string>;
+  hookCtx: { agentId: string; sessionKey: string; runId: string; workspaceDir: string };
+}
+
+/**
+ * Prepare: model, workspace, write lock, history, skills, bootstrap files, before_* hooks and the system prompt.
+ * The write lock is taken before anything is streamed or written and is handed to the caller, who releases it
+ * after the last row is down; if preparing fails after the lock was taken, it is released here.
+ */
+export async function prepareRun(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  choices: TurnChoices,
+  signal: AbortSignal,
+  onLock: (lock: SessionLock) => void,
+): Promise<PreparedRun> {
+  const model = rt.resolveModel(choices.modelRef);
+  await rt.getProvider(model.providerId); // a misconfigured provider fails the run before the lock is taken
+  const workspace = await rt.workspaceFor(spec.agentId);
+  const lock = await acquireSessionWriteLock(rt.sessionLockPath(spec.sessionKey), {
+    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
+      rt.logger.warn(m),
+    ),
+    maxHoldMs: resolveMaxHoldMs(choices.timeoutMs),
+    signal,
+  });
+  onLock(lock);
+  const { messages: history } = rt.history.load(rt.store, spec.sessionKey);
+  const hookCtx = {
+    agentId: spec.agentId,
+    sessionKey: spec.sessionKey,
+    runId: spec.runId,
+    workspaceDir: workspace.dir,
+  };
+  // Skills whose required env vars are missing are not offered: the model could not use them.
+  const skills = eligibleSkills(choices.skills.skills ?? [], rt.env).eligible;
+  const userMessage: UserMessage = { role: "user", content: spec.message };
+  const prompt = await promptFor(rt, spec, model, workspace.dir, skills, history, userMessage);
+  return {
+    model,
+    workspaceDir: workspace.dir,
+    lock,
+    history,
+    userMessage,
+    modelUserMessage: prompt.modelUserMessage,
+    system: prompt.system,
+    toolEnv: skills.length ? skillsEnv(skills) : undefined,
+    hookCtx,
+  };
+}
+
+type Skills = ReturnType<typeof eligibleSkills>["eligible"];
+
+/** Bootstrap files (agent:bootstrap may edit them), the system prompt, then before_prompt_build's changes. */
+async function promptFor(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  model: ResolvedModel,
+  workspaceDir: string,
+  skills: Skills,
+  history: ChatMessage[],
+  userMessage: UserMessage,
+): Promise<{ system: string; modelUserMessage: UserMessage }> {
+  const mode = spec.promptMode ?? "full";
+  const bootstrapFiles =
+    mode === "full" ? await rt.bootstrap.load(workspaceDir, { onWarning: (m) => rt.logger.warn(m) }) : [];
+  if (mode === "full") {
+    await rt.fireInternal("agent", "bootstrap", {
+      workspaceDir,
+      bootstrapFiles,
+      agentId: spec.agentId,
+      sessionKey: spec.sessionKey,
+    });
+  }
+  let system = buildSystemPrompt({
+    mode,
+    agentId: spec.agentId,
+    workspaceDir,
+    tools: [...rt.tools.values()].map((t) => ({ name: t.name, description: t.description })),
+    skillsPrompt: mode === "full" ? formatSkillsPrompt(skills) : undefined,
+    bootstrapFiles,
+    extraSystemPrompt: spec.extraSystemPrompt,
+    now: new Date(rt.clock.now()),
+    runContext: { sessionKey: spec.sessionKey, model: model.ref },
+  });
+  let modelUserMessage = userMessage;
+  const hooks = rt.pluginHooks;
+  if (hooks.has("before_prompt_build")) {
+    const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId, workspaceDir };
+    const r = await hooks.runBeforePromptBuild({ prompt: spec.message, messages: history }, hookCtx);
+    if (r.systemPrompt !== undefined) system = r.systemPrompt;
+    if (r.prependSystemContext) system = `${r.prependSystemContext}\n\n${system}`;
+    if (r.appendSystemContext) system = `${system}\n\n${r.appendSystemContext}`;
+    if (r.prependContext) modelUserMessage = { role: "user", content: `${r.prependContext}\n\n${spec.message}` };
+  }
+  return { system, modelUserMessage };
+}

@@ -1,0 +1,115 @@
+import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
+import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import type { LoopEvent } from "../loop.js";
+import type { AgentRuntime } from "../runtime.js";
+import type { RunEmitter } from "./events.js";
+import type { PreparedRun } from "./prepare.js";
+
+/**
+ * Event projection and persistence: each loop event becomes at most one run event and at most one transcript row.
+ *
+ * An attempt may be thrown away (a retry, a compaction, a fallback), so two things are held back until the
+ * attempt's fate is known: the partial assistant message of a failed model call is kept aside (`settle` writes it,
+ * `discard` drops it), and after `discard` the next assistant delta says `replace`, so clients drop the text they
+ * already showed. Rows for complete messages (tool calls and their results) are written at once: they stay valid
+ * context for the next attempt.
+ */
+export class RunProjection {
+  /** every message this run added to the transcript, in order (agent_end gets them) */
+  readonly written: ChatMessage[] = [];
+  private heldPartial?: AssistantMessage;
+  private replaceNext = false;
+  private visibleText = false;
+
+  constructor(
+    private readonly rt: AgentRuntime,
+    private readonly prepared: PreparedRun,
+    private readonly events: RunEmitter,
+    private readonly runId: string,
+  ) {}
+
+  onLoopEvent(ev: LoopEvent): void {
+    switch (ev.type) {
+      case "text_delta":
+        this.visibleText = true;
+        this.events.emit("assistant", {
+          text: ev.text,
+          delta: ev.delta,
+          ...(this.replaceNext ? { replace: true } : {}),
+        });
+        this.replaceNext = false;
+        return;
+      case "tool_start":
+        this.events.emit("tool", {
+          phase: "start",
+          name: ev.name,
+          toolCallId: ev.toolCallId,
+          args: sanitizeForEvent(redactSecrets(ev.args)),
+        });
+        return;
+      case "tool_update":
+        this.events.emit("tool", {
+          phase: "update",
+          name: ev.name,
+          toolCallId: ev.toolCallId,
+          partialResult: capText(ev.partial),
+        });
+        return;
+      case "tool_end":
+        this.events.emit("tool", {
+          phase: "result",
+          name: ev.name,
+          toolCallId: ev.toolCallId,
+          isError: ev.isError,
+          result: capText(ev.result),
+          ...(ev.skipped ? { skipped: ev.skipped } : {}),
+        });
+        return;
+      case "message":
+        this.onMessage(ev.message);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Writes a message row now (the user's message, a claimed reply). */
+  write(message: ChatMessage): void {
+    const { sessionKey } = this.prepared.hookCtx;
+    this.written.push(message);
+    this.rt.store.appendTranscript([
+      { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
+    ]);
+  }
+
+  /** The attempt is final: a held partial answer is written. */
+  settle(): void {
+    if (this.heldPartial) this.write(this.heldPartial);
+    this.heldPartial = undefined;
+  }
+
+  /** The attempt is thrown away: its partial answer is dropped and clients replace the text they showed. */
+  discard(): void {
+    this.heldPartial = undefined;
+    if (this.visibleText) this.replaceNext = true;
+    this.visibleText = false;
+  }
+
+  private onMessage(message: ChatMessage): void {
+    if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
+      this.heldPartial = message;
+      return;
+    }
+    if (message.role === "assistant") this.visibleText = false;
+    const hooks = this.rt.pluginHooks;
+    let row = message;
+    // tool_result_persist runs synchronously, right before the row is written.
+    if (row.role === "toolResult" && hooks.has("tool_result_persist")) {
+      row = hooks.runToolResultPersist(
+        { message: row, toolName: row.toolName, toolCallId: row.toolCallId },
+        this.prepared.hookCtx,
+      );
+    }
+    this.write(row);
+  }
+}

@@ -1,0 +1,245 @@
+import path from "node:path";
+import { resolveSkillSnapshot, type SkillSnapshot } from "../../prompt/skills.js";
+import type { ThinkingLevel } from "../../providers/types.js";
+import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
+import { sessionLaneName } from "../../session/keys.js";
+import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
+import type { AgentRuntime } from "../runtime.js";
+import { parseSlashCommand } from "./commands.js";
+import { runControl } from "./control.js";
+import { errorKind } from "./errors.js";
+import { runEmitter } from "./events.js";
+import { type ExecuteResult, executeRun } from "./execute.js";
+import { emitTerminal, finishRun } from "./finish.js";
+import { type PreparedRun, prepareRun, type SessionLock, type TurnChoices } from "./prepare.js";
+import { RunProjection } from "./projection.js";
+import type { RunResult, RunSpec } from "./spec.js";
+
+/**
+ * One turn of one session: slash commands, the session's model/thinking/skills, then the run in its lanes
+ * (prepare → execute → finish). A turn that fails before its run emitted a terminal event still gets one here.
+ */
+export async function runTurn(rt: AgentRuntime, spec: RunSpec): Promise<RunResult> {
+  let ended = false;
+  const unsubscribe = rt.bus.subscribe((ev) => {
+    if (ev.runId === spec.runId && ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error"))
+      ended = true;
+  });
+  const startedAt = rt.clock.now();
+  try {
+    await rt.init();
+    return await turnBody(rt, spec, startedAt);
+  } catch (err) {
+    const result = failedTurn(spec, startedAt, rt.clock.now(), err);
+    if (!ended) emitTerminal(runEmitter(rt.bus, spec.runId, spec.sessionKey), result);
+    return result;
+  } finally {
+    unsubscribe();
+  }
+}
+
+async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Promise<RunResult> {
+  const hooks = rt.pluginHooks;
+  const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
+  const session = rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
+  if (hooks.has("message_received")) void hooks.runObservers("message_received", { content: spec.message }, hookCtx);
+  void rt.fireInternal("message", "received", { ...hookCtx, content: spec.message });
+  let message = spec.message;
+  let reset = false;
+  const slash = parseSlashCommand(message);
+  if (slash) {
+    // The service already aborted the active run for /stop.
+    void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+    if (slash.command === "stop") return synthetic(rt, spec, startedAt, "Stopped.");
+    await withTranscriptLock(rt, spec.sessionKey, () =>
+      rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
+    );
+    if (hooks.has("session_end")) {
+      void hooks.runObservers(
+        "session_end",
+        { sessionKey: spec.sessionKey, sessionId: session.sessionId, reason: slash.command },
+        hookCtx,
+      );
+    }
+    reset = true;
+    if (!slash.rest) return synthetic(rt, spec, startedAt, "Started a new session.");
+    message = slash.rest;
+  }
+  // A session starts with the first turn that runs on an empty transcript generation (its first turn, or the
+  // first one after /new or /reset): the service stores the session record when it accepts the message.
+  if (hooks.has("session_start") && rt.store.readTranscript(spec.sessionKey, { limit: 1 }).length === 0) {
+    void hooks.runObservers("session_start", { sessionKey: spec.sessionKey, sessionId: session.sessionId }, hookCtx);
+  }
+  const turnSpec = message === spec.message ? spec : { ...spec, message };
+  const choices = await resolveChoices(rt, turnSpec, session, reset);
+  return runInLanes(rt, turnSpec, choices);
+}
+
+type SessionRow = ReturnType<AgentRuntime["store"]["ensureSession"]>;
+
+/** Model (request > session override > agent; before_model_resolve may change it), thinking, timeout, skills. */
+async function resolveChoices(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  session: SessionRow,
+  reset: boolean,
+): Promise<TurnChoices> {
+  let modelRef = spec.model ?? session.modelOverride ?? rt.agentModelRef(spec.agentId);
+  const hooks = rt.pluginHooks;
+  if (hooks.has("before_model_resolve")) {
+    const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
+    const o = await hooks.runBeforeModelResolve({ prompt: spec.message }, hookCtx);
+    if (o.modelOverride || o.providerOverride) {
+      const current = modelRef?.split("/") ?? [];
+      const model = o.modelOverride ?? current.slice(1).join("/");
+      modelRef = model.includes("/") && !o.providerOverride ? model : `${o.providerOverride ?? current[0]}/${model}`;
+    }
+  }
+  const thinking = (spec.thinking ??
+    (session.thinking as ThinkingLevel | undefined) ??
+    rt.config.agents.defaults.thinkingDefault) as ThinkingLevel;
+  const timeoutSeconds = spec.timeout ?? rt.config.agents.defaults.timeoutSeconds;
+  const skills = await sessionSkills(rt, spec.agentId, spec.sessionKey, session.skillsSnapshot, reset);
+  return { modelRef: modelRef ?? "", thinking, timeoutMs: timeoutSeconds * 1000, skills };
+}
+
+/** The run holds its session lane, then the global lane (SPEC 3). */
+function runInLanes(rt: AgentRuntime, spec: RunSpec, choices: TurnChoices): Promise<RunResult> {
+  const sessionLane = sessionLaneName(spec.sessionKey);
+  const globalLane = spec.lane ?? "main";
+  return runInSessionAndGlobalLanes(
+    rt.lanes,
+    sessionLane,
+    globalLane === sessionLane ? "main" : globalLane,
+    (wait) => runPhases(rt, spec, choices, wait.sessionWaitMs + wait.globalWaitMs),
+    { signal: spec.signal, label: spec.runId },
+  );
+}
+
+/** prepare → execute → finish, with the lock released and the timeout cleared however it ends. */
+async function runPhases(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  choices: TurnChoices,
+  laneWaitMs: number,
+): Promise<RunResult> {
+  const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
+  const startedAt = rt.clock.now();
+  spec.onStarted?.({ startedAt, laneWaitMs });
+  events.emit("lifecycle", { phase: "start", startedAt, ...(choices.modelRef ? { model: choices.modelRef } : {}) });
+  const control = runControl(spec.signal, choices.timeoutMs, rt.clock);
+  let lock: SessionLock | undefined;
+  let prepared: PreparedRun | undefined;
+  let projection: RunProjection | undefined;
+  let exec: ExecuteResult | undefined;
+  let setupError: Error | undefined;
+  try {
+    prepared = await prepareRun(rt, spec, choices, control.signal, (l) => {
+      lock = l;
+    });
+    projection = new RunProjection(rt, prepared, events, spec.runId);
+    exec = await executeRun({ rt, spec, prepared, choices, signal: control.signal, events, projection });
+  } catch (err) {
+    setupError = err instanceof Error ? err : new Error(String(err));
+  } finally {
+    spec.onLoopEnd?.();
+    control.dispose();
+    if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
+  }
+  return finishRun(rt, events, {
+    spec,
+    startedAt,
+    laneWaitMs,
+    signal: control.signal,
+    exec,
+    setupError,
+    modelRef: prepared?.model.ref ?? choices.modelRef,
+    written: projection?.written ?? [],
+  });
+}
+
+function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unknown): RunResult {
+  const message = err instanceof Error ? err.message : String(err);
+  const aborted = spec.signal?.aborted === true;
+  const status = aborted ? "aborted" : "error";
+  return {
+    runId: spec.runId,
+    sessionKey: spec.sessionKey,
+    status,
+    stopReason: status,
+    payloads: aborted ? [] : [{ text: `⚠️ ${message}`, kind: "error" }],
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    startedAt,
+    endedAt,
+    durationMs: endedAt - startedAt,
+    laneWaitMs: 0,
+    steps: 0,
+    model: spec.model ?? "",
+    error: { message, kind: aborted ? "aborted" : errorKind(err) },
+  };
+}
+
+/** A turn answered without the model (slash commands): still a full lifecycle, so waiters and clients see it end. */
+function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: string): RunResult {
+  const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
+  events.emit("lifecycle", { phase: "start", startedAt });
+  events.emit("assistant", { text, delta: text });
+  const endedAt = rt.clock.now();
+  const result: RunResult = {
+    runId: spec.runId,
+    sessionKey: spec.sessionKey,
+    status: "ok",
+    stopReason: "command",
+    payloads: [{ text }],
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    startedAt,
+    endedAt,
+    durationMs: endedAt - startedAt,
+    laneWaitMs: 0,
+    steps: 0,
+    model: "",
+  };
+  emitTerminal(events, result);
+  return result;
+}
+
+/**
+ * The session reuses its skills snapshot between runs; it is retaken after /new or /reset, or when the skill
+ * folders changed (fingerprint of listings + SKILL.md mtimes, no file reads), so a deleted skill is never offered.
+ */
+async function sessionSkills(
+  rt: AgentRuntime,
+  agentId: string,
+  sessionKey: string,
+  stored: string | undefined,
+  reset: boolean,
+): Promise<SkillSnapshot> {
+  const workspace = await rt.workspaceFor(agentId);
+  const dirs = [path.join(workspace.dir, "skills"), ...rt.config.skills.dirs];
+  let previous: SkillSnapshot | undefined;
+  if (stored) {
+    try {
+      previous = JSON.parse(stored) as SkillSnapshot;
+    } catch {
+      previous = undefined;
+    }
+  }
+  const { snapshot, reused } = await resolveSkillSnapshot({ previous, dirs, reset, now: new Date(rt.clock.now()) });
+  if (!reused) {
+    for (const w of snapshot.warnings) rt.logger.warn(w);
+    rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
+  }
+  return snapshot;
+}
+
+/** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
+async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => T): Promise<T> {
+  const lock: SessionLock = await acquireSessionWriteLock(rt.sessionLockPath(sessionKey), {
+    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env),
+  });
+  try {
+    return fn();
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The `agent` event stream (SPEC 11/14): `{ runId, seq, stream, ts, sessionKey, data }`, with one `data` shape per
+ * stream, declared here once. The runner emits them, the gateway broadcasts them, the CLI renders them; every side
+ * reads the same discriminated unions, so a new field or phase is added in one place.
+ */
+
+export type AgentStream = "lifecycle" | "assistant" | "tool" | "compaction" | "queue";
+
+/** Token usage as reported on the wire (same fields as the providers' Usage). */
+export interface UsageData {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  total: number;
+}
+
+/** What happened to an accepted message. Every accepted message gets one, in the RPC answer and as an event. */
+export type Receipt =
+  | { kind: "started" }
+  | { kind: "steered"; into: string }
+  | { kind: "queued"; position: number; mode: "followup" | "collect" }
+  | { kind: "collected"; into: string; count: number }
+  | { kind: "dropped"; reason: string }
+  | { kind: "rejected"; reason: string };
+
+export type RunStatus = "ok" | "error" | "timeout" | "aborted";
+
+export type LifecycleData =
+  | { phase: "start"; startedAt: number; model?: string }
+  | {
+      phase: "end";
+      startedAt: number;
+      endedAt: number;
+      status: "ok";
+      stopReason: string;
+      usage: UsageData;
+      model?: string;
+      claimedBy?: string;
+    }
+  | {
+      phase: "error";
+      startedAt?: number;
+      endedAt: number;
+      status: Exclude<RunStatus, "ok">;
+      stopReason: string;
+      error?: string;
+      kind?: string;
+      model?: string;
+    }
+  /** a retryable model error: the call is tried again after delayMs (SPEC 16) */
+  | { phase: "retry"; attempt: number; delayMs: number; reason: string; model: string }
+  /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
+  | { phase: "fallback"; from: string; to: string; reason: string };
+
+export interface AssistantData {
+  /** the text of the current assistant message so far */
+  text: string;
+  delta: string;
+  /** the text streamed before this event was thrown away (a retry or compaction restarted the answer) */
+  replace?: boolean;
+}
+
+export type ToolData =
+  | { phase: "start"; name: string; toolCallId: string; args: unknown }
+  | { phase: "update"; name: string; toolCallId: string; partialResult: string }
+  | {
+      phase: "result";
+      name: string;
+      toolCallId: string;
+      isError: boolean;
+      result: string;
+      skipped?: "steer" | "blocked" | "aborted";
+    };
+
+export type CompactionReason = "threshold" | "overflow" | "manual";
+
+export type CompactionData =
+  | { phase: "start"; reason: CompactionReason; tokensBefore: number }
+  | {
+      phase: "end";
+      reason: CompactionReason;
+      completed: boolean;
+      willRetry: boolean;
+      tokensBefore: number;
+      tokensAfter: number;
+      outcome: string;
+    };
+
+export interface QueueData {
+  receipt: Receipt;
+}
+
+export interface AgentEventData {
+  lifecycle: LifecycleData;
+  assistant: AssistantData;
+  tool: ToolData;
+  compaction: CompactionData;
+  queue: QueueData;
+}
+
+/** One event of one stream; `AgentEvent` is the union over all streams, narrowed by `stream`. */
+export type AgentEventOf<S extends AgentStream> = {
+  runId: string;
+  seq: number;
+  stream: S;
+  ts: number;
+  sessionKey: string;
+  data: AgentEventData[S];
+};
+
+export type AgentEvent = { [S in AgentStream]: AgentEventOf<S> }[AgentStream];
