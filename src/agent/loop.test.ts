@@ -630,3 +630,97 @@ describe("runAgentLoop: provider errors", () => {
     expectEveryCallAnsweredOnce(messagesOf(run.events));
   });
 });
+
+describe("context port and cut-off tool calls", () => {
+  it("asks transformContext before every model call and sends what it returns", async () => {
+    const { provider, requests } = scriptedModel([{ toolCalls: [{ name: "noop", arguments: {} }] }, { text: "done" }]);
+    const seen: Array<{ step: number; count: number; previousInput?: number }> = [];
+    const noop = fakeTool("noop", async () => ({ content: "ok" }));
+    const run = start(
+      input(),
+      makePorts(provider, [noop], {
+        transformContext: (messages, info) => {
+          seen.push({ step: info.step, count: messages.length, previousInput: info.previous?.usage.input });
+          // replace the context with a marker + the newest message: the model must see exactly this
+          return [userSays(`[context of step ${info.step}]`), messages[messages.length - 1]];
+        },
+      }),
+    );
+    const outcome = await run.done;
+    expect(outcome.stopReason).toBe("stop");
+    expect(seen.map((s) => s.step)).toEqual([1, 2]);
+    expect(seen[1].previousInput).toBeTypeOf("number");
+    expect(requests[0][0]).toEqual(userSays("[context of step 1]"));
+    expect(requests[1][0]).toEqual(userSays("[context of step 2]"));
+    expect(requests[1]).toHaveLength(2);
+    expect(outcome.messages.at(-1)).toMatchObject({ role: "assistant" });
+  });
+
+  it("ends the loop with the error transformContext throws, without calling the model", async () => {
+    const { provider, requests } = scriptedModel([{ text: "never" }]);
+    const run = start(
+      input(),
+      makePorts(provider, [], {
+        transformContext: () => {
+          throw new Error("context too long even after compaction");
+        },
+      }),
+    );
+    const outcome = await run.done;
+    expect(outcome.stopReason).toBe("error");
+    expect(outcome.error?.message).toMatch(/even after compaction/);
+    expect(requests).toHaveLength(0);
+  });
+
+  it("answers a tool call cut off by the output limit with an error result and lets the model re-issue it", async () => {
+    let calls = 0;
+    const executed: Array<Record<string, unknown>> = [];
+    const write = fakeTool("write", async (args) => {
+      executed.push(args);
+      return { content: "written" };
+    });
+    const provider: LoopPorts["provider"] = {
+      id: "fake",
+      api: "scripted",
+      async *stream() {
+        calls++;
+        if (calls === 1) {
+          yield {
+            type: "tool_call",
+            id: "c1",
+            name: "write",
+            arguments: {},
+            invalid: 'tool call "write" was not run: cut off',
+          };
+          yield {
+            type: "done",
+            stopReason: "length",
+            usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 },
+          };
+        } else if (calls === 2) {
+          yield { type: "tool_call", id: "c2", name: "write", arguments: { path: "a.txt" } };
+          yield {
+            type: "done",
+            stopReason: "tool_calls",
+            usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 },
+          };
+        } else {
+          yield { type: "text_delta", delta: "ok" };
+          yield {
+            type: "done",
+            stopReason: "stop",
+            usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 },
+          };
+        }
+      },
+    };
+    const run = start(input(), makePorts(provider, [write]));
+    const outcome = await run.done;
+    expect(outcome.stopReason).toBe("stop");
+    expect(executed).toEqual([{ path: "a.txt" }]);
+    const results = messagesOf(run.events).filter((m): m is ToolResultMessage => m.role === "toolResult");
+    expect(results[0]).toMatchObject({ toolCallId: "c1", isError: true });
+    expect(results[0].content).toMatch(/was not run: cut off.*Issue the call again/);
+    expect(results[1]).toMatchObject({ toolCallId: "c2", isError: false, content: "written" });
+  });
+});

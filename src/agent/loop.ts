@@ -196,6 +196,8 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
     let thinking = "";
     let thinkingSignature: string | undefined;
     const calls: ToolCallBlock[] = [];
+    /** calls whose arguments could not be parsed, by id: answered with an error, never run */
+    const invalid = new Map<string, string>();
     let stopReason: StopReason = "stop";
     let callUsage = emptyUsage();
     let failure: Error | undefined;
@@ -225,6 +227,7 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
             break;
           case "tool_call":
             calls.push({ type: "toolCall", id: ev.id, name: ev.name, arguments: ev.arguments });
+            if (ev.invalid) invalid.set(ev.id, ev.invalid);
             break;
           case "done":
             stopReason = ev.stopReason;
@@ -300,7 +303,7 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
       if (ports.tools.get(calls[i].name)?.concurrency !== "sequential") {
         while (end < calls.length && ports.tools.get(calls[end].name)?.concurrency !== "sequential") end++;
       }
-      yield* runBatch(calls, i, end, results, ports, toolErrors);
+      yield* runBatch(calls, i, end, results, { ...ports, invalid }, toolErrors);
       i = end;
     }
     for (const r of results) {
@@ -310,12 +313,14 @@ export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGe
   }
 }
 
+type BatchPorts = LoopPorts & { invalid: ReadonlyMap<string, string> };
+
 async function* runBatch(
   calls: ToolCallBlock[],
   from: number,
   to: number,
   results: ToolResultMessage[],
-  ports: LoopPorts,
+  ports: BatchPorts,
   toolErrors: LoopOutcome["toolErrors"],
 ): AsyncGenerator<LoopEvent> {
   const queue: LoopEvent[] = [];
@@ -343,7 +348,7 @@ async function* runBatch(
 /** Runs one tool call to a result message; never throws (a throwing tool becomes an error result). */
 async function executeOne(
   call: ToolCallBlock,
-  ports: LoopPorts,
+  ports: BatchPorts,
   push: (ev: LoopEvent) => void,
 ): Promise<ToolResultMessage> {
   const done = (content: string, isError: boolean, skipped?: "blocked"): ToolResultMessage => {
@@ -361,6 +366,8 @@ async function executeOne(
   };
   let args = call.arguments;
   push({ type: "tool_start", toolCallId: call.id, name: call.name, args });
+  const invalid = ports.invalid.get(call.id);
+  if (invalid) return done(`${invalid}. Issue the call again with complete arguments.`, true);
   const tool = ports.tools.get(call.name);
   if (!tool) return done(`unknown tool "${call.name}"`, true);
   try {

@@ -15,7 +15,7 @@ import type {
   ThinkingLevel,
   Usage,
 } from "./types.js";
-import { lazyClient, parseToolArguments, streamEndedEarly, usageOf } from "./wire.js";
+import { lazyClient, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
 
 type MessageParams = Anthropic.Messages.MessageCreateParamsStreaming;
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -141,7 +141,7 @@ async function* streamMessages(
             };
           } else if (block?.type === "tool_use") {
             toolCallCount++;
-            yield { type: "tool_call", id: block.id, name: block.name, arguments: toolInput(ctx, block) };
+            yield toolCall(block);
           }
           break;
         }
@@ -177,11 +177,12 @@ async function* streamMessages(
   }
 }
 
-function toolInput(ctx: ErrorContext, block: { name: string; json: string; input: unknown }): Record<string, unknown> {
-  if (block.json !== "") return parseToolArguments(ctx, block.name, block.json);
+function toolCall(block: { id: string; name: string; json: string; input: unknown }): ModelStreamEvent {
+  if (block.json !== "") return toolCallEvent(block.id, block.name, block.json);
   // a call without arguments streams no input_json_delta; the start event's input is then the whole input
   const input = block.input;
-  return typeof input === "object" && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
+  const args = typeof input === "object" && input !== null && !Array.isArray(input) ? input : {};
+  return { type: "tool_call", id: block.id, name: block.name, arguments: args as Record<string, unknown> };
 }
 
 function buildParams(init: ProviderInit, request: ModelRequest): MessageParams {

@@ -23,8 +23,8 @@ import {
   fallbackCallId,
   isOpenAIReasoningModel,
   openAIReasoningEffort,
-  parseToolArguments,
   streamEndedEarly,
+  toolCallEvent,
   usageOf,
 } from "./wire.js";
 
@@ -189,12 +189,7 @@ async function* streamChat(
     calls.clear();
     for (const [, call] of ordered) {
       toolCallCount++;
-      yield {
-        type: "tool_call",
-        id: call.id,
-        name: call.name,
-        arguments: parseToolArguments(ctx, call.name, call.args),
-      };
+      yield toolCallEvent(call.id, call.name, call.args);
     }
   }
 

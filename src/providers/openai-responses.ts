@@ -15,14 +15,7 @@ import type {
   Usage,
 } from "./types.js";
 import { emptyUsage } from "./types.js";
-import {
-  fallbackCallId,
-  lazyClient,
-  openAIReasoningEffort,
-  parseToolArguments,
-  streamEndedEarly,
-  usageOf,
-} from "./wire.js";
+import { fallbackCallId, lazyClient, openAIReasoningEffort, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
 
 type ResponseParams = OpenAI.Responses.ResponseCreateParamsStreaming;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -76,12 +69,7 @@ async function* streamResponses(
     toolCallCount++;
     const name = final?.name || call.name;
     const args = final?.arguments ?? call.args;
-    return {
-      type: "tool_call" as const,
-      id: final?.call_id || call.callId,
-      name,
-      arguments: parseToolArguments(ctx, name, args),
-    };
+    return toolCallEvent(final?.call_id || call.callId, name, args);
   };
 
   function* finishThinking(index: number): Generator<ModelStreamEvent> {

@@ -246,11 +246,13 @@ describe.each(cases)("$name provider", (c) => {
     expect(err.retryable).toBe(true);
   });
 
-  it("rejects tool-call arguments that are not JSON as bad_response naming the tool", async () => {
+  it("marks a tool call whose arguments were cut off as invalid, naming the tool, instead of failing the stream", async () => {
     server.enqueue({ toolCalls: [{ name: "write", arguments: ['{"path": "a.txt", "content": '] }] });
-    const err = await failure(provider.stream(request()));
-    expect(err.kind).toBe("bad_response");
-    expect(err.message).toContain('"write"');
+    const events = await collect(provider.stream(request()));
+    const call = events.find((e) => e.type === "tool_call");
+    expect(call).toMatchObject({ type: "tool_call", name: "write", arguments: {} });
+    expect(call?.type === "tool_call" && call.invalid).toMatch(/"write".*not valid JSON/);
+    expect(events.at(-1)?.type).toBe("done");
   });
 
   it("reports a refused connection as a network error naming the provider", async () => {

@@ -97,7 +97,14 @@ export type ModelStreamEvent =
   /** A thinking block is complete (signature when the API gives one). */
   | { type: "thinking_end"; thinking: string; signature?: string }
   /** Emitted once per tool call, when its arguments are complete and parsed. */
-  | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
+  | {
+      type: "tool_call";
+      id: string;
+      name: string;
+      arguments: Record<string, unknown>;
+      /** set when the arguments could not be parsed (e.g. cut off by the output limit): the call must not run */
+      invalid?: string;
+    }
   | { type: "done"; stopReason: StopReason; usage: Usage };
 
 export interface ModelProvider {

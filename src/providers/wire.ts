@@ -1,35 +1,29 @@
 /** Small pieces every wire-API provider needs in the same way. */
 import { randomUUID } from "node:crypto";
 import { type ErrorContext, providerError } from "./errors.js";
-import type { ProviderError, ThinkingLevel, Usage } from "./types.js";
+import type { ModelStreamEvent, ProviderError, ThinkingLevel, Usage } from "./types.js";
 
 /**
- * Tool-call arguments arrive as JSON text. A model that produced broken JSON must not turn into a call with empty
- * arguments (the tool would run with nothing), so that is a bad_response naming the tool.
+ * Tool-call arguments arrive as JSON text. Broken JSON (most often a call cut off by the output-token limit) must
+ * not become a call with empty arguments (the tool would run with nothing), nor fail the whole run: the call is
+ * marked invalid, the loop answers it with an error result naming the problem, and the model issues it again.
  */
-export function parseToolArguments(ctx: ErrorContext, toolName: string, raw: string): Record<string, unknown> {
-  if (raw.trim() === "") return {};
+export function toolCallEvent(id: string, name: string, raw: string): ModelStreamEvent {
+  if (raw.trim() === "") return { type: "tool_call", id, name, arguments: {} };
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
-  } catch (err) {
-    throw providerError(
-      ctx,
-      "bad_response",
-      `tool call "${toolName}" has arguments that are not valid JSON: ${clip(raw)}`,
-      {
-        cause: err,
-      },
-    );
+  } catch {
+    return invalidCall(id, name, `its arguments are not valid JSON (cut off?): ${clip(raw)}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw providerError(
-      ctx,
-      "bad_response",
-      `tool call "${toolName}" has arguments that are not a JSON object: ${clip(raw)}`,
-    );
+    return invalidCall(id, name, `its arguments are not a JSON object: ${clip(raw)}`);
   }
-  return parsed as Record<string, unknown>;
+  return { type: "tool_call", id, name, arguments: parsed as Record<string, unknown> };
+}
+
+function invalidCall(id: string, name: string, problem: string): ModelStreamEvent {
+  return { type: "tool_call", id, name, arguments: {}, invalid: `tool call "${name}" was not run: ${problem}` };
 }
 
 export function streamEndedEarly(ctx: ErrorContext): ProviderError {
