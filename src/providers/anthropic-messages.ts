@@ -3,7 +3,7 @@
  * refuses a tool-use continuation whose thinking block was altered or dropped.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { apiError, type ErrorContext, requestErrorContext, toProviderError } from "./errors.js";
+import { apiError, requestErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
