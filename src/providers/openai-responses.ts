@@ -17,6 +17,7 @@ import type {
 import { emptyUsage } from "./types.js";
 import {
   fallbackCallId,
+  flagOutput,
   lazyClient,
   openAIReasoningEffort,
   parseToolArguments,
@@ -51,7 +52,7 @@ export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider
   return {
     id: init.id,
     api: "openai-responses",
-    stream: (request) => streamResponses(init, getClient, request),
+    stream: (request) => flagOutput(streamResponses(init, getClient, request)),
   };
 }
 
