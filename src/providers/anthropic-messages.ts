@@ -15,7 +15,7 @@ import type {
   ThinkingLevel,
   Usage,
 } from "./types.js";
-import { lazyClient, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
+import { flagOutput, lazyClient, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
 
 type MessageParams = Anthropic.Messages.MessageCreateParamsStreaming;
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -56,7 +56,7 @@ export function createAnthropicMessagesProvider(init: ProviderInit): ModelProvid
   return {
     id: init.id,
     api: "anthropic-messages",
-    stream: (request) => streamMessages(init, getClient, request),
+    stream: (request) => flagOutput(streamMessages(init, getClient, request)),
   };
 }
 

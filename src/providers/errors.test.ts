@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiError, toProviderError } from "./errors.js";
+import { apiError, isRefusal, markAfterOutput, toProviderError } from "./errors.js";
 import { ProviderError, type ProviderErrorKind } from "./types.js";
 
 const ctx = { provider: "openai" };
@@ -18,6 +18,19 @@ describe("provider error mapping", () => {
     ["401", 401, { message: "Incorrect API key" }, "auth"],
     ["403", 403, { type: "error", error: { type: "permission_error", message: "no access" } }, "auth"],
     ["422", 422, { message: "Unprocessable" }, "bad_request"],
+    [
+      "404 (OpenAI model_not_found)",
+      404,
+      { message: "The model `x` does not exist", code: "model_not_found" },
+      "model_not_found",
+    ],
+    [
+      "404 (Anthropic not_found_error)",
+      404,
+      { type: "error", error: { type: "not_found_error", message: "model: x" } },
+      "model_not_found",
+    ],
+    ["404 from Ollama", 404, { message: 'model "llama9" not found, try pulling it first' }, "model_not_found"],
     ["400 unknown parameter", 400, { message: "Unrecognized request argument: foo" }, "bad_request"],
     [
       "400 too many tokens (llama.cpp)",
@@ -81,5 +94,42 @@ describe("provider error mapping", () => {
   it("passes ProviderErrors through unchanged", () => {
     const original = new ProviderError("bad_response", "openai: bad response: x");
     expect(toProviderError(original, ctx)).toBe(original);
+  });
+
+  it("reads Retry-After from the SDK error's Headers, as a date measured against the injected clock", () => {
+    const now = Date.parse("2025-03-01T10:00:00Z");
+    const headers = new Headers({ "retry-after": "Sat, 01 Mar 2025 10:00:30 GMT" });
+    const thrown = Object.assign(sdkError(429, { message: "slow down" }), { headers });
+    expect(toProviderError(thrown, { ...ctx, now: () => now }).retryAfterMs).toBe(30_000);
+  });
+
+  it("leaves retryAfterMs unset when the response sent no usable header", () => {
+    const thrown = Object.assign(sdkError(503, { message: "busy" }), {
+      headers: new Headers({ "retry-after": "soon" }),
+    });
+    expect(toProviderError(thrown, ctx).retryAfterMs).toBeUndefined();
+    expect(toProviderError(sdkError(503, { message: "busy" }), ctx).retryAfterMs).toBeUndefined();
+  });
+
+  it("marks an error as after output without losing what the server said", () => {
+    const original = new ProviderError("network", "openai: network error: terminated", {
+      status: 502,
+      retryAfterMs: 9,
+    });
+    const marked = markAfterOutput(original);
+    expect(marked).toMatchObject({ kind: "network", status: 502, retryAfterMs: 9, afterOutput: true });
+    expect(marked.message).toBe(original.message);
+    expect(marked.retryable).toBe(false);
+    expect(original.retryable).toBe(true);
+  });
+
+  it("tells a content refusal from a request we built wrongly", () => {
+    expect(
+      isRefusal(new ProviderError("bad_request", "azure: 400 bad request: filtered by content management policy")),
+    ).toBe(true);
+    expect(isRefusal(new ProviderError("bad_request", "openai: 400 bad request: Unrecognized request argument"))).toBe(
+      false,
+    );
+    expect(isRefusal(new ProviderError("auth", "openai: 401 authentication failed: content policy"))).toBe(false);
   });
 });

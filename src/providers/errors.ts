@@ -5,7 +5,8 @@
  * SDK error classes are duck-typed rather than imported: the SDKs are loaded lazily, and both the `openai` and the
  * `@anthropic-ai/sdk` errors expose the same `status` / `error` body shape.
  */
-import { ProviderError, type ProviderErrorKind } from "./types.js";
+import { type HeaderSource, retryAfterMs } from "./retry-after.js";
+import { ProviderError, type ProviderErrorKind, type ProviderErrorOptions } from "./types.js";
 
 export interface ErrorContext {
   /** provider id from config; every message starts with it so a user knows which endpoint failed */
@@ -17,6 +18,8 @@ export interface ErrorContext {
   timeoutMs?: number;
   /** redacted from messages in case an endpoint echoes it back */
   apiKey?: string;
+  /** the clock an HTTP-date `Retry-After` is measured against (default Date.now) */
+  now?: () => number;
 }
 
 /** What an API said about a failure, from an HTTP error body or an in-stream error event. */
@@ -28,6 +31,8 @@ export interface ApiErrorInfo {
   code?: string;
   /** OpenAI `type` / Anthropic `error.type` (e.g. overloaded_error, invalid_request_error) */
   type?: string;
+  /** from the response's `retry-after-ms` / `Retry-After` header */
+  retryAfterMs?: number;
 }
 
 const KIND_LABEL: Record<ProviderErrorKind, string> = {
@@ -35,6 +40,7 @@ const KIND_LABEL: Record<ProviderErrorKind, string> = {
   server: "server error",
   context_length: "context length exceeded",
   auth: "authentication failed",
+  model_not_found: "model not found",
   bad_request: "bad request",
   timeout: "timed out",
   aborted: "aborted",
@@ -54,6 +60,7 @@ export function classifyApiError(info: ApiErrorInfo): ProviderErrorKind {
   if (status === 401 || status === 403 || type === "authentication_error" || type === "permission_error") {
     return "auth";
   }
+  if (status === 404 || code === "model_not_found" || type === "not_found_error") return "model_not_found";
   if (status === 408) return "timeout";
   if (status !== undefined && status >= 500) return "server";
   if (
@@ -76,14 +83,18 @@ export function apiError(ctx: ErrorContext, info: ApiErrorInfo, cause?: unknown)
   if (info.status !== undefined) parts.push(String(info.status));
   parts.push(`${KIND_LABEL[kind]}:`);
   parts.push(info.message?.trim() || info.code || info.type || "no error message from the API");
-  return new ProviderError(kind, redact(parts.join(" "), ctx.apiKey), { status: info.status, cause });
+  return new ProviderError(kind, redact(parts.join(" "), ctx.apiKey), {
+    status: info.status,
+    cause,
+    retryAfterMs: info.retryAfterMs,
+  });
 }
 
 export function providerError(
   ctx: ErrorContext,
   kind: ProviderErrorKind,
   detail: string,
-  opts: { status?: number; cause?: unknown } = {},
+  opts: ProviderErrorOptions = {},
 ): ProviderError {
   return new ProviderError(kind, redact(`${ctx.provider}: ${KIND_LABEL[kind]}: ${detail}`, ctx.apiKey), opts);
 }
@@ -100,7 +111,7 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   }
   if (err instanceof ProviderError) return err;
 
-  const info = apiErrorInfo(err);
+  const info = apiErrorInfo(err, ctx.now);
   if (info) return apiError(ctx, info, err);
 
   const name = errorName(err);
@@ -121,7 +132,7 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
 }
 
 /** Pull status, message, code and type out of an SDK APIError; undefined when `err` carries no API answer. */
-function apiErrorInfo(err: unknown): ApiErrorInfo | undefined {
+function apiErrorInfo(err: unknown, now: (() => number) | undefined): ApiErrorInfo | undefined {
   if (!isRecord(err)) return undefined;
   const status = typeof err.status === "number" ? err.status : undefined;
   const body = isRecord(err.error) ? err.error : undefined;
@@ -133,7 +144,8 @@ function apiErrorInfo(err: unknown): ApiErrorInfo | undefined {
   const type = stringOf(inner?.type) ?? stringOf(err.type);
   // vLLM and other OpenAI-compatible servers send mid-stream errors as `{error:{code: 400, ...}}` with no HTTP status
   const numericCode = typeof inner?.code === "number" && inner.code >= 400 && inner.code < 600 ? inner.code : undefined;
-  return { status: status ?? numericCode, message, code, type };
+  const headers = isRecord(err.headers) ? (err.headers as HeaderSource) : undefined;
+  return { status: status ?? numericCode, message, code, type, retryAfterMs: retryAfterMs(headers, now) };
 }
 
 /** A body that was not JSON ends up in the SDK's message as "<status> <text>"; keep just the text. */
@@ -191,4 +203,28 @@ export function requestErrorContext(
   signal: AbortSignal,
 ): ErrorContext {
   return { provider: init.id, signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+}
+
+/**
+ * The same error, marked as having happened after the model had streamed output. Providers know that only in the
+ * stream wrapper around their generator, after the error was mapped.
+ */
+export function markAfterOutput(err: ProviderError): ProviderError {
+  if (err.afterOutput) return err;
+  const marked = new ProviderError(err.kind, err.message, {
+    status: err.status,
+    cause: err.cause,
+    retryAfterMs: err.retryAfterMs,
+    afterOutput: true,
+  });
+  marked.stack = err.stack;
+  return marked;
+}
+
+// Wordings with which OpenAI, Anthropic and Azure decline a request on content grounds.
+const REFUSAL_PATTERN = /refus|safety|content policy|content management policy|content_filter/i;
+
+/** A request the model's operator declined on content grounds (as opposed to one we built wrongly). */
+export function isRefusal(err: ProviderError): boolean {
+  return err.kind === "bad_request" && REFUSAL_PATTERN.test(err.message);
 }

@@ -21,6 +21,7 @@ import type {
 import { emptyUsage } from "./types.js";
 import {
   fallbackCallId,
+  flagOutput,
   isOpenAIReasoningModel,
   openAIReasoningEffort,
   streamEndedEarly,
@@ -103,8 +104,10 @@ class ChatCompletionsApiError extends Error {
   readonly error: unknown;
   readonly code: unknown;
   readonly type: unknown;
+  /** the response's headers (Retry-After); none for an error sent in place of a chunk */
+  readonly headers: Headers | undefined;
 
-  constructor(status: number | undefined, error: unknown, bodyText: string | undefined) {
+  constructor(status: number | undefined, error: unknown, bodyText: string | undefined, headers?: Headers) {
     super(apiErrorMessage(status, error, bodyText));
     this.name = "ChatCompletionsApiError";
     this.status = status;
@@ -112,6 +115,7 @@ class ChatCompletionsApiError extends Error {
     const fields = isRecord(error) ? error : undefined;
     this.code = fields?.code;
     this.type = fields?.type;
+    this.headers = headers;
   }
 }
 
@@ -138,7 +142,8 @@ async function httpError(response: Response): Promise<ChatCompletionsApiError> {
   } catch {
     json = undefined;
   }
-  return new ChatCompletionsApiError(response.status, isRecord(json) ? json.error : undefined, json ? undefined : text);
+  const error = isRecord(json) ? json.error : undefined;
+  return new ChatCompletionsApiError(response.status, error, json ? undefined : text, response.headers);
 }
 
 // --- the provider ------------------------------------------------------------------------------------------------
@@ -149,7 +154,7 @@ export function createOpenAICompletionsProvider(init: ProviderInit): ModelProvid
   return {
     id: init.id,
     api: "openai-completions",
-    stream: (request) => streamChat(init, url, headers, request),
+    stream: (request) => flagOutput(streamChat(init, url, headers, request)),
   };
 }
 

@@ -15,7 +15,15 @@ import type {
   Usage,
 } from "./types.js";
 import { emptyUsage } from "./types.js";
-import { fallbackCallId, lazyClient, openAIReasoningEffort, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
+import {
+  fallbackCallId,
+  flagOutput,
+  lazyClient,
+  openAIReasoningEffort,
+  streamEndedEarly,
+  toolCallEvent,
+  usageOf,
+} from "./wire.js";
 
 type ResponseParams = OpenAI.Responses.ResponseCreateParamsStreaming;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -44,7 +52,7 @@ export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider
   return {
     id: init.id,
     api: "openai-responses",
-    stream: (request) => streamResponses(init, getClient, request),
+    stream: (request) => flagOutput(streamResponses(init, getClient, request)),
   };
 }
 

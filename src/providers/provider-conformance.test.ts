@@ -31,6 +31,8 @@ interface Case {
   serverError: FakeTurn;
   contextTooLong: FakeTurn;
   authFailure(leakedKey: string): FakeTurn;
+  rateLimitedFor(headers: Record<string, string>): FakeTurn;
+  modelNotFound: FakeTurn;
 }
 
 const cases: Case[] = [
@@ -46,6 +48,12 @@ const cases: Case[] = [
       "context_length_exceeded",
     ),
     authFailure: (key) => openAIErrorTurn(401, `Incorrect API key provided: ${key}.`, "invalid_api_key"),
+    rateLimitedFor: (headers) => openAIErrorTurn(429, "Rate limit reached", "rate_limit_exceeded", headers),
+    modelNotFound: openAIErrorTurn(
+      404,
+      "The model `gpt-9` does not exist or you do not have access to it.",
+      "model_not_found",
+    ),
   },
   {
     name: "openai-responses",
@@ -59,6 +67,12 @@ const cases: Case[] = [
       "context_length_exceeded",
     ),
     authFailure: (key) => openAIErrorTurn(401, `Incorrect API key provided: ${key}.`, "invalid_api_key"),
+    rateLimitedFor: (headers) => openAIErrorTurn(429, "Rate limit reached", "rate_limit_exceeded", headers),
+    modelNotFound: openAIErrorTurn(
+      404,
+      "The model `gpt-9` does not exist or you do not have access to it.",
+      "model_not_found",
+    ),
   },
   {
     name: "anthropic-messages",
@@ -72,6 +86,8 @@ const cases: Case[] = [
       "prompt is too long: 210345 tokens > 200000 maximum",
     ),
     authFailure: (key) => anthropicErrorTurn(401, "authentication_error", `invalid x-api-key ${key}`),
+    rateLimitedFor: (headers) => anthropicErrorTurn(429, "rate_limit_error", "Rate limit reached", headers),
+    modelNotFound: anthropicErrorTurn(404, "not_found_error", "model: claude-9"),
   },
 ];
 
@@ -196,6 +212,9 @@ describe.each(cases)("$name provider", (c) => {
     const err = await failure(provider.stream(request()));
     expect(err.kind).toBe("server");
     expect(err.message).toContain("Overloaded");
+    // an overloaded server is worth another try even mid-answer (the run resets what was shown)
+    expect(err.afterOutput).toBe(true);
+    expect(err.retryable).toBe(true);
   });
 
   it("treats a stream that stops mid-way as a network error, never as a finished answer", async () => {
@@ -205,11 +224,53 @@ describe.each(cases)("$name provider", (c) => {
     expect(err.message).toContain("stream ended before the model finished");
   });
 
-  it("treats a connection dropped mid-stream as a retryable network error", async () => {
-    server.enqueue({ text: ["one ", "two ", "three ", "four"], stopAfterChunks: 3, dropConnection: true });
+  it("treats a connection dropped before any output as a retryable network error", async () => {
+    server.enqueue({ text: ["one ", "two ", "three ", "four"], stopAfterChunks: 1, dropConnection: true });
     const err = await failure(provider.stream(request()));
     expect(err.kind).toBe("network");
+    expect(err.afterOutput).toBe(false);
     expect(err.retryable).toBe(true);
+  });
+
+  it("does not retry a connection dropped after the model streamed text, and says output was seen", async () => {
+    // 5 events reach past the first text delta in all three formats
+    server.enqueue({ text: ["one ", "two ", "three ", "four"], stopAfterChunks: 5, dropConnection: true });
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("network");
+    expect(err.afterOutput).toBe(true);
+    expect(err.retryable).toBe(false);
+  });
+
+  it("carries the Retry-After seconds of a 429 as retryAfterMs", async () => {
+    server.enqueue(c.rateLimitedFor({ "retry-after": "2" }));
+    const err = await failure(provider.stream(request()));
+    expect(err.kind).toBe("rate_limit");
+    expect(err.retryAfterMs).toBe(2000);
+  });
+
+  it("sends a rate-limited request only once: retries are the run's decision, not the SDK's", async () => {
+    const before = server.requests.length;
+    // a tiny retry-after-ms would make an SDK with retries left on come straight back
+    server.enqueue(
+      c.rateLimitedFor({ "retry-after-ms": "2.5", "retry-after": "7" }),
+      c.rateLimitedFor({ "retry-after-ms": "2.5" }),
+      { text: "should not be reached" },
+    );
+    const err = await failure(provider.stream(request()));
+    expect(err.retryAfterMs).toBe(2.5);
+    expect(server.requests.length - before).toBe(1);
+    // drain what this test queued, so later tests get their own turns
+    await collect(provider.stream(request())).catch(() => undefined);
+    await collect(provider.stream(request()));
+  });
+
+  it("reports an unknown model as model_not_found, which is not retried", async () => {
+    server.enqueue(c.modelNotFound);
+    const err = await failure(provider.stream(request({ model: "gpt-9" })));
+    expect(err.kind).toBe("model_not_found");
+    expect(err.status).toBe(404);
+    expect(err.retryable).toBe(false);
+    expect(err.message).toMatch(/^acme: 404 model not found: /);
   });
 
   it("stops promptly with an aborted error when the caller aborts mid-stream", async () => {
@@ -243,7 +304,8 @@ describe.each(cases)("$name provider", (c) => {
     server.enqueue({ text: ["first", " second"], chunkDelayMs: 10_000 });
     const err = await failure(impatient.stream(request()));
     expect(err.kind).toBe("timeout");
-    expect(err.retryable).toBe(true);
+    // a stalled model goes to the fallback chain (SPEC 16) instead of stalling again
+    expect(err.retryable).toBe(false);
   });
 
   it("marks a tool call whose arguments were cut off as invalid, naming the tool, instead of failing the stream", async () => {

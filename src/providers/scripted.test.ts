@@ -117,6 +117,23 @@ describe("ScriptedProvider: errors", () => {
     expect((error as ProviderError).kind).toBe("server");
     expect(events.some((e) => e.type === "done")).toBe(false);
   });
+
+  it("scripts what a retry policy reads: the server's retry-after and whether output came first", async () => {
+    const provider = new ScriptedProvider("demo", {
+      turns: [
+        { error: { kind: "rate_limit", message: "slow down", retryAfterMs: 1500 } },
+        { text: ["one ", "two"], error: { kind: "network", message: "reset", afterChunks: 1 } },
+      ],
+    });
+    expect((await play(provider)).error).toMatchObject({ retryAfterMs: 1500, afterOutput: false, retryable: true });
+    expect((await play(provider)).error).toMatchObject({ kind: "network", afterOutput: true, retryable: false });
+  });
+
+  it("rejects a script whose retryAfterMs is not a delay, naming the field", () => {
+    expect(() => new ScriptedProvider("demo", { turns: [{ error: { message: "x", retryAfterMs: -1 } }] })).toThrow(
+      "turns[0].error.retryAfterMs must be a number of milliseconds (>= 0)",
+    );
+  });
 });
 
 describe("ScriptedProvider: delays", () => {

@@ -44,7 +44,14 @@ export interface ScriptedTurn {
   usage?: { input?: number; output?: number };
   stopReason?: StopReason;
   /** fail this call instead of answering */
-  error?: { kind?: ProviderErrorKind; message: string; status?: number; afterChunks?: number };
+  error?: {
+    kind?: ProviderErrorKind;
+    message: string;
+    status?: number;
+    afterChunks?: number;
+    /** as if the server had sent `retry-after-ms` */
+    retryAfterMs?: number;
+  };
 }
 
 export interface Script {
@@ -69,6 +76,7 @@ const errorKinds: readonly ProviderErrorKind[] = [
   "server",
   "context_length",
   "auth",
+  "model_not_found",
   "bad_request",
   "timeout",
   "aborted",
@@ -139,6 +147,9 @@ export function validateScript(raw: unknown, where = "script"): Script {
       if (e.afterChunks !== undefined && !isCount(e.afterChunks)) {
         fail(`${at}.error.afterChunks`, "must be a whole number (>= 0)");
       }
+      if (e.retryAfterMs !== undefined && !isDelay(e.retryAfterMs)) {
+        fail(`${at}.error.retryAfterMs`, "must be a number of milliseconds (>= 0)");
+      }
     }
   }
   return raw as unknown as Script;
@@ -206,12 +217,14 @@ export class ScriptedProvider implements ModelProvider {
     const turn = this.nextTurn(request);
     await sleep(turn.delayMs ?? 0, signal);
     let chunks = 0;
+    const fail = (error: NonNullable<ScriptedTurn["error"]>) =>
+      new ProviderError(error.kind ?? "server", `${this.id}: ${error.message}`, {
+        status: error.status,
+        retryAfterMs: error.retryAfterMs,
+        afterOutput: chunks > 0,
+      });
     const failIfDue = () => {
-      if (turn.error && chunks >= (turn.error.afterChunks ?? 0)) {
-        throw new ProviderError(turn.error.kind ?? "server", `${this.id}: ${turn.error.message}`, {
-          status: turn.error.status,
-        });
-      }
+      if (turn.error && chunks >= (turn.error.afterChunks ?? 0)) throw fail(turn.error);
     };
     const gap = turn.chunkDelayMs ?? 0;
     failIfDue();
@@ -239,11 +252,7 @@ export class ScriptedProvider implements ModelProvider {
       yield { type: "tool_call", id, name: call.name, arguments: call.arguments ?? {} };
       chunks++;
     }
-    if (turn.error) {
-      throw new ProviderError(turn.error.kind ?? "server", `${this.id}: ${turn.error.message}`, {
-        status: turn.error.status,
-      });
-    }
+    if (turn.error) throw fail(turn.error);
     // a rough token estimate: text lengths, without serializing the whole history on every call
     let inputChars = request.system?.length ?? 0;
     for (const m of request.messages) {

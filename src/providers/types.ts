@@ -119,23 +119,43 @@ export type ProviderErrorKind =
   | "server"
   | "context_length"
   | "auth"
+  /** the endpoint does not know the model (HTTP 404, `model_not_found`): another model may, retrying will not */
+  | "model_not_found"
   | "bad_request"
   | "timeout"
   | "aborted"
   | "network"
   | "bad_response";
 
+export interface ProviderErrorOptions {
+  status?: number;
+  cause?: unknown;
+  /** what the server's `retry-after-ms` / `Retry-After` header asked for, in ms */
+  retryAfterMs?: number;
+  /** the request failed after the model had already streamed something (text, thinking or a tool call) */
+  afterOutput?: boolean;
+}
+
 /** Every provider failure is normalized to this, so the loop and reply shaping never see SDK classes. */
 export class ProviderError extends Error {
   readonly kind: ProviderErrorKind;
   readonly status?: number;
+  readonly retryAfterMs?: number;
+  readonly afterOutput: boolean;
+  /**
+   * Worth sending the same request to the same model again (SPEC 16): rate limits, server errors and overload, and a
+   * connection that failed before any output. A connection cut in the middle of an answer is not: it tends to repeat
+   * for the same prompt (a proxy's stream limit, a server crashing on this input), so the run moves to a fallback.
+   */
   readonly retryable: boolean;
-  constructor(kind: ProviderErrorKind, message: string, opts: { status?: number; cause?: unknown } = {}) {
+  constructor(kind: ProviderErrorKind, message: string, opts: ProviderErrorOptions = {}) {
     super(message, { cause: opts.cause });
     this.name = "ProviderError";
     this.kind = kind;
     this.status = opts.status;
-    this.retryable = kind === "rate_limit" || kind === "server" || kind === "network" || kind === "timeout";
+    this.retryAfterMs = opts.retryAfterMs;
+    this.afterOutput = opts.afterOutput === true;
+    this.retryable = kind === "rate_limit" || kind === "server" || (kind === "network" && !this.afterOutput);
   }
 }
 

@@ -1,7 +1,7 @@
 /** Small pieces every wire-API provider needs in the same way. */
 import { randomUUID } from "node:crypto";
-import { type ErrorContext, providerError } from "./errors.js";
-import type { ModelStreamEvent, ProviderError, ThinkingLevel, Usage } from "./types.js";
+import { type ErrorContext, markAfterOutput, providerError } from "./errors.js";
+import { type ModelStreamEvent, ProviderError, type ThinkingLevel, type Usage } from "./types.js";
 
 /**
  * Tool-call arguments arrive as JSON text. Broken JSON (most often a call cut off by the output-token limit) must
@@ -81,5 +81,31 @@ export function lazyClient<T>(create: () => Promise<T>): () => Promise<T> {
       });
     }
     return client;
+  };
+}
+
+/**
+ * Marks a failure that comes after the model streamed something (text, thinking, a tool call) as `afterOutput`: the
+ * retry policy treats a connection lost before any output differently from one lost mid-answer (SPEC 16). A plain
+ * iterator rather than an async generator, so the hot path pays one extra `then` per event and nothing more.
+ */
+export function flagOutput(stream: AsyncIterable<ModelStreamEvent>): AsyncIterable<ModelStreamEvent> {
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = stream[Symbol.asyncIterator]();
+      let output = false;
+      const onResult = (result: IteratorResult<ModelStreamEvent>) => {
+        if (!result.done && result.value.type !== "done") output = true;
+        return result;
+      };
+      const onError = (err: unknown): never => {
+        throw output && err instanceof ProviderError ? markAfterOutput(err) : err;
+      };
+      return {
+        next: () => inner.next().then(onResult, onError),
+        return: (value?: unknown) =>
+          inner.return ? inner.return(value) : Promise.resolve({ done: true as const, value: undefined }),
+      };
+    },
   };
 }

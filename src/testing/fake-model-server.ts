@@ -23,7 +23,8 @@
  * await server.close();
  * ```
  *
- * A turn can also fail (`error`: an HTTP error with the API's error body; `streamError`: an error event after
+ * A turn can also fail (`error`: an HTTP error with the API's error body and optional headers such as
+ * `Retry-After`; enqueue it N times to fail the next N requests; `streamError`: an error event after
  * the content), stop mid-stream (`stopAfterChunks`, optionally dropping the connection), or be slow (`delayMs`
  * before the first byte, `chunkDelayMs` between chunks). Only `stream: true` requests are supported.
  *
@@ -93,15 +94,28 @@ export interface FakeModelServer {
   close(): Promise<void>;
 }
 
-/** A turn that fails like OpenAI does, e.g. `openAIErrorTurn(429, "Rate limit reached", "rate_limit_exceeded")`. */
-export function openAIErrorTurn(status: number, message: string, code: string | null = null): FakeTurn {
+/**
+ * A turn that fails like OpenAI does, e.g. `openAIErrorTurn(429, "Rate limit reached", "rate_limit_exceeded")`;
+ * `headers` go out with it, e.g. `{ "retry-after": "1" }`.
+ */
+export function openAIErrorTurn(
+  status: number,
+  message: string,
+  code: string | null = null,
+  headers?: Record<string, string>,
+): FakeTurn {
   const type = status === 429 ? "requests" : status >= 500 ? "server_error" : "invalid_request_error";
-  return { error: { status, body: { error: { message, type, param: null, code } } } };
+  return { error: { status, body: { error: { message, type, param: null, code } }, headers } };
 }
 
 /** A turn that fails like Anthropic does, e.g. `anthropicErrorTurn(529, "overloaded_error", "Overloaded")`. */
-export function anthropicErrorTurn(status: number, type: string, message: string): FakeTurn {
-  return { error: { status, body: { type: "error", error: { type, message } } } };
+export function anthropicErrorTurn(
+  status: number,
+  type: string,
+  message: string,
+  headers?: Record<string, string>,
+): FakeTurn {
+  return { error: { status, body: { type: "error", error: { type, message } }, headers } };
 }
 
 type Api = "chat" | "responses" | "messages";
