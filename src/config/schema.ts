@@ -66,6 +66,22 @@ const providerModel = z.strictObject({
   reasoning: z.boolean().optional(),
 });
 
+/**
+ * Defaults (attempts 3, baseMs 500, maxMs 30000) live with the policy (agent/run/model-retry.ts DEFAULT_RETRY_POLICY),
+ * because providers made from env vars alone are built without this schema.
+ */
+const retryPolicy = z
+  .strictObject({
+    /** retries after the first try; 0 = none */
+    attempts: nonNegativeInt.max(10).optional(),
+    baseMs: positiveInt.optional(),
+    maxMs: positiveInt.optional(),
+  })
+  .refine((r) => r.baseMs === undefined || r.maxMs === undefined || r.baseMs <= r.maxMs, {
+    message: "must not be larger than maxMs",
+    path: ["baseMs"],
+  });
+
 const providerConfig = z.strictObject({
   api: z.enum(apiKinds),
   baseUrl: httpUrl.optional(),
@@ -76,6 +92,8 @@ const providerConfig = z.strictObject({
   models: z.array(providerModel).default([]),
   /** scripted provider only: path of the JSON5 script (relative to the config file) */
   script: z.string().optional(),
+  /** model retries for this provider's retryable errors (SPEC 16) */
+  retry: retryPolicy.optional(),
 });
 
 const queueConfig = z.strictObject({

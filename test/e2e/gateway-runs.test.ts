@@ -253,10 +253,13 @@ describe("agent over the gateway", () => {
     peer.close();
   });
 
-  it("sends a chat error with the provider's error kind", async () => {
-    const { url } = await gateway({
-      provider: scripted([{ before: ["partial"], error: { kind: "rate_limit", message: "slow down" } }]),
-    });
+  it("sends a chat error with the provider's error kind once the retries are used up", async () => {
+    // 1 try + 3 retries (the default policy), each asking for a 1 ms wait
+    const limited = {
+      before: ["partial"],
+      error: { kind: "rate_limit" as const, message: "slow down", retryAfterMs: 1 },
+    };
+    const { url } = await gateway({ provider: scripted([limited, limited, limited, limited]) });
     const peer = await connectedPeer(url);
     const id = peer.send("agent", { message: "x", idempotencyKey: "err-1" });
     expect((await peer.response(id, 2)).payload).toMatchObject({ status: "error", summary: "failed" });

@@ -1,8 +1,12 @@
-import { addUsage, type ChatMessage, emptyUsage, type Usage } from "../../providers/types.js";
+import type { ResolvedModel } from "../../providers/registry.js";
+import { addUsage, type ChatMessage, emptyUsage, ProviderError, type Usage } from "../../providers/types.js";
 import type { LoopOutcome } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import { runAttempt } from "./attempt.js";
 import type { RunEmitter } from "./events.js";
+import { runWithFallback } from "./fallback.js";
+import { retryPolicyFor, withModelRetries } from "./model-retry.js";
+import { runModelChain } from "./models.js";
 import type { PreparedRun, TurnChoices } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
 import type { RunSpec } from "./spec.js";
@@ -11,8 +15,16 @@ import type { RunSpec } from "./spec.js";
 export type ExecuteResult =
   /** a plugin answered (or silenced) the turn before the model was called */
   | { kind: "claimed"; text: string; pluginId?: string }
-  /** the loop ran; `model` is the one that produced the last outcome */
+  /** the loop ran; `model` is the one that produced the last outcome (after any fallback) */
   | { kind: "loop"; outcome: LoopOutcome; model: string; usage: Usage };
+
+/** The context window port of the attempt loop: compaction before each call and after an overflow. */
+export interface ContextGuard {
+  /** the loop's transformContext for one model (checks the budget before every call, compacts when needed) */
+  transformFor(model: ResolvedModel): (messages: ChatMessage[]) => Promise<ChatMessage[]>;
+  /** the provider said the context is too long: compact and return the new context, or throw (context_length) */
+  afterOverflow(messages: ChatMessage[], model: ResolvedModel): Promise<ChatMessage[]>;
+}
 
 export interface ExecuteContext {
   rt: AgentRuntime;
@@ -22,6 +34,7 @@ export interface ExecuteContext {
   signal: AbortSignal;
   events: RunEmitter;
   projection: RunProjection;
+  context?: ContextGuard;
 }
 
 /** Execute: the user's message goes down, a plugin may claim the turn, else the attempt loop runs the model. */
@@ -47,21 +60,102 @@ async function claimByPlugin(ctx: ExecuteContext): Promise<ExecuteResult | undef
   return { kind: "claimed", text, pluginId: claim.pluginId };
 }
 
+/** What the attempts of one run share: the context as it grew, the usage of every call, the model tried last. */
+interface AttemptState {
+  context: ChatMessage[];
+  usage: Usage;
+  steps: number;
+  model: string;
+  last?: LoopOutcome;
+}
+
 /**
- * The attempt loop: the inner loop runs until its outcome is final. Each outcome is settled (its partial answer
- * written) or thrown away before the next attempt.
+ * The attempt loop (SPEC 10, 16): the model chain (fallback) around the retry policy around compaction around one
+ * run of the inner loop. Every thrown-away attempt resets what clients were shown (projection.discard); the
+ * context carries over, so tool results already produced are not redone. The final outcome is settled.
  */
 async function attemptLoop(ctx: ExecuteContext, context: ChatMessage[]): Promise<ExecuteResult> {
-  const model = ctx.prepared.model;
-  let usage = emptyUsage();
-  const outcome = await runAttempt(ctx.rt, ctx.spec, ctx.prepared, ctx.projection, {
-    model,
-    messages: context,
-    thinking: ctx.choices.thinking,
-    timeoutMs: ctx.choices.timeoutMs,
-    signal: ctx.signal,
-  });
-  usage = addUsage(usage, outcome.usage);
+  const state: AttemptState = { context, usage: emptyUsage(), steps: 0, model: ctx.prepared.model.ref };
+  const chain = runModelChain(ctx.rt, ctx.spec.agentId, ctx.prepared.model.ref);
+  let outcome: LoopOutcome;
+  try {
+    const done = await runWithFallback({
+      chain,
+      signal: ctx.signal,
+      attempt: (ref) => attemptsOnModel(ctx, state, ref),
+      onFallback: (n) => {
+        ctx.projection.discard();
+        ctx.events.emit("lifecycle", { phase: "fallback", from: n.from, to: n.to, reason: n.reason });
+      },
+    });
+    outcome = { ...done.result, usage: state.usage, steps: state.steps };
+    state.model = done.model;
+  } catch (err) {
+    outcome = failedOutcome(state, err);
+  }
   ctx.projection.settle();
-  return { kind: "loop", outcome, model: model.ref, usage };
+  return { kind: "loop", outcome, model: state.model, usage: state.usage };
+}
+
+/** One model of the chain: retried per its provider's policy; a failed outcome is thrown for retry/fallback. */
+async function attemptsOnModel(ctx: ExecuteContext, state: AttemptState, ref: string): Promise<LoopOutcome> {
+  const model = ref === ctx.prepared.model.ref ? ctx.prepared.model : ctx.rt.resolveModel(ref);
+  state.model = model.ref;
+  return withModelRetries({
+    policy: retryPolicyFor(ctx.rt.config.models.providers[model.providerId]?.retry),
+    signal: ctx.signal,
+    call: () => attemptWithCompaction(ctx, state, model),
+    onRetry: (n) => {
+      ctx.projection.discard();
+      ctx.events.emit("lifecycle", {
+        phase: "retry",
+        attempt: n.attempt,
+        delayMs: n.delayMs,
+        reason: n.reason,
+        model: model.ref,
+      });
+    },
+  });
+}
+
+/** One run of the inner loop; a context-length failure is compacted and tried again (the guard bounds how often). */
+async function attemptWithCompaction(
+  ctx: ExecuteContext,
+  state: AttemptState,
+  model: ResolvedModel,
+): Promise<LoopOutcome> {
+  while (true) {
+    const outcome = await runAttempt(ctx.rt, ctx.spec, ctx.prepared, ctx.projection, {
+      model,
+      messages: state.context,
+      thinking: ctx.choices.thinking,
+      timeoutMs: ctx.choices.timeoutMs,
+      signal: ctx.signal,
+      transformContext: ctx.context?.transformFor(model),
+    });
+    state.usage = addUsage(state.usage, outcome.usage);
+    state.steps += outcome.steps;
+    state.context = outcome.messages;
+    state.last = outcome;
+    if (outcome.stopReason !== "error") return outcome;
+    const err = outcome.error ?? new Error("model error");
+    const overflow = err instanceof ProviderError && err.kind === "context_length" && ctx.context;
+    if (!overflow || ctx.signal.aborted) throw err;
+    ctx.projection.discard();
+    state.context = await ctx.context!.afterOverflow(state.context, model);
+  }
+}
+
+/** The run's outcome when the chain gave up: the last attempt's, with the error that ended it (all models listed). */
+function failedOutcome(state: AttemptState, err: unknown): LoopOutcome {
+  return {
+    finalText: "",
+    toolErrors: [],
+    ...state.last,
+    stopReason: "error",
+    error: err instanceof Error ? err : new Error(String(err)),
+    usage: state.usage,
+    steps: state.steps,
+    messages: state.context,
+  };
 }
