@@ -1,4 +1,5 @@
 import type { AssistantMessage, ChatMessage, ToolResultMessage, UserMessage } from "../../providers/types.js";
+import type { SummarizePort, SummaryPrompt } from "./summarize-history.js";
 
 /** Message builders shared by the compaction tests. */
 export const user = (content: string): UserMessage => ({ role: "user", content });
@@ -23,4 +24,20 @@ export function conversation(turns: number, tokens: number): ChatMessage[] {
     out.push(said(`answer ${i} `.padEnd(tokens * 4, "a")));
   }
   return out;
+}
+
+/** A fake summarizer model port that records every prompt and answers with `answer(prompt, callNumber)`. */
+export function fakeSummarizer(answer: (prompt: SummaryPrompt, call: number) => string) {
+  const prompts: SummaryPrompt[] = [];
+  const summarize: SummarizePort = async (prompt) => {
+    prompts.push(prompt);
+    return answer(prompt, prompts.length);
+  };
+  return { summarize, prompts };
+}
+
+/** The conversation text of a summarizer prompt (its single user message). */
+export function promptText(prompt: SummaryPrompt): string {
+  const [only] = prompt.messages;
+  return only.role === "user" ? only.content : "";
 }
