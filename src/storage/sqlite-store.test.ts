@@ -199,6 +199,76 @@ describe("transcript", () => {
   });
 });
 
+describe("compaction rows", () => {
+  const seed = (s: SqliteStore, key: string, texts: string[]) =>
+    s.appendTranscript(texts.map((t) => row(key, t.startsWith("a:") ? said(t) : user(t))));
+
+  it("a compaction is recorded with its summary and kept seq, and counted on the session", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    seed(s, "k", ["q1", "a:1", "q2", "a:2"]);
+    const written = s.appendCompaction("k", { summary: "asked q1, q2", firstKeptSeq: 3, runId: "r9", createdAt: 7 });
+    expect(written).toMatchObject({ seq: 5, kind: "compaction", text: "asked q1, q2", firstKeptSeq: 3, runId: "r9" });
+    expect(s.getSession("k")?.compactionCount).toBe(1);
+
+    // a second handle (as after a restart) reads the same row back
+    const again = store();
+    expect(again.readTranscript("k", { kinds: ["compaction"] })[0]).toMatchObject({ firstKeptSeq: 3, createdAt: 7 });
+  });
+
+  it("history read after a compaction starts at the summary, then the kept and newer messages", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    seed(s, "k", ["q1", "a:1", "q2", "a:2"]);
+    s.appendCompaction("k", { summary: "asked q1", firstKeptSeq: 3, createdAt: 2 });
+    seed(s, "k", ["q3"]);
+    expect(contents(s.readContextRows("k"))).toEqual(["[compaction] asked q1", "q2", "assistant", "q3"]);
+
+    // the next compaction supersedes the first one, whose row is inside the kept range and is not repeated
+    s.appendCompaction("k", { summary: "asked q1, q2", firstKeptSeq: 4, createdAt: 3 });
+    expect(contents(s.readContextRows("k"))).toEqual(["[compaction] asked q1, q2", "assistant", "q3"]);
+    expect(s.getSession("k")?.compactionCount).toBe(2);
+  });
+
+  it("without a compaction the history is every message of the current generation", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    seed(s, "k", ["old"]);
+    s.appendCompaction("k", { summary: "old stuff", firstKeptSeq: 2, createdAt: 2 });
+    s.resetSession("k", 3, "/new");
+    expect(s.readContextRows("k")).toEqual([]);
+    seed(s, "k", ["fresh", "a:hi"]);
+    expect(contents(s.readContextRows("k"))).toEqual(["fresh", "assistant"]);
+    // the old generation still reads as it was
+    expect(contents(s.readContextRows("k", { generation: 1 }))).toEqual(["[compaction] old stuff"]);
+    expect(s.readContextRows("nobody")).toEqual([]);
+  });
+
+  it("a compaction that keeps nothing starts the history at the summary", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    seed(s, "k", ["q1", "a:1"]);
+    s.appendCompaction("k", { summary: "all of it", firstKeptSeq: 3, createdAt: 2 });
+    expect(contents(s.readContextRows("k"))).toEqual(["[compaction] all of it"]);
+  });
+
+  it("a compaction pointing past the transcript is refused and nothing is written or counted", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    seed(s, "k", ["q1", "a:1"]);
+    expect(() => s.appendCompaction("k", { summary: "x", firstKeptSeq: 4, createdAt: 2 })).toThrow(
+      /firstKeptSeq 4 of session k must be a row seq from 1 to 3 \(the last row is 2\)/,
+    );
+    expect(() => s.appendCompaction("k", { summary: "x", firstKeptSeq: 0, createdAt: 2 })).toThrow(/firstKeptSeq 0/);
+    expect(() => s.appendCompaction("k", { summary: "  ", firstKeptSeq: 2, createdAt: 2 })).toThrow(/empty summary/);
+    expect(() => s.appendCompaction("ghost", { summary: "x", firstKeptSeq: 1, createdAt: 2 })).toThrow(
+      /unknown session ghost/,
+    );
+    expect(s.readTranscript("k").map((r) => r.kind)).toEqual(["message", "message"]);
+    expect(s.getSession("k")?.compactionCount).toBe(0);
+  });
+});
+
 describe("runs", () => {
   const run = (
     runId: string,

@@ -4,7 +4,15 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import type { ChatMessage } from "../providers/types.js";
 import { migrations } from "./migrations.js";
-import type { RunRecord, RunStatus, SessionRecord, Store, TranscriptKind, TranscriptRow } from "./types.js";
+import type {
+  CompactionEntry,
+  RunRecord,
+  RunStatus,
+  SessionRecord,
+  Store,
+  TranscriptKind,
+  TranscriptRow,
+} from "./types.js";
 
 type Row = Record<string, unknown>;
 
@@ -59,6 +67,12 @@ function toSession(r: Row): SessionRecord {
   };
 }
 
+/** The JSON `data` column of a transcript row: the message, or the text (and a compaction's firstKeptSeq). */
+function rowData(row: Omit<TranscriptRow, "seq" | "generation">): Record<string, unknown> {
+  if (row.message) return { message: row.message };
+  return row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text };
+}
+
 function toRun(r: Row): RunRecord {
   return {
     runId: r.run_id as string,
@@ -110,6 +124,7 @@ export class SqliteStore implements Store {
         "INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
       ),
       generation: db.prepare("SELECT generation FROM sessions WHERE key = ?"),
+      bumpCompactions: db.prepare("UPDATE sessions SET compaction_count = compaction_count + 1 WHERE key = ?"),
       setGeneration: db.prepare("UPDATE sessions SET generation = ?, updated_at = ? WHERE key = ?"),
       insertRun: db.prepare(
         "INSERT INTO runs (run_id, session_key, status, accepted_at, started_at, ended_at, stop_reason, error, params, result, receipt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -231,33 +246,70 @@ export class SqliteStore implements Store {
 
   appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[] {
     if (rows.length === 0) return [];
-    return this.transaction(() => {
-      const out: TranscriptRow[] = [];
-      const next = new Map<string, { generation: number; seq: number }>();
-      for (const row of rows) {
-        let pos = next.get(row.sessionKey);
-        if (!pos) {
-          const g = this.stmts.generation.get(row.sessionKey) as { generation: number } | undefined;
-          if (!g) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
-          const m = (this.stmts.maxSeq.get(row.sessionKey, g.generation) as { m: number | null }).m ?? 0;
-          pos = { generation: g.generation, seq: m };
-          next.set(row.sessionKey, pos);
-        }
-        pos.seq += 1;
-        const data = JSON.stringify(row.message ? { message: row.message } : { text: row.text });
-        this.stmts.insertRow.run(
-          row.sessionKey,
-          pos.generation,
-          pos.seq,
-          row.kind,
-          row.runId ?? null,
-          row.createdAt,
-          data,
-        );
-        out.push({ ...row, generation: pos.generation, seq: pos.seq });
+    return this.transaction(() => this.insertRows(rows));
+  }
+
+  /** Appends rows after each session's last seq; the caller holds the transaction. */
+  private insertRows(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[] {
+    const out: TranscriptRow[] = [];
+    const next = new Map<string, { generation: number; seq: number }>();
+    for (const row of rows) {
+      let pos = next.get(row.sessionKey);
+      if (!pos) {
+        const g = this.stmts.generation.get(row.sessionKey) as { generation: number } | undefined;
+        if (!g) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
+        const m = (this.stmts.maxSeq.get(row.sessionKey, g.generation) as { m: number | null }).m ?? 0;
+        pos = { generation: g.generation, seq: m };
+        next.set(row.sessionKey, pos);
       }
-      return out;
+      pos.seq += 1;
+      this.stmts.insertRow.run(
+        row.sessionKey,
+        pos.generation,
+        pos.seq,
+        row.kind,
+        row.runId ?? null,
+        row.createdAt,
+        JSON.stringify(rowData(row)),
+      );
+      out.push({ ...row, generation: pos.generation, seq: pos.seq });
+    }
+    return out;
+  }
+
+  appendCompaction(key: string, entry: CompactionEntry): TranscriptRow {
+    return this.transaction(() => {
+      const g = this.stmts.generation.get(key) as { generation: number } | undefined;
+      if (!g) throw new Error(`appendCompaction: unknown session ${key}`);
+      const last = (this.stmts.maxSeq.get(key, g.generation) as { m: number | null }).m ?? 0;
+      const first = entry.firstKeptSeq;
+      if (!Number.isInteger(first) || first < 1 || first > last + 1) {
+        throw new Error(
+          `appendCompaction: firstKeptSeq ${first} of session ${key} must be a row seq from 1 to ${last + 1} (the last row is ${last})`,
+        );
+      }
+      if (entry.summary.trim() === "") throw new Error(`appendCompaction: empty summary for session ${key}`);
+      const [row] = this.insertRows([
+        {
+          sessionKey: key,
+          kind: "compaction",
+          runId: entry.runId,
+          createdAt: entry.createdAt,
+          text: entry.summary,
+          firstKeptSeq: first,
+        },
+      ]);
+      this.stmts.bumpCompactions.run(key);
+      return row;
     });
+  }
+
+  readContextRows(key: string, opts: { generation?: number } = {}): TranscriptRow[] {
+    const [latest] = this.readTranscript(key, { ...opts, kinds: ["compaction"], limit: 1 });
+    // a compaction row written without firstKeptSeq summarized everything before it
+    const from = latest ? (latest.firstKeptSeq ?? latest.seq + 1) : 1;
+    const messages = this.readTranscript(key, { ...opts, kinds: ["message"], afterSeq: from - 1 });
+    return latest ? [latest, ...messages] : messages;
   }
 
   readTranscript(
@@ -288,7 +340,7 @@ export class SqliteStore implements Store {
     const sql = `SELECT * FROM (SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?) ORDER BY seq ASC`;
     const rows = this.prep(sql).all(...args, opts.limit ?? -1) as Row[];
     return rows.map((r) => {
-      const data = JSON.parse(r.data as string) as { message?: ChatMessage; text?: string };
+      const data = JSON.parse(r.data as string) as { message?: ChatMessage; text?: string; firstKeptSeq?: number };
       return {
         sessionKey: r.session_key as string,
         generation: r.generation as number,
@@ -298,6 +350,7 @@ export class SqliteStore implements Store {
         createdAt: r.created_at as number,
         message: data.message,
         text: data.text,
+        ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
       };
     });
   }

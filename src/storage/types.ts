@@ -37,6 +37,16 @@ export interface TranscriptRow {
   message?: ChatMessage;
   /** compaction summary / reset reason */
   text?: string;
+  /** compaction rows: seq of the first message row the summary does not cover (kept verbatim after it) */
+  firstKeptSeq?: number;
+}
+
+export interface CompactionEntry {
+  summary: string;
+  /** seq of the first message row kept verbatim; at most the last seq + 1 (nothing kept) */
+  firstKeptSeq: number;
+  runId?: string;
+  createdAt: number;
 }
 
 export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
@@ -76,6 +86,17 @@ export interface Store {
     key: string,
     opts?: { generation?: number; limit?: number; beforeSeq?: number; afterSeq?: number; kinds?: TranscriptKind[] },
   ): TranscriptRow[];
+
+  /**
+   * Records a compaction of the session's current generation: a `compaction` row (summary + firstKeptSeq) and the
+   * session's compactionCount + 1, in one transaction. Call it under the session write lock.
+   */
+  appendCompaction(key: string, entry: CompactionEntry): TranscriptRow;
+  /**
+   * The rows a model's history is built from: the latest compaction row of the generation, then the message rows
+   * from its firstKeptSeq on (oldest first). Without a compaction, every message row of the generation.
+   */
+  readContextRows(key: string, opts?: { generation?: number }): TranscriptRow[];
 
   createRun(run: RunRecord): void;
   getRun(runId: string): RunRecord | undefined;

@@ -1,0 +1,84 @@
+import { estimateTokens } from "../../prompt/context-budget.js";
+import type { ChatMessage, ToolSpec, Usage } from "../../providers/types.js";
+
+/**
+ * Token estimates for compaction decisions. Like prompt/context-budget.ts this is chars/4 and no tokenizer: it runs
+ * before every model call and only has to be deterministic and roughly right. A small per-message overhead stands in
+ * for the role and framing tokens every wire format adds.
+ */
+
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+/** Characters the estimate counts for one message (text, thinking, tool names and argument JSON). */
+export function messageChars(message: ChatMessage): number {
+  switch (message.role) {
+    case "user":
+      return message.content.length;
+    case "toolResult":
+      return message.content.length + message.toolName.length;
+    case "assistant": {
+      let chars = 0;
+      for (const block of message.content) {
+        if (block.type === "text") chars += block.text.length;
+        else if (block.type === "thinking") chars += block.thinking.length;
+        else chars += block.name.length + JSON.stringify(block.arguments).length;
+      }
+      return chars;
+    }
+  }
+}
+
+export function estimateMessageTokens(message: ChatMessage): number {
+  return Math.ceil(messageChars(message) / 4) + MESSAGE_OVERHEAD_TOKENS;
+}
+
+export function estimateMessagesTokens(messages: readonly ChatMessage[]): number {
+  let total = 0;
+  for (const m of messages) total += estimateMessageTokens(m);
+  return total;
+}
+
+/** The whole request as the model would see it: system prompt, tool schemas and messages. */
+export function estimateContextTokens(
+  messages: readonly ChatMessage[],
+  system?: string,
+  tools?: readonly ToolSpec[],
+): number {
+  const toolTokens = tools && tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0;
+  return estimateTokens(system ?? "") + toolTokens + estimateMessagesTokens(messages);
+}
+
+export interface ContextProjectionInput {
+  /** usage the provider reported for the previous model call of this context, if any */
+  lastUsage?: Usage;
+  /**
+   * How many leading messages of `messages` that usage already covers: the messages sent in that call plus the
+   * reply it produced. Replacing the history (after a compaction) invalidates it: drop `lastUsage` then.
+   */
+  coveredMessageCount?: number;
+  messages: readonly ChatMessage[];
+  system?: string;
+  tools?: readonly ToolSpec[];
+}
+
+/** Context size of the whole last call: what was read (cached or not) plus what was written. */
+function usageContextTokens(usage: Usage): number {
+  return usage.input + usage.cacheRead + usage.cacheWrite + usage.output;
+}
+
+/**
+ * Projected size of the next request. The provider's own count for the previous call is exact where our estimate
+ * is crude, so it is preferred; only the messages appended since are estimated. Without usage (first call, a
+ * provider that reports none, or a history that was replaced) the whole request is estimated.
+ */
+export function projectContextTokens(input: ContextProjectionInput): number {
+  const { lastUsage, coveredMessageCount, messages } = input;
+  const usable =
+    lastUsage !== undefined &&
+    usageContextTokens(lastUsage) > 0 &&
+    coveredMessageCount !== undefined &&
+    coveredMessageCount >= 0 &&
+    coveredMessageCount <= messages.length;
+  if (!usable) return estimateContextTokens(messages, input.system, input.tools);
+  return usageContextTokens(lastUsage) + estimateMessagesTokens(messages.slice(coveredMessageCount));
+}
