@@ -40,7 +40,9 @@ export async function agentCommand(rt: AgentRuntime, params: AgentCommandParams)
   const { runId, sessionKey } = params;
   let lifecycleEnded = false;
   const unsubscribe = rt.bus.subscribe((ev) => {
-    if (ev.runId === runId && ev.stream === "lifecycle" && ev.data.phase !== "start") lifecycleEnded = true;
+    if (ev.runId === runId && ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) {
+      lifecycleEnded = true;
+    }
   });
   const startedAt = rt.clock.now();
   try {

@@ -104,7 +104,7 @@ async function runHoldingLanes(
     rt.bus.emit(runId, sessionKey, stream, data);
   const startedAt = rt.clock.now();
   params.onStarted?.({ startedAt, laneWaitMs });
-  emit("lifecycle", { phase: "start", startedAt });
+  emit("lifecycle", { phase: "start", startedAt, model: params.modelRef });
 
   const controller = new AbortController();
   const onOuterAbort = () => controller.abort(params.signal?.reason ?? new Error("aborted"));
@@ -120,6 +120,7 @@ async function runHoldingLanes(
   let modelLabel = params.modelRef;
   let lock: Awaited<ReturnType<typeof acquireSessionWriteLock>> | undefined;
   let claimedBy: string | undefined;
+  let lockWaited = false;
   const transcriptMessages: ChatMessage[] = [];
   try {
     const model = rt.resolveModel(params.modelRef);
@@ -142,7 +143,13 @@ async function runHoldingLanes(
       ),
       maxHoldMs: resolveMaxHoldMs(params.timeoutMs),
       signal: controller.signal,
+      onWait: ({ holderPid, lockPath }) => {
+        lockWaited = true;
+        emit("lifecycle", { phase: "waiting", for: "session_lock", holderPid, lockPath });
+      },
     });
+    // Once the lock is ours the wait is for the model again; without this a client would keep showing the lock.
+    if (lockWaited) emit("lifecycle", { phase: "waiting", for: "model", model: model.ref });
 
     const { messages: history, chars: historyChars } = rt.history.load(rt.store, sessionKey);
     const userMessage: ChatMessage = { role: "user", content: params.message };
