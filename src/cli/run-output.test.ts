@@ -162,6 +162,15 @@ describe("how a run's end is reported", () => {
     expect(stderr.chunks.join("").match(/model exploded/g)).toHaveLength(1);
   });
 
+  it("a failed tool is reported by its tool line only, not again by the reply's fallback text", () => {
+    const { ev, out, stdout, stderr } = setup({ errTTY: false, outTTY: false });
+    ev("tool", { phase: "start", name: "exec", toolCallId: "c", args: { command: "false" } });
+    ev("tool", { phase: "result", name: "exec", toolCallId: "c", isError: true, result: "boom\nexit code 1" });
+    out.finish(final({ result: { ...final().result, payloads: [{ text: "⚠️ exec failed: boom", kind: "error" }] } }));
+    expect(stdout.chunks).toEqual([]);
+    expect(stderr.chunks.join("").match(/boom/g)).toHaveLength(1);
+  });
+
   it("a run aborted from elsewhere is named so in the summary; the user's own Ctrl-C is just aborted", () => {
     const aborted = final({ status: "error", summary: "aborted", error: "gateway shutting down" });
     const byGateway = setup({ errTTY: false, abortedBy: "aborted by the gateway" });

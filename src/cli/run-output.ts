@@ -78,11 +78,8 @@ export function createRunOutput(opts: RunOutputOptions): RunOutput {
       stdout.write(`${JSON.stringify({ type: "result", ...final })}\n`);
       return;
     }
-    // The model's error is the summary's error: printing its payload as well would say it twice.
-    const repeated = final.error ? `⚠️ ${final.error}` : undefined;
-    for (const p of final.result.payloads) {
-      if (p.kind === "error" && p.text !== repeated) err(`${p.text}\n`);
-    }
+    // Error payloads are not printed: they are the chat user's view of what this output already said once, the
+    // model's error (in the summary below) or a failed tool (its tool line).
     const aborted = final.summary === "aborted" && !interrupted() ? opts.abortedBy : undefined;
     err(`${formatSummary(final, { abortedAs: aborted })}\n`);
   };
