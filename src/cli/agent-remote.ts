@@ -4,11 +4,9 @@ import { GatewayClient } from "../client/gateway-client.js";
 import { peekGatewayConfig } from "../config/peek.js";
 import { resolveSecretRef } from "../config/secret-ref.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
-import { type AgentCliOptions, createRunOutput, exitCodeFor, interruptController, parseAgentOptions } from "./agent.js";
+import { type AgentCliOptions, parseAgentOptions, runOutputWithInterrupt } from "./agent.js";
 import { CliError, EXIT } from "./exit-codes.js";
-
-/** Connecting to loopback either works at once or not at all; a blackholed host must not hang the CLI. */
-const CONNECT_TIMEOUT_MS = 3000;
+import { exitCodeFor } from "./run-output.js";
 
 /**
  * Where the gateway is and how to authenticate: `--url` > LOOPGATE_GATEWAY_URL > ws://127.0.0.1:<port>
@@ -33,18 +31,17 @@ export function resolveGatewayTarget(
   return { url, token };
 }
 
-/** `loopgate agent` without --local: the same turn, through a running gateway, rendered exactly like --local. */
-export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
-  const parsed = parseAgentOptions(opts);
-  const { url, token } = resolveGatewayTarget(opts);
-  let client: GatewayClient;
+/** Connecting to loopback either works at once or not at all; a blackholed host must not hang the CLI. */
+const CONNECT_TIMEOUT_MS = 3000;
+
+/** Connects as the CLI; no gateway (or a refused connection) is one line with a hint and exit 2. */
+export async function connectGateway(url: string, token: string | undefined, scopes: string[]): Promise<GatewayClient> {
   try {
-    client = await GatewayClient.connect({
+    return await GatewayClient.connect({
       url,
       token,
       client: { id: "cli", mode: "cli" },
-      // write scope only: the CLI needs its own run's events, not every session's (no fan-out of others' events)
-      scopes: ["operator.write"],
+      scopes,
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
     });
   } catch (err) {
@@ -59,10 +56,17 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
     }
     throw err;
   }
+}
+
+/** `loopgate agent` without --local: the same turn, through a running gateway, rendered exactly like --local. */
+export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
+  const parsed = parseAgentOptions(opts);
+  const { url, token } = resolveGatewayTarget(opts);
+  // write scope only: the CLI needs its own run's events, not every session's (no fan-out of others' events)
+  const client = await connectGateway(url, token, ["operator.write"]);
 
   const runId = randomUUID();
-  const out = createRunOutput(opts.json === true);
-  const intr = interruptController();
+  const { out, intr } = runOutputWithInterrupt(opts, "aborted by the gateway");
   let accepted: AgentAccepted | undefined;
   let abortSent = false;
   const sendAbort = () => {
@@ -103,6 +107,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
     }
     throw err;
   } finally {
+    out.dispose();
     intr.dispose();
     await client.close();
   }

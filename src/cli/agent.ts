@@ -1,9 +1,7 @@
-import type { AgentFinal } from "../agent/service.js";
 import { thinkingLevels } from "../config/constants.js";
-import type { AgentEvent } from "../infra/events.js";
 import type { ThinkingLevel } from "../providers/types.js";
-import { CliError, EXIT } from "./exit-codes.js";
-import { createTerminalRenderer, formatSummary } from "./render.js";
+import { CliError } from "./exit-codes.js";
+import { createRunOutput, exitCodeFor, interruptController } from "./run-output.js";
 
 export interface AgentCliOptions {
   message?: string;
@@ -14,16 +12,11 @@ export interface AgentCliOptions {
   thinking?: string;
   timeout?: string;
   json?: boolean;
+  /** false after --no-color */
+  color?: boolean;
   config?: string;
   url?: string;
   token?: string;
-}
-
-export function exitCodeFor(final: AgentFinal, interrupted: boolean): number {
-  if (interrupted || final.summary === "aborted") return EXIT.interrupted;
-  if (final.status === "ok") return EXIT.ok;
-  if (final.status === "timeout") return EXIT.timeout;
-  return EXIT.runError;
 }
 
 export function parseAgentOptions(opts: AgentCliOptions) {
@@ -51,46 +44,6 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   };
 }
 
-/** Output for one run, shared by the embedded and the gateway path. */
-export function createRunOutput(json: boolean) {
-  const color = !json && process.stdout.isTTY === true && !process.env.NO_COLOR;
-  const render = json
-    ? (ev: AgentEvent) => process.stdout.write(`${JSON.stringify({ type: "event", ...ev })}\n`)
-    : createTerminalRenderer({
-        out: (s) => process.stdout.write(s),
-        err: (s) => process.stderr.write(s),
-        color,
-      });
-  const finish = (final: AgentFinal) => {
-    if (json) process.stdout.write(`${JSON.stringify({ type: "result", ...final })}\n`);
-    else {
-      const visible = final.result.payloads.filter((p) => p.kind === "error");
-      for (const p of visible) process.stdout.write(`${p.text}\n`);
-      process.stderr.write(`${formatSummary(final)}\n`);
-    }
-  };
-  return { render, finish };
-}
-
-/** Ctrl-C aborts the run cleanly (the run records itself as aborted); a second Ctrl-C exits at once. */
-export function interruptController(): { signal: AbortSignal; interrupted: () => boolean; dispose: () => void } {
-  const controller = new AbortController();
-  let count = 0;
-  const onSigint = () => {
-    count++;
-    if (count === 1) {
-      process.stderr.write("\n(interrupting; press Ctrl-C again to force)\n");
-      controller.abort(new Error("interrupted"));
-    } else process.exit(EXIT.interrupted);
-  };
-  process.on("SIGINT", onSigint);
-  return {
-    signal: controller.signal,
-    interrupted: () => count > 0,
-    dispose: () => process.off("SIGINT", onSigint),
-  };
-}
-
 export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { openLocal, runLocalTurn } = await import("./local.js");
@@ -103,14 +56,27 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
     local.close();
     throw new CliError((err as Error).message);
   }
-  const out = createRunOutput(opts.json === true);
-  const intr = interruptController();
+  const { out, intr } = runOutputWithInterrupt(opts, "aborted");
   try {
     const final = await runLocalTurn(local.service, parsed, out.render, intr.signal);
     out.finish(final);
     return exitCodeFor(final, intr.interrupted());
   } finally {
+    out.dispose();
     intr.dispose();
     local.close();
   }
+}
+
+/** The run's output and its Ctrl-C handling, wired both ways: the notice erases the status line first, and a tool
+ * cut short by the user's Ctrl-C is shown as aborted. */
+export function runOutputWithInterrupt(opts: Pick<AgentCliOptions, "json" | "color">, abortedBy: string) {
+  const intr = interruptController((s) => out.err(s));
+  const out = createRunOutput({
+    json: opts.json === true,
+    color: opts.color,
+    interrupted: intr.interrupted,
+    abortedBy,
+  });
+  return { out, intr };
 }

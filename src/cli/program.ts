@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { CliError, EXIT } from "./exit-codes.js";
 
 // Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
@@ -45,7 +45,13 @@ const program = new Command();
 program
   .name("loopgate")
   .description("Agent gateway and agent-loop runtime (OpenClaw gateway protocol compatible)")
-  .version(version(), "-v, --version")
+  .version(version(), "-V, --version")
+  .addOption(new Option("-v", "output the version number").hideHelp())
+  // commander takes one short flag for the version; -v (the old flag) is kept as a hidden alias of -V
+  .on("option:v", () => {
+    process.stdout.write(`${version()}\n`);
+    throw new CommanderError(0, "commander.version", version());
+  })
   .showHelpAfterError()
   .exitOverride();
 
@@ -60,6 +66,7 @@ program
   .option("--thinking <level>", "thinking level: off, minimal, low, medium, high")
   .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
   .option("--json", "print one JSON object per event (newline-delimited), then the result")
+  .option("--no-color", "no colour (also NO_COLOR; FORCE_COLOR forces it)")
   .option("--config <path>", "config file (default $LOOPGATE_STATE_DIR/loopgate.json5)")
   .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
   .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
@@ -73,9 +80,10 @@ program
 
 const sessions = program.command("sessions").description("inspect stored sessions");
 sessions
-  .command("list")
-  .description("list sessions, most recently updated first")
+  .command("list", { isDefault: true })
+  .description("list sessions, most recently updated first (the default)")
   .option("--json", "print JSON")
+  .option("--limit <n>", "at most n sessions", "100")
   .option("--config <path>", "config file")
   .action((opts) => run(async () => (await import("./sessions.js")).sessionsList(opts)));
 sessions
@@ -103,7 +111,18 @@ program
   .command("demo")
   .description("offline demo: a scripted model calls a tool and streams a reply (no network, no API key)")
   .option("--json", "print one JSON object per event")
+  .option("--no-color", "no colour")
   .action((opts) => run(async () => (await import("./demo.js")).runDemo(opts)));
+
+program
+  .command("health")
+  .description("ask a running gateway how it is")
+  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+  .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+  .option("--json", "print the gateway's answer as JSON")
+  .option("--no-color", "no colour")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./health.js")).runHealth(opts)));
 
 program
   .command("gateway")

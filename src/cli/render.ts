@@ -1,12 +1,17 @@
 import type { AgentEvent } from "../infra/events.js";
+import { painter } from "./color.js";
 
 export interface RenderTarget {
   out: (s: string) => void;
   err: (s: string) => void;
-  color: boolean;
+  /** colour for what goes to `err` (the tool lines); decided for that stream, not stdout */
+  errColor: boolean;
+  /** true once the user asked to stop the run (Ctrl-C): a tool cut short then is "aborted", not "failed" */
+  aborting?: () => boolean;
 }
 
-function shortArgs(args: unknown): string {
+/** One line saying what a tool was asked to do: the command, path, query or URL, else the arguments as JSON. */
+export function shortArgs(args: unknown): string {
   if (!args || typeof args !== "object") return "";
   const a = args as Record<string, unknown>;
   const main = a.command ?? a.path ?? a.query ?? a.url;
@@ -21,13 +26,33 @@ function firstLine(text: unknown): string {
   return line.length > 100 ? `${line.slice(0, 97)}...` : line;
 }
 
+/** exec ends its result with a status line ("exit code 1", "aborted"); the loop marks skipped calls "aborted: …". */
+function wasAborted(result: unknown): boolean {
+  if (typeof result !== "string") return false;
+  const last = result.trimEnd().split("\n").at(-1) ?? "";
+  return last === "aborted" || result.startsWith("aborted:");
+}
+
+/** The most telling line of a failed tool: its first output line, or its status when it printed nothing. */
+function failureLine(result: unknown): string {
+  const line = firstLine(result);
+  if (line !== "(no output)" || typeof result !== "string") return line;
+  return firstLine(result.trimEnd().split("\n").at(-1));
+}
+
+function toolOutcome(d: Record<string, unknown>, aborting: boolean, red: (s: string) => string): string {
+  if (d.skipped) return `skipped (${d.skipped})`;
+  if (!d.isError) return `ok${typeof d.result === "string" ? ` (${d.result.split("\n").length} lines)` : ""}`;
+  if (aborting || wasAborted(d.result)) return "aborted";
+  return red(`failed: ${failureLine(d.result)}`);
+}
+
 /**
  * Terminal rendering of one run: assistant text streams to stdout as it arrives; each tool call becomes one line on
  * stderr with its outcome (so piping stdout captures just the reply).
  */
 export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) => void {
-  const dim = (s: string) => (target.color ? `\x1b[2m${s}\x1b[0m` : s);
-  const red = (s: string) => (target.color ? `\x1b[31m${s}\x1b[0m` : s);
+  const { dim, red } = painter(target.errColor);
   const pendingArgs = new Map<string, unknown>();
   let midLine = false;
   const breakLine = () => {
@@ -45,16 +70,16 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
     }
     if (ev.stream === "tool") {
       const id = String(d.toolCallId);
-      if (d.phase === "start") pendingArgs.set(id, d.args);
+      // The reply so far ends its line before a tool runs: a status line drawn meanwhile must not overwrite it.
+      if (d.phase === "start") {
+        breakLine();
+        pendingArgs.set(id, d.args);
+      }
       if (d.phase === "result") {
         breakLine();
         const args = shortArgs(pendingArgs.get(id));
         pendingArgs.delete(id);
-        const outcome = d.skipped
-          ? `skipped (${d.skipped})`
-          : d.isError
-            ? red(`failed: ${firstLine(d.result)}`)
-            : `ok${typeof d.result === "string" ? ` (${d.result.split("\n").length} lines)` : ""}`;
+        const outcome = toolOutcome(d, target.aborting?.() === true, red);
         target.err(`${dim("⚙")} ${d.name}${args ? ` ${dim(args)}` : ""} → ${outcome}\n`);
       }
       return;
@@ -63,16 +88,19 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   };
 }
 
-export function formatSummary(final: {
-  status: string;
-  summary: string;
-  stopReason?: string;
-  error?: string;
-  result: { meta: { durationMs: number; usage: { input: number; output: number; total: number } } };
-}): string {
+export function formatSummary(
+  final: {
+    status: string;
+    summary: string;
+    stopReason?: string;
+    error?: string;
+    result: { meta: { durationMs: number; usage: { input: number; output: number; total: number } } };
+  },
+  opts: { abortedAs?: string } = {},
+): string {
   const u = final.result.meta.usage;
   const secs = (final.result.meta.durationMs / 1000).toFixed(1);
-  const status = final.summary === "aborted" ? "aborted" : final.status;
+  const status = final.summary === "aborted" ? (opts.abortedAs ?? "aborted") : final.status;
   const err = final.error && final.status !== "ok" ? ` · ${final.error}` : "";
   return `— ${status} · ${u.total} tokens (in ${u.input} / out ${u.output}) · ${secs} s${err}`;
 }

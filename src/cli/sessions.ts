@@ -1,11 +1,31 @@
 import { loadConfig } from "../config/index.js";
 import { normalizeSessionKey } from "../session/keys.js";
 import { openStore } from "../storage/sqlite-store.js";
-import type { TranscriptRow } from "../storage/types.js";
+import type { SessionRecord, TranscriptRow } from "../storage/types.js";
 import { CliError } from "./exit-codes.js";
+import { formatLocalTime } from "./local-time.js";
 
-function when(ms: number): string {
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+export const DEFAULT_LIST_LIMIT = 100;
+
+function parseLimit(raw: string | undefined, fallback: number | undefined): number | undefined {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n <= 0) {
+    throw new CliError(`--limit: expected a positive whole number, got "${raw}"`);
+  }
+  return n;
+}
+
+/** A session as JSON output: fields the store keeps as JSON text become the objects they encode. */
+export function sessionForJson(s: SessionRecord): Record<string, unknown> {
+  const { skillsSnapshot, ...rest } = s;
+  if (skillsSnapshot === undefined) return rest;
+  try {
+    return { ...rest, skillsSnapshot: JSON.parse(skillsSnapshot) as unknown };
+  } catch {
+    // a damaged snapshot is shown as it is stored rather than failing the whole listing
+    return { ...rest, skillsSnapshot };
+  }
 }
 
 export function describeRow(row: TranscriptRow): string {
@@ -26,13 +46,14 @@ export function describeRow(row: TranscriptRow): string {
   return `#${row.seq} assistant: ${parts.join(" ")}`;
 }
 
-export function sessionsList(opts: { config?: string; json?: boolean }): number {
+export function sessionsList(opts: { config?: string; json?: boolean; limit?: string }): number {
+  const limit = parseLimit(opts.limit, DEFAULT_LIST_LIMIT);
   const { stateDir } = loadConfig({ configPath: opts.config });
   const store = openStore(stateDir);
   try {
-    const sessions = store.listSessions();
+    const sessions = store.listSessions({ limit });
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(sessions.map(sessionForJson), null, 2)}\n`);
       return 0;
     }
     if (sessions.length === 0) {
@@ -41,8 +62,12 @@ export function sessionsList(opts: { config?: string; json?: boolean }): number 
     }
     for (const s of sessions) {
       process.stdout.write(
-        `${s.key}  updated ${when(s.updatedAt)}  tokens ${s.totalTokens}  generation ${s.generation}\n`,
+        `${s.key}  updated ${formatLocalTime(s.updatedAt)}  tokens ${s.totalTokens}  generation ${s.generation}\n`,
       );
+    }
+    const total = store.countSessions();
+    if (total > sessions.length) {
+      process.stderr.write(`(showing the ${sessions.length} most recent of ${total}; see --limit)\n`);
     }
     return 0;
   } finally {
@@ -57,13 +82,10 @@ export function sessionsShow(key: string, opts: { config?: string; json?: boolea
     const normalized = normalizeSessionKey(key).key;
     const s = store.getSession(normalized);
     if (!s) throw new CliError(`no session "${normalized}" (see: loopgate sessions list)`, 1);
-    const limit = opts.limit === undefined ? undefined : Number(opts.limit);
-    if (limit !== undefined && (!Number.isInteger(limit) || limit <= 0)) {
-      throw new CliError(`--limit: expected a positive whole number, got "${opts.limit}"`);
-    }
+    const limit = parseLimit(opts.limit, undefined);
     const rows = store.readTranscript(normalized, { limit });
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ session: s, transcript: rows }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ session: sessionForJson(s), transcript: rows }, null, 2)}\n`);
       return 0;
     }
     process.stdout.write(

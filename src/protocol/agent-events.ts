@@ -50,6 +50,9 @@ export type LifecycleData =
     }
   /** a retryable model error: the call is tried again after delayMs (SPEC 16) */
   | { phase: "retry"; attempt: number; delayMs: number; reason: string; model: string }
+  /** the run waits for the session write lock another process holds; then for the model (after the lock) */
+  | { phase: "waiting"; for: "session_lock"; holderPid?: number }
+  | { phase: "waiting"; for: "model"; model: string }
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
   | { phase: "fallback"; from: string; to: string; reason: string };
 

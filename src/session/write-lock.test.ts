@@ -185,6 +185,33 @@ describe("two processes", () => {
     expect(fs.existsSync(lockPath)).toBe(false);
   });
 
+  it("a waiter reports once, before its first wait, which process holds the lock", async () => {
+    const holder = await startHolder();
+    const reports: Array<{ holderPid?: number; lockPath: string; sleepsSoFar: number }> = [];
+    const clock = fakeClock(async (call) => {
+      if (call !== 4) return;
+      holder.proc.stdin!.write("release\n");
+      expect(await holder.next()).toBe("released");
+    });
+
+    const handle = await acquireSessionWriteLock(lockPath, {
+      clock,
+      acquireTimeoutMs: 30_000,
+      onWait: (info) => reports.push({ ...info, sleepsSoFar: clock.sleeps.length }),
+    });
+    await handle.release();
+
+    expect(clock.sleeps.length).toBe(4);
+    expect(reports).toEqual([{ holderPid: holder.proc.pid, lockPath, sleepsSoFar: 0 }]);
+  });
+
+  it("a free lock is taken without reporting a wait", async () => {
+    const reports: unknown[] = [];
+    const handle = await acquireSessionWriteLock(lockPath, { clock: fakeClock(), onWait: (i) => reports.push(i) });
+    await handle.release();
+    expect(reports).toEqual([]);
+  });
+
   it("a writer that cannot get the lock in time fails with a session-busy error naming the holder pid and path", async () => {
     const holder = await startHolder();
     const clock = fakeClock();

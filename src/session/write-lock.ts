@@ -48,6 +48,8 @@ export interface WriteLockOptions {
   clock?: WriteLockClock;
   /** Aborting stops the wait; the acquire rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** Called once, the first time the lock is found held by someone else (so a caller can say what it waits for). */
+  onWait?: (info: { holderPid?: number; lockPath: string }) => void;
 }
 
 export interface WriteLockHandle {
@@ -582,6 +584,7 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
   const startedAt = clock.now();
   let backoff = BACKOFF_START_MS;
   let lastHolder: number | undefined;
+  let waitReported = false;
 
   for (;;) {
     opts.signal?.throwIfAborted();
@@ -609,6 +612,10 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
 
     const waited = clock.now() - startedAt;
     if (waited >= acquireTimeoutMs) throw new SessionBusyError(lockPath, lastHolder, waited);
+    if (!waitReported) {
+      waitReported = true;
+      opts.onWait?.({ holderPid: lastHolder, lockPath });
+    }
     // Jitter keeps waiters from several processes from retrying in lockstep.
     const delay = Math.min(backoff * (0.5 + Math.random() * 0.5), acquireTimeoutMs - waited);
     await clock.sleep(Math.max(1, Math.round(delay)), opts.signal);

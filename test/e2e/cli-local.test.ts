@@ -54,9 +54,14 @@ function sandbox() {
   const loopgate = (
     args: string[],
     onStdout?: (soFar: string, child: ReturnType<typeof spawn>) => void,
+    extraEnv: NodeJS.ProcessEnv = {},
   ): Promise<CliResult> =>
     new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [cli, ...args], { cwd: tmp, env, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [cli, ...args], {
+        cwd: tmp,
+        env: { ...env, ...extraEnv },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -87,7 +92,7 @@ function sandbox() {
     return file;
   };
 
-  return { loopgate, configFor };
+  return { loopgate, configFor, stateDir };
 }
 
 interface JsonLine {
@@ -119,11 +124,20 @@ describe.concurrent("loopgate basics", () => {
     expect(r.stdout.trim()).toBe(pkg.version);
   });
 
+  it("-V and -v work like --version", async () => {
+    const { loopgate } = sandbox();
+    for (const flag of ["-V", "-v"]) {
+      const r = await loopgate([flag]);
+      expect(r.code, flag).toBe(0);
+      expect(r.stdout.trim(), flag).toBe(pkg.version);
+    }
+  });
+
   it("--help lists the commands and exits 0", async () => {
     const { loopgate } = sandbox();
     const r = await loopgate(["--help"]);
     expect(r.code).toBe(0);
-    for (const command of ["agent", "sessions", "demo"]) expect(r.stdout).toContain(command);
+    for (const command of ["agent", "sessions", "demo", "health"]) expect(r.stdout).toContain(command);
   });
 
   it("demo runs offline: exits 0, shows the tool line and streams the reply", async () => {
@@ -315,5 +329,127 @@ describe.concurrent("loopgate sessions", () => {
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain('invalid session key "agent::x"');
     noStackTrace(malformed.stderr);
+  });
+});
+
+describe.concurrent("loopgate sessions (bare: the list)", () => {
+  it("lists sessions newest first with local times and their zone; --limit keeps the newest n", async () => {
+    const { loopgate, configFor } = sandbox();
+    const config = configFor("hello.script.json5");
+    for (const key of ["one", "two", "three"]) {
+      expect((await loopgate(["agent", "--local", "-m", "hi", "-s", key, "--config", config])).code).toBe(0);
+    }
+    const [all, two] = await Promise.all([
+      loopgate(["sessions", "--config", config], undefined, { TZ: "Asia/Kolkata" }),
+      loopgate(["sessions", "--limit", "2", "--config", config], undefined, { TZ: "UTC" }),
+    ]);
+    expect(all.code).toBe(0);
+    const keys = (r: CliResult) =>
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[0]);
+    expect(keys(all)).toEqual(["agent:main:three", "agent:main:two", "agent:main:one"]);
+    expect(all.stdout).toMatch(/updated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\+05:30 /);
+    expect(all.stderr).toBe("");
+    expect(two.code).toBe(0);
+    expect(keys(two)).toEqual(["agent:main:three", "agent:main:two"]);
+    expect(two.stdout).toMatch(/UTC\+00:00 /);
+    expect(two.stderr).toContain("showing the 2 most recent of 3");
+  });
+
+  it("--json gives objects whose JSON fields are parsed, not strings", async () => {
+    const { loopgate, configFor } = sandbox();
+    const config = configFor("hello.script.json5");
+    expect((await loopgate(["agent", "--local", "-m", "hi", "--config", config])).code).toBe(0);
+    const r = await loopgate(["sessions", "--json", "--config", config]);
+    expect(r.code).toBe(0);
+    const sessions = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0].key).toBe("agent:main:main");
+    expect(typeof sessions[0].skillsSnapshot).toBe("object");
+  });
+
+  it("a bad --limit is a usage error that names the flag and the value", async () => {
+    const { loopgate, configFor } = sandbox();
+    const config = configFor("hello.script.json5");
+    for (const bad of ["0", "-3", "ten", "1.5"]) {
+      const r = await loopgate(["sessions", "--limit", bad, "--config", config]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain(`--limit: expected a positive whole number, got "${bad}"`);
+    }
+  });
+});
+
+describe.concurrent("what the CLI writes where", () => {
+  const escapes = /\x1b\[/;
+
+  it("piped output has no escape codes; FORCE_COLOR adds them to the tool line; --no-color wins", async () => {
+    const { loopgate, configFor } = sandbox();
+    const config = configFor("tool.script.json5");
+    const args = ["agent", "--local", "-m", "run it", "--config", config];
+    const [piped, forced, refused] = await Promise.all([
+      loopgate(args, undefined, { NO_COLOR: "" }),
+      loopgate(args, undefined, { NO_COLOR: "", FORCE_COLOR: "1" }),
+      loopgate([...args, "--no-color"], undefined, { NO_COLOR: "", FORCE_COLOR: "1" }),
+    ]);
+    for (const r of [piped, forced, refused]) expect(r.code).toBe(0);
+    expect(piped.stdout + piped.stderr).not.toMatch(escapes);
+    expect(piped.stderr).toContain("⚙ exec echo tool-ran → ok");
+    expect(forced.stderr).toMatch(escapes);
+    expect(forced.stdout, "the reply itself is never coloured").not.toMatch(escapes);
+    expect(refused.stdout + refused.stderr).not.toMatch(escapes);
+  });
+
+  it("a second process on a busy session reports one wait for the lock holder's pid, then runs", async () => {
+    const { loopgate, configFor, stateDir } = sandbox();
+    const config = configFor("hold-until-released.script.json5");
+    const args = ["agent", "--local", "--json", "-m", "hold it", "-s", "busy", "--config", config];
+    let holderPid: number | undefined;
+    let waiterStarted!: () => void;
+    const holding = new Promise<void>((resolve) => (waiterStarted = resolve));
+    const first = loopgate(args, (soFar, child) => {
+      // the tool has started: the first process holds the session write lock now
+      if (holderPid === undefined && soFar.includes('"stream":"tool"')) {
+        holderPid = child.pid;
+        waiterStarted();
+      }
+    });
+    await holding;
+    const second = await loopgate(args, (soFar) => {
+      if (soFar.includes('"phase":"waiting"')) fs.writeFileSync(path.join(stateDir, "release"), "");
+    });
+    expect((await first).code).toBe(0);
+    expect(second.code).toBe(0);
+    const lifecycle = jsonLines(second.stdout)
+      .filter((l) => l.stream === "lifecycle")
+      .map((l) => l.data);
+    expect(lifecycle.map((d) => [d?.phase, d?.for])).toEqual([
+      ["start", undefined],
+      ["waiting", "session_lock"],
+      ["waiting", "model"],
+      ["end", undefined],
+    ]);
+    expect(lifecycle[0]).toMatchObject({ model: "script/fake-model" });
+    expect(lifecycle[1]).toMatchObject({ holderPid });
+    // the lock file's path is the server's business: it is not sent to clients
+    expect(lifecycle[1]).not.toHaveProperty("lockPath");
+    expect(lifecycle[2]).toMatchObject({ model: "script/fake-model" });
+  });
+
+  it("Ctrl-C while a tool runs: the tool line says aborted, exit 130", async () => {
+    const { loopgate, configFor } = sandbox();
+    const r = await loopgate([
+      "agent",
+      "--local",
+      "-m",
+      "go",
+      "--config",
+      configFor("interrupt-during-tool.script.json5"),
+    ]);
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain("⚙ exec kill -INT $PPID; sleep 5 → aborted\n");
+    expect(r.stderr).not.toContain("(no output)");
+    expect(r.stdout).toBe("");
   });
 });

@@ -266,3 +266,55 @@ describe("loopgate gateway + loopgate agent through it", () => {
     expect(badFlag.stderr).toMatch(/--port: expected a port number/);
   });
 });
+
+describe("loopgate health and runs ended by the gateway", () => {
+  it("health asks the running gateway and prints a one-line summary (or its answer with --json)", async () => {
+    const s = sandbox();
+    const gw = await s.gateway();
+    const [plain, json] = await Promise.all([
+      s.run(["health", "--config", s.config, "--url", gw.url]).done,
+      s.run(["health", "--config", s.config, "--url", gw.url, "--json"]).done,
+    ]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(
+      new RegExp(`^gateway ${gw.url} ok · loopgate \\S+ · up \\d+ s · 0 active runs · 0 sessions\\n$`),
+    );
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, activeRuns: 0, sessions: 0 });
+    gw.child.kill("SIGTERM");
+    expect((await gw.done).code).toBe(0);
+  });
+
+  it("health with no gateway running says so in one line and exits 2", async () => {
+    const s = sandbox();
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const r = await s.run(["health", "--config", s.config, "--url", `ws://127.0.0.1:${port}`]).done;
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/no gateway reachable at ws:\/\/127\.0\.0\.1:\d+/);
+  });
+
+  it("a run stopped by another client exits 1 and says the gateway aborted it (130 is only for Ctrl-C)", async () => {
+    const s = sandbox("stall.script.json5");
+    const gw = await s.gateway();
+    const client = await GatewayClient.connect({ url: gw.url, client: { id: "test", mode: "test" } });
+    let stopped = false;
+    const r = await s.agent(["--message", "slow", "--url", gw.url], {}, (soFar) => {
+      if (!stopped && soFar.includes("working on it")) {
+        stopped = true;
+        void client.request("chat.abort", { sessionKey: "agent:main:main" });
+      }
+    }).done;
+    expect(stopped).toBe(true);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^— aborted by the gateway · .*aborted by request$/m);
+    expect(r.stderr).not.toMatch(/interrupting/);
+    await client.close();
+    gw.child.kill("SIGTERM");
+    expect((await gw.done).code).toBe(0);
+  });
+});

@@ -105,7 +105,8 @@ describe("gateway frames against protocol.schema.json", () => {
       (_req, i) =>
         [
           { before: ["Hi ", "there"] },
-          { before: ["oops"], error: { kind: "rate_limit" as const, message: "slow down" } },
+          // not retryable (a rate limit would be retried and take the next turns)
+          { before: ["oops"], error: { kind: "auth" as const, message: "key revoked" } },
           { before: ["long"], gate: abortGate.promise },
           { before: ["chat reply"] },
         ][i] ?? { before: ["more"] },

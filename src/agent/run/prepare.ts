@@ -4,6 +4,7 @@ import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { AgentRuntime } from "../runtime.js";
+import type { RunEmitter } from "./events.js";
 import type { RunSpec } from "./spec.js";
 
 export type SessionLock = Awaited<ReturnType<typeof acquireSessionWriteLock>>;
@@ -40,20 +41,26 @@ export async function prepareRun(
   rt: AgentRuntime,
   spec: RunSpec,
   choices: TurnChoices,
-  signal: AbortSignal,
-  onLock: (lock: SessionLock) => void,
+  run: { signal: AbortSignal; events: RunEmitter; onLock: (lock: SessionLock) => void },
 ): Promise<PreparedRun> {
   const model = rt.resolveModel(choices.modelRef);
   await rt.getProvider(model.providerId); // a misconfigured provider fails the run before the lock is taken
   const workspace = await rt.workspaceFor(spec.agentId);
+  let waited = false;
   const lock = await acquireSessionWriteLock(rt.sessionLockPath(spec.sessionKey), {
     acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
       rt.logger.warn(m),
     ),
     maxHoldMs: resolveMaxHoldMs(choices.timeoutMs),
-    signal,
+    signal: run.signal,
+    // Clients show what the run waits for; the lock path stays on the server.
+    onWait: ({ holderPid }) => {
+      waited = true;
+      run.events.emit("lifecycle", { phase: "waiting", for: "session_lock", holderPid });
+    },
   });
-  onLock(lock);
+  run.onLock(lock);
+  if (waited) run.events.emit("lifecycle", { phase: "waiting", for: "model", model: model.ref });
   const { messages: history } = rt.history.load(rt.store, spec.sessionKey);
   const hookCtx = {
     agentId: spec.agentId,

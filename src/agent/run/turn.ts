@@ -134,8 +134,12 @@ async function runPhases(
   let exec: ExecuteResult | undefined;
   let setupError: Error | undefined;
   try {
-    prepared = await prepareRun(rt, spec, choices, control.signal, (l) => {
-      lock = l;
+    prepared = await prepareRun(rt, spec, choices, {
+      signal: control.signal,
+      events,
+      onLock: (l) => {
+        lock = l;
+      },
     });
     projection = new RunProjection(rt, prepared, events, spec.runId);
     exec = await executeRun({ rt, spec, prepared, choices, signal: control.signal, events, projection });

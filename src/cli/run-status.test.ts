@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import type { AgentEvent, AgentStream } from "../infra/events.js";
+import { formatElapsed, trackRunStatus } from "./run-status.js";
+import type { StatusText } from "./status-line.js";
+
+/** Records what the status line would show, rendered at a fixed elapsed time. */
+function recorder(elapsedMs = 2100) {
+  const shown: Array<string | null> = [];
+  const sink = {
+    show: (text: StatusText) => shown.push(text(elapsedMs)),
+    hide: () => shown.push(null),
+  };
+  const track = trackRunStatus(sink);
+  // test events carry only the fields the tracker reads, hence the cast
+  const ev = (stream: AgentStream, data: Record<string, unknown>) => track({ stream, data } as AgentEvent);
+  return { shown, ev };
+}
+
+describe("what the CLI says it is waiting for", () => {
+  it("the model's first token, named provider/model, from lifecycle start until text streams", () => {
+    const { shown, ev } = recorder();
+    ev("lifecycle", { phase: "start", model: "fake/fake-model" });
+    ev("assistant", { delta: "Hel", text: "Hel" });
+    expect(shown).toEqual(["waiting for fake/fake-model · 2.1 s", null]);
+  });
+
+  it("a running tool with its command, then the model again once the tool has answered", () => {
+    const { shown, ev } = recorder(1400);
+    ev("lifecycle", { phase: "start", model: "fake/fake-model" });
+    ev("tool", { phase: "start", name: "exec", toolCallId: "c1", args: { command: "sleep 3" } });
+    ev("tool", { phase: "update", name: "exec", toolCallId: "c1", partialResult: "x" });
+    ev("tool", { phase: "result", name: "exec", toolCallId: "c1", isError: false, result: "" });
+    expect(shown).toEqual([
+      "waiting for fake/fake-model · 1.4 s",
+      "⚙ exec `sleep 3` · running 1.4 s",
+      "waiting for fake/fake-model · 1.4 s",
+    ]);
+  });
+
+  it("parallel tools: when one finishes, the one still running is shown", () => {
+    const { shown, ev } = recorder();
+    ev("tool", { phase: "start", name: "read", toolCallId: "a", args: { path: "a.txt" } });
+    ev("tool", { phase: "start", name: "exec", toolCallId: "b", args: { command: "make" } });
+    ev("tool", { phase: "result", name: "exec", toolCallId: "b", isError: false, result: "" });
+    expect(shown.at(-1)).toBe("⚙ read `a.txt` · running 2.1 s");
+  });
+
+  it("the session write lock, naming the holder's pid, and the model once the lock is taken", () => {
+    const { shown, ev } = recorder(3000);
+    ev("lifecycle", { phase: "start", model: "fake/fake-model" });
+    ev("lifecycle", { phase: "waiting", for: "session_lock", holderPid: 4242, lockPath: "/x/lock" });
+    ev("lifecycle", { phase: "waiting", for: "model", model: "fake/fake-model" });
+    expect(shown.slice(1)).toEqual([
+      "waiting for session lock held by pid 4242 · 3.0 s",
+      "waiting for fake/fake-model · 3.0 s",
+    ]);
+  });
+
+  it("a lane: from the queue receipt until the run starts", () => {
+    const { shown, ev } = recorder();
+    ev("queue", { receipt: { kind: "queued", position: 2, mode: "followup" } });
+    ev("queue", { receipt: { kind: "started" } });
+    ev("lifecycle", { phase: "start" });
+    expect(shown).toEqual([
+      "waiting for a lane (queued, position 2) · 2.1 s",
+      "waiting for a lane · 2.1 s",
+      "waiting for the model · 2.1 s",
+    ]);
+  });
+
+  it("nothing is shown once the run has ended, whichever way", () => {
+    for (const phase of ["end", "error"]) {
+      const { shown, ev } = recorder();
+      ev("lifecycle", { phase: "start" });
+      ev("lifecycle", { phase });
+      expect(shown.at(-1)).toBeNull();
+    }
+  });
+});
+
+describe("formatElapsed", () => {
+  it("shows tenths below a minute and minutes with seconds above", () => {
+    expect(formatElapsed(0)).toBe("0.0 s");
+    expect(formatElapsed(2149)).toBe("2.1 s");
+    expect(formatElapsed(65_000)).toBe("1 m 05 s");
+  });
+});

@@ -1,0 +1,73 @@
+import type { AgentEvent } from "../infra/events.js";
+import type { LifecycleData, ToolData } from "../protocol/agent-events.js";
+import { shortArgs } from "./render.js";
+import type { StatusText } from "./status-line.js";
+
+/** Where the tracker shows what the run waits for (a StatusLine, or a recorder in tests). */
+export interface StatusSink {
+  show(text: StatusText): void;
+  hide(): void;
+}
+
+/** "2.1 s" below a minute, then "1 m 05 s". */
+export function formatElapsed(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const whole = Math.floor(s);
+  return `${Math.floor(whole / 60)} m ${String(whole % 60).padStart(2, "0")} s`;
+}
+
+const waitingFor =
+  (what: string): StatusText =>
+  (ms) =>
+    `waiting for ${what} · ${formatElapsed(ms)}`;
+
+const toolRunning =
+  (name: string, args: string): StatusText =>
+  (ms) =>
+    `⚙ ${name}${args ? ` \`${args}\`` : ""} · running ${formatElapsed(ms)}`;
+
+/**
+ * Derives "what the run is waiting for" from its events, so the embedded and the gateway path show the same:
+ * queue receipt → lane; lifecycle start, a tool result or the lock acquired → the model; tool start → that tool;
+ * lifecycle waiting/session_lock → the lock holder. Text streaming or the run's end clears the line.
+ */
+export function trackRunStatus(sink: StatusSink): (ev: Pick<AgentEvent, "stream" | "data">) => void {
+  let model = "the model";
+  const running = new Map<string, StatusText>();
+  const waitForModel = () => sink.show(waitingFor(model));
+  const onTool = (d: ToolData) => {
+    if (d.phase === "start") {
+      const text = toolRunning(d.name, shortArgs(d.args));
+      running.set(d.toolCallId, text);
+      sink.show(text);
+    } else if (d.phase === "result") {
+      running.delete(d.toolCallId);
+      const other = [...running.values()].at(-1);
+      if (other) sink.show(other);
+      else waitForModel();
+    }
+  };
+  const onLifecycle = (d: LifecycleData) => {
+    if ("model" in d && d.model) model = d.model;
+    if (d.phase === "fallback") model = d.to;
+    if (d.phase === "start" || d.phase === "fallback") waitForModel();
+    else if (d.phase === "retry") sink.show(waitingFor(`${model} (retry ${d.attempt}: ${d.reason})`));
+    else if (d.phase === "waiting" && d.for === "session_lock") {
+      const holder = d.holderPid !== undefined ? `pid ${d.holderPid}` : "another process";
+      sink.show(waitingFor(`session lock held by ${holder}`));
+    } else if (d.phase === "waiting") waitForModel();
+    else if (d.phase === "end" || d.phase === "error") sink.hide();
+  };
+  return (ev) => {
+    const e = ev as AgentEvent;
+    if (e.stream === "queue") {
+      const receipt = e.data.receipt;
+      if (receipt?.kind === "queued") sink.show(waitingFor(`a lane (queued, position ${receipt.position})`));
+      else if (receipt?.kind === "started") sink.show(waitingFor("a lane"));
+    } else if (e.stream === "assistant") {
+      if (e.data.delta) sink.hide();
+    } else if (e.stream === "tool") onTool(e.data);
+    else if (e.stream === "lifecycle") onLifecycle(e.data);
+  };
+}
