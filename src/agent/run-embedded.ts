@@ -222,7 +222,8 @@ async function runHoldingLanes(
             // The model sees prependContext; the transcript (above) keeps what the user wrote.
             messages: [...history, modelUserMessage],
             maxSteps: rt.config.agents.defaults.maxSteps,
-            thinking: params.thinking,
+            // a model configured with `reasoning: false` would reject the parameters a thinking level adds
+            thinking: model.model.reasoning === false ? "off" : params.thinking,
             maxTokens: model.model.maxTokens,
           },
           {
