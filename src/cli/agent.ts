@@ -1,5 +1,7 @@
 import type { AgentFinal } from "../agent/service.js";
+import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import { thinkingLevels } from "../config/constants.js";
+import type { LoopgateConfig } from "../config/schema.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -51,6 +53,12 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   };
 }
 
+/** A usage error (exit 2) naming the flag and listing the configured agents. */
+export function requireConfiguredAgent(config: LoopgateConfig, id: string | undefined, flag: string): void {
+  if (id !== undefined && !isConfiguredAgent(config, id))
+    throw new CliError(`${flag}: ${unknownAgentMessage(config, id)}`);
+}
+
 /** Output for one run, shared by the embedded and the gateway path. */
 export function createRunOutput(json: boolean) {
   const color = !json && process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -94,11 +102,15 @@ export function interruptController(): { signal: AbortSignal; interrupted: () =>
 export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { openLocal, runLocalTurn } = await import("./local.js");
-  const local = await openLocal({ configPath: opts.config });
+  const { loadConfigCached } = await import("../config/cached.js");
+  const loaded = await loadConfigCached({ configPath: opts.config });
+  // before the store is opened: an unknown agent creates nothing (no state dir, session or workspace)
+  requireConfiguredAgent(loaded.config, parsed.agentId, "--agent");
+  const local = await openLocal({ loaded });
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
-    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? "main"));
+    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId));
   } catch (err) {
     local.close();
     throw new CliError((err as Error).message);
