@@ -29,13 +29,15 @@ function problemsOf(load: () => unknown): { problems: string[]; file?: string } 
 }
 
 describe("problems found when the config is loaded", () => {
-  it("an unset ${ENV} in apiKey names the variable and the key path", () => {
+  it("an unset env reference in apiKey names the variable and the key path", () => {
     const { file, env } = configFile(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a config env reference, as a user writes it
       '{ models: { providers: { local: { api: "openai-completions", apiKey: "${LG_NOPE}" } } } }',
     );
     const { problems, file: reported } = problemsOf(() => loadConfig({ env }));
     expect(reported).toBe(file);
     expect(problems).toEqual([
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the reference as the message quotes it
       "models.providers.local.apiKey: references ${LG_NOPE}, which is not set in the environment",
     ]);
     expect(() => loadConfig({ env: { ...env, LG_NOPE: "sk" } })).not.toThrow();

@@ -330,6 +330,7 @@ describe("runs and providers", () => {
     const peek: Tool = {
       name: "peek_lock",
       description: "reads the session lock file",
+      concurrency: "sequential",
       parameters: { type: "object", properties: {} },
       execute: async () => {
         lockSeen = JSON.parse(fs.readFileSync(h.rt.sessionLockPath("agent:main:main"), "utf8"));
