@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
+import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
@@ -111,7 +112,7 @@ export class AgentRuntime {
           },
         );
       }
-      const workspace = await this.workspaceFor("main");
+      const workspace = await this.workspaceFor(this.defaultAgentId);
       await discoverInternalHooks(
         [path.join(workspace.dir, "hooks"), ...hooks.dirs],
         this.internalHooks,
@@ -195,6 +196,11 @@ export class AgentRuntime {
       this.providerInstances.set(providerId, p);
     }
     return p;
+  }
+
+  /** `agents.list[].default`, else the first listed agent, else "main". */
+  get defaultAgentId(): string {
+    return defaultAgentId(this.config);
   }
 
   agentModelRef(agentId: string): string | undefined {

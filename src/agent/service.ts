@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import type { PromptMode } from "../prompt/system-prompt.js";
 import type { ThinkingLevel, Usage, UserMessage } from "../providers/types.js";
-import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../session/keys.js";
+import { normalizeSessionKey } from "../session/keys.js";
 import { readProcessStartTime } from "../session/write-lock.js";
 import type { RunRecord } from "../storage/types.js";
 import type { SteeringPort } from "./loop.js";
@@ -287,7 +288,11 @@ export class AgentService {
     if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
       throw new RunParamError("queueMode", `queueMode: expected steer, followup, collect or interrupt`);
     }
-    const agentId = req.agentId ?? DEFAULT_AGENT_ID;
+    const config = this.rt.config;
+    if (req.agentId !== undefined && !isConfiguredAgent(config, req.agentId)) {
+      throw new RunParamError("agentId", unknownAgentMessage(config, req.agentId));
+    }
+    const agentId = req.agentId ?? this.rt.defaultAgentId;
     let sessionKey: string;
     if (req.sessionId && !req.sessionKey) {
       const s = this.rt.store.getSessionById(req.sessionId);
@@ -297,6 +302,10 @@ export class AgentService {
       sessionKey = normalizeSessionKey(req.sessionKey, agentId).key;
     }
     const parsed = normalizeSessionKey(sessionKey, agentId);
+    // checked before anything is stored: an unknown agent gets no session row and no workspace
+    if (!isConfiguredAgent(config, parsed.agentId)) {
+      throw new RunParamError("sessionKey", unknownAgentMessage(config, parsed.agentId));
+    }
     const model = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
     const full = { ...req, agentId: parsed.agentId, model } as AgentRequest & { agentId: string };
     const acceptedAt = this.rt.clock.now();
@@ -476,7 +485,7 @@ export class AgentService {
       const runId = `overflow-${randomUUID()}`;
       const now = this.rt.clock.now();
       const req = {
-        ...(template ?? { agentId: DEFAULT_AGENT_ID }),
+        ...(template ?? { agentId: this.rt.defaultAgentId }),
         message: text,
         idempotencyKey: runId,
         sessionKey: s.key,

@@ -1,4 +1,6 @@
+import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import { thinkingLevels } from "../config/constants.js";
+import type { LoopgateConfig } from "../config/schema.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError } from "./exit-codes.js";
 import { createRunOutput, exitCodeFor, interruptController } from "./run-output.js";
@@ -44,14 +46,24 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   };
 }
 
+/** A usage error (exit 2) naming the flag and listing the configured agents. */
+export function requireConfiguredAgent(config: LoopgateConfig, id: string | undefined, flag: string): void {
+  if (id !== undefined && !isConfiguredAgent(config, id))
+    throw new CliError(`${flag}: ${unknownAgentMessage(config, id)}`);
+}
+
 export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { openLocal, runLocalTurn } = await import("./local.js");
-  const local = await openLocal({ configPath: opts.config });
+  const { loadConfigCached } = await import("../config/cached.js");
+  const loaded = await loadConfigCached({ configPath: opts.config });
+  // before the store is opened: an unknown agent creates nothing (no state dir, session or workspace)
+  requireConfiguredAgent(loaded.config, parsed.agentId, "--agent");
+  const local = await openLocal({ loaded });
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
-    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? "main"));
+    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId));
   } catch (err) {
     local.close();
     throw new CliError((err as Error).message);

@@ -5,6 +5,7 @@ import { loadConfig } from "../config/index.js";
 import { installMaterial } from "../hooks/install.js";
 import { createLogger } from "../infra/logger.js";
 import { openStore } from "../storage/sqlite-store.js";
+import { requireConfiguredAgent } from "./agent.js";
 import { CliError } from "./exit-codes.js";
 
 /**
@@ -17,13 +18,14 @@ export async function runInstall(
   opts: { config?: string; update?: boolean; agent?: string },
 ): Promise<number> {
   const loaded = loadConfig({ configPath: opts.config });
+  if (kind === "skill") requireConfiguredAgent(loaded.config, opts.agent, "--agent");
   const store = openStore(loaded.stateDir);
   try {
     const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
     await rt.init();
     const destRoot =
       kind === "skill"
-        ? path.join((await rt.workspaceFor(opts.agent ?? "main")).dir, "skills")
+        ? path.join((await rt.workspaceFor(opts.agent ?? rt.defaultAgentId)).dir, "skills")
         : path.join(loaded.stateDir, "plugins");
     // An existing path (with or without ./) is a directory source; anything else is an npm spec.
     const looksLikeDir = existsSync(source) || source.startsWith(".") || source.startsWith("/");

@@ -61,7 +61,7 @@ program
   .option("-m, --message <text>", "the message to send")
   .option("--local", "run embedded in this process instead of through a running gateway")
   .option("-s, --session-key <key>", "session key (default agent:<agent>:main)")
-  .option("--agent <id>", "agent id (default main)")
+  .option("--agent <id>", "agent id (default: the agents.list default, else main)")
   .option("--model <provider/model>", "model to use for this run")
   .option("--thinking <level>", "thinking level: off, minimal, low, medium, high")
   .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
@@ -102,7 +102,7 @@ for (const kind of ["skill", "plugin"] as const) {
     .command("install <source>")
     .description(`install a ${kind} from a directory or an npm spec`)
     .option("--update", `replace an installed ${kind} of the same name`)
-    .option("--agent <id>", "for skills: the agent whose workspace receives it (default main)")
+    .option("--agent <id>", "for skills: the agent whose workspace receives it (default: the default agent)")
     .option("--config <path>", "config file")
     .action((source, opts) => run(async () => (await import("./install.js")).runInstall(kind, source, opts)));
 }
@@ -113,6 +113,22 @@ program
   .option("--json", "print one JSON object per event")
   .option("--no-color", "no colour")
   .action((opts) => run(async () => (await import("./demo.js")).runDemo(opts)));
+
+const config = program.command("config").description("check the config file");
+config
+  .command("validate")
+  .description("load and check the config as a run would (exit 0 ok, 2 with every problem)")
+  .option("--json", "print {ok, file, exists, problems: [{path, message}]}")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./config.js")).runConfigValidate(opts)));
+config
+  .command("path")
+  .description(
+    "print the config file a run would use (--config, LOOPGATE_CONFIG, $LOOPGATE_STATE_DIR) and whether it exists",
+  )
+  .option("--json", "print {file, exists, from}")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./config.js")).runConfigPath(opts)));
 
 program
   .command("health")

@@ -14,7 +14,9 @@ function setup(text: string) {
 
 describe("config cache for one-shot CLI processes", () => {
   it("gives the same config as a full validation, first from the schema and then from the cache", async () => {
-    const { stateDir, env } = setup('{ agents: { defaults: { timeoutSeconds: 30, model: { primary: "s/m" } } } }');
+    const { stateDir, env } = setup(
+      '{ agents: { defaults: { timeoutSeconds: 30, model: { primary: "s/m" } } }, models: { providers: { s: { api: "openai-completions" } } } }',
+    );
     const fresh = loadConfig({ env });
     const first = await loadConfigCached({ env });
     expect(fs.readdirSync(path.join(stateDir, "cache")).length).toBe(1);

@@ -2,17 +2,19 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { finishAndCheck } from "./check.js";
 import type { LoadedConfig } from "./load.js";
 import type { LoopgateConfig } from "./schema.js";
-import { finishConfig, readConfigSource } from "./source.js";
+import { readConfigSource } from "./source.js";
+import { unsupportedKeys } from "./unsupported.js";
 
 /**
  * Config loading for one-shot CLI processes. Importing and building the schema (zod) costs 100–200 ms of a cold start
  * — more than the turn itself — while the config file rarely changes. The validated config is therefore kept in
  * `<stateDir>/cache/`, keyed by the file's exact text, its path, the schema module (so a changed schema
  * invalidates it) and the CPU count (a default depends on it). On a hit the schema is never loaded; on a miss,
- * or when the cache cannot be read or written, the file is validated as always. Env-dependent steps (env-only
- * providers) run after the cache, every time.
+ * or when the cache cannot be read or written, the file is validated as always. Env- and disk-dependent steps
+ * (env-only providers, the load-time checks) run after the cache, every time; a file that fails them is not cached.
  */
 export async function loadConfigCached(
   opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {},
@@ -29,12 +31,17 @@ export async function loadConfigCached(
       config = undefined;
     }
   }
-  if (!config) {
-    const { parseConfig } = await import("./load.js");
-    config = parseConfig(source.raw ?? {}, source.file);
-    if (cacheFile) writeCache(cacheFile, config);
+  if (config) {
+    return { config: finishAndCheck(config, source.file, env), file: source.file, stateDir: source.stateDir };
   }
-  return { config: finishConfig(config, source.file, env), file: source.file, stateDir: source.stateDir };
+  const { validateConfig, ConfigError } = await import("./load.js");
+  const { config: parsed, problems } = validateConfig(source.raw ?? {});
+  if (!parsed) throw new ConfigError(problems, source.file);
+  // serialized before finishing: the cache holds the file's config, not this environment's additions
+  const text = JSON.stringify(parsed);
+  const finished = finishAndCheck(parsed, source.file, env, problems);
+  if (cacheFile) writeCache(cacheFile, text);
+  return { config: finished, file: source.file, stateDir: source.stateDir };
 }
 
 let schemaStamp: string | undefined;
@@ -48,17 +55,19 @@ function cacheKey(file: string | undefined, text: string | undefined): string | 
     if (!st) return undefined;
     schemaStamp = `${st.mtimeMs}:${st.size}`;
   }
+  // the unsupported-key list is part of what "valid" means, like the schema
+  const unsupported = unsupportedKeys.map((k) => k.path).join(",");
   return createHash("sha256")
-    .update(`${schemaStamp}\0${os.cpus().length}\0${file ?? "(none)"}\0${text ?? ""}`)
+    .update(`${schemaStamp}\0${unsupported}\0${os.cpus().length}\0${file ?? "(none)"}\0${text ?? ""}`)
     .digest("hex")
     .slice(0, 32);
 }
 
-function writeCache(cacheFile: string, config: LoopgateConfig): void {
+function writeCache(cacheFile: string, text: string): void {
   try {
     fs.mkdirSync(path.dirname(cacheFile), { recursive: true });
     const tmp = `${cacheFile}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(config));
+    fs.writeFileSync(tmp, text);
     fs.renameSync(tmp, cacheFile);
     // keep the few newest entries (one per config text seen): editing the config must not grow the folder
     const dir = path.dirname(cacheFile);

@@ -160,6 +160,7 @@ describe("which config file is read", () => {
       "conf/loopgate.json5",
       `{ models: { providers: { s: { api: "scripted", script: "scripts/turns.json5" } } }, skills: { dirs: ["../skills"] } }`,
     );
+    write("conf/scripts/turns.json5", "[]"); // a missing script is a load-time error
     const loaded = loadConfig({ configPath: file, env: env() });
     expect(loaded.config.models.providers.s.script).toBe(path.join(dir, "conf", "scripts", "turns.json5"));
     expect(loaded.config.skills.dirs).toEqual([path.join(dir, "skills")]);
@@ -216,7 +217,10 @@ describe("API keys and environment providers", () => {
       `{ agents: { defaults: { model: { primary: "openai/gpt-4.1" } } },
          models: { providers: { openai: { api: "openai-responses", apiKey: "\${WORK_OPENAI_KEY}" } } } }`,
     );
-    const { config } = loadConfig({ configPath: file, env: env({ OPENAI_API_KEY: "sk-personal" }) });
+    const { config } = loadConfig({
+      configPath: file,
+      env: env({ OPENAI_API_KEY: "sk-personal", WORK_OPENAI_KEY: "sk-work" }),
+    });
     expect(config.models.providers.openai).toMatchObject({ api: "openai-responses", apiKey: "${WORK_OPENAI_KEY}" });
     expect(config.agents.defaults.model.primary).toBe("openai/gpt-4.1");
   });

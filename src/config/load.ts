@@ -1,7 +1,9 @@
 import type { z } from "zod";
+import { finishAndCheck } from "./check.js";
 import { ConfigError } from "./errors.js";
 import { configSchema, type LoopgateConfig } from "./schema.js";
-import { finishConfig, readConfigSource } from "./source.js";
+import { readConfigSource } from "./source.js";
+import { unsupportedKeyProblems } from "./unsupported.js";
 
 export { expandHome, resolveStateDir, withEnvProviders } from "./source.js";
 
@@ -38,10 +40,20 @@ export function formatZodIssues(error: z.ZodError): string[] {
   return problems;
 }
 
-export function parseConfig(raw: unknown, file?: string): LoopgateConfig {
+/**
+ * The schema's verdict plus unsupported keys that are set. `config` is there whenever the schema accepted the file,
+ * so loading can go on to its own checks and report everything at once.
+ */
+export function validateConfig(raw: unknown): { config?: LoopgateConfig; problems: string[] } {
   const result = configSchema.safeParse(raw ?? {});
-  if (!result.success) throw new ConfigError(formatZodIssues(result.error), file);
-  return result.data;
+  const problems = [...(result.success ? [] : formatZodIssues(result.error)), ...unsupportedKeyProblems(raw)];
+  return { config: result.success ? result.data : undefined, problems };
+}
+
+export function parseConfig(raw: unknown, file?: string): LoopgateConfig {
+  const { config, problems } = validateConfig(raw);
+  if (!config || problems.length > 0) throw new ConfigError(problems, file);
+  return config;
 }
 
 export { resolveSecretRef } from "./secret-ref.js";
@@ -53,6 +65,7 @@ export { resolveSecretRef } from "./secret-ref.js";
 export function loadConfig(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
   const env = opts.env ?? process.env;
   const source = readConfigSource({ configPath: opts.configPath, env });
-  const config = parseConfig(source.raw ?? {}, source.file);
-  return { config: finishConfig(config, source.file, env), file: source.file, stateDir: source.stateDir };
+  const { config, problems } = validateConfig(source.raw ?? {});
+  if (!config) throw new ConfigError(problems, source.file);
+  return { config: finishAndCheck(config, source.file, env, problems), file: source.file, stateDir: source.stateDir };
 }

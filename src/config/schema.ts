@@ -5,7 +5,11 @@ import { z } from "zod";
  * The one schema that carries every config default. Key names follow OpenClaw's so its users recognise them.
  * Objects are strict: an unknown key is reported with its path instead of being silently ignored.
  * `prefault({})` parses an absent section through its schema, so nested defaults always materialize.
+ * Keys described as "not yet supported" are accepted here for OpenClaw compatibility but rejected at load when set
+ * (src/config/unsupported.ts), until something reads them.
  */
+
+const notYetSupported = "not yet supported: rejected at load when set (src/config/unsupported.ts)";
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -28,7 +32,7 @@ const modelRef = z
 
 const modelSelection = z.strictObject({
   primary: modelRef.optional(),
-  fallbacks: z.array(modelRef).default([]),
+  fallbacks: z.array(modelRef).default([]).describe(notYetSupported),
 });
 
 import { apiKinds, dropPolicies, queueModes, thinkingLevels } from "./constants.js";
@@ -44,25 +48,39 @@ const agentDefaults = z.strictObject({
   thinkingDefault: z.enum(thinkingLevels).default("off"),
   /** Model calls per run before the loop stops with stopReason "max_steps". */
   maxSteps: positiveInt.default(50),
-  blockStreamingDefault: z.enum(["on", "off"]).default("off"),
-  blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end"),
+  blockStreamingDefault: z.enum(["on", "off"]).default("off").describe(notYetSupported),
+  blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end").describe(notYetSupported),
   sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
-  compaction: z.strictObject({ reserveTokens: nonNegativeInt.default(20000) }).prefault({}),
+  compaction: z
+    .strictObject({
+      /** tokens kept free for the reply and the summary (capped at a quarter of the window) */
+      reserveTokens: nonNegativeInt.default(20000),
+      /** recent history kept verbatim by a compaction (capped at a quarter of the window) */
+      keepRecentTokens: positiveInt.default(20000),
+      /** compactions per run before it ends with context_length */
+      maxAttempts: positiveInt.max(10).default(3),
+      /** the model that writes summaries; default: the run's model */
+      model: modelRef.optional(),
+    })
+    .prefault({}),
 });
 
 const agentEntry = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, { message: "expected an agent id: letters, digits, - and _" }),
+  /** shown where agents are listed (unknown-agent errors, `loopgate config validate`) */
   name: z.string().optional(),
   workspace: z.string().optional(),
   model: z.union([modelRef, modelSelection]).optional(),
+  /** the agent used when a request names none; at most one (else the first listed, else "main") */
   default: z.boolean().optional(),
 });
 
 const providerModel = z.strictObject({
   id: z.string().min(1),
-  name: z.string().optional(),
+  name: z.string().optional().describe(notYetSupported),
   contextWindow: positiveInt.default(128000),
   maxTokens: positiveInt.default(8192),
+  /** false: the model gets no thinking/reasoning parameters, whatever the run's thinking level */
   reasoning: z.boolean().optional(),
 });
 
@@ -112,6 +130,7 @@ const installPolicy = z.strictObject({
 });
 
 export const configSchema = z.strictObject({
+  /** for editors (JSON schema hint); Loopgate ignores it on purpose */
   $schema: z.string().optional(),
   agents: z
     .strictObject({
@@ -127,6 +146,7 @@ export const configSchema = z.strictObject({
   session: z
     .strictObject({
       writeLock: z.strictObject({ acquireTimeoutMs: positiveInt.default(60000) }).prefault({}),
+      /** finished run records are pruned by the gateway (at start, then hourly); queued/running ones never */
       runResults: z
         .strictObject({ maxAgeHours: positiveInt.default(24 * 7), maxCount: positiveInt.default(10000) })
         .prefault({}),
@@ -146,11 +166,13 @@ export const configSchema = z.strictObject({
     .prefault({}),
   diagnostics: z
     .strictObject({
+      // every key here is not yet supported
       enabled: z.boolean().default(false),
       stuckSessionWarnMs: positiveInt.default(120000),
       stuckSessionAbortMs: positiveInt.optional(),
     })
-    .prefault({}),
+    .prefault({})
+    .describe(notYetSupported),
   skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
   hooks: z
     .strictObject({

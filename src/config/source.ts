@@ -22,15 +22,32 @@ export interface ConfigSource {
 
 export { expandHome, resolveStateDir } from "./state-dir.js";
 
-/**
- * Config file precedence: explicit path (--config) > LOOPGATE_CONFIG > $LOOPGATE_STATE_DIR/loopgate.json5.
- * An explicit path that does not exist is an error; the default path may be absent (defaults apply).
- */
-export function readConfigSource(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): ConfigSource {
+export interface ConfigLocation {
+  file: string;
+  /** where the path came from */
+  from: "--config" | "LOOPGATE_CONFIG" | "default";
+  /** named by --config or LOOPGATE_CONFIG: then it must exist */
+  explicit: boolean;
+  stateDir: string;
+}
+
+/** Config file precedence: explicit path (--config) > LOOPGATE_CONFIG > $LOOPGATE_STATE_DIR/loopgate.json5. */
+export function locateConfigFile(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): ConfigLocation {
   const env = opts.env ?? process.env;
   const stateDir = resolveStateDir(env);
-  const explicit = opts.configPath ?? env.LOOPGATE_CONFIG?.trim();
-  const file = explicit ? path.resolve(expandHome(explicit)) : path.join(stateDir, "loopgate.json5");
+  const fromEnv = env.LOOPGATE_CONFIG?.trim();
+  const explicit = opts.configPath ?? fromEnv;
+  if (!explicit) return { file: path.join(stateDir, "loopgate.json5"), from: "default", explicit: false, stateDir };
+  const from = opts.configPath !== undefined ? "--config" : "LOOPGATE_CONFIG";
+  return { file: path.resolve(expandHome(explicit)), from, explicit: true, stateDir };
+}
+
+/**
+ * Reads the file `locateConfigFile` names. An explicit path that does not exist is an error; the default path may
+ * be absent (defaults apply).
+ */
+export function readConfigSource(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): ConfigSource {
+  const { file, explicit, stateDir } = locateConfigFile(opts);
   let text: string;
   try {
     text = fs.readFileSync(file, "utf8");

@@ -19,6 +19,7 @@ import { GatewayConnection } from "./connection.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
+import { startRunPruning } from "./run-pruning.js";
 
 export interface GatewayStartInfo {
   url: string;
@@ -237,6 +238,7 @@ async function listen(
       logger.warn(`gateway: recovered ${failed.length} interrupted run(s), re-queued ${requeued.length} input(s)`);
     }
   }
+  const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
   rt.init().catch((err) => logger.warn(`gateway: runtime init failed: ${(err as Error)?.message ?? String(err)}`));
 
@@ -251,6 +253,7 @@ async function listen(
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       const shutdown: ShutdownEvent = { reason };
       broadcaster.broadcast("shutdown", shutdown);
+      pruning.stop();
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {

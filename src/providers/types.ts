@@ -163,6 +163,8 @@ export interface ProviderModelConfig {
   id: string;
   contextWindow?: number;
   maxTokens?: number;
+  /** false: never send thinking/reasoning parameters to this model */
+  reasoning?: boolean;
 }
 
 /** What a provider module needs to be constructed (from config.models.providers.<id>). */

@@ -51,7 +51,8 @@ export async function runAttempt(
       system: prepared.system,
       messages: input.messages,
       maxSteps: rt.config.agents.defaults.maxSteps,
-      thinking: input.thinking,
+      // a model configured with `reasoning: false` would reject the parameters a thinking level adds
+      thinking: input.model.model.reasoning === false ? "off" : input.thinking,
       maxTokens: input.model.model.maxTokens,
     },
     {

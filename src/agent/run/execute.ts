@@ -1,8 +1,9 @@
 import type { ResolvedModel } from "../../providers/registry.js";
 import { addUsage, type ChatMessage, emptyUsage, ProviderError, type Usage } from "../../providers/types.js";
-import type { LoopOutcome } from "../loop.js";
+import type { LoopOutcome, LoopPorts } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import { runAttempt } from "./attempt.js";
+import { CompactionFailedError } from "./context-guard.js";
 import type { RunEmitter } from "./events.js";
 import { runWithFallback } from "./fallback.js";
 import { retryPolicyFor, withModelRetries } from "./model-retry.js";
@@ -21,7 +22,7 @@ export type ExecuteResult =
 /** The context window port of the attempt loop: compaction before each call and after an overflow. */
 export interface ContextGuard {
   /** the loop's transformContext for one model (checks the budget before every call, compacts when needed) */
-  transformFor(model: ResolvedModel): (messages: ChatMessage[]) => Promise<ChatMessage[]>;
+  transformFor(model: ResolvedModel): NonNullable<LoopPorts["transformContext"]>;
   /** the provider said the context is too long: compact and return the new context, or throw (context_length) */
   afterOverflow(messages: ChatMessage[], model: ResolvedModel): Promise<ChatMessage[]>;
 }
@@ -39,7 +40,7 @@ export interface ExecuteContext {
 
 /** Execute: the user's message goes down, a plugin may claim the turn, else the attempt loop runs the model. */
 export async function executeRun(ctx: ExecuteContext): Promise<ExecuteResult> {
-  ctx.projection.write(ctx.prepared.userMessage);
+  ctx.projection.write(ctx.prepared.userMessage, ctx.prepared.modelUserMessage);
   const claimed = await claimByPlugin(ctx);
   if (claimed) return claimed;
   return attemptLoop(ctx, [...ctx.prepared.history, ctx.prepared.modelUserMessage]);
@@ -139,8 +140,10 @@ async function attemptWithCompaction(
     state.last = outcome;
     if (outcome.stopReason !== "error") return outcome;
     const err = outcome.error ?? new Error("model error");
-    const overflow = err instanceof ProviderError && err.kind === "context_length" && ctx.context;
-    if (!overflow || ctx.signal.aborted) throw err;
+    // a compaction that already failed is final for this model (fallback may still try a larger window)
+    const overflow =
+      err instanceof ProviderError && err.kind === "context_length" && !(err instanceof CompactionFailedError);
+    if (!overflow || !ctx.context || ctx.signal.aborted) throw err;
     ctx.projection.discard();
     state.context = await ctx.context!.afterOverflow(state.context, model);
   }

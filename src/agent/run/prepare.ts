@@ -23,6 +23,8 @@ export interface PreparedRun {
   workspaceDir: string;
   lock: SessionLock;
   history: ChatMessage[];
+  /** transcript seq of each history message (0: the summary of a compaction) */
+  historySeqs: number[];
   /** what the user wrote: the transcript keeps this */
   userMessage: UserMessage;
   /** what the model sees (before_prompt_build may prepend context) */
@@ -61,7 +63,7 @@ export async function prepareRun(
   });
   run.onLock(lock);
   if (waited) run.events.emit("lifecycle", { phase: "waiting", for: "model", model: model.ref });
-  const { messages: history } = rt.history.load(rt.store, spec.sessionKey);
+  const { messages: history, seqs: historySeqs } = rt.history.load(rt.store, spec.sessionKey);
   const hookCtx = {
     agentId: spec.agentId,
     sessionKey: spec.sessionKey,
@@ -77,6 +79,7 @@ export async function prepareRun(
     workspaceDir: workspace.dir,
     lock,
     history,
+    historySeqs,
     userMessage,
     modelUserMessage: prompt.modelUserMessage,
     system: prompt.system,

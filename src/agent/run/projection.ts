@@ -20,13 +20,38 @@ export class RunProjection {
   private heldPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
+  /** transcript seq of each context message that is a row (compaction records where the kept part starts) */
+  private readonly seqs = new WeakMap<ChatMessage, number>();
+  private maxSeq = 0;
 
   constructor(
     private readonly rt: AgentRuntime,
     private readonly prepared: PreparedRun,
     private readonly events: RunEmitter,
     private readonly runId: string,
-  ) {}
+  ) {
+    prepared.history.forEach((m, i) => this.remember(m, prepared.historySeqs[i]));
+  }
+
+  seqOf(message: ChatMessage): number | undefined {
+    return this.seqs.get(message);
+  }
+
+  /** `copy` stands for the same row as `original` (a cut-down copy, the model's view of the user's message). */
+  sameRow(original: ChatMessage, copy: ChatMessage): void {
+    const seq = this.seqs.get(original);
+    if (seq !== undefined && copy !== original) this.seqs.set(copy, seq);
+  }
+
+  lastSeq(): number {
+    return this.maxSeq;
+  }
+
+  private remember(message: ChatMessage, seq: number | undefined): void {
+    if (!seq) return;
+    this.seqs.set(message, seq);
+    this.maxSeq = Math.max(this.maxSeq, seq);
+  }
 
   onLoopEvent(ev: LoopEvent): void {
     switch (ev.type) {
@@ -73,13 +98,15 @@ export class RunProjection {
     }
   }
 
-  /** Writes a message row now (the user's message, a claimed reply). */
-  write(message: ChatMessage): void {
+  /** Writes a message row now (the user's message, a claimed reply); `contextCopy` is the model's view of it. */
+  write(message: ChatMessage, contextCopy?: ChatMessage): void {
     const { sessionKey } = this.prepared.hookCtx;
     this.written.push(message);
-    this.rt.store.appendTranscript([
+    const [row] = this.rt.store.appendTranscript([
       { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
     ]);
+    this.remember(message, row?.seq);
+    if (contextCopy) this.sameRow(message, contextCopy);
   }
 
   /** The attempt is final: a held partial answer is written. */
@@ -110,6 +137,6 @@ export class RunProjection {
         this.prepared.hookCtx,
       );
     }
-    this.write(row);
+    this.write(row, message);
   }
 }

@@ -6,6 +6,7 @@ import { sessionLaneName } from "../../session/keys.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
 import type { AgentRuntime } from "../runtime.js";
 import { parseSlashCommand } from "./commands.js";
+import { RunContextGuard } from "./context-guard.js";
 import { runControl } from "./control.js";
 import { errorKind } from "./errors.js";
 import { runEmitter } from "./events.js";
@@ -142,7 +143,16 @@ async function runPhases(
       },
     });
     projection = new RunProjection(rt, prepared, events, spec.runId);
-    exec = await executeRun({ rt, spec, prepared, choices, signal: control.signal, events, projection });
+    const context = new RunContextGuard({
+      rt,
+      prepared,
+      events,
+      projection,
+      signal: control.signal,
+      runId: spec.runId,
+      timeoutMs: choices.timeoutMs,
+    });
+    exec = await executeRun({ rt, spec, prepared, choices, signal: control.signal, events, projection, context });
   } catch (err) {
     setupError = err instanceof Error ? err : new Error(String(err));
   } finally {

@@ -1,6 +1,6 @@
 import { chatAbortParamsSchema, chatHistoryParamsSchema, chatSendParamsSchema } from "../../protocol/params.js";
 import type { ChatAbortResult, ChatHistoryResult } from "../../protocol/payloads.js";
-import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../../session/keys.js";
+import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
 import { acceptRun } from "./run-intake.js";
 import { requireVisible } from "./sessions.js";
@@ -21,7 +21,7 @@ export const chatAbortMethod = defineMethod({
   scope: "write",
   params: chatAbortParamsSchema,
   handle({ params, gw, reply }) {
-    const key = normalizeSessionKey(params.sessionKey, params.agentId ?? DEFAULT_AGENT_ID).key;
+    const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
     // the service aborts queued turns of the session first, then the active run
     const { aborted } = gw.service.abort(key, params.runId);
     const result: ChatAbortResult = { ok: true, aborted: aborted.length > 0, runIds: aborted };
@@ -35,7 +35,7 @@ export const chatHistoryMethod = defineMethod({
   params: chatHistoryParamsSchema,
   handle({ params, conn, gw, reply }) {
     const store = gw.service.rt.store;
-    const key = normalizeSessionKey(params.sessionKey, params.agentId ?? DEFAULT_AGENT_ID).key;
+    const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
     requireVisible(conn, key);
     const session = store.getSession(key);
     if (!session) {

@@ -12,7 +12,7 @@ import type {
   SessionsListResult,
   SessionsResetResult,
 } from "../../protocol/payloads.js";
-import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../../session/keys.js";
+import { normalizeSessionKey } from "../../session/keys.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
 import type { SessionRecord } from "../../storage/types.js";
 import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
@@ -37,8 +37,8 @@ export function sessionInfo(s: SessionRecord): SessionInfo {
   };
 }
 
-function targetKey(params: { sessionKey?: string; key?: string; agentId?: string }): string {
-  return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? DEFAULT_AGENT_ID).key;
+function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
+  return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
 }
 
 function requireSession(gw: GatewayContext, key: string): SessionRecord {
@@ -109,7 +109,7 @@ export const sessionsGetMethod = defineMethod({
   scope: "read",
   params: sessionsGetParamsSchema,
   handle({ params, conn, gw, reply }) {
-    const key = targetKey(params);
+    const key = targetKey(gw, params);
     requireVisible(conn, key);
     const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key)) };
     reply.ok(result);
@@ -121,7 +121,7 @@ export const sessionsResetMethod = defineMethod({
   scope: "admin",
   params: sessionsResetParamsSchema,
   async handle({ params, gw, reply }) {
-    const key = targetKey(params);
+    const key = targetKey(gw, params);
     requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
     // a new transcript generation; the old rows stay (SPEC 4)
@@ -138,7 +138,7 @@ export const sessionsDeleteMethod = defineMethod({
   scope: "admin",
   params: sessionsDeleteParamsSchema,
   async handle({ params, gw, reply }) {
-    const key = targetKey(params);
+    const key = targetKey(gw, params);
     refuseWhileRunning(gw, key, "delete");
     const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };

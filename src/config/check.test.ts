@@ -1,0 +1,101 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfigCached } from "./cached.js";
+import { ConfigError, loadConfig } from "./load.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function configFile(text: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-check-"));
+  dirs.push(dir);
+  const file = path.join(dir, "loopgate.json5");
+  fs.writeFileSync(file, text);
+  return { dir, file, env: { LOOPGATE_STATE_DIR: dir } as NodeJS.ProcessEnv };
+}
+
+function problemsOf(load: () => unknown): { problems: string[]; file?: string } {
+  try {
+    load();
+  } catch (err) {
+    if (err instanceof ConfigError) return { problems: err.problems, file: err.file };
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("problems found when the config is loaded", () => {
+  it("an unset env reference in apiKey names the variable and the key path", () => {
+    const { file, env } = configFile(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a config env reference, as a user writes it
+      '{ models: { providers: { local: { api: "openai-completions", apiKey: "${LG_NOPE}" } } } }',
+    );
+    const { problems, file: reported } = problemsOf(() => loadConfig({ env }));
+    expect(reported).toBe(file);
+    expect(problems).toEqual([
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the reference as the message quotes it
+      "models.providers.local.apiKey: references ${LG_NOPE}, which is not set in the environment",
+    ]);
+    expect(() => loadConfig({ env: { ...env, LG_NOPE: "sk" } })).not.toThrow();
+  });
+
+  it("a scripted provider needs a script that exists", () => {
+    const { dir, env } = configFile(
+      '{ models: { providers: { none: { api: "scripted" }, gone: { api: "scripted", script: "./turns.json5" } } } }',
+    );
+    expect(problemsOf(() => loadConfig({ env })).problems).toEqual([
+      'models.providers.none.script: required for api "scripted" (the JSON5 script to play)',
+      `models.providers.gone.script: file not found: ${path.join(dir, "turns.json5")}`,
+    ]);
+  });
+
+  it("an agent model naming an unknown provider is reported; OPENAI_API_KEY makes openai known", () => {
+    const { env } = configFile(
+      '{ agents: { defaults: { model: { primary: "openai/gpt-4o" } }, list: [{ id: "main" }, { id: "r", model: "ghost/m" }] } }',
+    );
+    expect(problemsOf(() => loadConfig({ env })).problems).toEqual([
+      'agents.defaults.model.primary: unknown provider "openai" in "openai/gpt-4o" (configured providers: none)',
+      'agents.list[1].model: unknown provider "ghost" in "ghost/m" (configured providers: none)',
+    ]);
+    expect(problemsOf(() => loadConfig({ env: { ...env, OPENAI_API_KEY: "sk" } })).problems).toEqual([
+      'agents.list[1].model: unknown provider "ghost" in "ghost/m" (configured providers: openai)',
+    ]);
+  });
+
+  it("more than one default agent, or the same id twice, is an error", () => {
+    const { env } = configFile(
+      '{ agents: { list: [{ id: "a", default: true }, { id: "b", default: true }, { id: "a" }] } }',
+    );
+    expect(problemsOf(() => loadConfig({ env })).problems).toEqual([
+      "agents.list[1].default: only one agent can be the default (agents.list[0] already is)",
+      'agents.list[2].id: duplicate agent id "a" (also agents.list[0])',
+    ]);
+  });
+
+  it("every problem of the file is reported at once, schema, unsupported keys and load-time checks alike", () => {
+    const { env } = configFile(
+      '{ diagnostics: { enabled: true }, models: { providers: { s: { api: "scripted" } } }, agents: { defaults: { model: { primary: "x/y" } } } }',
+    );
+    const { problems } = problemsOf(() => loadConfig({ env }));
+    expect(problems.map((p) => p.slice(0, p.indexOf(":")))).toEqual([
+      "diagnostics.enabled",
+      "models.providers.s.script",
+      "agents.defaults.model.primary",
+    ]);
+  });
+
+  it("the CLI's cached loader reports them too, and never caches a file that fails them", async () => {
+    const { dir, env } = configFile('{ models: { providers: { s: { api: "scripted", script: "./t.json5" } } } }');
+    await expect(loadConfigCached({ env })).rejects.toThrow(/models\.providers\.s\.script: file not found/);
+    expect(fs.existsSync(path.join(dir, "cache"))).toBe(false);
+    fs.writeFileSync(path.join(dir, "t.json5"), "[]");
+    await loadConfigCached({ env });
+    fs.rmSync(path.join(dir, "t.json5"));
+    // a cache hit still checks: the script went away after the config was cached
+    await expect(loadConfigCached({ env })).rejects.toThrow(/file not found/);
+  });
+});

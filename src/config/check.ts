@@ -1,0 +1,78 @@
+import fs from "node:fs";
+import { ConfigError } from "./errors.js";
+import type { LoopgateConfig } from "./schema.js";
+import { finishConfig } from "./source.js";
+
+/*
+ * Problems the schema cannot see but loading can: they would otherwise surface mid-run, long after the file was
+ * written. Runs on the finished config (paths resolved against the file, env-only providers added), so it sees
+ * exactly what a run would. Zod-free, so the cached CLI path runs it on every load.
+ */
+
+export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
+  return [...providerProblems(config, env), ...agentProblems(config)];
+}
+
+function providerProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  for (const [id, provider] of Object.entries(config.models.providers)) {
+    const at = `models.providers.${id}`;
+    for (const name of unsetEnvRefs(provider.apiKey, env)) {
+      problems.push(`${at}.apiKey: references \${${name}}, which is not set in the environment`);
+    }
+    if (provider.api !== "scripted") continue;
+    if (!provider.script) problems.push(`${at}.script: required for api "scripted" (the JSON5 script to play)`);
+    else if (!fs.existsSync(provider.script)) problems.push(`${at}.script: file not found: ${provider.script}`);
+  }
+  return problems;
+}
+
+function unsetEnvRefs(value: string | undefined, env: NodeJS.ProcessEnv): string[] {
+  if (!value) return [];
+  const names = [...value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  return names.filter((name) => !env[name]);
+}
+
+function agentProblems(config: LoopgateConfig): string[] {
+  const problems: string[] = [];
+  const providers = Object.keys(config.models.providers);
+  const checkRef = (ref: string | undefined, at: string) => {
+    const providerId = ref?.slice(0, ref.indexOf("/"));
+    if (ref && providerId && !providers.includes(providerId)) {
+      const known = providers.length ? providers.join(", ") : "none";
+      problems.push(`${at}: unknown provider "${providerId}" in "${ref}" (configured providers: ${known})`);
+    }
+  };
+  checkRef(config.agents.defaults.model.primary, "agents.defaults.model.primary");
+  const firstIndex = new Map<string, number>();
+  let firstDefault: number | undefined;
+  config.agents.list.forEach((agent, i) => {
+    const at = `agents.list[${i}]`;
+    if (typeof agent.model === "string") checkRef(agent.model, `${at}.model`);
+    else checkRef(agent.model?.primary, `${at}.model.primary`);
+    const seen = firstIndex.get(agent.id);
+    if (seen !== undefined) problems.push(`${at}.id: duplicate agent id "${agent.id}" (also agents.list[${seen}])`);
+    else firstIndex.set(agent.id, i);
+    if (agent.default !== true) return;
+    if (firstDefault !== undefined) {
+      problems.push(`${at}.default: only one agent can be the default (agents.list[${firstDefault}] already is)`);
+    } else firstDefault = i;
+  });
+  return problems;
+}
+
+/**
+ * What every load does after validation: finish the config, then report its load-time problems, together with
+ * those validation already found (`earlier`), all at once.
+ */
+export function finishAndCheck(
+  config: LoopgateConfig,
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  earlier: readonly string[] = [],
+): LoopgateConfig {
+  const finished = finishConfig(config, file, env);
+  const problems = [...earlier, ...checkConfig(finished, env)];
+  if (problems.length > 0) throw new ConfigError(problems, file);
+  return finished;
+}

@@ -1,0 +1,412 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { AgentRuntime } from "../agent/runtime.js";
+import { AgentService, RunParamError } from "../agent/service.js";
+import { silentLogger } from "../infra/logger.js";
+import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
+import type { ModelRequest } from "../providers/types.js";
+import { readProcessStartTime, resolveMaxHoldMs } from "../session/write-lock.js";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import { startFakeModelServer } from "../testing/fake-model-server.js";
+import type { Tool } from "../tools/types.js";
+import { describeAgents } from "./agents.js";
+import { ConfigError, loadConfig, parseConfig } from "./load.js";
+import { configSchema } from "./schema.js";
+import { schemaKeyPaths } from "./schema-keys.js";
+
+/*
+ * The key audit: every key the schema accepts is either read by code — and a named test shows that setting it
+ * changes behaviour — or rejected at load as "not yet supported". A new key with neither fails the first test.
+ */
+
+const here = "src/config/keys.test.ts";
+type Audit = { pinnedBy: [file: string, title: string] } | "rejected";
+const pin = (file: string, title: string): Audit => ({ pinnedBy: [file, title] });
+
+const T = {
+  agents: pin(here, "agents: the default agent, a listed agent's model, and an unknown agent id"),
+  names: pin(here, "agents: a listed agent's name is shown where the configured agents are listed"),
+  workspaces: pin(here, "workspaces: the default, a listed agent's and the sandbox root decide where files live"),
+  request: pin(here, "model requests: thinkingDefault, maxSteps, a model's maxTokens and reasoning: false"),
+  lanes: pin(here, "agents.defaults.maxConcurrent is the global lane's concurrency"),
+  budget: pin("src/prompt/context-budget.test.ts", "uses a configured reserve when it is smaller"),
+  lock: pin(here, "session.writeLock.acquireTimeoutMs and agents.defaults.timeoutSeconds reach the run"),
+  prune: pin(
+    "src/gateway/run-pruning.test.ts",
+    "a gateway start prunes old finished run records and keeps queued ones",
+  ),
+  pruneCount: pin(
+    "src/gateway/run-pruning.test.ts",
+    "the count cap drops the oldest finished records, then runs again hourly",
+  ),
+  queueMode: pin(
+    "src/agent/service.test.ts",
+    "per-message mode beats the session setting, which beats the channel setting, which beats the global mode",
+  ),
+  debounce: pin(
+    "src/agent/service.test.ts",
+    "queued messages wait for the active run and the quiet window, then run one at a time, each as its own turn",
+  ),
+  cap: pin("src/agent/service.test.ts", "old drops the oldest queued message with a receipt and no summary turn"),
+  drop: pin(
+    "src/agent/service.test.ts",
+    "summarize drops the oldest and later delivers one overflow turn with a one-line summary of each",
+  ),
+  port: pin("test/e2e/gateway-cli.test.ts", "takes the port from --port over LOOPGATE_GATEWAY_PORT over gateway.port"),
+  bind: pin(
+    "test/e2e/gateway-cli.test.ts",
+    "refuses to bind beyond loopback without a token (exit 2), and starts with one",
+  ),
+  tick: pin(
+    "test/e2e/gateway-handshake.test.ts",
+    "numbers every event frame of a connection 1, 2, 3, ... including ticks",
+  ),
+  maxPayload: pin("test/e2e/gateway-handshake.test.ts", "drops frames above maxPayload after connect"),
+  grace: pin("test/e2e/gateway-runs.test.ts", "aborts and records runs still going when the grace ends"),
+  provider: pin(here, "providers: api, baseUrl, apiKey, headers, timeoutSeconds and models reach the provider"),
+  script: pin("src/config/check.test.ts", "a scripted provider needs a script that exists"),
+  skills: pin(here, "skills.dirs, hooks.dirs and plugins.load.paths are resolved against the config file"),
+  hooksInternal: pin(
+    "src/hooks/internal.test.ts",
+    "registers config-declared hook modules and reports a missing module without stopping",
+  ),
+  pluginConfig: pin("src/hooks/plugins.test.ts", "gives the plugin its own config and a logger prefixed with its id"),
+  pluginOff: pin("src/hooks/plugins.test.ts", "a plugin disabled in entries is never imported"),
+  policy: pin(
+    "test/e2e/context-and-hooks.test.ts",
+    "refuses a skill named in security.installPolicy.deny and leaves nothing in the skills dir",
+  ),
+  allow: pin("src/hooks/install.test.ts", "an allow list refuses anything it does not name"),
+  sources: pin("src/hooks/install.test.ts", "a source type outside allowSources is refused"),
+  schema: pin(here, "$schema is accepted and changes nothing (it is for editors)"),
+};
+
+const audit: Record<string, Audit> = {
+  $schema: T.schema,
+  "agents.defaults.model.primary": T.agents,
+  "agents.defaults.model.fallbacks": "rejected",
+  "agents.defaults.workspace": T.workspaces,
+  "agents.defaults.timeoutSeconds": T.lock,
+  "agents.defaults.maxConcurrent": T.lanes,
+  "agents.defaults.thinkingDefault": T.request,
+  "agents.defaults.maxSteps": T.request,
+  "agents.defaults.blockStreamingDefault": "rejected",
+  "agents.defaults.blockStreamingBreak": "rejected",
+  "agents.defaults.sandbox.workspaceRoot": T.workspaces,
+  "agents.defaults.compaction.reserveTokens": T.budget,
+  "agents.list[].id": T.agents,
+  "agents.list[].name": T.names,
+  "agents.list[].workspace": T.workspaces,
+  "agents.list[].model.primary": T.agents,
+  "agents.list[].model.fallbacks": "rejected",
+  "agents.list[].default": T.agents,
+  "models.providers.*.api": T.provider,
+  "models.providers.*.baseUrl": T.provider,
+  "models.providers.*.apiKey": T.provider,
+  "models.providers.*.headers": T.provider,
+  "models.providers.*.timeoutSeconds": T.provider,
+  "models.providers.*.models[].id": T.request,
+  "models.providers.*.models[].name": "rejected",
+  "models.providers.*.models[].contextWindow": T.provider,
+  "models.providers.*.models[].maxTokens": T.request,
+  "models.providers.*.models[].reasoning": T.request,
+  "models.providers.*.script": T.script,
+  "session.writeLock.acquireTimeoutMs": T.lock,
+  "session.runResults.maxAgeHours": T.prune,
+  "session.runResults.maxCount": T.pruneCount,
+  "messages.queue.mode": T.queueMode,
+  "messages.queue.byChannel": T.queueMode,
+  "messages.queue.debounceMs": T.debounce,
+  "messages.queue.cap": T.cap,
+  "messages.queue.drop": T.drop,
+  "gateway.port": T.port,
+  "gateway.bind": T.bind,
+  "gateway.auth.token": T.bind,
+  "gateway.tickIntervalMs": T.tick,
+  "gateway.maxPayload": T.maxPayload,
+  "gateway.maxBufferedBytes": pin(
+    "test/e2e/gateway-runs.test.ts",
+    "disconnects a client that stops reading while a fast one keeps receiving",
+  ),
+  "gateway.shutdownGraceMs": T.grace,
+  "diagnostics.enabled": "rejected",
+  "diagnostics.stuckSessionWarnMs": "rejected",
+  "diagnostics.stuckSessionAbortMs": "rejected",
+  "skills.dirs": T.skills,
+  "hooks.dirs": T.skills,
+  "hooks.internal[].events": T.hooksInternal,
+  "hooks.internal[].module": T.hooksInternal,
+  "hooks.internal[].name": T.hooksInternal,
+  "plugins.load.paths": T.skills,
+  "plugins.entries.*.enabled": T.pluginOff,
+  "plugins.entries.*.config": T.pluginConfig,
+  "security.installPolicy.allow": T.allow,
+  "security.installPolicy.deny": T.policy,
+  "security.installPolicy.allowSources": T.sources,
+  "security.installPolicy.denySources": T.sources,
+};
+
+describe("every config key is read or rejected", () => {
+  it("the audit names exactly the keys the schema accepts", () => {
+    expect(Object.keys(audit).sort()).toEqual(schemaKeyPaths(configSchema).sort());
+  });
+
+  it("each test the audit names exists", () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    for (const [key, entry] of Object.entries(audit)) {
+      if (entry === "rejected") continue;
+      const [file, title] = entry.pinnedBy;
+      const text = fs.readFileSync(path.join(root, file), "utf8");
+      expect(text.includes(JSON.stringify(title)), `${key}: no test "${title}" in ${file}`).toBe(true);
+    }
+  });
+
+  it("every rejected key, when set, is refused at load as not yet supported, naming its path", () => {
+    const samples: Record<string, unknown> = {
+      "agents.defaults.model.fallbacks": { agents: { defaults: { model: { fallbacks: ["a/b"] } } } },
+      "agents.list[].model.fallbacks": { agents: { list: [{ id: "main", model: { fallbacks: ["a/b"] } }] } },
+      "agents.defaults.blockStreamingDefault": { agents: { defaults: { blockStreamingDefault: "on" } } },
+      "agents.defaults.blockStreamingBreak": { agents: { defaults: { blockStreamingBreak: "message_end" } } },
+      "diagnostics.enabled": { diagnostics: { enabled: true } },
+      "diagnostics.stuckSessionWarnMs": { diagnostics: { stuckSessionWarnMs: 1000 } },
+      "diagnostics.stuckSessionAbortMs": { diagnostics: { stuckSessionAbortMs: 1000 } },
+      "models.providers.*.models[].name": {
+        models: { providers: { p: { api: "openai-completions", models: [{ id: "m", name: "M" }] } } },
+      },
+    };
+    const rejected = Object.keys(audit).filter((k) => audit[k] === "rejected");
+    expect(Object.keys(samples).sort()).toEqual(rejected.sort());
+    for (const [key, raw] of Object.entries(samples)) {
+      const err = (() => {
+        try {
+          parseConfig(raw, "/etc/loopgate.json5");
+        } catch (e) {
+          return e as ConfigError;
+        }
+      })();
+      expect(err, key).toBeInstanceOf(ConfigError);
+      const concrete = key.replace("[]", "[0]").replace("*", "p");
+      expect(err?.problems.join("\n")).toContain(`${concrete}: not yet supported`);
+    }
+    // absent, or empty fallbacks, stay fine
+    expect(() => parseConfig({ agents: { defaults: { model: { fallbacks: [] } } }, diagnostics: {} })).not.toThrow();
+  });
+});
+
+const dirs: string[] = [];
+const stores: SqliteStore[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function tmp(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-keys-"));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A real runtime over a real SQLite file; scripted providers `a` and `b` record every request. */
+function runtime(
+  raw: Record<string, unknown>,
+  script: (req: ModelRequest) => ScriptedTurn = () => ({ text: "hi" }),
+  tools: Tool[] = [],
+) {
+  const dir = tmp();
+  const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
+  stores.push(store);
+  const requests: Array<{ provider: string; req: ModelRequest }> = [];
+  const provider = (id: string) =>
+    new ScriptedProvider(id, (req) => {
+      requests.push({ provider: id, req });
+      return script(req);
+    });
+  const rt = new AgentRuntime({
+    config: parseConfig(raw),
+    stateDir: dir,
+    store,
+    logger: silentLogger,
+    providers: { a: provider("a"), b: provider("b") },
+    tools,
+  });
+  const service = new AgentService(rt);
+  let n = 0;
+  const run = async (extra: Record<string, unknown> = {}) => {
+    const accepted = service.accept({ message: "hello", idempotencyKey: `r${++n}`, ...extra });
+    return { accepted, final: await service.final(accepted.runId) };
+  };
+  return { dir, rt, store, service, requests, run };
+}
+
+describe("agents", () => {
+  it("agents: the default agent, a listed agent's model, and an unknown agent id", async () => {
+    const h = runtime({
+      agents: {
+        defaults: { model: { primary: "a/m0" } },
+        list: [{ id: "main" }, { id: "ops", default: true, model: "b/m1" }, { id: "qa", model: { primary: "b/m2" } }],
+      },
+    });
+    const plain = await h.run();
+    expect(plain.accepted.sessionKey).toBe("agent:ops:main"); // default: true
+    expect(h.requests.at(-1)).toMatchObject({ provider: "b", req: { model: "m1" } }); // its own model
+    await h.run({ agentId: "qa" });
+    expect(h.requests.at(-1)).toMatchObject({ provider: "b", req: { model: "m2" } }); // model.primary
+    await h.run({ agentId: "main" });
+    expect(h.requests.at(-1)).toMatchObject({ provider: "a", req: { model: "m0" } }); // agents.defaults.model
+
+    const sessionsBefore = h.store.countSessions();
+    expect(() => h.service.accept({ message: "x", idempotencyKey: "u1", agentId: "ghost" })).toThrow(RunParamError);
+    expect(() => h.service.accept({ message: "x", idempotencyKey: "u2", sessionKey: "agent:ghost:main" })).toThrow(
+      /unknown agent "ghost"; configured agents: main, ops \(default\), qa/,
+    );
+    expect(h.store.countSessions()).toBe(sessionsBefore);
+    expect(h.store.getRun("u1")).toBeUndefined();
+    expect(fs.existsSync(path.join(h.dir, "workspace-ghost"))).toBe(false);
+  });
+
+  it("agents: a listed agent's name is shown where the configured agents are listed", () => {
+    const config = parseConfig({ agents: { list: [{ id: "main", name: "Helper" }, { id: "r" }] } });
+    expect(describeAgents(config)).toBe("main (default, Helper), r");
+    expect(describeAgents(parseConfig({}))).toBe("main (default)");
+  });
+
+  it("workspaces: the default, a listed agent's and the sandbox root decide where files live", async () => {
+    const root = tmp();
+    const h = runtime({
+      agents: {
+        defaults: { workspace: path.join(root, "main-ws") },
+        list: [{ id: "main" }, { id: "r", workspace: path.join(root, "r-ws") }, { id: "s" }],
+      },
+    });
+    expect((await h.rt.workspaceFor("main")).dir).toBe(path.join(root, "main-ws"));
+    expect((await h.rt.workspaceFor("r")).dir).toBe(path.join(root, "r-ws"));
+    const sandboxed = runtime({ agents: { defaults: { sandbox: { workspaceRoot: path.join(root, "box") } } } });
+    expect((await sandboxed.rt.workspaceFor("main")).dir).toBe(path.join(root, "box", "main"));
+  });
+
+  it("agents.defaults.maxConcurrent is the global lane's concurrency", async () => {
+    const h = runtime({ agents: { defaults: { maxConcurrent: 3 } } });
+    const slot = await h.rt.lanes.acquire("main");
+    expect(h.rt.lanes.snapshot("main")?.concurrency).toBe(3);
+    slot.release();
+  });
+
+  it("$schema is accepted and changes nothing (it is for editors)", () => {
+    expect(parseConfig({ $schema: "https://example.test/loopgate.schema.json" })).toEqual({
+      ...parseConfig({}),
+      $schema: "https://example.test/loopgate.schema.json",
+    });
+  });
+});
+
+describe("runs", () => {
+  it("model requests: thinkingDefault, maxSteps, a model's maxTokens and reasoning: false", async () => {
+    const providers = {
+      p: { api: "scripted", models: [{ id: "m", maxTokens: 777 }] },
+      a: { api: "scripted", models: [{ id: "plain", reasoning: false }] },
+    };
+    const h = runtime(
+      {
+        agents: { defaults: { model: { primary: "b/m" }, thinkingDefault: "high", maxSteps: 2 } },
+        models: { providers: { ...providers, b: { api: "scripted", models: [{ id: "m", maxTokens: 777 }] } } },
+      },
+      () => ({ toolCalls: [{ name: "no_such_tool" }] }),
+    );
+    const { final } = await h.run();
+    expect(h.requests.map((r) => r.req.thinking)).toEqual(["high", "high"]);
+    expect(h.requests[0].req.maxTokens).toBe(777);
+    expect(h.requests).toHaveLength(2); // maxSteps: 2 model calls, then the loop stops
+    expect(final.stopReason).toBe("max_steps");
+    await h.run({ model: "a/plain" });
+    expect(h.requests.at(-1)?.req.thinking).toBe("off"); // reasoning: false
+  });
+});
+
+describe("runs and providers", () => {
+  it("session.writeLock.acquireTimeoutMs and agents.defaults.timeoutSeconds reach the run", async () => {
+    let lockSeen: { maxHoldMs?: number } = {};
+    const peek: Tool = {
+      name: "peek_lock",
+      description: "reads the session lock file",
+      concurrency: "sequential",
+      parameters: { type: "object", properties: {} },
+      execute: async () => {
+        lockSeen = JSON.parse(fs.readFileSync(h.rt.sessionLockPath("agent:main:main"), "utf8"));
+        return { content: "ok" };
+      },
+    };
+    const h = runtime(
+      {
+        agents: { defaults: { model: { primary: "a/m" }, timeoutSeconds: 7 } },
+        session: { writeLock: { acquireTimeoutMs: 30 } },
+      },
+      (req) => (req.messages.at(-1)?.role === "user" ? { toolCalls: [{ name: "peek_lock" }] } : { text: "done" }),
+      [peek],
+    );
+    await h.run();
+    expect(lockSeen.maxHoldMs).toBe(resolveMaxHoldMs(7000)); // the hold bound follows the run timeout
+
+    // a lock held by another live process (this test's parent): the run gives up after acquireTimeoutMs
+    const lockPath = h.rt.sessionLockPath("agent:main:main");
+    const holder = {
+      pid: process.ppid,
+      starttime: readProcessStartTime(process.ppid) ?? null,
+      createdAt: Date.now(),
+      maxHoldMs: null,
+    };
+    fs.writeFileSync(lockPath, JSON.stringify(holder));
+    const { final } = await h.run();
+    expect(final.status).toBe("error");
+    expect(final.error).toContain("session is busy");
+    fs.rmSync(lockPath);
+  });
+
+  it("providers: api, baseUrl, apiKey, headers, timeoutSeconds and models reach the provider", async () => {
+    const server = await startFakeModelServer();
+    try {
+      const h = runtime({
+        agents: { defaults: { model: { primary: "local/small" } } },
+        models: {
+          providers: {
+            local: {
+              api: "openai-completions",
+              baseUrl: server.baseUrl,
+              apiKey: "sk-from-config",
+              headers: { "x-team": "blue" },
+              timeoutSeconds: 30,
+              models: [{ id: "small", contextWindow: 8000 }],
+            },
+          },
+        },
+      });
+      server.enqueue({ text: "hello from the server" });
+      const { final } = await h.run();
+      expect(final.status, final.error).toBe("ok");
+      const sent = server.requests.at(-1);
+      expect(sent?.headers.authorization).toBe("Bearer sk-from-config");
+      expect(sent?.headers["x-team"]).toBe("blue");
+      expect(h.rt.resolveModel("local/small")).toMatchObject({ timeoutSeconds: 30, model: { contextWindow: 8000 } });
+      // contextWindow bounds what a run may send: a message far beyond 8000 tokens is refused before any request
+      const before = server.requests.length;
+      const big = await h.service.accept({ message: "word ".repeat(20000), idempotencyKey: "big" });
+      const bigFinal = await h.service.final(big.runId);
+      expect(bigFinal.status).toBe("error");
+      expect(server.requests.length).toBe(before);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("skills.dirs, hooks.dirs and plugins.load.paths are resolved against the config file", () => {
+    const dir = tmp();
+    const file = path.join(dir, "conf", "loopgate.json5");
+    fs.mkdirSync(path.dirname(file));
+    fs.writeFileSync(file, '{ skills: { dirs: ["s"] }, hooks: { dirs: ["h"] }, plugins: { load: { paths: ["p"] } } }');
+    const { config } = loadConfig({ configPath: file, env: { LOOPGATE_STATE_DIR: dir } });
+    expect(config.skills.dirs).toEqual([path.join(dir, "conf", "s")]);
+    expect(config.hooks.dirs).toEqual([path.join(dir, "conf", "h")]);
+    expect(config.plugins.load.paths).toEqual([path.join(dir, "conf", "p")]);
+  });
+});
