@@ -4,16 +4,9 @@
  * same numbering no matter when it subscribed.
  */
 
-export type AgentStream = "lifecycle" | "assistant" | "tool" | "compaction" | "queue";
+import type { AgentEvent, AgentStream } from "../protocol/events.js";
 
-export interface AgentEvent<D = Record<string, unknown>> {
-  runId: string;
-  seq: number;
-  stream: AgentStream;
-  ts: number;
-  sessionKey: string;
-  data: D;
-}
+export type { AgentEvent, AgentStream };
 
 export type AgentEventListener = (event: AgentEvent) => void;
 
