@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { PromptMode } from "../prompt/system-prompt.js";
-import type { ThinkingLevel, Usage, UserMessage } from "../providers/types.js";
+import { currentProcessIdentity, isSameLiveProcess } from "../infra/process-liveness.js";
+import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
+import type { Usage, UserMessage } from "../providers/types.js";
 import { DEFAULT_AGENT_ID, normalizeSessionKey } from "../session/keys.js";
-import { readProcessStartTime } from "../session/write-lock.js";
 import type { RunRecord } from "../storage/types.js";
 import { agentCommand, parseSlashCommand } from "./agent-command.js";
 import type { SteeringPort } from "./loop.js";
@@ -14,39 +14,10 @@ import {
   resolveQueueMode,
   summarizeDropped,
 } from "./queue-policy.js";
-import type { ReplyPayload } from "./reply.js";
 import type { EmbeddedRunResult } from "./run-embedded.js";
 import type { AgentRuntime } from "./runtime.js";
 
-/** The `agent` RPC params (SPEC 14), also what the CLI sends. */
-export interface AgentRequest {
-  message: string;
-  idempotencyKey: string;
-  agentId?: string;
-  sessionKey?: string;
-  sessionId?: string;
-  model?: string;
-  provider?: string;
-  thinking?: ThinkingLevel;
-  /** seconds; 0 = unlimited */
-  timeout?: number;
-  lane?: string;
-  promptMode?: PromptMode;
-  extraSystemPrompt?: string;
-  queueMode?: string;
-  label?: string;
-  deliver?: boolean;
-  channel?: string;
-}
-
-/** What happened to an accepted message. Every accepted message gets one, in the RPC answer and as an event. */
-export type Receipt =
-  | { kind: "started" }
-  | { kind: "steered"; into: string }
-  | { kind: "queued"; position: number; mode: "followup" | "collect" }
-  | { kind: "collected"; into: string; count: number }
-  | { kind: "dropped"; reason: string }
-  | { kind: "rejected"; reason: string };
+export type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus };
 
 export interface AcceptedRun {
   runId: string;
@@ -56,31 +27,6 @@ export interface AcceptedRun {
   /** true when the idempotency key named a run that already existed: nothing new was started */
   existing: boolean;
   receipt: Receipt;
-}
-
-export type WireStatus = "ok" | "error" | "timeout";
-
-export interface AgentFinal {
-  runId: string;
-  status: WireStatus;
-  summary: "completed" | "failed" | "aborted";
-  stopReason?: string;
-  result: {
-    payloads: ReplyPayload[];
-    meta: { durationMs: number; usage: Usage; model?: string; laneWaitMs?: number; steps?: number };
-  };
-  error?: string;
-  /** set when this message was steered or collected into another run: that run's outcome is this one's */
-  mergedInto?: string;
-}
-
-export interface WaitResult {
-  runId: string;
-  status: WireStatus | "pending";
-  startedAt?: number;
-  endedAt?: number;
-  error?: string;
-  stopReason?: string;
 }
 
 export class RunNotFoundError extends Error {
@@ -761,20 +707,14 @@ export class AgentService {
   }
 }
 
-const PROCESS_OWNER = { pid: process.pid, starttime: readProcessStartTime(process.pid) };
+const PROCESS_OWNER = currentProcessIdentity();
 
 /**
  * A run accepted by another process that is still alive (e.g. a `loopgate agent --local` beside the gateway) is
  * that process's to finish, not a crash leftover. Same pid with a different start time is a recycled pid: dead.
  */
 function ownedByLiveProcess(run: RunRecord): boolean {
-  const owner = (run.params as { owner?: { pid?: number; starttime?: string } }).owner;
+  const owner = (run.params as { owner?: { pid?: number; starttime?: string | null } }).owner;
   if (!owner?.pid || owner.pid === process.pid) return false;
-  try {
-    process.kill(owner.pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  const current = readProcessStartTime(owner.pid);
-  return !(owner.starttime && current && owner.starttime !== current);
+  return isSameLiveProcess({ pid: owner.pid, starttime: owner.starttime });
 }
