@@ -1,0 +1,116 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../config/index.js";
+import type { Clock } from "../infra/clock.js";
+import { AgentEventBus } from "../infra/events.js";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import { SessionQueue } from "./session-queue.js";
+import type { TurnOutcome, TurnSpec } from "./types.js";
+
+/*
+ * The queue on its own: a real SQLite store and event bus, and a run port the test plays, so these cases show
+ * what the queue hands to a run and what it does with the answer, with no agent runtime behind it.
+ */
+
+const dirs: string[] = [];
+const stores: SqliteStore[] = [];
+
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** Real timers would make the quiet window a sleep; with debounceMs 0 every timer is the next macrotask. */
+const nextTickClock: Clock = {
+  now: () => 1_700_000_000_000,
+  setTimeout: (fn) => setImmediate(fn),
+  clearTimeout: (h) => clearImmediate(h as NodeJS.Immediate),
+};
+
+function outcomeOf(spec: TurnSpec, text: string): TurnOutcome {
+  return {
+    runId: spec.runId,
+    sessionKey: spec.sessionKey,
+    status: "ok",
+    stopReason: "stop",
+    payloads: [{ text }],
+    usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 },
+    startedAt: 1,
+    endedAt: 2,
+    durationMs: 1,
+    laneWaitMs: 0,
+    steps: 1,
+    model: "s/m",
+  };
+}
+
+function queueWith(runTurn: (spec: TurnSpec) => Promise<TurnOutcome>) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-queue-"));
+  dirs.push(dir);
+  const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
+  stores.push(store);
+  const config = parseConfig({ messages: { queue: { debounceMs: 0 } } }).messages.queue;
+  let ids = 0;
+  const queue = new SessionQueue({
+    store,
+    bus: new AgentEventBus(),
+    clock: nextTickClock,
+    config: () => config,
+    runTurn,
+    newId: () => `id-${++ids}`,
+  });
+  return { queue, store };
+}
+
+describe("session queue with its own run port", () => {
+  it("hands the run port the message and the sender's options, and gives the sender the port's answer", async () => {
+    const specs: TurnSpec[] = [];
+    const { queue, store } = queueWith(async (spec) => {
+      specs.push(spec);
+      return outcomeOf(spec, `echo: ${spec.message}`);
+    });
+    queue.accept({
+      message: "hello",
+      idempotencyKey: "r1",
+      sessionKey: "chat",
+      provider: "s",
+      model: "m",
+      timeout: 30,
+      thinking: "low",
+    });
+    const final = await queue.final("r1");
+
+    expect(specs).toHaveLength(1);
+    expect(specs[0]).toMatchObject({
+      runId: "r1",
+      sessionKey: "agent:main:chat",
+      agentId: "main",
+      message: "hello",
+      model: "s/m",
+      timeoutSeconds: 30,
+      thinking: "low",
+    });
+    expect(final).toMatchObject({ runId: "r1", status: "ok", summary: "completed" });
+    expect(final.result.payloads).toEqual([{ text: "echo: hello" }]);
+    expect(store.getRun("r1")).toMatchObject({ status: "ok", stopReason: "stop" });
+  });
+
+  it("records a run whose port throws as failed with the error, and still runs the next queued message", async () => {
+    const { queue, store } = queueWith(async (spec) => {
+      if (spec.message === "first") throw new Error("port exploded");
+      return outcomeOf(spec, "second ran");
+    });
+    queue.accept({ message: "first", idempotencyKey: "r1", sessionKey: "chat" });
+    queue.accept({ message: "second", idempotencyKey: "r2", sessionKey: "chat", queueMode: "followup" });
+
+    const first = await queue.final("r1");
+    const second = await queue.final("r2");
+
+    expect(first).toMatchObject({ status: "error", summary: "failed", error: "port exploded" });
+    expect(store.getRun("r1")).toMatchObject({ status: "error", error: "port exploded" });
+    expect(second.result.payloads).toEqual([{ text: "second ran" }]);
+    expect(queue.busySessionCount).toBe(0);
+  });
+});
