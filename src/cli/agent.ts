@@ -1,6 +1,6 @@
-import type { AgentFinal } from "../agent/service.js";
 import { thinkingLevels } from "../config/constants.js";
 import type { AgentEvent } from "../infra/events.js";
+import type { AgentFinal } from "../protocol/run.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { createTerminalRenderer, formatSummary } from "./render.js";
