@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -5,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../config/index.js";
 import type { Clock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
+import { readProcessStartTime } from "../infra/process-liveness.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { SessionQueue } from "./session-queue.js";
 import type { TurnOutcome, TurnSpec } from "./types.js";
@@ -16,8 +18,10 @@ import type { TurnOutcome, TurnSpec } from "./types.js";
 
 const dirs: string[] = [];
 const stores: SqliteStore[] = [];
+const children: ChildProcess[] = [];
 
 afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill();
   for (const s of stores.splice(0)) s.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
@@ -112,5 +116,38 @@ describe("session queue with its own run port", () => {
     expect(store.getRun("r1")).toMatchObject({ status: "error", error: "port exploded" });
     expect(second.result.payloads).toEqual([{ text: "second ran" }]);
     expect(queue.busySessionCount).toBe(0);
+  });
+});
+
+/** A real process's identity, as an accepting process records itself in the run params. */
+async function processOwner(alive: boolean): Promise<{ pid: number; starttime: string | null }> {
+  const code = alive ? "setInterval(() => {}, 1000)" : "";
+  const proc = spawn(process.execPath, ["-e", code], { stdio: "ignore" });
+  if (alive) children.push(proc);
+  await new Promise((resolve) => proc.once(alive ? "spawn" : "exit", resolve));
+  return { pid: proc.pid!, starttime: alive ? (readProcessStartTime(proc.pid!) ?? null) : "1" };
+}
+
+describe("recovery after a restart", () => {
+  it("runs the queued messages of a process that died, and leaves a still-running process's messages to it", async () => {
+    const ran: string[] = [];
+    const { queue, store } = queueWith(async (spec) => {
+      ran.push(spec.runId);
+      return outcomeOf(spec, "ran");
+    });
+    const key = "agent:main:chat";
+    store.ensureSession(key, "main", 1);
+    const queued = async (runId: string, alive: boolean) => {
+      const params = { message: runId, idempotencyKey: runId, sessionKey: key, agentId: "main" };
+      const owner = await processOwner(alive);
+      store.createRun({ runId, sessionKey: key, status: "queued", acceptedAt: 1, params: { ...params, owner } });
+    };
+    await queued("of-dead", false);
+    await queued("of-live", true);
+
+    expect(queue.recover()).toEqual({ failed: [], requeued: ["of-dead"] });
+    await queue.final("of-dead");
+    expect(ran).toEqual(["of-dead"]);
+    expect(store.getRun("of-live")?.status).toBe("queued");
   });
 });
