@@ -4,6 +4,3 @@
  */
 export const thinkingLevels = ["off", "minimal", "low", "medium", "high"] as const;
 export const queueModes = ["steer", "followup", "collect", "interrupt"] as const;
-
-export type ThinkingLevelName = (typeof thinkingLevels)[number];
-export type QueueModeName = (typeof queueModes)[number];
