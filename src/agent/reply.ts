@@ -4,12 +4,12 @@
  * with a fallback tool-error reply when nothing else would be shown.
  */
 
-export const SILENT_TOKEN = "NO_REPLY";
+// The payloads are what a client renders, so their shape is the wire type.
+import type { ReplyPayload } from "../protocol/run.js";
 
-export interface ReplyPayload {
-  text: string;
-  kind?: "reasoning" | "tool_summary" | "error";
-}
+export type { ReplyPayload };
+
+export const SILENT_TOKEN = "NO_REPLY";
 
 /** The whole text is the silent token: any case, surrounded only by whitespace/punctuation. */
 export function isSilentReply(text: string): boolean {

@@ -7,11 +7,11 @@ import type { AgentEvent } from "../infra/events.js";
 import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import type { ChatMessage, ModelRequest } from "../providers/types.js";
+import { COLLECT_HEADER } from "../queue/collect.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord } from "../storage/types.js";
 import type { Tool } from "../tools/types.js";
 import { SKIPPED_FOR_STEER } from "./loop.js";
-import { COLLECT_HEADER } from "./queue-policy.js";
 import { AgentRuntime } from "./runtime.js";
 import { type AgentRequest, AgentService, QueueFullError, type Receipt } from "./service.js";
 

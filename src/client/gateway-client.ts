@@ -9,12 +9,11 @@ import {
 import type {
   AgentAccepted,
   AgentEventPayload,
-  AgentFinal,
   ChatEventPayload,
   ConnectChallenge,
   HelloOk,
-  WaitResult,
 } from "../protocol/payloads.js";
+import type { AgentFinal, WaitResult } from "../protocol/run.js";
 import { loopgateVersion } from "../protocol/version.js";
 import { CONNECTION_CLOSED, GatewayConnectError, GatewayRequestError } from "./errors.js";
 import { type RawData, WebSocket } from "./ws-lib.js";

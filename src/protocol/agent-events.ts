@@ -6,23 +6,12 @@
 
 export type AgentStream = "lifecycle" | "assistant" | "tool" | "compaction" | "queue";
 
-/** Token usage as reported on the wire (same fields as the providers' Usage). */
-export interface UsageData {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  total: number;
-}
+import type { Receipt, Usage } from "./run.js";
 
-/** What happened to an accepted message. Every accepted message gets one, in the RPC answer and as an event. */
-export type Receipt =
-  | { kind: "started" }
-  | { kind: "steered"; into: string }
-  | { kind: "queued"; position: number; mode: "followup" | "collect" }
-  | { kind: "collected"; into: string; count: number }
-  | { kind: "dropped"; reason: string }
-  | { kind: "rejected"; reason: string };
+/** Token usage as reported on the wire (the run's Usage). */
+export type UsageData = Usage;
+
+export type { Receipt };
 
 export type RunStatus = "ok" | "error" | "timeout" | "aborted";
 

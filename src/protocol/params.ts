@@ -7,7 +7,7 @@
  * clients that send them keep working.
  */
 import { z } from "zod";
-import { queueModes, thinkingLevels } from "../config/schema.js";
+import { queueModes, thinkingLevels } from "./enums.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 
 const nonEmpty = z.string().min(1);

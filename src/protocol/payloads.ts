@@ -1,12 +1,9 @@
 /**
- * Payloads the gateway sends: method results and event bodies. The run-related shapes are the service's own
- * (type-only imports: nothing here pulls the agent runtime into a client bundle), so the CLI can hand a final that
- * came over the wire to the same renderer the embedded path uses.
+ * Payloads the gateway sends: method results and event bodies. The run shapes themselves (receipt, final, wait
+ * result) are in run.ts.
  */
-import type { AgentFinal, Receipt, WaitResult } from "../agent/service.js";
-import type { AgentEvent } from "../infra/events.js";
-
-export type { AgentFinal, Receipt, WaitResult };
+import type { AgentEvent } from "./agent-events.js";
+import type { Receipt } from "./run.js";
 
 /** `agent` event payload: `{ runId, seq, stream, ts, sessionKey, data }` (SPEC 11/14). */
 export type AgentEventPayload = AgentEvent;

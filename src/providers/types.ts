@@ -4,17 +4,14 @@
  * message shapes into their wire format and translate the streamed answer back into ModelStreamEvents.
  */
 
+// A run's usage goes on the wire as is, so its shape is declared once, with the other wire types.
+import type { Usage } from "../protocol/run.js";
+
+export type { Usage };
+
 export type ApiKind = "openai-completions" | "openai-responses" | "anthropic-messages" | "scripted";
 
 export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
-
-export interface Usage {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  total: number;
-}
 
 export function emptyUsage(): Usage {
   return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };

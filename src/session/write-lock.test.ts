@@ -2,9 +2,10 @@
  * Process-level behaviour of the session write lock.
  *
  * Other processes are real child processes (test/fixtures/write-lock/holder.mjs). They need the lock module
- * as JavaScript, and Node 20 cannot run TypeScript, so beforeAll transpiles src/session/write-lock.ts with
- * the project's own TypeScript into a temp directory. That is robust because the module imports only Node
- * built-ins (asserted below), needs no build of the rest of the tree, and never touches the shared dist/.
+ * as JavaScript, and Node 20 cannot run TypeScript, so beforeAll transpiles src/session/write-lock.ts and the
+ * liveness rule it uses (src/infra/process-liveness.ts) with the project's own TypeScript into a temp directory.
+ * That is robust because both import only Node built-ins besides each other (asserted below), need no build of
+ * the rest of the tree, and never touch the shared dist/.
  *
  * Waiting is driven by an injected clock whose sleep returns at once and advances fake time, so nothing
  * here depends on how fast the machine is.
@@ -17,14 +18,13 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { readProcessStartTime } from "../infra/process-liveness.js";
 import {
   ACQUIRE_TIMEOUT_ENV,
   ACQUIRE_TIMEOUT_ENV_ALIAS,
   acquireSessionWriteLock as acquireUntracked,
   heldSessionWriteLocks,
-  parseProcStatStartTime,
   ReentrantLockError,
-  readProcessStartTime,
   resolveAcquireTimeoutMs,
   resolveMaxHoldMs,
   SessionBusyError,
@@ -36,6 +36,7 @@ import {
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sourcePath = path.join(here, "write-lock.ts");
+const livenessPath = path.resolve(here, "../infra/process-liveness.ts");
 const fixturePath = path.resolve(here, "../../test/fixtures/write-lock/holder.mjs");
 const hasProc = fs.existsSync("/proc/self/stat");
 
@@ -53,17 +54,27 @@ async function acquireSessionWriteLock(target: string, opts?: WriteLockOptions):
   return handle;
 }
 
-beforeAll(() => {
-  const source = fs.readFileSync(sourcePath, "utf8");
-  const out = ts.transpileModule(source, {
+function transpile(file: string): string {
+  return ts.transpileModule(fs.readFileSync(file, "utf8"), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    fileName: sourcePath,
+    fileName: file,
   }).outputText;
-  // A relative import would not resolve from the temp directory; fail loudly instead of mysteriously.
-  if (/from\s+["']\.\.?\//.test(out)) throw new Error("write-lock.ts must import only node built-ins");
+}
+
+beforeAll(() => {
+  const lock = transpile(sourcePath).replace('"../infra/process-liveness.js"', '"./process-liveness.mjs"');
+  const liveness = transpile(livenessPath);
+  // Any other relative import would not resolve from the temp directory; fail loudly instead of mysteriously.
+  for (const [name, out] of [
+    ["write-lock.ts", lock.replace('"./process-liveness.mjs"', "")],
+    ["process-liveness.ts", liveness],
+  ]) {
+    if (/from\s+["']\.\.?\//.test(out)) throw new Error(`${name} must import only node built-ins`);
+  }
   moduleDir = fs.mkdtempSync(path.join(os.tmpdir(), "write-lock-module-"));
   compiledModule = path.join(moduleDir, "write-lock.mjs");
-  fs.writeFileSync(compiledModule, out);
+  fs.writeFileSync(compiledModule, lock);
+  fs.writeFileSync(path.join(moduleDir, "process-liveness.mjs"), liveness);
 });
 
 afterAll(() => {
@@ -493,16 +504,6 @@ describe("lock payload", () => {
       maxHoldMs: 35_000,
     });
     await handle.release();
-  });
-
-  it("reads the start time correctly even when the command name contains spaces and parentheses", () => {
-    const rest = Array.from({ length: 50 }, (_, i) => String(i + 3));
-    rest[0] = "S";
-    const stat = `4242 (evil) name (x) ${rest.join(" ")}\n`;
-    expect(parseProcStatStartTime(stat)).toBe("22");
-    expect(parseProcStatStartTime("garbage")).toBeUndefined();
-    expect(readProcessStartTime(-1)).toBeUndefined();
-    if (hasProc) expect(readProcessStartTime(process.pid)).toMatch(/^\d+$/);
   });
 
   it("the hold bound follows the run timeout plus grace; unlimited runs have none", () => {

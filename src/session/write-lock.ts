@@ -5,14 +5,15 @@
  * or live in another process, so it must survive process boundaries (a file created exclusively) and must
  * not outlive its holder (pid liveness, pid recycling, a hold bound, and cleanup on exit and signals).
  *
- * This module deliberately imports only Node built-ins: the process-level tests load it into child
- * processes after a plain TypeScript transpile, without a bundler.
+ * This module deliberately imports only Node built-ins and infra/process-liveness.ts (which does too): the
+ * process-level tests load both into child processes after a plain TypeScript transpile, without a bundler.
  */
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import fsp, { type FileHandle } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { currentProcessIdentity, processLiveness } from "../infra/process-liveness.js";
 
 export const ACQUIRE_TIMEOUT_ENV = "LOOPGATE_SESSION_WRITE_LOCK_ACQUIRE_TIMEOUT_MS";
 /** OpenClaw's name, honoured so an OpenClaw user's environment keeps working. */
@@ -158,52 +159,6 @@ export function resolveMaxHoldMs(runTimeoutMs?: number, graceMs = DEFAULT_HOLD_G
   if (runTimeoutMs === undefined || !Number.isFinite(runTimeoutMs) || runTimeoutMs < 0) return DEFAULT_MAX_HOLD_MS;
   if (runTimeoutMs === 0) return Number.POSITIVE_INFINITY;
   return runTimeoutMs + graceMs;
-}
-
-/**
- * Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), which tells a live process apart
- * from a later one that was given the same pid. undefined where /proc is unavailable.
- */
-export function readProcessStartTime(pid: number): string | undefined {
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  return parseProcStatStartTime(stat);
-}
-
-/** Field 22 of a /proc/<pid>/stat line. */
-export function parseProcStatStartTime(stat: string): string | undefined {
-  // Field 2 (the command name) is in parentheses and may itself contain spaces and ')', so count fields
-  // from the last ')'; what follows starts at field 3.
-  const close = stat.lastIndexOf(")");
-  if (close < 0) return undefined;
-  const fields = stat
-    .slice(close + 1)
-    .trim()
-    .split(/\s+/);
-  const starttime = fields[22 - 3];
-  return starttime !== undefined && /^\d+$/.test(starttime) ? starttime : undefined;
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else. Anything but ESRCH is treated as alive, because wrongly
-    // taking over a live writer's lock is far worse than waiting.
-    return (err as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-}
-
-let ownStartTime: string | null | undefined;
-function selfStartTime(): string | null {
-  if (ownStartTime === undefined) ownStartTime = readProcessStartTime(process.pid) ?? null;
-  return ownStartTime;
 }
 
 function parsePayload(raw: string): WriteLockPayload | undefined {
@@ -352,7 +307,7 @@ async function tryTakeGuard(lockPath: string, clock: WriteLockClock, staleMalfor
   const guard = guardPath(lockPath);
   const payload: WriteLockPayload = {
     pid: process.pid,
-    starttime: selfStartTime(),
+    starttime: currentProcessIdentity().starttime,
     createdAt: clock.now(),
     maxHoldMs: 0,
   };
@@ -420,18 +375,15 @@ function staleHolderReason(payload: WriteLockPayload, resolvedLockPath: string |
     // Our own pid but no live entry for this path: an earlier holder in this process whose cleanup failed,
     // or a previous process that had our pid. Either way nobody is writing.
     if (resolvedLockPath !== undefined && !held.has(resolvedLockPath)) return "held by this process, not registered";
-    if (payload.starttime !== null && selfStartTime() !== null && payload.starttime !== selfStartTime()) {
+    const own = currentProcessIdentity().starttime;
+    if (payload.starttime !== null && own !== null && payload.starttime !== own) {
       return "pid recycled";
     }
     return undefined;
   }
-  if (!isProcessAlive(payload.pid)) return "holder pid is dead";
-  if (payload.starttime !== null) {
-    const current = readProcessStartTime(payload.pid);
-    // No /proc (non-Linux) → no start time to compare; liveness alone decides.
-    if (current !== undefined && current !== payload.starttime) return "pid recycled";
-  }
-  return undefined;
+  const liveness = processLiveness(payload);
+  if (liveness === "dead") return "holder pid is dead";
+  return liveness === "recycled" ? "pid recycled" : undefined;
 }
 
 function staleReason(
@@ -590,7 +542,7 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
     opts.signal?.throwIfAborted();
     const payload: WriteLockPayload = {
       pid: process.pid,
-      starttime: selfStartTime(),
+      starttime: currentProcessIdentity().starttime,
       createdAt: clock.now(),
       maxHoldMs: Number.isFinite(maxHoldMs) ? maxHoldMs : null,
     };

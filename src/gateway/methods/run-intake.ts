@@ -1,5 +1,6 @@
-import type { AcceptedRun, AgentRequest } from "../../agent/service.js";
+import type { AcceptedRun } from "../../agent/service.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
+import type { AgentRequest } from "../../protocol/run.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 
 /**

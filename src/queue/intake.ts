@@ -1,0 +1,160 @@
+import { currentProcessIdentity } from "../infra/process-liveness.js";
+import type { AgentRequest, Receipt } from "../protocol/run.js";
+import { normalizeSessionKey } from "../session/keys.js";
+import type { RunRecord } from "../storage/types.js";
+import { QueueFullError, RunParamError, ServiceDrainingError } from "./errors.js";
+import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
+import { isQueueMode, type QueueMode, resolveQueueMode } from "./modes.js";
+import { applyCap } from "./overflow.js";
+import { launchTurn } from "./turn.js";
+import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, SessionState } from "./types.js";
+
+/**
+ * Durable intake: an accepted message is a run record (status "queued", with its receipt) in the store before
+ * `acceptMessage` returns; only then is it routed by its queue mode.
+ */
+
+/** How a message is handled, decided before anything is stored. */
+interface Route {
+  mode: QueueMode;
+  busy: boolean;
+  steering: boolean;
+  queueing: boolean;
+}
+
+export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun {
+  const existing = ctx.deps.store.getRun(req.idempotencyKey);
+  if (existing) return existingAnswer(existing);
+  if (ctx.draining) throw new ServiceDrainingError();
+  const { sessionKey, full } = resolveRequest(ctx, req);
+  const acceptedAt = ctx.deps.clock.now();
+  const state = ctx.sessions.get(sessionKey);
+  const route = routeOf(ctx, full, sessionKey, state);
+  refuseWhenFull(ctx, req, sessionKey, route, state);
+  const receipt = receiptOf(ctx, route, state);
+  storeAccepted(ctx, full, sessionKey, acceptedAt, receipt);
+  const run = addLiveRun(ctx, { runId: req.idempotencyKey, sessionKey, req: full, mode: route.mode, acceptedAt });
+  const s = state ?? sessionState(ctx, sessionKey);
+  s.lastEnqueueAt = acceptedAt;
+  // the receipt event goes out first, so a client sees it before the run's own events
+  ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+  enqueue(ctx, s, run, route);
+  return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
+}
+
+/** The same idempotency key again: the first answer, and nothing new runs. */
+function existingAnswer(existing: RunRecord): AcceptedRun {
+  return {
+    runId: existing.runId,
+    sessionKey: existing.sessionKey,
+    status: "accepted",
+    acceptedAt: existing.acceptedAt,
+    existing: true,
+    receipt: (existing.receipt as Receipt | undefined) ?? { kind: "started" },
+  };
+}
+
+/** Checks the params the RPC schema cannot, and resolves the session and the agent it belongs to. */
+function resolveRequest(ctx: QueueContext, req: AgentRequest): { sessionKey: string; full: ResolvedRequest } {
+  if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
+    throw new RunParamError("queueMode", `queueMode: expected steer, followup, collect or interrupt`);
+  }
+  const { deps } = ctx;
+  const askedFor = req.agentId !== undefined ? deps.agentProblem(req.agentId) : undefined;
+  if (askedFor) throw new RunParamError("agentId", askedFor);
+  const agentId = req.agentId ?? deps.defaultAgentId();
+  let sessionKey: string;
+  if (req.sessionId && !req.sessionKey) {
+    const s = ctx.deps.store.getSessionById(req.sessionId);
+    if (!s) throw new RunParamError("sessionId", `sessionId: unknown session id "${req.sessionId}"`);
+    sessionKey = s.key;
+  } else {
+    sessionKey = normalizeSessionKey(req.sessionKey, agentId).key;
+  }
+  const parsed = normalizeSessionKey(sessionKey, agentId);
+  // checked before anything is stored: an unknown agent gets no session row and no workspace
+  const keyAgent = deps.agentProblem(parsed.agentId);
+  if (keyAgent) throw new RunParamError("sessionKey", keyAgent);
+  const model = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
+  return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
+}
+
+function routeOf(ctx: QueueContext, req: ResolvedRequest, sessionKey: string, state?: SessionState): Route {
+  const cfg = ctx.deps.config();
+  // A command picks its own mode whatever the queue mode says (e.g. `/stop` interrupts, `/new` waits its turn).
+  const mode = resolveQueueMode({
+    message: ctx.deps.commandMode?.(req.message) ?? req.queueMode,
+    session: ctx.deps.store.getSession(sessionKey)?.queueMode,
+    channel: req.channel,
+    byChannel: cfg.byChannel,
+    global: cfg.mode,
+  });
+  const busy = state !== undefined && (state.active !== undefined || state.pending.length > 0);
+  const steering = busy && mode === "steer" && state.active?.steerable === true;
+  return { mode, busy, steering, queueing: busy && !steering && mode !== "interrupt" };
+}
+
+/** Drop policy `new`: the newcomer is refused at the cap, and nothing is stored for it. */
+function refuseWhenFull(ctx: QueueContext, req: AgentRequest, key: string, route: Route, state?: SessionState): void {
+  const { cap, drop } = ctx.deps.config();
+  if (!route.queueing || !state || state.pending.length < cap || drop !== "new") return;
+  const reason = new QueueFullError(key, cap);
+  ctx.deps.bus.emit(req.idempotencyKey, key, "queue", { receipt: { kind: "rejected", reason: reason.message } });
+  throw reason;
+}
+
+function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Receipt {
+  if (!route.busy || !state) return { kind: "started" };
+  if (route.steering && state.active) return { kind: "steered", into: state.active.host.runId };
+  if (route.mode === "interrupt") return { kind: "queued", position: 1, mode: "followup" };
+  return {
+    kind: "queued",
+    // at the cap one message is dropped first, so the newcomer lands at the cap's position
+    position: Math.min(state.pending.length + 1, ctx.deps.config().cap),
+    mode: route.mode === "collect" ? "collect" : "followup",
+  };
+}
+
+/** The receipt is known before anything runs, so it is stored with the run record in the same commit. */
+function storeAccepted(ctx: QueueContext, req: ResolvedRequest, key: string, acceptedAt: number, receipt: Receipt) {
+  const { store } = ctx.deps;
+  store.transaction(() => {
+    store.ensureSession(key, req.agentId, acceptedAt);
+    store.createRun({
+      runId: req.idempotencyKey,
+      sessionKey: key,
+      status: "queued",
+      acceptedAt,
+      receipt: receipt as unknown as Record<string, unknown>,
+      // The accepting process is recorded so recovery in another process never takes over a live owner's runs.
+      params: { ...req, owner: currentProcessIdentity() } as unknown as Record<string, unknown>,
+    });
+  });
+}
+
+function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route: Route): void {
+  if (!route.busy) launchTurn(ctx, s, run, [], run.req.message);
+  else if (route.steering && s.active) {
+    run.phase = "merged";
+    s.active.steer.push(run);
+  } else if (route.mode === "interrupt") interrupt(ctx, s, run);
+  else {
+    const { cap, drop } = ctx.deps.config();
+    if (s.pending.length >= cap) applyCap(ctx, s, drop);
+    s.pending.push(run);
+    ctx.schedule(s);
+  }
+}
+
+/** Clears what waits in the session, aborts the running turn, and queues the newcomer to run first. */
+function interrupt(ctx: QueueContext, s: SessionState, run: LiveRun): void {
+  for (const p of s.pending.splice(0)) dropRun(ctx, p, "cleared by an interrupting message");
+  // Also queued input: messages steered into the run being aborted that it has not taken yet (they would
+  // otherwise become followups ahead of this message), and a pending [Queue overflow] notice.
+  for (const p of s.active?.steer.splice(0) ?? []) dropRun(ctx, p, "cleared by an interrupting message");
+  s.overflow = { count: 0, summaries: [] };
+  s.pending.push(run);
+  s.immediate = true;
+  s.active?.host.controller?.abort(new Error("interrupted by a newer message"));
+  ctx.schedule(s);
+}

@@ -1,0 +1,82 @@
+import type { AgentFinal, Receipt } from "../protocol/run.js";
+import { endedFinal } from "./finals.js";
+import type { QueueMode } from "./modes.js";
+import type { Deferred, LiveRun, QueueContext, ResolvedRequest, SessionState } from "./types.js";
+
+/** Bookkeeping of accepted messages that have not ended: creating them, giving receipts, ending them. */
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Registers a message that waits in its session queue. */
+export function addLiveRun(
+  ctx: QueueContext,
+  init: { runId: string; sessionKey: string; req: ResolvedRequest; mode: QueueMode; acceptedAt: number },
+): LiveRun {
+  const run: LiveRun = { ...init, phase: "pending", done: deferred() };
+  ctx.live.set(run.runId, run);
+  return run;
+}
+
+/** The session's queue state, created empty on first use. */
+export function sessionState(ctx: QueueContext, key: string): SessionState {
+  const existing = ctx.sessions.get(key);
+  if (existing) return existing;
+  const s: SessionState = {
+    key,
+    pending: [],
+    overflow: { count: 0, summaries: [] },
+    lastEnqueueAt: 0,
+    immediate: false,
+  };
+  ctx.sessions.set(key, s);
+  return s;
+}
+
+export function setReceipt(ctx: QueueContext, run: LiveRun, receipt: Receipt): void {
+  ctx.deps.store.updateRun(run.runId, { receipt: receipt as unknown as Record<string, unknown> });
+  ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+}
+
+export function finishRun(ctx: QueueContext, run: LiveRun, final: AgentFinal): void {
+  ctx.live.delete(run.runId);
+  ctx.deps.bus.endRun(run.runId);
+  run.done.resolve(final);
+}
+
+/** Ends a message that will never run, with its reason, in the store, as an event and for waiters. */
+export function dropRun(
+  ctx: QueueContext,
+  run: LiveRun,
+  reason: string,
+  summary: AgentFinal["summary"] = "failed",
+): void {
+  const { store, bus, clock } = ctx.deps;
+  const now = clock.now();
+  const aborted = summary === "aborted";
+  const final = endedFinal(run.runId, summary, aborted ? "aborted" : "dropped", reason);
+  const receipt: Receipt = { kind: "dropped", reason };
+  store.updateRun(run.runId, {
+    status: aborted ? "aborted" : "error",
+    endedAt: now,
+    stopReason: final.stopReason,
+    error: reason,
+    result: final as unknown as Record<string, unknown>,
+    receipt: receipt as unknown as Record<string, unknown>,
+  });
+  bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+  bus.emit(run.runId, run.sessionKey, "lifecycle", {
+    phase: "error",
+    endedAt: now,
+    status: aborted ? "aborted" : "error",
+    stopReason: final.stopReason ?? "dropped",
+    error: reason,
+    kind: aborted ? "aborted" : "dropped",
+  });
+  finishRun(ctx, run, final);
+}

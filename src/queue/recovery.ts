@@ -1,0 +1,63 @@
+import { isSameLiveProcess } from "../infra/process-liveness.js";
+import type { RunRecord } from "../storage/types.js";
+import { endedFinal } from "./finals.js";
+import { addLiveRun, sessionState } from "./live-runs.js";
+import type { QueueContext, ResolvedRequest } from "./types.js";
+
+/**
+ * After a crash or restart: runs that were active are failed with stopReason "gateway_restart" (their input is
+ * in the run record and the transcript); queued inputs go back into their session queues in accepted order.
+ * Runs of another live process (and of this one) are left alone.
+ */
+export function recoverRuns(ctx: QueueContext): { failed: string[]; requeued: string[] } {
+  const { store } = ctx.deps;
+  const leftover = (run: RunRecord) => !ctx.live.has(run.runId) && !ownedByLiveProcess(run);
+  const failed = store.listRuns({ statuses: ["running"] }).filter(leftover);
+  for (const run of failed) failInterrupted(ctx, run);
+  const requeued = store.listRuns({ statuses: ["queued"] }).filter(leftover);
+  for (const rec of requeued) requeue(ctx, rec);
+  for (const s of ctx.sessions.values()) ctx.schedule(s);
+  return { failed: failed.map((r) => r.runId), requeued: requeued.map((r) => r.runId) };
+}
+
+/**
+ * A run accepted by another process that is still alive (e.g. a `loopgate agent --local` beside the gateway) is
+ * that process's to finish, not a crash leftover. Same pid with a different start time is a recycled pid: dead.
+ */
+function ownedByLiveProcess(run: RunRecord): boolean {
+  const owner = (run.params as { owner?: { pid?: number; starttime?: string | null } }).owner;
+  if (!owner?.pid || owner.pid === process.pid) return false;
+  return isSameLiveProcess({ pid: owner.pid, starttime: owner.starttime });
+}
+
+function failInterrupted(ctx: QueueContext, run: RunRecord): void {
+  const { store, bus, clock } = ctx.deps;
+  const now = clock.now();
+  const error = "the gateway stopped while this run was active (it did not finish); send the message again";
+  const final = endedFinal(run.runId, "failed", "gateway_restart", error);
+  store.updateRun(run.runId, {
+    status: "error",
+    endedAt: now,
+    stopReason: "gateway_restart",
+    error,
+    result: final as unknown as Record<string, unknown>,
+  });
+  bus.emit(run.runId, run.sessionKey, "lifecycle", {
+    phase: "error",
+    endedAt: now,
+    status: "error",
+    stopReason: "gateway_restart",
+    error,
+    kind: "gateway_restart",
+  });
+  bus.endRun(run.runId);
+}
+
+function requeue(ctx: QueueContext, rec: RunRecord): void {
+  const req = rec.params as unknown as ResolvedRequest;
+  const mode = req.queueMode === "collect" ? "collect" : "followup";
+  const run = addLiveRun(ctx, { runId: rec.runId, sessionKey: rec.sessionKey, req, mode, acceptedAt: rec.acceptedAt });
+  const s = sessionState(ctx, rec.sessionKey);
+  s.pending.push(run);
+  s.immediate = true;
+}

@@ -1,0 +1,122 @@
+import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
+import { abortSession } from "./abort.js";
+import { scheduleNext } from "./debounce.js";
+import { RunNotFoundError } from "./errors.js";
+import { finalFromRecord, waitResultOf } from "./finals.js";
+import { acceptMessage } from "./intake.js";
+import { startNextTurn } from "./next-turn.js";
+import { recoverRuns } from "./recovery.js";
+import type { AcceptedRun, QueueContext, QueueDeps } from "./types.js";
+
+/**
+ * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
+ * aborting, recovery and drain. Every accepted record reaches a terminal status with a reason: ran, steered into
+ * a run, collected, dropped (with why), aborted, or failed by a gateway restart.
+ *
+ * Per session at most one turn is active here; the session lane below still serializes anything else that runs
+ * in the session (and the write lock catches other processes). Turns run only through `deps.runTurn`.
+ */
+export class SessionQueue {
+  private readonly ctx: QueueContext;
+
+  constructor(deps: QueueDeps) {
+    const ctx: QueueContext = {
+      deps,
+      live: new Map(),
+      sessions: new Map(),
+      draining: false,
+      schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
+    };
+    this.ctx = ctx;
+  }
+
+  get activeRunCount(): number {
+    let n = 0;
+    for (const s of this.ctx.sessions.values()) if (s.active) n++;
+    return n;
+  }
+
+  /** Number of sessions with queued or active work held in memory (idle sessions are dropped). */
+  get busySessionCount(): number {
+    return this.ctx.sessions.size;
+  }
+
+  /** Run ids of the session's active turn (host and messages merged into it) and of its queued messages. */
+  activeRuns(sessionKey: string): string[] {
+    const s = this.ctx.sessions.get(sessionKey);
+    if (!s) return [];
+    const ids: string[] = [];
+    if (s.active) ids.push(s.active.host.runId, ...s.active.merged.map((r) => r.runId));
+    for (const r of s.pending) ids.push(r.runId);
+    return ids;
+  }
+
+  /** Validates, stores the session and run record, then routes by queue mode; returns at once. */
+  accept(req: AgentRequest): AcceptedRun {
+    return acceptMessage(this.ctx, req);
+  }
+
+  /** Resolves with the final result; for a finished run (also from before a restart) at once. */
+  async final(runId: string): Promise<AgentFinal> {
+    const live = this.ctx.live.get(runId);
+    if (live) return live.done.promise;
+    const run = this.ctx.deps.store.getRun(runId);
+    if (!run) throw new RunNotFoundError(runId);
+    const final = finalFromRecord(run);
+    if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
+    return final;
+  }
+
+  /** Waits up to timeoutMs for the run to end; never stops it. */
+  async wait(runId: string, timeoutMs = 30000): Promise<WaitResult> {
+    const { store, clock } = this.ctx.deps;
+    const live = this.ctx.live.get(runId);
+    if (!live) {
+      const run = store.getRun(runId);
+      if (!run) throw new RunNotFoundError(runId);
+      return waitResultOf(run);
+    }
+    let timer: unknown;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = clock.setTimeout(() => resolve("timeout"), Math.max(0, timeoutMs));
+    });
+    const winner = await Promise.race([live.done.promise, timedOut]);
+    clock.clearTimeout(timer);
+    if (winner === "timeout") {
+      const queued = live.phase === "pending" || live.phase === "queued";
+      return { runId, status: queued ? "pending" : "timeout" };
+    }
+    return waitResultOf(store.getRun(runId)!);
+  }
+
+  /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
+  abort(sessionKey: string, runId?: string): { aborted: string[] } {
+    return { aborted: abortSession(this.ctx, sessionKey, runId) };
+  }
+
+  recover(): { failed: string[]; requeued: string[] } {
+    return recoverRuns(this.ctx);
+  }
+
+  /** Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. */
+  async drain(graceMs: number): Promise<void> {
+    const { ctx } = this;
+    const { clock } = ctx.deps;
+    ctx.draining = true;
+    const pending = [...ctx.live.values()].map((r) => r.done.promise);
+    if (pending.length === 0) return;
+    let timer: unknown;
+    const grace = new Promise<void>((resolve) => {
+      timer = clock.setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all(pending), grace]);
+    clock.clearTimeout(timer);
+    // Queued inputs stay "queued" in the store: the next start runs them (recover()). Active runs are aborted.
+    for (const s of ctx.sessions.values()) {
+      if (s.timer !== undefined) clock.clearTimeout(s.timer);
+      s.active?.host.controller?.abort(new Error("gateway shutting down"));
+    }
+    const active = [...ctx.sessions.values()].flatMap((s) => (s.active ? [s.active.host.done.promise] : []));
+    await Promise.all(active);
+  }
+}

@@ -1,0 +1,129 @@
+import type { UserMessage } from "../providers/types.js";
+import { toFinal, zeroUsage } from "./finals.js";
+import { finishRun, setReceipt } from "./live-runs.js";
+import type { ActiveTurn, LiveRun, QueueContext, RunResult, RunSpec, SessionState, TurnSteering } from "./types.js";
+import { wireRunOptions } from "./types.js";
+
+/** One turn of a session: its host message runs through the run port; merged messages share its outcome. */
+
+/** Starts the host run of a turn and returns at once; when it ends, the session's next turn is scheduled. */
+export function launchTurn(
+  ctx: QueueContext,
+  s: SessionState,
+  host: LiveRun,
+  merged: LiveRun[],
+  message: string,
+): void {
+  const controller = new AbortController();
+  host.controller = controller;
+  host.phase = "queued";
+  const turn: ActiveTurn = { host, steer: [], merged: [...merged], steerable: true };
+  s.active = turn;
+  void (async () => {
+    const outcome = await runHost(ctx, turn, turnSpec(ctx, turn, message, controller.signal));
+    turn.steerable = false;
+    recordOutcome(ctx, turn, outcome);
+    s.active = undefined;
+    requeueLateSteers(ctx, s, turn);
+    ctx.schedule(s);
+  })();
+}
+
+/** The run port's argument: the host's options, plus the hooks through which the turn reports back. */
+function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: AbortSignal): RunSpec {
+  const { host } = turn;
+  return {
+    runId: host.runId,
+    sessionKey: host.sessionKey,
+    agentId: host.req.agentId,
+    message,
+    ...wireRunOptions(host.req),
+    signal,
+    steering: steeringFor(ctx, turn),
+    onLoopEnd: () => {
+      turn.steerable = false;
+    },
+    onStarted: ({ startedAt }) => {
+      host.phase = "running";
+      // Collected messages run inside this turn from now on, so a restart must report them with the host
+      // instead of running them a second time (as steered messages are, once taken).
+      ctx.deps.store.transaction(() => {
+        for (const r of [host, ...turn.merged]) ctx.deps.store.updateRun(r.runId, { status: "running", startedAt });
+      });
+    },
+  };
+}
+
+/** Hands steered messages to the running loop; once taken they are part of this turn. */
+function steeringFor(ctx: QueueContext, turn: ActiveTurn): TurnSteering {
+  return {
+    pending: () => turn.steerable && turn.steer.length > 0,
+    take: () => {
+      const taken = turn.steer.splice(0);
+      const now = ctx.deps.clock.now();
+      for (const r of taken) {
+        turn.merged.push(r);
+        ctx.deps.store.updateRun(r.runId, { status: "running", startedAt: now });
+      }
+      return taken.map((r): UserMessage => ({ role: "user", content: r.req.message }));
+    },
+  };
+}
+
+async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Promise<RunResult> {
+  try {
+    return await ctx.deps.runTurn(spec);
+  } catch (err) {
+    // The run port never throws by contract; if it does, the run still ends recorded.
+    const now = ctx.deps.clock.now();
+    return {
+      runId: turn.host.runId,
+      sessionKey: turn.host.sessionKey,
+      status: "error",
+      stopReason: "error",
+      payloads: [],
+      usage: zeroUsage(),
+      startedAt: now,
+      endedAt: now,
+      durationMs: 0,
+      laneWaitMs: 0,
+      steps: 0,
+      model: "",
+      error: { message: (err as Error)?.message ?? String(err), kind: "unknown" },
+    };
+  }
+}
+
+/** Stores the outcome for the host and every merged message in one commit, then resolves their waiters. */
+function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): void {
+  const { host, merged } = turn;
+  const final = toFinal(outcome);
+  const record = {
+    status: outcome.status,
+    startedAt: outcome.startedAt,
+    endedAt: outcome.endedAt,
+    stopReason: outcome.stopReason,
+    error: outcome.error?.message,
+  };
+  const mergedFinal = (m: LiveRun) => ({ ...final, runId: m.runId, mergedInto: host.runId });
+  ctx.deps.store.transaction(() => {
+    ctx.deps.store.updateRun(host.runId, { ...record, result: final as unknown as Record<string, unknown> });
+    for (const m of merged) {
+      ctx.deps.store.updateRun(m.runId, { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> });
+    }
+  });
+  finishRun(ctx, host, final);
+  for (const m of merged) finishRun(ctx, m, mergedFinal(m));
+}
+
+/** Steered too late: the run could no longer take them, so they become followups, first in line. */
+function requeueLateSteers(ctx: QueueContext, s: SessionState, turn: ActiveTurn): void {
+  if (turn.steer.length === 0) return;
+  const late = turn.steer.splice(0);
+  s.pending.unshift(...late);
+  late.forEach((r, i) => {
+    r.phase = "pending";
+    r.mode = "followup";
+    setReceipt(ctx, r, { kind: "queued", position: i + 1, mode: "followup" });
+  });
+}

@@ -1,0 +1,139 @@
+import type { LoopgateConfig } from "../config/schema.js";
+import type { Clock } from "../infra/clock.js";
+import type { AgentEventBus } from "../infra/events.js";
+import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
+import type { AgentParams } from "../protocol/params.js";
+import type { AgentAccepted } from "../protocol/payloads.js";
+import type { AgentFinal, AgentRequest, ReplyPayload, Usage } from "../protocol/run.js";
+import type { UserMessage } from "../providers/types.js";
+import type { RunStatus, Store } from "../storage/types.js";
+import type { QueueMode } from "./modes.js";
+
+export type QueueConfig = LoopgateConfig["messages"]["queue"];
+
+/** A request whose agent id is resolved (the session key names the agent). */
+export type ResolvedRequest = AgentRequest & { agentId: string };
+
+/** What `accept` answers: the wire's accepted answer, plus whether the idempotency key named an existing run. */
+export type AcceptedRun = Required<AgentAccepted> & {
+  /** true when the idempotency key named a run that already existed: nothing new was started */
+  existing: boolean;
+};
+
+/** Lets a running turn take messages steered into it, before its next model call. */
+export interface TurnSteering {
+  /** true when a user message is waiting to be injected */
+  pending(): boolean;
+  /** takes the waiting messages (they become part of this run) */
+  take(): UserMessage[];
+}
+
+/**
+ * The run options a client sets on the wire, named once: the type is picked from the `agent` params schema, so
+ * adding a run option means adding its name here (and the field to the schema); it then reaches the run unchanged.
+ */
+export const WIRE_RUN_OPTIONS = ["model", "thinking", "timeout", "lane", "promptMode", "extraSystemPrompt"] as const;
+export type WireRunOptions = Pick<AgentParams, (typeof WIRE_RUN_OPTIONS)[number]>;
+
+export function wireRunOptions(req: WireRunOptions): WireRunOptions {
+  const out: Record<string, unknown> = {};
+  for (const key of WIRE_RUN_OPTIONS) if (req[key] !== undefined) out[key] = req[key];
+  return out as WireRunOptions;
+}
+
+/** One turn of one session, as the queue hands it to the run: defined once, passed down unchanged to the loop. */
+export interface RunSpec extends WireRunOptions {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  message: string;
+  signal?: AbortSignal;
+  steering?: TurnSteering;
+  /** the loop will take no more steered messages */
+  onLoopEnd?: () => void;
+  /** the turn got its lanes and is running */
+  onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void;
+}
+
+/** How a run ended: the one record the queue stores as the final, the CLI renders, agent.wait reports. */
+export interface RunResult {
+  runId: string;
+  sessionKey: string;
+  status: RunEndStatus;
+  stopReason: string;
+  payloads: ReplyPayload[];
+  usage: Usage;
+  startedAt: number;
+  endedAt: number;
+  durationMs: number;
+  laneWaitMs: number;
+  steps: number;
+  /** provider/model that answered (after any fallback) */
+  model: string;
+  error?: { message: string; kind: string };
+}
+
+/** Everything the session queue needs from outside; the run itself is reached only through `runTurn`. */
+export interface QueueDeps {
+  store: Store;
+  bus: AgentEventBus;
+  clock: Clock;
+  config(): QueueConfig;
+  /** Runs one turn. Never rejects by contract; the queue still records a rejection as a failed run. */
+  runTurn(spec: RunSpec): Promise<RunResult>;
+  /** The agent a request without agentId belongs to (agents.list[].default, else the first, else "main"). */
+  defaultAgentId(): string;
+  /** Why `agentId` cannot take messages (it is not configured), or undefined when it can. */
+  agentProblem(agentId: string): string | undefined;
+  /** A message that is a command may choose its own mode (e.g. `/stop` is always an interrupt). */
+  commandMode?(message: string): QueueMode | undefined;
+  newId(): string;
+}
+
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+}
+
+/** One accepted message that has not ended yet. */
+export interface LiveRun {
+  runId: string;
+  sessionKey: string;
+  req: ResolvedRequest;
+  mode: QueueMode;
+  /** pending: waiting in the session queue; queued: in lanes; running: holds its lanes; merged: inside another run */
+  phase: "pending" | "queued" | "running" | "merged";
+  controller?: AbortController;
+  done: Deferred<AgentFinal>;
+  acceptedAt: number;
+}
+
+export interface ActiveTurn {
+  host: LiveRun;
+  /** messages steered into this turn, waiting for the loop to take them */
+  steer: LiveRun[];
+  /** collected/steered runs whose outcome is the host's */
+  merged: LiveRun[];
+  steerable: boolean;
+}
+
+export interface SessionState {
+  key: string;
+  active?: ActiveTurn;
+  pending: LiveRun[];
+  overflow: { count: number; summaries: string[] };
+  lastEnqueueAt: number;
+  timer?: unknown;
+  /** interrupt mode: the next turn starts without the quiet window */
+  immediate: boolean;
+}
+
+/** The queue's shared state; the functions in this folder each take it and do one thing. */
+export interface QueueContext {
+  readonly deps: QueueDeps;
+  readonly live: Map<string, LiveRun>;
+  readonly sessions: Map<string, SessionState>;
+  draining: boolean;
+  /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
+  schedule(s: SessionState): void;
+}
