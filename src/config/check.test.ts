@@ -66,6 +66,18 @@ describe("problems found when the config is loaded", () => {
     ]);
   });
 
+  it("fallback models and the compaction model naming an unknown provider are reported with their key paths", () => {
+    const { env } = configFile(
+      '{ agents: { defaults: { model: { fallbacks: ["nope/x"] }, compaction: { model: "gone/s" } }, list: [{ id: "main", model: { primary: "ghost/a", fallbacks: ["ghost/b"] } }] } }',
+    );
+    expect(problemsOf(() => loadConfig({ env })).problems).toEqual([
+      'agents.defaults.model.fallbacks[0]: unknown provider "nope" in "nope/x" (configured providers: none)',
+      'agents.defaults.compaction.model: unknown provider "gone" in "gone/s" (configured providers: none)',
+      'agents.list[0].model.primary: unknown provider "ghost" in "ghost/a" (configured providers: none)',
+      'agents.list[0].model.fallbacks[0]: unknown provider "ghost" in "ghost/b" (configured providers: none)',
+    ]);
+  });
+
   it("more than one default agent, or the same id twice, is an error", () => {
     const { env } = configFile(
       '{ agents: { list: [{ id: "a", default: true }, { id: "b", default: true }, { id: "a" }] } }',

@@ -43,13 +43,19 @@ function agentProblems(config: LoopgateConfig): string[] {
       problems.push(`${at}: unknown provider "${providerId}" in "${ref}" (configured providers: ${known})`);
     }
   };
-  checkRef(config.agents.defaults.model.primary, "agents.defaults.model.primary");
+  const { model, compaction } = config.agents.defaults;
+  checkRef(model.primary, "agents.defaults.model.primary");
+  model.fallbacks.forEach((ref, i) => checkRef(ref, `agents.defaults.model.fallbacks[${i}]`));
+  checkRef(compaction.model, "agents.defaults.compaction.model");
   const firstIndex = new Map<string, number>();
   let firstDefault: number | undefined;
   config.agents.list.forEach((agent, i) => {
     const at = `agents.list[${i}]`;
     if (typeof agent.model === "string") checkRef(agent.model, `${at}.model`);
-    else checkRef(agent.model?.primary, `${at}.model.primary`);
+    else {
+      checkRef(agent.model?.primary, `${at}.model.primary`);
+      agent.model?.fallbacks.forEach((ref, j) => checkRef(ref, `${at}.model.fallbacks[${j}]`));
+    }
     const seen = firstIndex.get(agent.id);
     if (seen !== undefined) problems.push(`${at}.id: duplicate agent id "${agent.id}" (also agents.list[${seen}])`);
     else firstIndex.set(agent.id, i);

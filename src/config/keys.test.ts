@@ -82,12 +82,30 @@ const T = {
   allow: pin("src/hooks/install.test.ts", "an allow list refuses anything it does not name"),
   sources: pin("src/hooks/install.test.ts", "a source type outside allowSources is refused"),
   schema: pin(here, "$schema is accepted and changes nothing (it is for editors)"),
+  fallbacks: pin(
+    "src/agent/run/attempt-loop.test.ts",
+    "a primary that refuses connections: the fallback answers and is named in the result and agent.wait",
+  ),
+  agentFallbacks: pin(
+    "src/agent/run/attempt-loop.test.ts",
+    "a listed agent's own fallbacks are used, and when every model fails the error names each one",
+  ),
+  retry: pin(
+    "src/agent/run/attempt-loop.test.ts",
+    "models.providers.<id>.retry.attempts bounds the retries; baseMs/maxMs shape the waits",
+  ),
+  keepRecent: pin("src/agent/run/attempt-loop.test.ts", "/compact summarizes the history now and says what it did"),
+  compactionModel: pin("src/agent/run/attempt-loop.test.ts", "compaction.model writes the summaries"),
+  maxAttempts: pin(
+    "src/agent/run/compaction-death-spiral.test.ts",
+    "a summarizer that returns more than its input ends the run with context_length after at most 3 attempts",
+  ),
 };
 
 const audit: Record<string, Audit> = {
   $schema: T.schema,
   "agents.defaults.model.primary": T.agents,
-  "agents.defaults.model.fallbacks": "rejected",
+  "agents.defaults.model.fallbacks": T.fallbacks,
   "agents.defaults.workspace": T.workspaces,
   "agents.defaults.timeoutSeconds": T.lock,
   "agents.defaults.maxConcurrent": T.lanes,
@@ -97,11 +115,14 @@ const audit: Record<string, Audit> = {
   "agents.defaults.blockStreamingBreak": "rejected",
   "agents.defaults.sandbox.workspaceRoot": T.workspaces,
   "agents.defaults.compaction.reserveTokens": T.budget,
+  "agents.defaults.compaction.keepRecentTokens": T.keepRecent,
+  "agents.defaults.compaction.maxAttempts": T.maxAttempts,
+  "agents.defaults.compaction.model": T.compactionModel,
   "agents.list[].id": T.agents,
   "agents.list[].name": T.names,
   "agents.list[].workspace": T.workspaces,
   "agents.list[].model.primary": T.agents,
-  "agents.list[].model.fallbacks": "rejected",
+  "agents.list[].model.fallbacks": T.agentFallbacks,
   "agents.list[].default": T.agents,
   "models.providers.*.api": T.provider,
   "models.providers.*.baseUrl": T.provider,
@@ -114,6 +135,9 @@ const audit: Record<string, Audit> = {
   "models.providers.*.models[].maxTokens": T.request,
   "models.providers.*.models[].reasoning": T.request,
   "models.providers.*.script": T.script,
+  "models.providers.*.retry.attempts": T.retry,
+  "models.providers.*.retry.baseMs": T.retry,
+  "models.providers.*.retry.maxMs": T.retry,
   "session.writeLock.acquireTimeoutMs": T.lock,
   "session.runResults.maxAgeHours": T.prune,
   "session.runResults.maxCount": T.pruneCount,
@@ -166,8 +190,6 @@ describe("every config key is read or rejected", () => {
 
   it("every rejected key, when set, is refused at load as not yet supported, naming its path", () => {
     const samples: Record<string, unknown> = {
-      "agents.defaults.model.fallbacks": { agents: { defaults: { model: { fallbacks: ["a/b"] } } } },
-      "agents.list[].model.fallbacks": { agents: { list: [{ id: "main", model: { fallbacks: ["a/b"] } }] } },
       "agents.defaults.blockStreamingDefault": { agents: { defaults: { blockStreamingDefault: "on" } } },
       "agents.defaults.blockStreamingBreak": { agents: { defaults: { blockStreamingBreak: "message_end" } } },
       "diagnostics.enabled": { diagnostics: { enabled: true } },
@@ -191,8 +213,8 @@ describe("every config key is read or rejected", () => {
       const concrete = key.replace("[]", "[0]").replace("*", "p");
       expect(err?.problems.join("\n")).toContain(`${concrete}: not yet supported`);
     }
-    // absent, or empty fallbacks, stay fine
-    expect(() => parseConfig({ agents: { defaults: { model: { fallbacks: [] } } }, diagnostics: {} })).not.toThrow();
+    // absent keys stay fine
+    expect(() => parseConfig({ diagnostics: {} })).not.toThrow();
   });
 });
 

@@ -11,11 +11,7 @@ interface UnsupportedKey {
   isSet?: (value: unknown) => boolean;
 }
 
-const nonEmptyArray = (v: unknown) => !Array.isArray(v) || v.length > 0;
-
 export const unsupportedKeys: readonly UnsupportedKey[] = [
-  { path: "agents.defaults.model.fallbacks", isSet: nonEmptyArray },
-  { path: "agents.list.*.model.fallbacks", isSet: nonEmptyArray },
   { path: "agents.defaults.blockStreamingDefault" },
   { path: "agents.defaults.blockStreamingBreak" },
   { path: "diagnostics.*" },

@@ -77,9 +77,14 @@ export class RunContextGuard implements ContextGuard {
   /** `/compact [instructions]`: compacts now, whatever the size; returns what happened, for the reply. */
   async compactNow(messages: ChatMessage[], model: ResolvedModel, instructions?: string): Promise<CompactionResult> {
     let result: CompactionResult | undefined;
-    await this.compact(messages, model, "manual", undefined, instructions, (r) => {
-      result = r;
-    });
+    try {
+      await this.compact(messages, model, "manual", undefined, instructions, (r) => {
+        result = r;
+      });
+    } catch (err) {
+      // a failed manual compaction is an answer to the command, not a failed run
+      if (!(err instanceof CompactionFailedError) || !result) throw err;
+    }
     return result!;
   }
 

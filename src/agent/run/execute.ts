@@ -3,6 +3,7 @@ import { addUsage, type ChatMessage, emptyUsage, ProviderError, type Usage } fro
 import type { LoopOutcome, LoopPorts } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import { runAttempt } from "./attempt.js";
+import type { CompactionResult } from "./compaction.js";
 import { CompactionFailedError } from "./context-guard.js";
 import type { RunEmitter } from "./events.js";
 import { runWithFallback } from "./fallback.js";
@@ -16,6 +17,8 @@ import type { RunSpec } from "./spec.js";
 export type ExecuteResult =
   /** a plugin answered (or silenced) the turn before the model was called */
   | { kind: "claimed"; text: string; pluginId?: string }
+  /** a command ran instead of the model (`/compact`) */
+  | { kind: "command"; text: string }
   /** the loop ran; `model` is the one that produced the last outcome (after any fallback) */
   | { kind: "loop"; outcome: LoopOutcome; model: string; usage: Usage };
 
@@ -25,6 +28,8 @@ export interface ContextGuard {
   transformFor(model: ResolvedModel): NonNullable<LoopPorts["transformContext"]>;
   /** the provider said the context is too long: compact and return the new context, or throw (context_length) */
   afterOverflow(messages: ChatMessage[], model: ResolvedModel): Promise<ChatMessage[]>;
+  /** `/compact`: compact now whatever the size */
+  compactNow(messages: ChatMessage[], model: ResolvedModel, instructions?: string): Promise<CompactionResult>;
 }
 
 export interface ExecuteContext {
@@ -40,10 +45,26 @@ export interface ExecuteContext {
 
 /** Execute: the user's message goes down, a plugin may claim the turn, else the attempt loop runs the model. */
 export async function executeRun(ctx: ExecuteContext): Promise<ExecuteResult> {
+  if (ctx.choices.compact) return compactCommand(ctx, ctx.choices.compact.instructions);
   ctx.projection.write(ctx.prepared.userMessage, ctx.prepared.modelUserMessage);
   const claimed = await claimByPlugin(ctx);
   if (claimed) return claimed;
   return attemptLoop(ctx, [...ctx.prepared.history, ctx.prepared.modelUserMessage]);
+}
+
+/** `/compact [instructions]`: the history is compacted now; the reply says what happened. */
+async function compactCommand(ctx: ExecuteContext, instructions?: string): Promise<ExecuteResult> {
+  if (!ctx.context) return { kind: "command", text: "Compaction is not available here." };
+  const result = await ctx.context.compactNow(ctx.prepared.history, ctx.prepared.model, instructions);
+  const n = (x: number) => x.toLocaleString("en-US");
+  const text =
+    result.outcome === "compacted" || result.outcome === "truncated"
+      ? `Compacted the conversation: about ${n(result.tokensBefore)} → ${n(result.tokensAfter)} tokens.`
+      : result.outcome === "nothing_to_compact"
+        ? "Nothing to compact yet."
+        : `Could not compact the conversation: ${result.message}`;
+  ctx.events.emit("assistant", { text, delta: text });
+  return { kind: "command", text };
 }
 
 /** before_agent_reply: a plugin may answer with a synthetic reply, or with silence. */

@@ -28,6 +28,7 @@ export function classifyOutcome(signal: AbortSignal, exec: ExecuteResult | undef
   if (setupError) return { kind: "setup_failed", error: setupError };
   if (!exec) return { kind: "setup_failed", error: new Error("the run ended before it started") };
   if (exec.kind === "claimed") return { kind: "completed", stopReason: "stop" };
+  if (exec.kind === "command") return { kind: "completed", stopReason: "command" };
   const { outcome } = exec;
   if (outcome.stopReason === "error") return { kind: "model_failed", error: outcome.error ?? new Error("model error") };
   if (outcome.stopReason === "aborted") return { kind: "aborted", reason: "aborted" };

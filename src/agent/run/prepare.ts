@@ -15,6 +15,8 @@ export interface TurnChoices {
   thinking: ThinkingLevel;
   timeoutMs: number;
   skills: SkillSnapshot;
+  /** `/compact [instructions]`: compact the session's history now instead of calling the model */
+  compact?: { instructions?: string };
 }
 
 /** Everything execute needs, resolved once before the first model call. */

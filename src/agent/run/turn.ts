@@ -52,6 +52,10 @@ async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Pro
     // The service already aborted the active run for /stop.
     void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
     if (slash.command === "stop") return synthetic(rt, spec, startedAt, "Stopped.");
+    if (slash.command === "compact") {
+      const choices = await resolveChoices(rt, spec, session, false);
+      return runInLanes(rt, spec, { ...choices, compact: { instructions: slash.rest || undefined } });
+    }
     await withTranscriptLock(rt, spec.sessionKey, () =>
       rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
     );
