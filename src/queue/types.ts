@@ -6,7 +6,7 @@ import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import type { AgentFinal, AgentRequest, ReplyPayload, Usage } from "../protocol/run.js";
 import type { UserMessage } from "../providers/types.js";
-import type { RunStatus, Store } from "../storage/types.js";
+import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
 
 export type QueueConfig = LoopgateConfig["messages"]["queue"];

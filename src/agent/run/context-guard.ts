@@ -96,7 +96,9 @@ export class RunContextGuard implements ContextGuard {
   /** One message alone over half the budget is cut to head + tail (no row: the cut is redone on reload). */
   private cut(messages: ChatMessage[], window: number, reserve: number): ChatMessage[] {
     const { messages: out, cut } = cutOversizedMessages(messages, oversizedMessageLimit(window, reserve));
-    if (cut > 0) out.forEach((m, i) => this.c.projection.sameRow(messages[i], m));
+    if (cut > 0) {
+      for (const [i, m] of out.entries()) this.c.projection.sameRow(messages[i], m);
+    }
     return out;
   }
 
