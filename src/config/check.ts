@@ -45,7 +45,7 @@ function agentProblems(config: LoopgateConfig): string[] {
   };
   const { model, compaction } = config.agents.defaults;
   checkRef(model.primary, "agents.defaults.model.primary");
-  model.fallbacks.forEach((ref, i) => checkRef(ref, `agents.defaults.model.fallbacks[${i}]`));
+  for (const [i, ref] of model.fallbacks.entries()) checkRef(ref, `agents.defaults.model.fallbacks[${i}]`);
   checkRef(compaction.model, "agents.defaults.compaction.model");
   const firstIndex = new Map<string, number>();
   let firstDefault: number | undefined;
@@ -54,7 +54,7 @@ function agentProblems(config: LoopgateConfig): string[] {
     if (typeof agent.model === "string") checkRef(agent.model, `${at}.model`);
     else {
       checkRef(agent.model?.primary, `${at}.model.primary`);
-      agent.model?.fallbacks.forEach((ref, j) => checkRef(ref, `${at}.model.fallbacks[${j}]`));
+      for (const [j, ref] of (agent.model?.fallbacks ?? []).entries()) checkRef(ref, `${at}.model.fallbacks[${j}]`);
     }
     const seen = firstIndex.get(agent.id);
     if (seen !== undefined) problems.push(`${at}.id: duplicate agent id "${agent.id}" (also agents.list[${seen}])`);

@@ -30,7 +30,7 @@ export class RunProjection {
     private readonly events: RunEmitter,
     private readonly runId: string,
   ) {
-    prepared.history.forEach((m, i) => this.remember(m, prepared.historySeqs[i]));
+    for (const [i, m] of prepared.history.entries()) this.remember(m, prepared.historySeqs[i]);
   }
 
   seqOf(message: ChatMessage): number | undefined {
