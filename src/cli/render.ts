@@ -63,6 +63,11 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   };
   return (ev) => {
     const d = ev.data as Record<string, unknown>;
+    const note = runNote(ev);
+    if (note) {
+      breakLine();
+      target.err(`${dim(note)}\n`);
+    }
     if (ev.stream === "assistant" && typeof d.delta === "string") {
       target.out(d.delta);
       midLine = !d.delta.endsWith("\n");
@@ -86,6 +91,27 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
     }
     if (ev.stream === "lifecycle" && (d.phase === "end" || d.phase === "error")) breakLine();
   };
+}
+
+const fmt = (n: number) => n.toLocaleString("en-US");
+
+/** One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer. */
+export function runNote(ev: AgentEvent): string | undefined {
+  if (ev.stream === "assistant") return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
+  if (ev.stream === "compaction") {
+    const c = ev.data;
+    if (c.phase !== "end") return undefined;
+    return c.completed
+      ? `⧉ compacted the conversation (${c.reason}): about ${fmt(c.tokensBefore)} → ${fmt(c.tokensAfter)} tokens`
+      : `⧉ compaction (${c.reason}) did not help: ${c.outcome}`;
+  }
+  if (ev.stream !== "lifecycle") return undefined;
+  const d = ev.data;
+  if (d.phase === "retry") {
+    return `↻ ${d.model}: ${d.reason}, retry ${d.attempt} in ${(d.delayMs / 1000).toFixed(1)} s`;
+  }
+  if (d.phase === "fallback") return `↪ ${d.from} failed (${d.reason}); trying ${d.to}`;
+  return undefined;
 }
 
 export function formatSummary(
