@@ -143,173 +143,214 @@ function abortReasonText(signal: AbortSignal): string {
   return r?.message ?? "aborted";
 }
 
+/** What one model call produced (or how it failed). */
+interface ModelTurn {
+  text: string;
+  thinking: string;
+  thinkingSignature?: string;
+  calls: ToolCallBlock[];
+  /** calls whose arguments could not be parsed, by id: answered with an error, never run */
+  invalid: Map<string, string>;
+  stopReason: StopReason;
+  usage: Usage;
+  failure?: Error;
+}
+
+/** Mutable state of one loop run; `outcome` reads it when the loop returns. */
+interface LoopState {
+  messages: ChatMessage[];
+  previous?: ContextInfo["previous"];
+  usage: Usage;
+  steps: number;
+  finalText: string;
+  toolErrors: LoopOutcome["toolErrors"];
+}
+
 export async function* runAgentLoop(input: LoopInput, ports: LoopPorts): AsyncGenerator<LoopEvent, LoopOutcome> {
-  let messages = [...input.messages];
-  let previous: ContextInfo["previous"];
+  const st: LoopState = { messages: [...input.messages], usage: emptyUsage(), steps: 0, finalText: "", toolErrors: [] };
   const specs: ToolSpec[] = [...ports.tools.values()].map((t) => ({
     name: t.name,
     description: t.description,
     parameters: t.parameters,
   }));
-  let usage = emptyUsage();
-  let steps = 0;
-  let finalText = "";
-  const toolErrors: LoopOutcome["toolErrors"] = [];
-  const outcome = (stopReason: LoopStopReason, error?: Error): LoopOutcome => ({
-    stopReason,
-    error,
-    usage,
-    steps,
-    finalText,
-    toolErrors,
-    messages,
-  });
+  const outcome = (stopReason: LoopStopReason, error?: Error): LoopOutcome => ({ stopReason, error, ...st });
 
   while (true) {
     if (ports.signal.aborted) return outcome("aborted");
-    if (steps >= input.maxSteps) return outcome("max_steps");
-    // Steering messages that arrived during the previous tool batch become visible before this model call.
-    if (ports.steering?.pending()) {
-      const steered = ports.steering.take();
-      if (steered.length) {
-        yield { type: "steered", messages: steered };
-        for (const m of steered) {
-          messages.push(m);
-          yield { type: "message", message: m };
-        }
-      }
-    }
-
+    if (st.steps >= input.maxSteps) return outcome("max_steps");
+    yield* takeSteering(st, ports);
     if (ports.transformContext) {
       try {
-        messages = [...(await ports.transformContext(messages, { step: steps + 1, previous }))];
+        st.messages = [...(await ports.transformContext(st.messages, { step: st.steps + 1, previous: st.previous }))];
       } catch (err) {
         if (ports.signal.aborted) return outcome("aborted");
         return outcome("error", err instanceof Error ? err : new Error(String(err)));
       }
     }
-
-    steps++;
-    yield { type: "model_start", step: steps };
-    const sentMessages = messages.length;
-    let text = "";
-    let thinking = "";
-    let thinkingSignature: string | undefined;
-    const calls: ToolCallBlock[] = [];
-    /** calls whose arguments could not be parsed, by id: answered with an error, never run */
-    const invalid = new Map<string, string>();
-    let stopReason: StopReason = "stop";
-    let callUsage = emptyUsage();
-    let failure: Error | undefined;
-    try {
-      const stream = ports.provider.stream({
-        model: input.model,
-        system: input.system,
-        messages,
-        tools: specs,
-        thinking: input.thinking,
-        maxTokens: input.maxTokens,
-        signal: ports.signal,
-      });
-      for await (const ev of stream) {
-        switch (ev.type) {
-          case "text_delta":
-            text += ev.delta;
-            yield { type: "text_delta", delta: ev.delta, text };
-            break;
-          case "thinking_delta":
-            thinking += ev.delta;
-            yield { type: "thinking_delta", delta: ev.delta };
-            break;
-          case "thinking_end":
-            thinking = ev.thinking || thinking;
-            thinkingSignature = ev.signature;
-            break;
-          case "tool_call":
-            calls.push({ type: "toolCall", id: ev.id, name: ev.name, arguments: ev.arguments });
-            if (ev.invalid) invalid.set(ev.id, ev.invalid);
-            break;
-          case "done":
-            stopReason = ev.stopReason;
-            callUsage = ev.usage;
-            break;
-        }
-      }
-    } catch (err) {
-      failure = err instanceof Error ? err : new Error(String(err));
+    st.steps++;
+    yield { type: "model_start", step: st.steps };
+    const sentMessages = st.messages.length;
+    const turn = yield* callModel(input, ports, st.messages, specs);
+    st.usage = addUsage(st.usage, turn.usage);
+    st.previous = { usage: turn.usage, sentMessages };
+    const modelRef = `${ports.provider.id}/${input.model}`;
+    if (turn.failure || ports.signal.aborted) {
+      const aborted = ports.signal.aborted;
+      yield* endFailedCall(st, turn, aborted, modelRef);
+      return aborted ? outcome("aborted") : outcome("error", turn.failure);
     }
-    usage = addUsage(usage, callUsage);
-    previous = { usage: callUsage, sentMessages };
-    const aborted = ports.signal.aborted;
-
-    if (failure || aborted) {
-      // Keep what the user already saw streamed, but never a half-formed tool call: calls are dropped.
-      if (text) {
-        const partial: AssistantMessage = {
-          role: "assistant",
-          content: [{ type: "text", text }],
-          stopReason: aborted ? "aborted" : "error",
-          usage: callUsage,
-          model: `${ports.provider.id}/${input.model}`,
-        };
-        finalText = text;
-        yield { type: "message", message: partial };
-      }
-      yield { type: "model_end", step: steps, usage: callUsage, stopReason: aborted ? "aborted" : "error" };
-      return aborted ? outcome("aborted") : outcome("error", failure);
-    }
-
-    const content: AssistantBlock[] = [];
-    if (thinking) content.push({ type: "thinking", thinking, signature: thinkingSignature });
-    if (text) content.push({ type: "text", text });
-    content.push(...calls);
-    const assistant: AssistantMessage = {
-      role: "assistant",
-      content,
-      stopReason: calls.length ? "tool_calls" : stopReason,
-      usage: callUsage,
-      model: `${ports.provider.id}/${input.model}`,
-    };
-    messages.push(assistant);
-    finalText = text;
+    const assistant = assistantMessage(turn, modelRef);
+    st.messages.push(assistant);
+    st.finalText = turn.text;
     yield { type: "message", message: assistant };
-    yield { type: "model_end", step: steps, usage: callUsage, stopReason: assistant.stopReason ?? "stop" };
+    yield { type: "model_end", step: st.steps, usage: turn.usage, stopReason: assistant.stopReason ?? "stop" };
+    if (turn.calls.length === 0) return outcome(turn.stopReason === "length" ? "length" : "stop");
+    yield* runTools(st, turn, ports);
+  }
+}
 
-    if (calls.length === 0) return outcome(stopReason === "length" ? "length" : "stop");
+/** Steering messages that arrived during the previous tool batch become visible before the next model call. */
+async function* takeSteering(st: LoopState, ports: LoopPorts): AsyncGenerator<LoopEvent> {
+  if (!ports.steering?.pending()) return;
+  const steered = ports.steering.take();
+  if (!steered.length) return;
+  yield { type: "steered", messages: steered };
+  for (const m of steered) {
+    st.messages.push(m);
+    yield { type: "message", message: m };
+  }
+}
 
-    // Tool execution: consecutive parallel-safe calls run together; a sequential call runs alone. Before each
-    // batch, a waiting steering message skips the rest of this turn's calls (the running tool is never cut).
-    const results: ToolResultMessage[] = new Array(calls.length);
-    let i = 0;
-    while (i < calls.length) {
-      if (ports.signal.aborted || ports.steering?.pending()) {
-        const reason = ports.signal.aborted ? "aborted" : "steer";
-        for (; i < calls.length; i++) {
-          const call = calls[i];
-          const content = reason === "steer" ? SKIPPED_FOR_STEER : `aborted: ${abortReasonText(ports.signal)}`;
-          results[i] = { role: "toolResult", toolCallId: call.id, toolName: call.name, content, isError: true };
-          yield {
-            type: "tool_end",
-            toolCallId: call.id,
-            name: call.name,
-            isError: true,
-            result: content,
-            skipped: reason,
-          };
-        }
-        break;
+/** One streamed model call; deltas are yielded as they come, a thrown error is returned as `failure`. */
+async function* callModel(
+  input: LoopInput,
+  ports: LoopPorts,
+  messages: ChatMessage[],
+  tools: ToolSpec[],
+): AsyncGenerator<LoopEvent, ModelTurn> {
+  const turn: ModelTurn = {
+    text: "",
+    thinking: "",
+    calls: [],
+    invalid: new Map(),
+    stopReason: "stop",
+    usage: emptyUsage(),
+  };
+  try {
+    const stream = ports.provider.stream({
+      model: input.model,
+      system: input.system,
+      messages,
+      tools,
+      thinking: input.thinking,
+      maxTokens: input.maxTokens,
+      signal: ports.signal,
+    });
+    for await (const ev of stream) {
+      switch (ev.type) {
+        case "text_delta":
+          turn.text += ev.delta;
+          yield { type: "text_delta", delta: ev.delta, text: turn.text };
+          break;
+        case "thinking_delta":
+          turn.thinking += ev.delta;
+          yield { type: "thinking_delta", delta: ev.delta };
+          break;
+        case "thinking_end":
+          turn.thinking = ev.thinking || turn.thinking;
+          turn.thinkingSignature = ev.signature;
+          break;
+        case "tool_call":
+          turn.calls.push({ type: "toolCall", id: ev.id, name: ev.name, arguments: ev.arguments });
+          if (ev.invalid) turn.invalid.set(ev.id, ev.invalid);
+          break;
+        case "done":
+          turn.stopReason = ev.stopReason;
+          turn.usage = ev.usage;
+          break;
       }
-      let end = i + 1;
-      if (ports.tools.get(calls[i].name)?.concurrency !== "sequential") {
-        while (end < calls.length && ports.tools.get(calls[end].name)?.concurrency !== "sequential") end++;
-      }
-      yield* runBatch(calls, i, end, results, { ...ports, invalid }, toolErrors);
-      i = end;
     }
-    for (const r of results) {
-      messages.push(r);
-      yield { type: "message", message: r };
+  } catch (err) {
+    turn.failure = err instanceof Error ? err : new Error(String(err));
+  }
+  return turn;
+}
+
+/** Keeps what the user already saw streamed, but never a half-formed tool call: calls are dropped. */
+async function* endFailedCall(
+  st: LoopState,
+  turn: ModelTurn,
+  aborted: boolean,
+  modelRef: string,
+): AsyncGenerator<LoopEvent> {
+  const stopReason = aborted ? "aborted" : "error";
+  if (turn.text) {
+    const partial: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "text", text: turn.text }],
+      stopReason,
+      usage: turn.usage,
+      model: modelRef,
+    };
+    st.finalText = turn.text;
+    yield { type: "message", message: partial };
+  }
+  yield { type: "model_end", step: st.steps, usage: turn.usage, stopReason };
+}
+
+function assistantMessage(turn: ModelTurn, modelRef: string): AssistantMessage {
+  const content: AssistantBlock[] = [];
+  if (turn.thinking) content.push({ type: "thinking", thinking: turn.thinking, signature: turn.thinkingSignature });
+  if (turn.text) content.push({ type: "text", text: turn.text });
+  content.push(...turn.calls);
+  return {
+    role: "assistant",
+    content,
+    stopReason: turn.calls.length ? "tool_calls" : turn.stopReason,
+    usage: turn.usage,
+    model: modelRef,
+  };
+}
+
+/**
+ * Tool execution: consecutive parallel-safe calls run together; a sequential call runs alone. Before each batch, a
+ * waiting steering message skips the rest of this turn's calls (the running tool is never cut).
+ */
+async function* runTools(st: LoopState, turn: ModelTurn, ports: LoopPorts): AsyncGenerator<LoopEvent> {
+  const { calls } = turn;
+  const results: ToolResultMessage[] = new Array(calls.length);
+  let i = 0;
+  while (i < calls.length) {
+    if (ports.signal.aborted || ports.steering?.pending()) {
+      yield* skipRest(calls, i, results, ports);
+      break;
     }
+    let end = i + 1;
+    if (ports.tools.get(calls[i].name)?.concurrency !== "sequential") {
+      while (end < calls.length && ports.tools.get(calls[end].name)?.concurrency !== "sequential") end++;
+    }
+    yield* runBatch(calls, i, end, results, { ...ports, invalid: turn.invalid }, st.toolErrors);
+    i = end;
+  }
+  for (const r of results) {
+    st.messages.push(r);
+    yield { type: "message", message: r };
+  }
+}
+
+/** Every call from `from` on gets a synthetic result: skipped for a steering message, or aborted. */
+async function* skipRest(
+  calls: ToolCallBlock[],
+  from: number,
+  results: ToolResultMessage[],
+  ports: LoopPorts,
+): AsyncGenerator<LoopEvent> {
+  const reason = ports.signal.aborted ? "aborted" : "steer";
+  for (let i = from; i < calls.length; i++) {
+    const call = calls[i];
+    const content = reason === "steer" ? SKIPPED_FOR_STEER : `aborted: ${abortReasonText(ports.signal)}`;
+    results[i] = { role: "toolResult", toolCallId: call.id, toolName: call.name, content, isError: true };
+    yield { type: "tool_end", toolCallId: call.id, name: call.name, isError: true, result: content, skipped: reason };
   }
 }
 
