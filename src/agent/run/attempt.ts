@@ -43,8 +43,6 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
-  const hooks = rt.pluginHooks;
-  const hookCtx = prepared.hookCtx;
   const loop = runAgentLoop(
     {
       model: input.model.modelId,
@@ -63,24 +61,7 @@ export async function runAttempt(
       steering: spec.steering,
       resultForModel: (text) => capForModel(text),
       transformContext: input.transformContext,
-      beforeToolCall: hooks.has("before_tool_call")
-        ? (call) =>
-            hooks.runBeforeToolCall({ toolName: call.name, params: call.arguments, toolCallId: call.id }, hookCtx)
-        : undefined,
-      afterToolCall: hooks.has("after_tool_call")
-        ? (call, result) =>
-            void hooks.runObservers(
-              "after_tool_call",
-              {
-                toolName: call.name,
-                params: call.arguments,
-                toolCallId: call.id,
-                result: result.content,
-                error: result.isError ? result.content : undefined,
-              },
-              hookCtx,
-            )
-        : undefined,
+      ...toolHooks(rt, prepared.hookCtx),
     },
   );
   while (true) {
@@ -88,4 +69,31 @@ export async function runAttempt(
     if (next.done) return next.value;
     projection.onLoopEvent(next.value);
   }
+}
+
+/** before_tool_call / after_tool_call as loop ports; absent when no plugin listens, so they cost nothing. */
+function toolHooks(
+  rt: AgentRuntime,
+  hookCtx: PreparedRun["hookCtx"],
+): Pick<LoopPorts, "beforeToolCall" | "afterToolCall"> {
+  const hooks = rt.pluginHooks;
+  return {
+    beforeToolCall: hooks.has("before_tool_call")
+      ? (call) => hooks.runBeforeToolCall({ toolName: call.name, params: call.arguments, toolCallId: call.id }, hookCtx)
+      : undefined,
+    afterToolCall: hooks.has("after_tool_call")
+      ? (call, result) =>
+          void hooks.runObservers(
+            "after_tool_call",
+            {
+              toolName: call.name,
+              params: call.arguments,
+              toolCallId: call.id,
+              result: result.content,
+              error: result.isError ? result.content : undefined,
+            },
+            hookCtx,
+          )
+      : undefined,
+  };
 }
