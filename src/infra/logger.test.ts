@@ -5,7 +5,13 @@ const T = Date.parse("2026-11-30T19:04:05.123Z");
 
 function capture(opts: LoggerOptions = {}) {
   const lines: string[] = [];
-  const logger = createLogger({ level: "info", now: () => T, write: (line) => lines.push(line), ...opts });
+  const logger = createLogger({
+    level: "info",
+    format: "text",
+    now: () => T,
+    write: (line) => lines.push(line),
+    ...opts,
+  });
   return { logger, lines };
 }
 
@@ -18,6 +24,12 @@ describe("logger", () => {
       "2026-11-30T19:04:05.123Z INFO  connect client=cli mode=cli role=operator scopes=3",
       "2026-11-30T19:04:05.123Z ERROR run ended status=error",
     ]);
+  });
+
+  it("writes the one-shot commands' untimed lines when no format is chosen", () => {
+    const { logger, lines } = capture({ format: undefined });
+    logger.warn("config cache unreadable", { path: "/tmp/x y" });
+    expect(lines).toEqual(['[loopgate] warn: config cache unreadable path="/tmp/x y"']);
   });
 
   it("quotes text values that have spaces, quotes or '=' so a line splits back into its fields", () => {

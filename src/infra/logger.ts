@@ -6,6 +6,8 @@
  * text: `2026-11-30T19:04:05.123Z INFO  connect client=cli mode=cli role=operator`
  * json: `{"time":"2026-11-30T19:04:05.123Z","level":"info","msg":"connect","client":"cli",...}`
  *
+ * plain (the default, for one-shot commands, where a timestamp is noise): `[loopgate] warn: message key=value`
+ *
  * The CLI keeps its logger at "warn" so logs never mix into streamed replies; the gateway logs at "info".
  */
 
@@ -24,6 +26,7 @@ export interface Logger {
 const levels = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 export type LogLevel = keyof typeof levels;
 export type LineLevel = Exclude<LogLevel, "silent">;
+/** What an operator can choose (`--log-format`); "plain" is the one-shot commands' default. */
 export type LogFormat = "text" | "json";
 
 export const LOG_LEVELS: readonly LineLevel[] = ["error", "warn", "info", "debug"];
@@ -57,7 +60,8 @@ export function logLevelFromEnv(
 export interface LoggerOptions {
   /** Default: LOOPGATE_LOG_LEVEL, else "warn" (an invalid value falls back silently here; the gateway warns). */
   level?: LogLevel;
-  format?: LogFormat;
+  /** Default "plain". */
+  format?: LogFormat | "plain";
   /** receives one line without the trailing newline; default stderr */
   write?: (line: string) => void;
   /** Default Date.now; injected by tests for stable timestamps. */
@@ -68,7 +72,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const min = levels[opts.level ?? logLevelFromEnv(process.env, "warn")];
   const write = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
   const now = opts.now ?? Date.now;
-  const format = opts.format === "json" ? jsonLine : textLine;
+  const format = opts.format === "json" ? jsonLine : opts.format === "text" ? textLine : plainLine;
   const at = (level: LineLevel) => (message: string, fields?: LogFields) => {
     if (levels[level] >= min) write(format(new Date(now()).toISOString(), level, message, fields));
   };
@@ -88,7 +92,15 @@ function textValue(value: unknown): string {
 }
 
 function textLine(time: string, level: LineLevel, message: string, fields?: LogFields): string {
-  let line = `${time} ${level.toUpperCase().padEnd(5)} ${message}`;
+  return `${time} ${level.toUpperCase().padEnd(5)} ${message}${textFields(fields)}`;
+}
+
+function plainLine(_time: string, level: LineLevel, message: string, fields?: LogFields): string {
+  return `[loopgate] ${level}: ${message}${textFields(fields)}`;
+}
+
+function textFields(fields: LogFields | undefined): string {
+  let line = "";
   if (fields) {
     for (const key in fields) {
       const value = fields[key];
