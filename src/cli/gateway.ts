@@ -1,8 +1,9 @@
 import { loadConfig, resolveSecretRef } from "../config/index.js";
 import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
 import { CliError, EXIT } from "./exit-codes.js";
+import { createGatewayLogger, type GatewayLogFlags } from "./gateway-logging.js";
 
-export interface GatewayCliOptions {
+export interface GatewayCliOptions extends GatewayLogFlags {
   port?: string;
   bind?: string;
   token?: string;
@@ -30,6 +31,7 @@ export function resolveGatewayPort(flag: string | undefined, env: NodeJS.Process
  * are refused as retryable, clients get a `shutdown` event) and exits 0. The first stdout line carries the URL.
  */
 export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
+  const logger = createGatewayLogger(opts, process.env);
   const loaded = loadConfig({ configPath: opts.config });
   const gcfg = loaded.config.gateway;
   const port = resolveGatewayPort(opts.port, process.env, gcfg.port);
@@ -47,7 +49,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   let onStop: ((signal: NodeJS.Signals) => void) | undefined;
   const stop = (signal: NodeJS.Signals) => {
     if (stopSignal) {
-      process.stderr.write(`loopgate gateway: ${signal} again, exiting without waiting for runs\n`);
+      logger.warn(`${signal} again, exiting without waiting for runs`);
       process.exit(EXIT.interrupted);
     }
     stopSignal = signal;
@@ -69,6 +71,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
       port,
       host,
       token,
+      logger,
       // gateway_start / gateway_stop (plugin observers) and gateway:startup / gateway:shutdown (internal hooks)
       onStartup: async ({ port: boundPort, service }) => {
         const rt = service.rt;
@@ -100,18 +103,16 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
 
   await new Promise<void>((resolve) => {
     onStop = (signal) => {
-      process.stderr.write(
-        `loopgate gateway: ${signal}, draining (running runs get up to ${gcfg.shutdownGraceMs} ms)\n`,
-      );
+      logger.info(`${signal}, draining`, { graceMs: gcfg.shutdownGraceMs });
       handle.close(`${signal}: gateway stopping`).then(resolve, (err) => {
-        process.stderr.write(`loopgate gateway: shutdown failed: ${(err as Error)?.message ?? String(err)}\n`);
+        logger.error("shutdown failed", { error: (err as Error)?.message ?? String(err) });
         resolve();
       });
     };
     if (stopSignal) onStop(stopSignal);
   });
   removeSignalHandlers();
-  process.stderr.write("loopgate gateway: stopped\n");
+  logger.info("stopped");
   // Everything the gateway opened is closed; a handle left by a provider SDK must not keep the process alive.
   setTimeout(() => process.exit(EXIT.ok), 1000).unref();
   return EXIT.ok;

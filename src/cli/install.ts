@@ -3,10 +3,16 @@ import path from "node:path";
 import { AgentRuntime } from "../agent/runtime.js";
 import { loadConfig } from "../config/index.js";
 import { installMaterial } from "../hooks/install.js";
+import type { HookLogger } from "../hooks/logger.js";
 import { createLogger } from "../infra/logger.js";
 import { openStore } from "../storage/sqlite-store.js";
 import { requireConfiguredAgent } from "./agent.js";
-import { CliError } from "./exit-codes.js";
+import { CliError, EXIT } from "./exit-codes.js";
+
+/** An existing path, or one written as a path (./, ../, /, ~), is a directory source; anything else an npm spec. */
+function isPathSource(source: string): boolean {
+  return existsSync(source) || /^(\.{1,2}([\\/]|$)|[\\/]|~)/.test(source);
+}
 
 /**
  * `loopgate skills install` / `loopgate plugins install`: stage → security.installPolicy → before_install hooks →
@@ -17,6 +23,11 @@ export async function runInstall(
   source: string,
   opts: { config?: string; update?: boolean; agent?: string },
 ): Promise<number> {
+  const pathSource = isPathSource(source);
+  // A typo'd path is the user's mistake, not a refused install: usage error, before config or plugins load.
+  if (pathSource && !existsSync(source)) {
+    throw new CliError(`${kind}s install: no such directory: ${source}`, EXIT.usage);
+  }
   const loaded = loadConfig({ configPath: opts.config });
   if (kind === "skill") requireConfiguredAgent(loaded.config, opts.agent, "--agent");
   const store = openStore(loaded.stateDir);
@@ -27,16 +38,16 @@ export async function runInstall(
       kind === "skill"
         ? path.join((await rt.workspaceFor(opts.agent ?? rt.defaultAgentId)).dir, "skills")
         : path.join(loaded.stateDir, "plugins");
-    // An existing path (with or without ./) is a directory source; anything else is an npm spec.
-    const looksLikeDir = existsSync(source) || source.startsWith(".") || source.startsWith("/");
+    // The outcome is printed below, once; the installer's own lines about it would repeat it.
+    const errorsOnly: HookLogger = { info() {}, warn() {}, error: (m) => rt.hookLogger.error(m) };
     const result = await installMaterial({
       kind,
-      source: looksLikeDir ? path.resolve(source) : source,
+      source: pathSource ? path.resolve(source) : source,
       destRoot,
       policy: loaded.config.security.installPolicy,
       runner: rt.pluginHooks,
       mode: opts.update ? "update" : "install",
-      logger: rt.hookLogger,
+      logger: errorsOnly,
     });
     for (const f of result.findings) {
       process.stderr.write(

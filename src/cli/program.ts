@@ -147,6 +147,8 @@ program
   .option("--bind <mode>", "loopback (default), lan, or a host address")
   .option("--token <token>", "require this token from clients (default gateway.auth.token)")
   .option("--config <path>", "config file")
+  .option("--verbose", "log debug lines too (each RPC call); default level LOOPGATE_LOG_LEVEL or info")
+  .option("--log-format <format>", "text (default, or LOOPGATE_LOG_FORMAT) or json: one JSON object per line")
   .action((opts) => run(async () => (await import("./gateway.js")).runGatewayCli(opts)));
 
 try {

@@ -18,6 +18,8 @@ import { toErrorShape } from "./errors.js";
 
 /** WebSocket close codes we use. */
 const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001 } as const;
+/** What a `terminate` (no close frame) reports as its code. */
+const CLOSE_ABNORMAL = 1006;
 
 const CHALLENGE_PREFIX = eventPrefix("connect.challenge");
 
@@ -40,17 +42,29 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly ws: WebSocket;
   private readonly gw: GatewayContext;
   private readonly onClosed: (conn: GatewayConnection) => void;
+  private readonly remote: string | undefined;
+  /** who connected, for the log lines; set by a successful `connect` */
+  private peer: { client: string; mode: string; role: string } | undefined;
+  /** why we closed the socket (the disconnect line's reason); unset means the client closed it */
+  private closeCause: { reason: string; code: number } | undefined;
 
-  constructor(ws: WebSocket, gw: GatewayContext, onClosed: (conn: GatewayConnection) => void) {
+  constructor(ws: WebSocket, gw: GatewayContext, onClosed: (conn: GatewayConnection) => void, remote?: string) {
     this.ws = ws;
     this.gw = gw;
     this.onClosed = onClosed;
+    this.remote = remote;
     ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
-    ws.on("close", () => this.markClosed());
-    // errors (oversized frame, reset by peer) are followed by "close"; logging is all that is left to do
-    ws.on("error", (err) => this.gw.logger.debug(`gateway: connection ${this.connId}: ${err.message}`));
+    ws.on("close", (code) => {
+      this.logDisconnect(code);
+      this.markClosed();
+    });
+    // errors (oversized frame, reset by peer) are followed by "close", whose log line carries this as the reason
+    ws.on("error", (err) => {
+      this.closeCause ??= { reason: `socket error: ${err.message}`, code: CLOSE_ABNORMAL };
+      this.gw.logger.debug("socket error", { conn: this.connId, error: err.message });
+    });
     this.handshakeTimer = setTimeout(() => {
-      this.gw.logger.debug(`gateway: connection ${this.connId}: no connect within ${gw.limits.handshakeTimeoutMs} ms`);
+      this.closeCause = { reason: "handshake timeout", code: CLOSE.policy };
       this.close(CLOSE.policy, "connect timeout");
     }, gw.limits.handshakeTimeoutMs);
     this.handshakeTimer.unref();
@@ -81,6 +95,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   /** Close politely; a peer that does not answer the close handshake is cut off by `terminate`. */
   close(code: number, reason: string): void {
     if (this.state === "closed") return;
+    // the gateway closes with "going away" only when it stops; every other cause is set before calling here
+    this.closeCause ??= { reason: code === CLOSE.goingAway ? "shutdown" : reason, code };
     this.markClosed();
     try {
       this.ws.close(code, reason);
@@ -100,6 +116,19 @@ export class GatewayConnection implements EventSink, CallerConnection {
     return new Promise((resolve) => this.ws.once("close", () => resolve()));
   }
 
+  private logDisconnect(wsCode: number): void {
+    const cause = this.closeCause;
+    this.gw.logger.info("disconnect", {
+      conn: this.connId,
+      client: this.peer?.client,
+      mode: this.peer?.mode,
+      role: this.peer?.role,
+      remote: this.remote,
+      code: cause?.code ?? wsCode,
+      reason: cause?.reason ?? "client closed",
+    });
+  }
+
   private markClosed(): void {
     if (this.state === "closed") return;
     this.state = "closed";
@@ -117,9 +146,13 @@ export class GatewayConnection implements EventSink, CallerConnection {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     const backlog = this.ws.bufferedAmount;
     if (backlog > this.gw.limits.maxBufferedBytes) {
-      this.gw.logger.warn(
-        `gateway: connection ${this.connId} dropped: ${backlog} bytes unread (limit ${this.gw.limits.maxBufferedBytes})`,
-      );
+      this.closeCause = { reason: "slow reader", code: CLOSE_ABNORMAL };
+      this.gw.logger.warn("slow reader dropped", {
+        conn: this.connId,
+        client: this.peer?.client,
+        unreadBytes: backlog,
+        limit: this.gw.limits.maxBufferedBytes,
+      });
       this.terminate();
       return;
     }
@@ -142,6 +175,9 @@ export class GatewayConnection implements EventSink, CallerConnection {
 
   /** Pre-auth failure: answer once, then close this socket only. */
   private refuse(id: string, error: ErrorShape, code: number = CLOSE.policy): void {
+    // not the message: a JSON syntax error quotes the frame, which may hold the token
+    const reason = error.code === ErrorCodes.unauthorized ? "auth failed" : "protocol error";
+    this.closeCause = { reason, code };
     this.respond(id, false, error);
     this.close(code, error.code);
   }
@@ -250,9 +286,15 @@ export class GatewayConnection implements EventSink, CallerConnection {
     this.respond(frame.id, true, hello);
     this.state = "ready";
     this.gw.broadcaster.add(this);
-    this.gw.logger.debug(
-      `gateway: connection ${this.connId} ready (${params.client.id}/${params.client.mode}, ${role})`,
-    );
+    this.peer = { client: params.client.id, mode: params.client.mode, role };
+    this.gw.logger.info("connect", {
+      conn: this.connId,
+      client: params.client.id,
+      mode: params.client.mode,
+      role,
+      scopes: this.grantedScopes.length,
+      remote: this.remote,
+    });
   }
 
   private async dispatch(frame: RequestFrame): Promise<void> {
@@ -280,10 +322,22 @@ export class GatewayConnection implements EventSink, CallerConnection {
       reply.error(parsed.error);
       return;
     }
+    const timed = this.gw.logger.isEnabled?.("debug") ?? true;
+    const t0 = timed ? performance.now() : 0;
+    let failed: ErrorShape | undefined;
     try {
       await method.handle({ params: parsed.value, conn: this, gw: this.gw, reply });
     } catch (err) {
-      reply.error(toErrorShape(err));
+      failed = toErrorShape(err);
+      // a bug or a broken store, not a bad request: the operator has to hear about it
+      if (failed.code === ErrorCodes.internal) {
+        this.gw.logger.error("rpc failed", { conn: this.connId, method: method.name, error: failed.message });
+      }
+      reply.error(failed);
+    }
+    if (timed) {
+      const ms = Math.round((performance.now() - t0) * 100) / 100;
+      this.gw.logger.debug("rpc", { conn: this.connId, method: method.name, ms, error: failed?.code });
     }
   }
 }

@@ -5,6 +5,7 @@ import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
 import type { MethodScope } from "./auth.js";
 import type { Broadcaster } from "./broadcast.js";
+import type { RunLog } from "./run-log.js";
 
 export interface GatewayLimits {
   maxPayload: number;
@@ -19,6 +20,7 @@ export interface GatewayContext {
   readonly service: AgentService;
   readonly broadcaster: Broadcaster;
   readonly logger: Logger;
+  readonly runLog: RunLog;
   readonly version: string;
   readonly token: string | undefined;
   readonly limits: GatewayLimits;

@@ -19,6 +19,7 @@ import { GatewayConnection } from "./connection.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
+import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 
 export interface GatewayStartInfo {
@@ -152,6 +153,8 @@ async function listen(
     chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS,
   });
   broadcaster.attach(rt.bus);
+  const runLog = new RunLog(logger, service);
+  runLog.attach(rt.bus);
   const health = (): HealthResult => ({
     ok: true,
     version,
@@ -164,6 +167,7 @@ async function listen(
     service,
     broadcaster,
     logger,
+    runLog,
     version,
     token,
     limits,
@@ -204,10 +208,11 @@ async function listen(
     if (closing) return reject(socket, 503, "Service Unavailable");
     if (!originAllowed(req.headers.origin, token !== undefined)) return reject(socket, 403, "Forbidden");
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new GatewayConnection(ws, gw, (c) => {
+      const onClosed = (c: GatewayConnection) => {
         connections.delete(c);
         broadcaster.remove(c);
-      });
+      };
+      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress);
       connections.add(conn);
     });
   });
@@ -215,6 +220,7 @@ async function listen(
   await new Promise<void>((resolve, rejectListen) => {
     const onError = (err: NodeJS.ErrnoException) => {
       broadcaster.detach();
+      runLog.detach();
       rejectListen(
         new GatewayStartError(
           err.code === "EADDRINUSE"
@@ -235,21 +241,27 @@ async function listen(
     // failed, queued inputs run again. (An injected service is its owner's to recover.)
     const { failed, requeued } = service.recover();
     if (failed.length || requeued.length) {
-      logger.warn(`gateway: recovered ${failed.length} interrupted run(s), re-queued ${requeued.length} input(s)`);
+      logger.warn("recovered runs of a previous process", { failed: failed.length, requeued: requeued.length });
+    }
+    for (const runId of requeued) {
+      const run = rt.store.getRun(runId);
+      if (run) runLog.follow(runId, run.sessionKey);
     }
   }
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
-  rt.init().catch((err) => logger.warn(`gateway: runtime init failed: ${(err as Error)?.message ?? String(err)}`));
+  rt.init().catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
 
   const port = (server.address() as AddressInfo).port;
   const url = wsUrl(host, port);
+  logger.info("listening", { url, version });
 
   const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), limits.tickIntervalMs);
   tick.unref();
 
   const close = (reason = "gateway stopping"): Promise<void> => {
     closing ??= (async () => {
+      logger.info("shutdown", { reason, graceMs });
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       const shutdown: ShutdownEvent = { reason };
       broadcaster.broadcast("shutdown", shutdown);
@@ -259,10 +271,11 @@ async function listen(
       try {
         await opts.onShutdown?.({ reason });
       } catch (err) {
-        logger.warn(`gateway: shutdown hook failed: ${(err as Error)?.message ?? String(err)}`);
+        logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
       }
       clearInterval(tick);
       broadcaster.detach();
+      runLog.detach();
       const open = [...connections];
       for (const c of open) c.close(1001, "gateway stopping");
       await Promise.race([

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -210,6 +210,36 @@ describe("installMaterial", () => {
     const result = await installMaterial(options({ kind: "plugin", source: src }));
     expect(result).toMatchObject({ ok: true, name: "my-plugin" });
     expect((await stat(join(destRoot, "my-plugin", "index.js"))).isFile()).toBe(true);
+  });
+
+  it("refuses a plugin folder with no loadable entry, saying what it looked for, and leaves nothing behind", async () => {
+    const bare = join(root, "not-a-plugin");
+    await mkdir(bare);
+    await writeFile(join(bare, "README.md"), "just notes\n");
+    const result = await installMaterial(options({ kind: "plugin", source: bare }));
+    expect(!result.ok && result.reason).toBe(
+      'not a loadable plugin: no entry file: looked for package.json "main" and index.js',
+    );
+    expect(await list(destRoot)).toEqual([]);
+    expect(await list(tempDir)).toEqual([]);
+  });
+
+  it("refuses a plugin whose package.json main names a file that is not there", async () => {
+    const broken = join(root, "broken-plugin");
+    await mkdir(broken);
+    await writeFile(join(broken, "package.json"), JSON.stringify({ name: "broken", main: "dist/plugin.js" }));
+    const result = await installMaterial(options({ kind: "plugin", source: broken }));
+    expect(!result.ok && result.reason).toBe(
+      'not a loadable plugin: entry file dist/plugin.js (package.json "main") not found',
+    );
+    expect(await list(destRoot)).toEqual([]);
+  });
+
+  it("an install over an installed one says to use --update", async () => {
+    await installMaterial(options({}));
+    const again = await installMaterial(options({}));
+    expect(!again.ok && again.reason).toContain("is already installed at");
+    expect(!again.ok && again.reason).toContain("use --update to replace it");
   });
 
   it("a missing source directory is a clear error, not an npm lookup", async () => {

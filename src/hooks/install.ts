@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { parseFrontMatter } from "./front-matter.js";
 import { describeError, type HookLogger, isPlainObject } from "./logger.js";
 import type { InstallFinding, PluginHookRunner } from "./plugin-hooks.js";
+import { resolvePluginEntry } from "./plugins.js";
 
 const run = promisify(execFile);
 
@@ -69,6 +70,10 @@ export async function installMaterial(opts: InstallMaterialOptions): Promise<Ins
         : await stageNpmPackage(source, staging, opts.npmPack ?? npmPack);
     const { declaredName, name } = await readMaterialName(kind, material, sourceType === "dir" ? source : undefined);
     assertSafeName(name);
+    if (kind === "plugin") {
+      const entry = await resolvePluginEntry(material);
+      if ("error" in entry) throw new InstallRefused(`not a loadable plugin: ${entry.error}`);
+    }
 
     const verdict = checkInstallPolicy(opts.policy, { names: [declaredName, name], sourceType });
     if (!verdict.allowed) throw new InstallRefused(`refused by security.installPolicy: ${verdict.reason}`);
@@ -262,8 +267,10 @@ async function moveIntoPlace(material: string, destRoot: string, name: string, m
     () => true,
     () => false,
   );
-  if (mode === "install" && exists) throw new InstallRefused(`"${name}" is already installed at ${dest}; update it`);
-  if (mode === "update" && !exists) throw new InstallRefused(`"${name}" is not installed at ${dest}; install it`);
+  if (mode === "install" && exists)
+    throw new InstallRefused(`"${name}" is already installed at ${dest}; use --update to replace it`);
+  if (mode === "update" && !exists)
+    throw new InstallRefused(`"${name}" is not installed at ${dest}; install it without --update`);
 
   const suffix = randomBytes(6).toString("hex");
   // Move the material next to its destination first: from there the swap is a same-filesystem rename, which is

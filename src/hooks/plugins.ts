@@ -200,27 +200,38 @@ async function resolveEntryFile(path: string): Promise<{ file: string; defaultId
     return { error: "path does not exist" };
   }
   if (!info.isDirectory()) return { file: path, defaultId: basename(path, extname(path)) };
+  const entry = await resolvePluginEntry(path);
+  return "error" in entry ? entry : { file: entry.file, defaultId: basename(path) };
+}
 
-  const defaultId = basename(path);
-  let main = "index.js";
+/**
+ * The module a plugin folder loads: package.json `main`, else `index.js`. Shared with `plugins install`, which
+ * refuses a folder this cannot resolve instead of installing something that would only fail at the next start.
+ */
+export async function resolvePluginEntry(dir: string): Promise<{ file: string } | { error: string }> {
+  let main: string | undefined;
   try {
-    const pkg: unknown = JSON.parse(await readFile(join(path, "package.json"), "utf8"));
+    const pkg: unknown = JSON.parse(await readFile(join(dir, "package.json"), "utf8"));
     if (isPlainObject(pkg) && typeof pkg.main === "string" && pkg.main !== "") main = pkg.main;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
       return { error: `package.json is unreadable: ${describeError(err)}` };
     }
   }
-  const file = resolve(path, main);
+  const file = resolve(dir, main ?? "index.js");
   // `main` is the plugin's own claim; it must not point the loader at code outside the plugin's folder.
-  const inside = relative(path, file);
+  const inside = relative(dir, file);
   if (inside.startsWith("..") || isAbsolute(inside)) {
     return { error: `package.json main "${main}" points outside the plugin folder` };
   }
-  try {
-    await stat(file);
-  } catch {
-    return { error: `entry file ${file} not found` };
-  }
-  return { file, defaultId };
+  const isFile = await stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (isFile) return { file };
+  return {
+    error: main
+      ? `entry file ${main} (package.json "main") not found`
+      : `no entry file: looked for package.json "main" and index.js`,
+  };
 }

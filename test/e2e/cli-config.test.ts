@@ -135,7 +135,9 @@ describe("an unknown agent id", () => {
   it("skills install --agent: exit 2 listing the configured agents", async () => {
     const s = sandbox();
     const config = s.write("c.json5", twoAgents);
-    const res = await s.run(["skills", "install", "./nowhere", "--agent", "ghost", "--config", config]);
+    // an existing folder, so the agent id is what is wrong (a missing path is its own usage error)
+    const skillDir = path.dirname(config);
+    const res = await s.run(["skills", "install", skillDir, "--agent", "ghost", "--config", config]);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('--agent: unknown agent "ghost"; configured agents: main (default), research');
     expect(fs.existsSync(path.join(s.stateDir, "workspace-ghost"))).toBe(false);

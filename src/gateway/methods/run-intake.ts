@@ -21,6 +21,7 @@ export function acceptRun(gw: GatewayContext, conn: CallerConnection, req: Agent
       receipt: accepted.receipt,
     };
     reply.ok(payload);
+    gw.runLog.accepted(accepted, req);
     return accepted;
   } finally {
     gw.broadcaster.release();

@@ -1,0 +1,77 @@
+import type { AcceptedRun, AgentFinal, AgentRequest, AgentService } from "../agent/service.js";
+import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { Logger } from "../infra/logger.js";
+
+/**
+ * The gateway's run log lines: accepted (from the RPC intake), started (the bus's lifecycle start), ended (the
+ * service's final result, which is where model, tokens and duration are known). Everything is observed from the
+ * gateway side; the run itself never calls the logger. No message text or credentials are logged.
+ */
+export class RunLog {
+  private readonly logger: Logger;
+  private readonly service: AgentService;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(logger: Logger, service: AgentService) {
+    this.logger = logger;
+    this.service = service;
+  }
+
+  attach(bus: AgentEventBus): void {
+    this.unsubscribe = bus.subscribe((ev) => this.onEvent(ev));
+  }
+
+  detach(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** A message the gateway accepted; a repeated idempotency key is logged but not followed a second time. */
+  accepted(run: AcceptedRun, req: AgentRequest): void {
+    const r = run.receipt;
+    this.logger.info("run accepted", {
+      runId: run.runId,
+      session: run.sessionKey,
+      queueMode: req.queueMode,
+      receipt: r.kind,
+      position: r.kind === "queued" ? r.position : undefined,
+      mode: r.kind === "queued" ? r.mode : undefined,
+      into: r.kind === "steered" || r.kind === "collected" ? r.into : undefined,
+      existing: run.existing || undefined,
+    });
+    if (!run.existing) this.follow(run.runId, run.sessionKey);
+  }
+
+  /** Logs the run's end once it has one (also for runs re-queued by recovery, which no client sent here). */
+  follow(runId: string, sessionKey: string): void {
+    this.service.final(runId).then(
+      (final) => this.ended(final, sessionKey),
+      (err) => this.logger.error("run result unavailable", { runId, session: sessionKey, error: err }),
+    );
+  }
+
+  private onEvent(ev: AgentEvent): void {
+    if (ev.stream !== "lifecycle" || ev.data.phase !== "start") return;
+    this.logger.info("run started", { runId: ev.runId, session: ev.sessionKey });
+  }
+
+  private ended(final: AgentFinal, sessionKey: string): void {
+    const meta = final.result.meta;
+    const fields = {
+      runId: final.runId,
+      session: sessionKey,
+      status: final.status,
+      summary: final.summary,
+      stopReason: final.stopReason,
+      durationMs: meta.durationMs,
+      tokensIn: meta.usage.input,
+      tokensOut: meta.usage.output,
+      model: meta.model || undefined,
+      mergedInto: final.mergedInto,
+      error: final.error,
+    };
+    // aborted runs were asked for and dropped ones follow the queue policy; only a run that failed is an error
+    if (final.summary === "failed" && final.stopReason !== "dropped") this.logger.error("run ended", fields);
+    else this.logger.info("run ended", fields);
+  }
+}
