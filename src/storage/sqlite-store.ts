@@ -106,7 +106,7 @@ export class SqliteStore implements Store {
     this.db = new Database(file);
     // busy_timeout first: switching a new file to WAL and migrating it need locks another process may hold
     this.db.pragma("busy_timeout = 5000");
-    this.db.pragma("journal_mode = WAL");
+    retryWhileBusy(() => this.db.pragma("journal_mode = WAL"), 5000);
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
     this.migrate();
@@ -418,4 +418,23 @@ export class SqliteStore implements Store {
 
 export function openStore(stateDir: string): SqliteStore {
   return new SqliteStore(path.join(stateDir, "loopgate.sqlite"));
+}
+
+/**
+ * Switching a brand-new file to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once (without calling
+ * the busy handler) when another process is switching the same file at that moment: several CLI commands started
+ * together on a fresh install. Retried briefly, synchronously (the constructor is synchronous).
+ */
+function retryWhileBusy<T>(fn: () => T, timeoutMs: number): T {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+    try {
+      return fn();
+    } catch (err) {
+      const busy = (err as { code?: string }).code === "SQLITE_BUSY";
+      if (!busy || Date.now() >= deadline) throw err;
+      Atomics.wait(nap, 0, 0, waitMs);
+    }
+  }
 }
