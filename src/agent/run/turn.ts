@@ -181,34 +181,23 @@ function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unkn
   const aborted = spec.signal?.aborted === true;
   const status = aborted ? "aborted" : "error";
   return {
-    runId: spec.runId,
-    sessionKey: spec.sessionKey,
+    ...modelFreeResult(spec, startedAt, endedAt),
     status,
     stopReason: status,
     payloads: aborted ? [] : [{ text: `⚠️ ${message}`, kind: "error" }],
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    startedAt,
-    endedAt,
-    durationMs: endedAt - startedAt,
-    laneWaitMs: 0,
-    steps: 0,
     model: spec.model ?? "",
     error: { message, kind: aborted ? "aborted" : errorKind(err) },
   };
 }
 
-/** A turn answered without the model (slash commands): still a full lifecycle, so waiters and clients see it end. */
-function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: string): RunResult {
-  const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
-  events.emit("lifecycle", { phase: "start", startedAt });
-  events.emit("assistant", { text, delta: text });
-  const endedAt = rt.clock.now();
-  const result: RunResult = {
+/** The fields of a result no model call contributed to: no usage, no steps, no lane wait. */
+function modelFreeResult(spec: RunSpec, startedAt: number, endedAt: number): RunResult {
+  return {
     runId: spec.runId,
     sessionKey: spec.sessionKey,
     status: "ok",
     stopReason: "command",
-    payloads: [{ text }],
+    payloads: [],
     usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
     startedAt,
     endedAt,
@@ -217,6 +206,14 @@ function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: str
     steps: 0,
     model: "",
   };
+}
+
+/** A turn answered without the model (slash commands): still a full lifecycle, so waiters and clients see it end. */
+function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: string): RunResult {
+  const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
+  events.emit("lifecycle", { phase: "start", startedAt });
+  events.emit("assistant", { text, delta: text });
+  const result: RunResult = { ...modelFreeResult(spec, startedAt, rt.clock.now()), payloads: [{ text }] };
   emitTerminal(events, result);
   return result;
 }
