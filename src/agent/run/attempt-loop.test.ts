@@ -109,9 +109,16 @@ describe("compaction keeps long sessions going", () => {
       config: () => ({ agents: { defaults: { model: { primary: "fake/m" }, compaction: { keepRecentTokens: 100 } } } }),
     });
     for (const q of ["one", "two", "three"]) await h.send(q);
+    const hooked: Array<[string, unknown]> = [];
+    h.rt.pluginHooks.on("before_compaction", (e) => void hooked.push(["before", e.messageCount]), { pluginId: "t" });
+    h.rt.pluginHooks.on("after_compaction", (e) => void hooked.push(["after", e.summary]), { pluginId: "t" });
     const final = await h.send("/compact keep the numbers");
     expect(final.status).toBe("ok");
     expect(final.result.payloads[0].text).toMatch(/^Compacted the conversation: about [\d,]+ → [\d,]+ tokens\.$/);
+    expect(hooked).toEqual([
+      ["before", 6],
+      ["after", "Short summary."],
+    ]);
     const summaryCall = h.requests.find(isSummaryRequest);
     expect(JSON.stringify(summaryCall?.body)).toContain("keep the numbers");
     expect(h.store.readTranscript("agent:main:test", { kinds: ["compaction"] })).toHaveLength(1);
