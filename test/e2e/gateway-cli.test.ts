@@ -3,106 +3,15 @@
  * dist/cli/main.js (run `npm run build` first), a temp state dir and HOME, a temp config whose model is the
  * scripted provider playing test/fixtures/gateway/*.script.json5. Port 0 everywhere; the gateway prints its URL.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../../src/client/gateway-client.js";
+import { cliSandbox, onCleanup, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const cli = path.join(root, "dist", "cli", "main.js");
-const fixtures = path.join(root, "test", "fixtures", "gateway");
-const KILL_AFTER_MS = 15_000;
-
-beforeAll(() => {
-  if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` before the CLI end-to-end tests`);
-});
-
-const cleanup: Array<() => void> = [];
-afterAll(() => {
-  for (const fn of cleanup.splice(0)) fn();
-});
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+useCliSandboxes();
 
 function sandbox(script = "reply.script.json5", extraConfig: Record<string, unknown> = {}) {
-  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-gwcli-")));
-  cleanup.push(() => fs.rmSync(tmp, { recursive: true, force: true }));
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(LOOPGATE_|OPENCLAW_|OPENAI_|ANTHROPIC_)/.test(k)) env[k] = v;
-  }
-  Object.assign(env, { LOOPGATE_STATE_DIR: path.join(tmp, "state"), HOME: tmp, NO_COLOR: "1" });
-  const config = path.join(tmp, "loopgate.json5");
-  fs.writeFileSync(
-    config,
-    JSON.stringify({
-      agents: { defaults: { model: { primary: "s/m" } } },
-      models: { providers: { s: { api: "scripted", script: path.join(fixtures, script), models: [{ id: "m" }] } } },
-      ...extraConfig,
-    }),
-  );
-
-  const run = (
-    args: string[],
-    opts: { env?: NodeJS.ProcessEnv; onStdout?: (soFar: string, child: ChildProcess) => void } = {},
-  ): { child: ChildProcess; done: Promise<Result> } => {
-    const child = spawn(process.execPath, [cli, ...args], {
-      cwd: tmp,
-      env: { ...env, ...opts.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    cleanup.push(() => child.kill("SIGKILL"));
-    const done = new Promise<Result>((resolve, reject) => {
-      let stdout = "";
-      let stderr = "";
-      child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-        stdout += c;
-        opts.onStdout?.(stdout, child);
-      });
-      child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-      const guard = setTimeout(() => child.kill("SIGKILL"), KILL_AFTER_MS);
-      child.on("error", reject);
-      child.on("close", (code) => {
-        clearTimeout(guard);
-        resolve({ code, stdout, stderr });
-      });
-    });
-    return { child, done };
-  };
-
-  /** Starts `loopgate gateway` and resolves once it printed its URL. */
-  const gateway = async (args: string[] = ["--port", "0"], extraEnv: NodeJS.ProcessEnv = {}) => {
-    let resolveUrl!: (url: string) => void;
-    const urlSeen = new Promise<string>((r) => (resolveUrl = r));
-    const started = process.hrtime.bigint();
-    const g = run(["gateway", "--config", config, ...args], {
-      env: extraEnv,
-      onStdout: (soFar) => {
-        const m = soFar.match(/listening on (ws:\/\/\S+)/);
-        if (m) resolveUrl(m[1]);
-      },
-    });
-    const url = await Promise.race([
-      urlSeen,
-      g.done.then((r) => {
-        throw new Error(`gateway exited ${r.code}: ${r.stderr}`);
-      }),
-    ]);
-    return { ...g, url, started };
-  };
-
-  const agent = (args: string[], extraEnv: NodeJS.ProcessEnv = {}, onStdout?: (s: string, c: ChildProcess) => void) =>
-    run(["agent", "--config", config, ...args], { env: extraEnv, onStdout });
-
-  return { tmp, config, env, run, gateway, agent };
+  return cliSandbox({ prefix: "gwcli", script, extraConfig });
 }
 
 describe("loopgate gateway + loopgate agent through it", () => {
@@ -243,7 +152,7 @@ describe("loopgate gateway + loopgate agent through it", () => {
     // gateway.port names a port that is taken: using it would fail to start
     const taken = net.createServer();
     await new Promise<void>((r) => taken.listen(0, "127.0.0.1", () => r()));
-    cleanup.push(() => taken.close());
+    onCleanup(() => taken.close());
     const busyPort = (taken.address() as net.AddressInfo).port;
     const s = sandbox("reply.script.json5", { gateway: { port: busyPort } });
 

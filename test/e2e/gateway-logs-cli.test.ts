@@ -3,79 +3,24 @@
  * first), a temp state dir and config whose model is the scripted provider, port 0. Logs go to stderr; stdout keeps
  * only the listening lines.
  */
-import { spawn } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { type CliResult, cliSandbox, type OnStdout, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const cli = path.join(root, "dist", "cli", "main.js");
-const script = path.join(root, "test", "fixtures", "gateway", "reply.script.json5");
-const KILL_AFTER_MS = 15_000;
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (ERROR|WARN |INFO |DEBUG) /;
 
-beforeAll(() => {
-  if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` before the CLI end-to-end tests`);
-});
-
-const cleanup: Array<() => void> = [];
-afterAll(() => {
-  for (const fn of cleanup.splice(0)) fn();
-});
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+useCliSandboxes();
 
 function sandbox() {
-  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-gwlog-")));
-  cleanup.push(() => fs.rmSync(tmp, { recursive: true, force: true }));
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(LOOPGATE_|OPENCLAW_|OPENAI_|ANTHROPIC_)/.test(k)) env[k] = v;
-  }
-  Object.assign(env, { LOOPGATE_STATE_DIR: path.join(tmp, "state"), HOME: tmp, NO_COLOR: "1" });
-  const config = path.join(tmp, "loopgate.json5");
-  const model = { api: "scripted", script, models: [{ id: "m" }] };
-  fs.writeFileSync(
-    config,
-    JSON.stringify({ agents: { defaults: { model: { primary: "s/m" } } }, models: { providers: { s: model } } }),
-  );
-
-  const run = (args: string[], extraEnv: NodeJS.ProcessEnv = {}, onStdout?: (soFar: string) => void) => {
-    const child = spawn(process.execPath, [cli, ...args], {
-      cwd: tmp,
-      env: { ...env, ...extraEnv },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    cleanup.push(() => child.kill("SIGKILL"));
-    const done = new Promise<Result>((resolve, reject) => {
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => {
-        stdout += c;
-        onStdout?.(stdout);
-      });
-      child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-      const guard = setTimeout(() => child.kill("SIGKILL"), KILL_AFTER_MS);
-      child.on("error", reject);
-      child.on("close", (code) => {
-        clearTimeout(guard);
-        resolve({ code, stdout, stderr });
-      });
-    });
-    return { child, done };
-  };
+  const s = cliSandbox({ prefix: "gwlog" });
+  const { config } = s;
+  const run = (args: string[], extraEnv: NodeJS.ProcessEnv = {}, onStdout?: OnStdout) =>
+    s.run(args, { env: extraEnv, onStdout });
 
   /**
    * Starts `loopgate gateway` with `args`, sends one message through `loopgate agent`, stops the gateway with
    * SIGTERM and returns what the gateway printed.
    */
-  const gatewayWithOneRun = async (args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Result> => {
+  const gatewayWithOneRun = async (args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<CliResult> => {
     let resolveUrl!: (url: string) => void;
     const urlSeen = new Promise<string>((r) => (resolveUrl = r));
     const gw = run(["gateway", "--config", config, "--port", "0", ...args], extraEnv, (soFar) => {
