@@ -38,9 +38,9 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   const bind = opts.bind ?? gcfg.bind;
   const host = resolveBindHost(bind);
   const token = opts.token || resolveSecretRef(gcfg.auth.token, "gateway.auth.token");
-  if (!isLoopbackHost(host) && !token) {
+  if (!isLoopbackHost(host) && !token && gcfg.auth.tokens.length === 0) {
     throw new CliError(
-      `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token${loaded.file ? ` in ${loaded.file}` : ""} or pass --token`,
+      `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token (or gateway.auth.tokens)${loaded.file ? ` in ${loaded.file}` : ""} or pass --token`,
     );
   }
   // Signals are caught from here on: a SIGTERM that lands while the gateway is still starting (a supervisor

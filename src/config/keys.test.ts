@@ -149,6 +149,22 @@ const audit: Record<string, Audit> = {
   "gateway.port": T.port,
   "gateway.bind": T.bind,
   "gateway.auth.token": T.bind,
+  "gateway.auth.tokens[].token": pin(
+    "test/e2e/gateway-scopes.test.ts",
+    "sending into a session the token does not grant is forbidden, names the grant, and stores nothing",
+  ),
+  "gateway.auth.tokens[].tokenHash": pin(
+    "test/e2e/gateway-scopes.test.ts",
+    "a tokenHash entry accepts the token whose sha256 it is, and nothing else",
+  ),
+  "gateway.auth.tokens[].scopes": pin(
+    "test/e2e/gateway-scopes.test.ts",
+    "a token's scopes cap the scopes a client asks for in connect",
+  ),
+  "gateway.auth.tokens[].sessions": pin(
+    "test/e2e/gateway-scopes.test.ts",
+    "%s only: every method inside and outside the token's granted sessions",
+  ),
   "gateway.tickIntervalMs": T.tick,
   "gateway.maxPayload": T.maxPayload,
   "gateway.maxBufferedBytes": pin(

@@ -1,5 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
+import { OPERATOR_SCOPES } from "../protocol/frames.js";
 
 /**
  * The one schema that carries every config default. Key names follow OpenClaw's so its users recognise them.
@@ -25,6 +26,21 @@ const httpUrl = z.string().refine(
   },
   { message: "expected a URL (http:// or https://)" },
 );
+
+/** One entry of gateway.auth.tokens: exactly one of token / tokenHash, the scopes it grants, its session globs. */
+const tokenGrant = z
+  .strictObject({
+    token: z.string().min(1).optional(),
+    tokenHash: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "expected the sha256 of the token as 64 hex digits")
+      .optional(),
+    scopes: z.array(z.enum(OPERATOR_SCOPES)).min(1),
+    sessions: z.array(z.string().min(1)).default(["*"]),
+  })
+  .refine((g) => (g.token === undefined) !== (g.tokenHash === undefined), {
+    message: "set exactly one of token or tokenHash",
+  });
 
 const modelRef = z
   .string()
@@ -157,7 +173,13 @@ export const configSchema = z.strictObject({
     .strictObject({
       port: z.number().int().min(0).max(65535).default(18789),
       bind: z.string().default("loopback"),
-      auth: z.strictObject({ token: z.string().min(1).optional() }).prefault({}),
+      auth: z
+        .strictObject({
+          token: z.string().min(1).optional(),
+          // SPEC 21: per-client grants; several tenants' bridges on one gateway
+          tokens: z.array(tokenGrant).default([]),
+        })
+        .prefault({}),
       tickIntervalMs: positiveInt.default(30000),
       maxPayload: positiveInt.default(25 * 1024 * 1024),
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),

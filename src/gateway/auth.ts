@@ -1,19 +1,12 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import {
   decodeDevicePublicKey,
   deviceAuthPayload,
   deviceIdForPublicKey,
   verifyDeviceSignature,
 } from "../protocol/device.js";
-import { ErrorCodes, type ErrorShape, OPERATOR_SCOPES } from "../protocol/frames.js";
+import { ErrorCodes, type ErrorShape } from "../protocol/frames.js";
 import type { ConnectParams } from "../protocol/params.js";
-
-/** Both sides are hashed first so the comparison takes the same time whatever the lengths are. */
-export function tokenMatches(expected: string, given: string): boolean {
-  const a = createHash("sha256").update(expected, "utf8").digest();
-  const b = createHash("sha256").update(given, "utf8").digest();
-  return timingSafeEqual(a, b);
-}
+import { FULL_GRANT, type Grant, type TokenGrants } from "./token-grants.js";
 
 /** A device signature older or newer than this is refused, so a captured connect cannot be replayed later. */
 export const DEVICE_SIGNATURE_MAX_SKEW_MS = 10 * 60 * 1000;
@@ -22,18 +15,29 @@ function unauthorized(message: string): ErrorShape {
   return { code: ErrorCodes.unauthorized, message };
 }
 
-/** Checks the token (when the gateway has one) and the device block (when the client sent one). */
+/**
+ * Checks the token (when the gateway requires one) and the device block (when the client sent one). The answer is
+ * the grant the token carries (every scope and session without a token, or for the single gateway.auth.token).
+ */
 export function authenticate(
   params: ConnectParams,
-  opts: { token?: string; nonce: string; now: number },
-): ErrorShape | undefined {
-  if (opts.token !== undefined) {
+  opts: { tokens: TokenGrants; nonce: string; now: number },
+): { error: ErrorShape } | { grant: Grant } {
+  let grant: Grant = FULL_GRANT;
+  if (opts.tokens.required) {
     const given = params.auth?.token;
     if (given === undefined || given === "") {
-      return unauthorized("params.auth.token: required (this gateway requires a token)");
+      return { error: unauthorized("params.auth.token: required (this gateway requires a token)") };
     }
-    if (!tokenMatches(opts.token, given)) return unauthorized("params.auth.token: invalid token");
+    const matched = opts.tokens.match(given);
+    if (!matched) return { error: unauthorized("params.auth.token: invalid token") };
+    grant = matched;
   }
+  const deviceError = checkDevice(params, opts);
+  return deviceError ? { error: deviceError } : { grant };
+}
+
+function checkDevice(params: ConnectParams, opts: { nonce: string; now: number }): ErrorShape | undefined {
   const device = params.device;
   if (!device) return undefined;
   const raw = decodeDevicePublicKey(device.publicKey);
@@ -65,13 +69,12 @@ export function authenticate(
 }
 
 /**
- * Granted scopes: what the client asked for, limited to the operator scopes we know; all of them when it asked
- * for none (a token holder — or anyone on an unauthenticated loopback gateway — is fully trusted).
+ * Granted scopes (SPEC 21): what the client asked for, limited to what its token grants; all the token grants
+ * when it asked for none.
  */
-export function grantScopes(requested: readonly string[] | undefined): string[] {
-  if (requested === undefined) return [...OPERATOR_SCOPES];
-  const known = new Set<string>(OPERATOR_SCOPES);
-  return [...new Set(requested.filter((s) => known.has(s)))];
+export function grantScopes(requested: readonly string[] | undefined, allowed: readonly string[]): string[] {
+  if (requested === undefined) return [...allowed];
+  return [...new Set(requested.filter((s) => allowed.includes(s)))];
 }
 
 export type MethodScope = "read" | "write" | "admin";
@@ -88,12 +91,4 @@ export function requiredScope(scope: MethodScope): string {
 
 export function hasScope(granted: readonly string[], scope: MethodScope): boolean {
   return satisfying[scope].some((s) => granted.includes(s));
-}
-
-/**
- * Event visibility: `operator.admin` / `operator.read` see every session; any other client sees only the sessions
- * it sent a message to (`agent` / `chat.send`) on this connection.
- */
-export function seesAllSessions(granted: readonly string[]): boolean {
-  return granted.includes("operator.admin") || granted.includes("operator.read");
 }

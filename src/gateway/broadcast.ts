@@ -5,8 +5,8 @@ import { ChatProjector } from "./chat-projection.js";
 
 /** What the broadcaster needs of a connection. */
 export interface EventSink {
-  /** ready, and allowed to see this session's events */
-  canSee(sessionKey: string): boolean;
+  /** ready, and allowed to see this run's events (access.ts) */
+  canSee(sessionKey: string, runId: string): boolean;
   readonly ready: boolean;
   /** sends `{"type":"event","event":<name>,"payload":<payloadJson>,"seq":<next>}` */
   sendEventJson(prefix: string, payloadJson: string): void;
@@ -100,13 +100,14 @@ export class Broadcaster {
   private deliver(ev: AgentEvent): void {
     if (ev.stream === "lifecycle") this.trackLifecycle(ev);
     const json = JSON.stringify(ev);
-    for (const sink of this.sinks) if (sink.canSee(ev.sessionKey)) sink.sendEventJson(AGENT_PREFIX, json);
+    for (const sink of this.sinks) if (sink.canSee(ev.sessionKey, ev.runId)) sink.sendEventJson(AGENT_PREFIX, json);
     this.chat.onAgentEvent(ev);
   }
 
   private sendChat(payload: ChatEventPayload): void {
     const json = JSON.stringify(payload);
-    for (const sink of this.sinks) if (sink.canSee(payload.sessionKey)) sink.sendEventJson(CHAT_PREFIX, json);
+    for (const sink of this.sinks)
+      if (sink.canSee(payload.sessionKey, payload.runId)) sink.sendEventJson(CHAT_PREFIX, json);
   }
 
   private trackLifecycle(ev: AgentEventOf<"lifecycle">): void {

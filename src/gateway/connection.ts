@@ -11,7 +11,8 @@ import {
 } from "../protocol/frames.js";
 import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from "../protocol/params.js";
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
-import { authenticate, grantScopes, hasScope, requiredScope, seesAllSessions } from "./auth.js";
+import { ClientAccess } from "./access.js";
+import { authenticate, grantScopes, hasScope, requiredScope } from "./auth.js";
 import { type EventSink, eventPrefix } from "./broadcast.js";
 import type { CallerConnection, GatewayContext, Reply } from "./context.js";
 import { toErrorShape } from "./errors.js";
@@ -36,9 +37,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly nonce = randomUUID();
   private seq = 0;
   private handshakeTimer: NodeJS.Timeout | undefined;
-  private grantedScopes: string[] = [];
-  private allSessions = false;
-  private readonly watched = new Set<string>();
+  /** nothing until `connect` succeeds */
+  access = new ClientAccess([], { scopes: [], sessions: [], sessionAllowed: () => false });
   private readonly ws: WebSocket;
   private readonly gw: GatewayContext;
   private readonly onClosed: (conn: GatewayConnection) => void;
@@ -77,15 +77,11 @@ export class GatewayConnection implements EventSink, CallerConnection {
   }
 
   get scopes(): readonly string[] {
-    return this.grantedScopes;
+    return this.access.scopes;
   }
 
-  canSee(sessionKey: string): boolean {
-    return this.state === "ready" && (this.allSessions || this.watched.has(sessionKey));
-  }
-
-  watchSession(sessionKey: string): void {
-    this.watched.add(sessionKey);
+  canSee(sessionKey: string, runId: string): boolean {
+    return this.state === "ready" && this.access.canSeeRun(sessionKey, runId);
   }
 
   sendEventJson(prefix: string, payloadJson: string): void {
@@ -255,16 +251,15 @@ export class GatewayConnection implements EventSink, CallerConnection {
       });
       return;
     }
-    const authError = authenticate(params, { token: this.gw.token, nonce: this.nonce, now: this.gw.now() });
-    if (authError) {
-      this.refuse(frame.id, authError);
+    const auth = authenticate(params, { tokens: this.gw.tokens, nonce: this.nonce, now: this.gw.now() });
+    if ("error" in auth) {
+      this.refuse(frame.id, auth.error);
       return;
     }
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = undefined;
     const role = params.role ?? "operator";
-    this.grantedScopes = grantScopes(params.scopes);
-    this.allSessions = seesAllSessions(this.grantedScopes);
+    this.access = new ClientAccess(grantScopes(params.scopes, auth.grant.scopes), auth.grant);
     const hello: HelloOk = {
       type: "hello-ok",
       protocol: PROTOCOL_VERSION,
@@ -276,7 +271,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
         stateVersion: { presence: 0, health: 0 },
         uptimeMs: this.gw.uptimeMs(),
       },
-      auth: { role, scopes: this.grantedScopes },
+      auth: { role, scopes: [...this.scopes] },
       policy: {
         maxPayload: this.gw.limits.maxPayload,
         maxBufferedBytes: this.gw.limits.maxBufferedBytes,
@@ -292,7 +287,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
       client: params.client.id,
       mode: params.client.mode,
       role,
-      scopes: this.grantedScopes.length,
+      scopes: this.scopes.length,
       remote: this.remote,
     });
   }
@@ -308,11 +303,11 @@ export class GatewayConnection implements EventSink, CallerConnection {
       });
       return;
     }
-    if (!hasScope(this.grantedScopes, method.scope)) {
+    if (!hasScope(this.scopes, method.scope)) {
       const scope = requiredScope(method.scope);
       reply.error({
         code: ErrorCodes.unauthorized,
-        message: `${method.name} needs scope ${scope} (granted: ${this.grantedScopes.join(", ") || "none"})`,
+        message: `${method.name} needs scope ${scope} (granted: ${this.scopes.join(", ") || "none"})`,
         details: { code: "MISSING_SCOPE", missingScope: scope, requiredScopes: [scope] },
       });
       return;

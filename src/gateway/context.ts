@@ -3,9 +3,11 @@ import type { AgentService } from "../agent/service.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
+import type { ClientAccess } from "./access.js";
 import type { MethodScope } from "./auth.js";
 import type { Broadcaster } from "./broadcast.js";
 import type { RunLog } from "./run-log.js";
+import type { TokenGrants } from "./token-grants.js";
 
 export interface GatewayLimits {
   maxPayload: number;
@@ -22,7 +24,8 @@ export interface GatewayContext {
   readonly logger: Logger;
   readonly runLog: RunLog;
   readonly version: string;
-  readonly token: string | undefined;
+  /** the accepted tokens and what each grants (SPEC 21) */
+  readonly tokens: TokenGrants;
   readonly limits: GatewayLimits;
   readonly methods: ReadonlyMap<string, AnyMethod>;
   now(): number;
@@ -34,10 +37,8 @@ export interface GatewayContext {
 export interface CallerConnection {
   readonly connId: string;
   readonly scopes: readonly string[];
-  /** whether this connection may see the session (events, history): see auth.ts seesAllSessions */
-  canSee(sessionKey: string): boolean;
-  /** from now on this connection receives the session's events (see auth.ts seesAllSessions) */
-  watchSession(sessionKey: string): void;
+  /** what this client may see and control: the one visibility rule (access.ts) */
+  readonly access: ClientAccess;
 }
 
 /** A request's answer channel. `agent` answers twice (accepted, then final) with the same id. */

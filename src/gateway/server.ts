@@ -21,6 +21,7 @@ import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
+import { configuredTokenGrants } from "./token-grants.js";
 
 export interface GatewayStartInfo {
   url: string;
@@ -133,9 +134,10 @@ async function listen(
   const logger = opts.logger ?? rt.logger ?? createLogger();
   const host = opts.host ?? resolveBindHost(cfg.bind);
   const token = opts.token ?? resolveSecretRef(cfg.auth.token, "gateway.auth.token", rt.env);
-  if (!isLoopbackHost(host) && !token) {
+  const tokens = configuredTokenGrants(token, cfg.auth.tokens, rt.env);
+  if (!isLoopbackHost(host) && !tokens.required) {
     throw new GatewayStartError(
-      `refusing to bind ${host} without authentication: set gateway.auth.token (or pass --token), or bind loopback`,
+      `refusing to bind ${host} without authentication: set gateway.auth.token or gateway.auth.tokens (or pass --token), or bind loopback`,
     );
   }
   const limits: GatewayLimits = {
@@ -169,7 +171,7 @@ async function listen(
     logger,
     runLog,
     version,
-    token,
+    tokens,
     limits,
     methods: methodRegistry(),
     now: () => clock.now(),
@@ -206,7 +208,7 @@ async function listen(
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
     if (closing) return reject(socket, 503, "Service Unavailable");
-    if (!originAllowed(req.headers.origin, token !== undefined)) return reject(socket, 403, "Forbidden");
+    if (!originAllowed(req.headers.origin, tokens.required)) return reject(socket, 403, "Forbidden");
     wss.handleUpgrade(req, socket, head, (ws) => {
       const onClosed = (c: GatewayConnection) => {
         connections.delete(c);

@@ -44,6 +44,8 @@ export const ErrorCodes = {
   invalidParams: "invalid_params",
   unknownMethod: "unknown_method",
   unauthorized: "unauthorized",
+  /** authenticated, but this client may not touch that session or run (SPEC 21) */
+  forbidden: "forbidden",
   notFound: "not_found",
   unavailable: "unavailable",
   conflict: "conflict",

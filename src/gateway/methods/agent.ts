@@ -18,9 +18,11 @@ export const agentMethod = defineMethod({
 
 export const agentWaitMethod = defineMethod({
   name: "agent.wait",
-  scope: "write",
+  // operator.read waits for any visible run, operator.write for its own (access.ts)
+  scope: "read",
   params: agentWaitParamsSchema,
-  async handle({ params, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
+    conn.access.requireRunVisible(params.runId, gw.service.rt.store.getRun(params.runId)?.sessionKey);
     reply.ok(await gw.service.wait(params.runId, params.timeoutMs ?? DEFAULT_WAIT_MS));
   },
 });

@@ -3,7 +3,6 @@ import type { ChatAbortResult, ChatHistoryResult } from "../../protocol/payloads
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
 import { acceptRun } from "./run-intake.js";
-import { requireVisible } from "./sessions.js";
 
 const DEFAULT_HISTORY_LIMIT = 200;
 
@@ -20,10 +19,14 @@ export const chatAbortMethod = defineMethod({
   name: "chat.abort",
   scope: "write",
   params: chatAbortParamsSchema,
-  handle({ params, gw, reply }) {
+  handle({ params, conn, gw, reply }) {
     const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
+    const mayAbort = conn.access.abortable(key, params.runId);
     // the service aborts queued turns of the session first, then the active run
-    const { aborted } = gw.service.abort(key, params.runId);
+    const aborted =
+      mayAbort === "all"
+        ? gw.service.abort(key, params.runId).aborted
+        : mayAbort.flatMap((runId) => gw.service.abort(key, runId).aborted);
     const result: ChatAbortResult = { ok: true, aborted: aborted.length > 0, runIds: aborted };
     reply.ok(result);
   },
@@ -36,7 +39,7 @@ export const chatHistoryMethod = defineMethod({
   handle({ params, conn, gw, reply }) {
     const store = gw.service.rt.store;
     const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
-    requireVisible(conn, key);
+    conn.access.requireRead(key);
     const session = store.getSession(key);
     if (!session) {
       // a chat UI opening a session that has no messages yet gets an empty history, not an error

@@ -1,6 +1,7 @@
 import type { AcceptedRun } from "../../agent/service.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
 import type { AgentRequest } from "../../protocol/run.js";
+import { normalizeSessionKey } from "../../session/keys.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 
 /**
@@ -9,10 +10,11 @@ import type { CallerConnection, GatewayContext, Reply } from "../context.js";
  * begins after the current tick).
  */
 export function acceptRun(gw: GatewayContext, conn: CallerConnection, req: AgentRequest, reply: Reply): AcceptedRun {
+  checkSendAccess(gw, conn, req);
   gw.broadcaster.hold();
   try {
     const accepted = gw.service.accept(req);
-    conn.watchSession(accepted.sessionKey);
+    if (!accepted.existing) conn.access.recordStarted(accepted.runId, accepted.sessionKey);
     const payload: AgentAccepted = {
       runId: accepted.runId,
       sessionKey: accepted.sessionKey,
@@ -25,5 +27,31 @@ export function acceptRun(gw: GatewayContext, conn: CallerConnection, req: Agent
     return accepted;
   } finally {
     gw.broadcaster.release();
+  }
+}
+
+/**
+ * SPEC 21, before anything is stored: the target session must be granted, and an idempotent repeat of an existing
+ * run answers with that run's status and final, so it needs the right to see that run.
+ */
+function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): void {
+  const store = gw.service.rt.store;
+  const existing = store.getRun(req.idempotencyKey);
+  if (existing) {
+    conn.access.requireRunVisible(existing.runId, existing.sessionKey);
+    return;
+  }
+  const key = targetSessionKey(gw, req);
+  if (key !== undefined) conn.access.requireSend(key);
+}
+
+/** The session a message goes to, as accept will resolve it; undefined when accept will refuse the params anyway. */
+function targetSessionKey(gw: GatewayContext, req: AgentRequest): string | undefined {
+  if (req.sessionId && !req.sessionKey) return gw.service.rt.store.getSessionById(req.sessionId)?.key;
+  try {
+    return normalizeSessionKey(req.sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).key;
+  } catch {
+    // accept reports a bad key or agent id with the param it came from
+    return undefined;
   }
 }

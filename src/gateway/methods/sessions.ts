@@ -15,7 +15,7 @@ import type {
 import { normalizeSessionKey } from "../../session/keys.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
 import type { SessionRecord } from "../../storage/types.js";
-import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
+import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 
 export function sessionInfo(s: SessionRecord): SessionInfo {
@@ -45,20 +45,6 @@ function requireSession(gw: GatewayContext, key: string): SessionRecord {
   const s = gw.service.rt.store.getSession(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
-}
-
-/**
- * Session-scoped reads follow the event visibility rule (auth.ts): a client without operator.read/admin only sees
- * the sessions it sent to.
- */
-export function requireVisible(conn: CallerConnection, key: string): void {
-  if (!conn.canSee(key)) {
-    throw new GatewayError({
-      code: ErrorCodes.unauthorized,
-      message: `session "${key}" is not visible to this connection: it needs operator.read, or to have sent to the session`,
-      details: { code: "MISSING_SCOPE", missingScope: "operator.read", requiredScopes: ["operator.read"] },
-    });
-  }
 }
 
 /** A reset marker or a delete rewrites transcript rows: it holds the session write lock like a run does (SPEC 3). */
@@ -95,9 +81,10 @@ export const sessionsListMethod = defineMethod({
   scope: "read",
   params: sessionsListParamsSchema,
   handle({ params, conn, gw, reply }) {
+    conn.access.requireRead(undefined);
     const sessions = gw.service.rt.store
       .listSessions({ limit: params.limit, agentId: params.agentId })
-      .filter((s) => conn.canSee(s.key))
+      .filter((s) => conn.access.canSeeSession(s.key))
       .map(sessionInfo);
     const result: SessionsListResult = { sessions, count: sessions.length };
     reply.ok(result);
@@ -110,7 +97,7 @@ export const sessionsGetMethod = defineMethod({
   params: sessionsGetParamsSchema,
   handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
-    requireVisible(conn, key);
+    conn.access.requireRead(key);
     const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key)) };
     reply.ok(result);
   },
@@ -120,8 +107,9 @@ export const sessionsResetMethod = defineMethod({
   name: "sessions.reset",
   scope: "admin",
   params: sessionsResetParamsSchema,
-  async handle({ params, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
+    conn.access.requireAdmin(key);
     requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
     // a new transcript generation; the old rows stay (SPEC 4)
@@ -137,8 +125,9 @@ export const sessionsDeleteMethod = defineMethod({
   name: "sessions.delete",
   scope: "admin",
   params: sessionsDeleteParamsSchema,
-  async handle({ params, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
+    conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
     const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };

@@ -1,0 +1,91 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { resolveSecretRef } from "../config/secret-ref.js";
+import { OPERATOR_SCOPES } from "../protocol/frames.js";
+
+/** What a presented token entitles a client to (SPEC 21): scopes, and the session keys they apply inside. */
+export interface Grant {
+  readonly scopes: readonly string[];
+  /** the configured globs, for messages */
+  readonly sessions: readonly string[];
+  sessionAllowed(sessionKey: string): boolean;
+}
+
+/** One `gateway.auth.tokens[]` entry as configured (token already resolved from any `${ENV}` reference). */
+export interface TokenGrantConfig {
+  token?: string;
+  tokenHash?: string;
+  scopes: readonly string[];
+  sessions: readonly string[];
+}
+
+/** The single `gateway.auth.token` — and a gateway without any token — grant every scope in every session. */
+export const FULL_GRANT: Grant = {
+  scopes: OPERATOR_SCOPES,
+  sessions: ["*"],
+  sessionAllowed: () => true,
+};
+
+/** `*` matches any run of characters (`:` included), `?` one character; everything else is literal. */
+export function sessionGlob(pattern: string): RegExp {
+  const body = pattern
+    .split("")
+    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[\\^$.+()|{}[\]]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${body}$`, "s");
+}
+
+function grantOf(scopes: readonly string[], sessions: readonly string[]): Grant {
+  const globs = sessions.map(sessionGlob);
+  return { scopes, sessions, sessionAllowed: (key) => globs.some((g) => g.test(key)) };
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s, "utf8").digest();
+
+interface Candidate {
+  digest: Buffer;
+  grant: Grant;
+}
+
+/**
+ * The tokens a gateway accepts. Every candidate is compared (by sha256 digest, with timingSafeEqual) whatever
+ * matched earlier, so the time a connect takes says nothing about which token or how much of it was right.
+ */
+export class TokenGrants {
+  private readonly candidates: Candidate[];
+
+  constructor(single: string | undefined, entries: readonly TokenGrantConfig[]) {
+    this.candidates = entries.map((e) => ({
+      digest: e.tokenHash !== undefined ? Buffer.from(e.tokenHash, "hex") : sha256(e.token ?? ""),
+      grant: grantOf(e.scopes, e.sessions),
+    }));
+    if (single !== undefined) this.candidates.push({ digest: sha256(single), grant: FULL_GRANT });
+  }
+
+  /** whether clients must present a token at all */
+  get required(): boolean {
+    return this.candidates.length > 0;
+  }
+
+  /** The grant of the first configured entry the token matches; undefined when none does. */
+  match(given: string): Grant | undefined {
+    const digest = sha256(given);
+    let found: Grant | undefined;
+    for (const c of this.candidates) {
+      if (timingSafeEqual(c.digest, digest) && found === undefined) found = c.grant;
+    }
+    return found;
+  }
+}
+
+/** The gateway's accepted tokens from its config; `gateway.auth.tokens[].token` may be a `${ENV}` reference. */
+export function configuredTokenGrants(
+  single: string | undefined,
+  entries: readonly TokenGrantConfig[],
+  env: NodeJS.ProcessEnv,
+): TokenGrants {
+  const resolved = entries.map((e, i) => ({
+    ...e,
+    token: resolveSecretRef(e.token, `gateway.auth.tokens[${i}].token`, env),
+  }));
+  return new TokenGrants(single, resolved);
+}

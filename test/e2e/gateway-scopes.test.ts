@@ -1,0 +1,336 @@
+/*
+ * Scoped access (SPEC 21) over a real gateway and real WebSockets: one visibility rule for agent, agent.wait,
+ * chat.*, sessions.* and event delivery. An operator.write-only client sees and controls only the runs it started,
+ * inside the sessions its token grants; operator.read / operator.admin see every run of their granted sessions.
+ */
+import { createHash } from "node:crypto";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import {
+  connectedPeer,
+  type Deferred,
+  deferred,
+  isLifecycleEnd,
+  RawPeer,
+  removeTempDirs,
+  startTestGateway,
+  type TestGateway,
+  TestProvider,
+} from "../fixtures/gateway/harness.js";
+
+const running: TestGateway[] = [];
+async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
+  const g = await startTestGateway(opts);
+  running.push(g);
+  return g;
+}
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((g) => g.gw.close()));
+});
+afterAll(() => removeTempDirs());
+
+/** Every model call waits on the gate of its message text ("hold:<name>"); other messages answer at once. */
+function gatedProvider(gates: Map<string, Deferred>): TestProvider {
+  return new TestProvider((req) => {
+    const last = [...req.messages].reverse().find((m) => m.role === "user");
+    const text = String(last?.content ?? "");
+    const gate = gates.get(text);
+    return gate ? { before: ["working "], gate: gate.promise, after: ["done"] } : { before: [`reply to ${text}`] };
+  });
+}
+
+describe("scope leaks of an operator.write-only client (issue 11)", () => {
+  it("an operator.write client cannot chat.abort another session's run", async () => {
+    const hold = deferred();
+    const { url } = await gateway({ provider: gatedProvider(new Map([["hold", hold]])) });
+    const owner = await connectedPeer(url, { scopes: ["operator.write"] });
+    const other = await connectedPeer(url, { scopes: ["operator.write"] });
+    const id = owner.send("agent", { message: "hold", idempotencyKey: "victim-1", sessionKey: "victim" });
+    await owner.response(id, 1);
+    await owner.seen((f) => f.event === "agent" && f.payload?.stream === "assistant", "the victim run streaming");
+    const res = await other.call("chat.abort", { sessionKey: "victim", runId: "victim-1" });
+    expect(res.error).toMatchObject({ code: "forbidden" });
+    const all = await other.call("chat.abort", { sessionKey: "victim" });
+    // without a runId only the caller's own runs are aborted: none here
+    expect(all.payload).toMatchObject({ aborted: false, runIds: [] });
+    hold.resolve();
+    expect((await owner.response(id, 2)).payload).toMatchObject({ runId: "victim-1", status: "ok" });
+    for (const p of [owner, other]) p.close();
+  });
+
+  it("an operator.write client cannot learn another session's run status through agent.wait", async () => {
+    const { url } = await gateway();
+    const owner = await connectedPeer(url, { scopes: ["operator.write"] });
+    const other = await connectedPeer(url, { scopes: ["operator.write"] });
+    const id = owner.send("agent", { message: "secret plan", idempotencyKey: "private-1", sessionKey: "private" });
+    await owner.response(id, 2);
+    const res = await other.call("agent.wait", { runId: "private-1", timeoutMs: 0 });
+    expect(res.ok).toBe(false);
+    expect(res.error).toMatchObject({ code: "forbidden" });
+    expect(JSON.stringify(res)).not.toContain("startedAt");
+    // the run's own client still can
+    expect((await owner.call("agent.wait", { runId: "private-1", timeoutMs: 0 })).payload).toMatchObject({
+      runId: "private-1",
+      status: "ok",
+    });
+    for (const p of [owner, other]) p.close();
+  });
+
+  it("sending one message into a session does not make its earlier history readable", async () => {
+    const { url } = await gateway();
+    const operator = await connectedPeer(url);
+    const earlier = operator.send("agent", {
+      message: "the earlier secret",
+      idempotencyKey: "h-1",
+      sessionKey: "shared",
+    });
+    await operator.response(earlier, 2);
+    const writer = await connectedPeer(url, { scopes: ["operator.write"] });
+    const mine = writer.send("agent", { message: "hello", idempotencyKey: "h-2", sessionKey: "shared" });
+    await writer.response(mine, 2);
+    const history = await writer.call("chat.history", { sessionKey: "shared" });
+    expect(history.error).toMatchObject({
+      code: "unauthorized",
+      details: { code: "MISSING_SCOPE", missingScope: "operator.read" },
+    });
+    expect(JSON.stringify(history)).not.toContain("the earlier secret");
+    const list = await writer.call("sessions.list");
+    expect(list.error).toMatchObject({ code: "unauthorized" });
+    const get = await writer.call("sessions.get", { sessionKey: "shared" });
+    expect(get.error).toMatchObject({ code: "unauthorized" });
+    // and it never received the earlier run's events either
+    expect(writer.all((f) => f.event === "agent" && f.payload?.runId === "h-1")).toEqual([]);
+    await operator.seen(isLifecycleEnd("h-2"), "the writer's run on the operator");
+    for (const p of [operator, writer]) p.close();
+  });
+});
+
+type Scope = "operator.write" | "operator.read" | "operator.admin";
+const GRANTED = "agent:main:support-*";
+const TOKENS = {
+  "operator.write": "tenant-write",
+  "operator.read": "tenant-read",
+  "operator.admin": "tenant-admin",
+} as const;
+
+/** A gateway whose tenant tokens grant one scope each inside `support-*`; "root" is the single full token. */
+async function tenantGateway(): Promise<TestGateway> {
+  const tokens = Object.entries(TOKENS).map(([scope, token]) => ({ token, scopes: [scope], sessions: [GRANTED] }));
+  return gateway({ config: { gateway: { auth: { token: "root", tokens } } } });
+}
+
+/** The outcome of one cell: "ok" or the error code. */
+const outcome = (f: { ok?: boolean; error?: { code: string } }) => (f.ok ? "ok" : String(f.error?.code));
+
+/*
+ * method × scope × grant. Targets: "own" = a run this client started in a granted session, "granted" = another
+ * client's run / a session inside the token's grant, "ungranted" = outside it. "events" is delivery.
+ */
+const EXPECTED: Record<Scope, Record<string, string>> = {
+  "operator.write": {
+    "agent granted": "ok",
+    "agent ungranted": "forbidden",
+    "chat.send granted": "ok",
+    "chat.send ungranted": "forbidden",
+    "agent.wait own": "ok",
+    "agent.wait granted": "forbidden",
+    "agent.wait ungranted": "forbidden",
+    "chat.abort own": "ok",
+    "chat.abort granted": "forbidden",
+    "chat.abort ungranted": "forbidden",
+    "chat.history granted": "unauthorized",
+    "chat.history ungranted": "unauthorized",
+    "sessions.get granted": "unauthorized",
+    "sessions.get ungranted": "unauthorized",
+    "sessions.list": "unauthorized",
+    "sessions.reset granted": "unauthorized",
+    "sessions.reset ungranted": "unauthorized",
+    "sessions.delete granted": "unauthorized",
+    "sessions.delete ungranted": "unauthorized",
+    "events own": "delivered",
+    "events granted": "none",
+    "events ungranted": "none",
+  },
+  "operator.read": {
+    "agent granted": "unauthorized",
+    "agent ungranted": "unauthorized",
+    "chat.send granted": "unauthorized",
+    "chat.send ungranted": "unauthorized",
+    "agent.wait granted": "ok",
+    "agent.wait ungranted": "forbidden",
+    "chat.abort granted": "unauthorized",
+    "chat.abort ungranted": "unauthorized",
+    "chat.history granted": "ok",
+    "chat.history ungranted": "forbidden",
+    "sessions.get granted": "ok",
+    "sessions.get ungranted": "forbidden",
+    "sessions.list": "ok: granted sessions only",
+    "sessions.reset granted": "unauthorized",
+    "sessions.reset ungranted": "unauthorized",
+    "sessions.delete granted": "unauthorized",
+    "sessions.delete ungranted": "unauthorized",
+    "events granted": "delivered",
+    "events ungranted": "none",
+  },
+  "operator.admin": {
+    "agent granted": "ok",
+    "agent ungranted": "forbidden",
+    "chat.send granted": "ok",
+    "chat.send ungranted": "forbidden",
+    "agent.wait own": "ok",
+    "agent.wait granted": "ok",
+    "agent.wait ungranted": "forbidden",
+    "chat.abort own": "ok",
+    "chat.abort granted": "ok",
+    "chat.abort ungranted": "forbidden",
+    "chat.history granted": "ok",
+    "chat.history ungranted": "forbidden",
+    "sessions.get granted": "ok",
+    "sessions.get ungranted": "forbidden",
+    "sessions.list": "ok: granted sessions only",
+    "sessions.reset granted": "ok",
+    "sessions.reset ungranted": "forbidden",
+    "sessions.delete granted": "ok",
+    "sessions.delete ungranted": "forbidden",
+    "events own": "delivered",
+    "events granted": "delivered",
+    "events ungranted": "none",
+  },
+};
+
+describe("one visibility rule: method × scope × grant", () => {
+  it.each(Object.keys(EXPECTED) as Scope[])(
+    "%s only: every method inside and outside the token's granted sessions",
+    async (scope) => {
+      const { url } = await tenantGateway();
+      const client = await connectedPeer(url, { token: TOKENS[scope] });
+      const root = await connectedPeer(url, { token: "root" });
+      const runs = { granted: ["support-a", "gr-1"], ungranted: ["sales", "un-1"] } as const;
+      for (const [sessionKey, runId] of Object.values(runs)) {
+        await root.response(root.send("agent", { message: "hi", idempotencyKey: runId, sessionKey }), 2);
+      }
+      const sends = scope !== "operator.read";
+      if (sends)
+        await client.response(
+          client.send("agent", { message: "mine", idempotencyKey: "own-1", sessionKey: "support-own" }),
+          2,
+        );
+      const key = { own: "agent:main:support-own", granted: "agent:main:support-a", ungranted: "agent:main:sales" };
+      const runOf = { own: "own-1", granted: "gr-1", ungranted: "un-1" };
+      const targets = (sends ? ["own", "granted", "ungranted"] : ["granted", "ungranted"]) as Array<keyof typeof key>;
+      const actual: Record<string, string> = {};
+      // frames on one socket keep their order: events sent before this answer have arrived with it
+      await client.call("health");
+      for (const t of targets) {
+        const seen = client.all((f) => f.type === "event" && f.payload?.runId === runOf[t]).length > 0;
+        actual[`events ${t}`] = seen ? "delivered" : "none";
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        const sessionKey = t === "granted" ? "support-new" : "sales-new";
+        actual[`agent ${t}`] = outcome(
+          await client.call("agent", { message: "x", idempotencyKey: `a-${t}`, sessionKey }),
+        );
+        const chat = { message: "x", idempotencyKey: `c-${t}`, sessionKey };
+        actual[`chat.send ${t}`] = outcome(await client.call("chat.send", chat));
+      }
+      for (const t of targets) {
+        actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
+        const abort = { sessionKey: key[t], runId: runOf[t] };
+        actual[`chat.abort ${t}`] = outcome(await client.call("chat.abort", abort));
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`chat.history ${t}`] = outcome(await client.call("chat.history", { sessionKey: key[t] }));
+        actual[`sessions.get ${t}`] = outcome(await client.call("sessions.get", { sessionKey: key[t] }));
+      }
+      const list = await client.call("sessions.list");
+      const listed = ((list.payload?.sessions ?? []) as Array<{ key: string }>).map((s) => s.key);
+      actual["sessions.list"] = list.ok
+        ? listed.every((k) => k.startsWith("agent:main:support-")) && listed.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${listed.join(", ")}`
+        : outcome(list);
+      for (const method of ["sessions.reset", "sessions.delete"]) {
+        for (const t of ["granted", "ungranted"] as const) {
+          actual[`${method} ${t}`] = outcome(await client.call(method, { sessionKey: key[t] }));
+        }
+      }
+      expect(actual).toEqual(EXPECTED[scope]);
+      for (const p of [client, root]) p.close();
+    },
+  );
+});
+
+describe("tenant tokens (gateway.auth.tokens)", () => {
+  it("a token's scopes cap the scopes a client asks for in connect", async () => {
+    const tokens = [{ token: "bridge", scopes: ["operator.read", "operator.write"], sessions: ["*"] }];
+    const { url } = await gateway({ config: { gateway: { auth: { tokens } } } });
+    const asked = await connectedPeer(url, { token: "bridge", scopes: ["operator.admin", "operator.write"] });
+    expect((await asked.call("health")).ok).toBe(true);
+    const hello = asked.all((f) => f.type === "res" && f.payload?.type === "hello-ok")[0];
+    expect(hello.payload?.auth).toEqual({ role: "operator", scopes: ["operator.write"] });
+    expect((await asked.call("sessions.reset", { sessionKey: "x" })).error).toMatchObject({ code: "unauthorized" });
+    const unasked = await connectedPeer(url, { token: "bridge" });
+    const hello2 = unasked.all((f) => f.type === "res" && f.payload?.type === "hello-ok")[0];
+    expect(hello2.payload?.auth).toEqual({ role: "operator", scopes: ["operator.read", "operator.write"] });
+    for (const p of [asked, unasked]) p.close();
+  });
+
+  it("a tokenHash entry accepts the token whose sha256 it is, and nothing else", async () => {
+    const tokenHash = createHash("sha256").update("hashed-secret").digest("hex");
+    const tokens = [{ tokenHash, scopes: ["operator.read"], sessions: ["*"] }];
+    const { url } = await gateway({ config: { gateway: { auth: { tokens } } } });
+    const good = await connectedPeer(url, { token: "hashed-secret" });
+    expect((await good.call("sessions.list")).ok).toBe(true);
+    for (const token of ["hashed-secreT", tokenHash, ""]) {
+      const peer = await RawPeer.open(url);
+      const res = await peer.connect({ token });
+      expect(res.error).toMatchObject({ code: "unauthorized", message: expect.stringContaining("params.auth.token") });
+      await peer.closed;
+    }
+    good.close();
+  });
+
+  it("the single gateway.auth.token still grants every scope in every session", async () => {
+    const { url } = await tenantGateway();
+    const root = await connectedPeer(url, { token: "root" });
+    const hello = root.all((f) => f.type === "res" && f.payload?.type === "hello-ok")[0];
+    expect(hello.payload?.auth).toMatchObject({
+      scopes: expect.arrayContaining(["operator.admin", "operator.read", "operator.write"]),
+    });
+    await root.response(root.send("agent", { message: "hi", idempotencyKey: "r-1", sessionKey: "sales" }), 2);
+    expect((await root.call("chat.history", { sessionKey: "sales" })).ok).toBe(true);
+    expect((await root.call("sessions.delete", { sessionKey: "sales" })).ok).toBe(true);
+    root.close();
+  });
+
+  it("sending into a session the token does not grant is forbidden, names the grant, and stores nothing", async () => {
+    const { url } = await tenantGateway();
+    const tenant = await connectedPeer(url, { token: TOKENS["operator.write"] });
+    const res = await tenant.call("chat.send", { message: "x", idempotencyKey: "stray-1", sessionKey: "sales" });
+    expect(res.error).toEqual({
+      code: "forbidden",
+      message: `this client may not send to session "agent:main:sales": its token grants sessions ${GRANTED}`,
+    });
+    const root = await connectedPeer(url, { token: "root" });
+    expect((await root.call("agent.wait", { runId: "stray-1", timeoutMs: 0 })).error).toMatchObject({
+      code: "not_found",
+    });
+    expect((await root.call("sessions.get", { sessionKey: "sales" })).error).toMatchObject({ code: "not_found" });
+    for (const p of [tenant, root]) p.close();
+  });
+
+  it("repeating another client's idempotency key does not hand a write-only client that run", async () => {
+    const { url } = await tenantGateway();
+    const root = await connectedPeer(url, { token: "root" });
+    await root.response(root.send("agent", { message: "theirs", idempotencyKey: "k-1", sessionKey: "support-a" }), 2);
+    const tenant = await connectedPeer(url, { token: TOKENS["operator.write"] });
+    const res = await tenant.call("agent", { message: "mine", idempotencyKey: "k-1", sessionKey: "support-a" });
+    expect(res.error).toMatchObject({ code: "forbidden" });
+    expect(tenant.all((f) => f.type === "res" && f.ok === true && f.payload?.runId === "k-1")).toEqual([]);
+    // its own repeat still answers with its own run
+    const own = tenant.send("agent", { message: "mine", idempotencyKey: "k-2", sessionKey: "support-a" });
+    await tenant.response(own, 2);
+    const again = tenant.send("agent", { message: "mine", idempotencyKey: "k-2", sessionKey: "support-a" });
+    expect((await tenant.response(again, 2)).payload).toMatchObject({ runId: "k-2", status: "ok" });
+    for (const p of [tenant, root]) p.close();
+  });
+});
