@@ -17,6 +17,10 @@ import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/
 import type { SessionRecord } from "../../storage/types.js";
 import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
+import { readSessionsPage } from "../sessions-page.js";
+
+/** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
+const DEFAULT_LIST_LIMIT = 1000;
 
 export function sessionInfo(s: SessionRecord): SessionInfo {
   return {
@@ -95,11 +99,14 @@ export const sessionsListMethod = defineMethod({
   scope: "read",
   params: sessionsListParamsSchema,
   handle({ params, conn, gw, reply }) {
-    const sessions = gw.service.rt.store
-      .listSessions({ limit: params.limit, agentId: params.agentId })
-      .filter((s) => conn.canSee(s.key))
-      .map(sessionInfo);
-    const result: SessionsListResult = { sessions, count: sessions.length };
+    const result: SessionsListResult = readSessionsPage(gw.service.rt.store, {
+      limit: params.limit ?? DEFAULT_LIST_LIMIT,
+      agentId: params.agentId,
+      cursor: params.cursor,
+      maxBytes: gw.limits.maxPageBytes,
+      canSee: (key) => conn.canSee(key),
+      info: sessionInfo,
+    });
     reply.ok(result);
   },
 });
