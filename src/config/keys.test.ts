@@ -171,6 +171,14 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-runs.test.ts",
     "disconnects a client that stops reading while a fast one keeps receiving",
   ),
+  "gateway.slowConsumerMs": pin(
+    "test/e2e/gateway-big-replies.test.ts",
+    "one reply larger than the buffer limit drops its reader only when gateway.slowConsumerMs is 0",
+  ),
+  "gateway.maxPageBytes": pin(
+    "test/e2e/gateway-big-replies.test.ts",
+    "a history page stops before gateway.maxPageBytes and its cursor continues where it stopped",
+  ),
   "gateway.shutdownGraceMs": T.grace,
   "diagnostics.enabled": "rejected",
   "diagnostics.stuckSessionWarnMs": "rejected",

@@ -183,6 +183,8 @@ export const configSchema = z.strictObject({
       tickIntervalMs: positiveInt.default(30000),
       maxPayload: positiveInt.default(25 * 1024 * 1024),
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
+      slowConsumerMs: nonNegativeInt.default(5000),
+      maxPageBytes: positiveInt.default(2 * 1024 * 1024),
       shutdownGraceMs: nonNegativeInt.default(10000),
     })
     .prefault({}),

@@ -13,6 +13,7 @@ import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from 
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
 import { ClientAccess } from "./access.js";
 import { authenticate, grantScopes, hasScope, requiredScope } from "./auth.js";
+import { BackpressureMonitor } from "./backpressure.js";
 import { type EventSink, eventPrefix } from "./broadcast.js";
 import type { CallerConnection, GatewayContext, Reply } from "./context.js";
 import { toErrorShape } from "./errors.js";
@@ -47,12 +48,18 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private peer: { client: string; mode: string; role: string } | undefined;
   /** why we closed the socket (the disconnect line's reason); unset means the client closed it */
   private closeCause: { reason: string; code: number } | undefined;
+  private readonly backpressure: BackpressureMonitor;
 
   constructor(ws: WebSocket, gw: GatewayContext, onClosed: (conn: GatewayConnection) => void, remote?: string) {
     this.ws = ws;
     this.gw = gw;
     this.onClosed = onClosed;
     this.remote = remote;
+    this.backpressure = new BackpressureMonitor({
+      limitBytes: gw.limits.maxBufferedBytes,
+      graceMs: gw.limits.slowConsumerMs,
+      now: () => gw.now(),
+    });
     ws.on("message", (data, isBinary) => this.onMessage(data, isBinary));
     ws.on("close", (code) => {
       this.logDisconnect(code);
@@ -134,25 +141,28 @@ export class GatewayConnection implements EventSink, CallerConnection {
 
   /**
    * Every frame goes through here. A client that stops reading makes `bufferedAmount` (what the kernel would not
-   * take yet) grow; once it passes the limit the socket is dropped instead of written to, so one slow consumer can
-   * neither grow our memory (bounded by the limit plus one frame) nor hold up the others. The check is made before
-   * writing: a single frame larger than the limit still goes out to a client that keeps up.
+   * take yet) grow; once it has stayed over the limit for `slowConsumerMs` (backpressure.ts) the socket is dropped
+   * instead of written to, so one slow consumer can neither grow our memory nor hold up the others, while a big
+   * reply that a fast reader is still taking in is not mistaken for one.
    */
   private sendText(text: string): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    const backlog = this.ws.bufferedAmount;
-    if (backlog > this.gw.limits.maxBufferedBytes) {
+    const verdict = this.backpressure.beforeSend(this.ws.bufferedAmount);
+    if (verdict.drop) {
       this.closeCause = { reason: "slow reader", code: CLOSE_ABNORMAL };
       this.gw.logger.warn("slow reader dropped", {
         conn: this.connId,
         client: this.peer?.client,
-        unreadBytes: backlog,
+        unreadBytes: verdict.unreadBytes,
         limit: this.gw.limits.maxBufferedBytes,
+        overMs: verdict.overMs,
+        rule: verdict.reason,
       });
       this.terminate();
       return;
     }
-    this.ws.send(text);
+    if (!verdict.watchFlush) this.ws.send(text);
+    else this.ws.send(text, () => this.backpressure.afterFlush(this.ws.bufferedAmount));
   }
 
   private respond(id: string, ok: boolean, payloadOrError: unknown): void {

@@ -12,6 +12,10 @@ import type { TokenGrants } from "./token-grants.js";
 export interface GatewayLimits {
   maxPayload: number;
   maxBufferedBytes: number;
+  /** how long the send backlog may stay over maxBufferedBytes before the client counts as a slow consumer */
+  slowConsumerMs: number;
+  /** a list reply (chat.history, sessions.list) stops adding entries before its JSON passes this */
+  maxPageBytes: number;
   tickIntervalMs: number;
   preAuthMaxBytes: number;
   handshakeTimeoutMs: number;

@@ -49,6 +49,8 @@ export interface GatewayOptions {
   tickIntervalMs?: number;
   maxPayload?: number;
   maxBufferedBytes?: number;
+  slowConsumerMs?: number;
+  maxPageBytes?: number;
   shutdownGraceMs?: number;
   preAuthMaxBytes?: number;
   /** A socket that has not completed `connect` by then is closed. */
@@ -143,6 +145,8 @@ async function listen(
   const limits: GatewayLimits = {
     maxPayload: opts.maxPayload ?? cfg.maxPayload,
     maxBufferedBytes: opts.maxBufferedBytes ?? cfg.maxBufferedBytes,
+    slowConsumerMs: opts.slowConsumerMs ?? cfg.slowConsumerMs,
+    maxPageBytes: opts.maxPageBytes ?? cfg.maxPageBytes,
     tickIntervalMs: opts.tickIntervalMs ?? cfg.tickIntervalMs,
     preAuthMaxBytes: opts.preAuthMaxBytes ?? PRE_AUTH_MAX_BYTES,
     handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,

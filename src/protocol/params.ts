@@ -11,6 +11,8 @@ import { queueModes, thinkingLevels } from "./enums.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 
 const nonEmpty = z.string().min(1);
+/** an opaque `nextCursor` from a paginated reply */
+const pageCursor = nonEmpty.max(1024);
 const agentId = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, { message: "expected an agent id: letters, digits, - and _" });
@@ -182,11 +184,13 @@ export const chatAbortParamsSchema = ignoring(
 );
 
 export const chatHistoryParamsSchema = ignoring(
-  ["cursor", "offset", "pendingBefore", "inputRunIds", "messageId", "sessionId", "maxChars"],
+  ["offset", "pendingBefore", "inputRunIds", "messageId", "sessionId", "maxChars"],
   z.strictObject({
     sessionKey: nonEmpty,
     agentId: agentId.optional(),
     limit: z.number().int().min(1).max(1000).optional(),
+    /** the previous page's nextCursor */
+    cursor: pageCursor.optional(),
     /** seq cursor: only rows with a smaller seq */
     before: z.number().int().min(1).optional(),
   }),
@@ -215,7 +219,12 @@ export const sessionsListParamsSchema = ignoring(
     "search",
     "archived",
   ],
-  z.strictObject({ limit: z.number().int().min(1).max(10000).optional(), agentId: agentId.optional() }),
+  z.strictObject({
+    limit: z.number().int().min(1).max(10000).optional(),
+    agentId: agentId.optional(),
+    /** the previous page's nextCursor */
+    cursor: pageCursor.optional(),
+  }),
 );
 
 /**

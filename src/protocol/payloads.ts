@@ -105,6 +105,8 @@ export interface SessionInfo {
 export interface SessionsListResult {
   sessions: SessionInfo[];
   count: number;
+  /** pass as `cursor` for the next page; absent on the last page */
+  nextCursor?: string;
 }
 
 export interface SessionsGetResult {
@@ -141,6 +143,8 @@ export interface ChatHistoryResult {
   messages: HistoryEntry[];
   /** pass as `before` to page further back; absent when there is nothing older */
   nextBefore?: number;
+  /** pass as `cursor` to page further back (it keeps to this reply's generation); absent when there is nothing older */
+  nextCursor?: string;
 }
 
 export interface ChatAbortResult {

@@ -8,6 +8,7 @@ import type {
   CompactionEntry,
   RunRecord,
   RunStatus,
+  SessionListPoint,
   SessionRecord,
   Store,
   TranscriptKind,
@@ -211,10 +212,20 @@ export class SqliteStore implements Store {
     this.prep(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key);
   }
 
-  listSessions(opts: { limit?: number; agentId?: string } = {}): SessionRecord[] {
-    const where = opts.agentId ? "WHERE agent_id = ?" : "";
-    const args: unknown[] = opts.agentId ? [opts.agentId] : [];
-    const rows = this.prep(`SELECT * FROM sessions ${where} ORDER BY updated_at DESC LIMIT ?`).all(
+  listSessions(opts: { limit?: number; agentId?: string; after?: SessionListPoint } = {}): SessionRecord[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (opts.agentId) {
+      where.push("agent_id = ?");
+      args.push(opts.agentId);
+    }
+    if (opts.after) {
+      // the list's own order: newest update first, then by key
+      where.push("(updated_at < ? OR (updated_at = ? AND key > ?))");
+      args.push(opts.after.updatedAt, opts.after.updatedAt, opts.after.key);
+    }
+    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const rows = this.prep(`SELECT * FROM sessions ${clause} ORDER BY updated_at DESC, key ASC LIMIT ?`).all(
       ...args,
       opts.limit ?? 1000,
     ) as Row[];

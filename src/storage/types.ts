@@ -5,6 +5,12 @@ import type { ChatMessage } from "../providers/types.js";
  * behind the same interface and checked by the same conformance suite (storage/store.conformance.ts).
  */
 
+/** Where a session listing stopped: the last session it returned. */
+export interface SessionListPoint {
+  updatedAt: number;
+  key: string;
+}
+
 export interface SessionRecord {
   key: string;
   sessionId: string;
@@ -75,7 +81,8 @@ export interface Store {
   /** creates the session if missing; returns the stored record */
   ensureSession(key: string, agentId: string, now: number): SessionRecord;
   updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): void;
-  listSessions(opts?: { limit?: number; agentId?: string }): SessionRecord[];
+  /** newest update first (ties by key); `after` continues a listing after that session */
+  listSessions(opts?: { limit?: number; agentId?: string; after?: SessionListPoint }): SessionRecord[];
   countSessions(): number;
   deleteSession(key: string): boolean;
   /** starts a new transcript generation (reset marker row in the old one); returns the new generation */

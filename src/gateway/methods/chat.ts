@@ -2,6 +2,7 @@ import { chatAbortParamsSchema, chatHistoryParamsSchema, chatSendParamsSchema } 
 import type { ChatAbortResult, ChatHistoryResult } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
+import { readHistoryPage } from "../history-page.js";
 import { acceptRun } from "./run-intake.js";
 
 const DEFAULT_HISTORY_LIMIT = 200;
@@ -47,29 +48,12 @@ export const chatHistoryMethod = defineMethod({
       reply.ok(empty);
       return;
     }
-    const limit = params.limit ?? DEFAULT_HISTORY_LIMIT;
-    // one row more than asked tells whether older rows exist
-    const rows = store.readTranscript(key, {
-      generation: session.generation,
-      limit: limit + 1,
-      beforeSeq: params.before,
+    const result = readHistoryPage(store, session, {
+      limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
+      cursor: params.cursor,
+      before: params.before,
+      maxBytes: gw.limits.maxPageBytes,
     });
-    const more = rows.length > limit;
-    const page = more ? rows.slice(1) : rows;
-    const result: ChatHistoryResult = {
-      sessionKey: key,
-      sessionId: session.sessionId,
-      generation: session.generation,
-      messages: page.map((r) => ({
-        seq: r.seq,
-        kind: r.kind,
-        createdAt: r.createdAt,
-        ...(r.runId !== undefined ? { runId: r.runId } : {}),
-        ...(r.message !== undefined ? { message: r.message } : {}),
-        ...(r.text !== undefined ? { text: r.text } : {}),
-      })),
-      ...(more && page.length > 0 ? { nextBefore: page[0].seq } : {}),
-    };
     reply.ok(result);
   },
 });

@@ -17,6 +17,10 @@ import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/
 import type { SessionRecord } from "../../storage/types.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
+import { readSessionsPage } from "../sessions-page.js";
+
+/** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
+const DEFAULT_LIST_LIMIT = 1000;
 
 export function sessionInfo(s: SessionRecord): SessionInfo {
   return {
@@ -82,11 +86,14 @@ export const sessionsListMethod = defineMethod({
   params: sessionsListParamsSchema,
   handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const sessions = gw.service.rt.store
-      .listSessions({ limit: params.limit, agentId: params.agentId })
-      .filter((s) => conn.access.canSeeSession(s.key))
-      .map(sessionInfo);
-    const result: SessionsListResult = { sessions, count: sessions.length };
+    const result: SessionsListResult = readSessionsPage(gw.service.rt.store, {
+      limit: params.limit ?? DEFAULT_LIST_LIMIT,
+      agentId: params.agentId,
+      cursor: params.cursor,
+      maxBytes: gw.limits.maxPageBytes,
+      canSee: (key) => conn.access.canSeeSession(key),
+      info: sessionInfo,
+    });
     reply.ok(result);
   },
 });

@@ -1,0 +1,93 @@
+/**
+ * One page of `chat.history`: the newest rows before a point, at most `limit` of them and no more than the page's
+ * byte budget, returned oldest first. Rows are read from the store in small batches, so a long transcript of big
+ * rows costs one page of memory, not the whole transcript.
+ */
+import { ErrorCodes } from "../protocol/frames.js";
+import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
+import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
+import { GatewayError } from "./errors.js";
+import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
+
+const KIND = "chat.history";
+/** rows read from the store at a time */
+const READ_BATCH = 32;
+
+type HistoryCursor = { s: string; g: number; b: number };
+
+export interface HistoryPageRequest {
+  limit: number;
+  cursor?: string;
+  /** the older seq cursor: rows of the current generation with a smaller seq */
+  before?: number;
+  maxBytes: number;
+}
+
+function toEntry(r: TranscriptRow): HistoryEntry {
+  return {
+    seq: r.seq,
+    kind: r.kind,
+    createdAt: r.createdAt,
+    ...(r.runId !== undefined ? { runId: r.runId } : {}),
+    ...(r.message !== undefined ? { message: r.message } : {}),
+    ...(r.text !== undefined ? { text: r.text } : {}),
+  };
+}
+
+/** Where the page starts: a cursor pins the generation it was made in, so a reset mid-paging does not mix them. */
+function startPoint(session: SessionRecord, req: HistoryPageRequest): { generation: number; before?: number } {
+  if (req.cursor !== undefined && req.before !== undefined) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: "params.cursor: pass cursor or before, not both",
+    });
+  }
+  if (req.cursor === undefined) return { generation: session.generation, before: req.before };
+  const c = decodeCursor<HistoryCursor>(KIND, req.cursor, { s: "string", g: "number", b: "number" });
+  if (c.s !== session.sessionId) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: `params.cursor: made for another session than "${session.key}" (or the session was deleted since); start again without a cursor`,
+    });
+  }
+  return { generation: c.g, before: c.b };
+}
+
+export function readHistoryPage(store: Store, session: SessionRecord, req: HistoryPageRequest): ChatHistoryResult {
+  const { generation, before } = startPoint(session, req);
+  const head = { sessionKey: session.key, sessionId: session.sessionId, generation };
+  const envelope = JSON.stringify({ ...head, messages: [], nextBefore: Number.MAX_SAFE_INTEGER });
+  const budget = new PageBudget(req.maxBytes, Buffer.byteLength(envelope) + CURSOR_ROOM_BYTES);
+  const picked: HistoryEntry[] = []; // newest first
+  let point = before;
+  let more = false;
+  while (picked.length < req.limit) {
+    const want = Math.min(req.limit - picked.length, READ_BATCH);
+    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
+    let full = false;
+    for (let i = rows.length - 1; i >= 0; i--) {
+      const entry = toEntry(rows[i]);
+      if (!budget.take(JSON.stringify(entry))) {
+        full = true;
+        break;
+      }
+      picked.push(entry);
+    }
+    if (full) {
+      more = true;
+      break;
+    }
+    if (rows.length < want) break;
+    point = rows[0].seq;
+  }
+  const oldest = picked.at(-1)?.seq;
+  if (!more && oldest !== undefined && picked.length === req.limit) {
+    more = store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest }).length > 0;
+  }
+  const page: ChatHistoryResult = { ...head, messages: picked.reverse() };
+  if (more && oldest !== undefined) {
+    page.nextBefore = oldest;
+    page.nextCursor = encodeCursor(KIND, { s: session.sessionId, g: generation, b: oldest });
+  }
+  return page;
+}
