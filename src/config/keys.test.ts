@@ -155,6 +155,18 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-runs.test.ts",
     "disconnects a client that stops reading while a fast one keeps receiving",
   ),
+  "gateway.preAuth.maxConnections": pin(
+    "test/e2e/gateway-preauth.test.ts",
+    "refuses unauthenticated connections above the total cap, whatever their address",
+  ),
+  "gateway.preAuth.maxConnectionsPerAddress": pin(
+    "test/e2e/gateway-preauth.test.ts",
+    "refuses unauthenticated connections above the per-address cap at once, with the reason; connecting frees a slot",
+  ),
+  "gateway.maxInFlightPerConnection": pin(
+    "test/e2e/gateway-amplification.test.ts",
+    "a connection's requests beyond maxInFlightPerConnection are refused as retryable while other clients are served",
+  ),
   "gateway.shutdownGraceMs": T.grace,
   "diagnostics.enabled": "rejected",
   "diagnostics.stuckSessionWarnMs": "rejected",

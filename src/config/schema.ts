@@ -161,6 +161,12 @@ export const configSchema = z.strictObject({
       tickIntervalMs: positiveInt.default(30000),
       maxPayload: positiveInt.default(25 * 1024 * 1024),
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
+      // connections that have not completed `connect`: above either cap new ones are closed at once (1013)
+      preAuth: z
+        .strictObject({ maxConnections: positiveInt.default(128), maxConnectionsPerAddress: positiveInt.default(32) })
+        .prefault({}),
+      // requests of one connection not answered yet (an `agent` request counts until its final answer)
+      maxInFlightPerConnection: positiveInt.default(256),
       shutdownGraceMs: nonNegativeInt.default(10000),
     })
     .prefault({}),
