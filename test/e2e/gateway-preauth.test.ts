@@ -108,6 +108,19 @@ describe("pre-auth memory", () => {
   });
 });
 
+describe("after connect", () => {
+  afterEach(() => removeTempDirs());
+
+  it("a connected client may send frames above 64 KiB, up to maxPayload", async () => {
+    const tg = await startTestGateway();
+    const peer = await connectedPeer(tg.url);
+    const res = await peer.call("health", { pad: "x".repeat(1024 * 1024) });
+    expect(res.ok).toBe(true);
+    peer.close();
+    await tg.gw.close();
+  });
+});
+
 describe("caps on unauthenticated connections", () => {
   let tg: TestGateway | undefined;
   const peers: RawPeer[] = [];
