@@ -179,6 +179,18 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-big-replies.test.ts",
     "a history page stops before gateway.maxPageBytes and its cursor continues where it stopped",
   ),
+  "gateway.preAuth.maxConnections": pin(
+    "test/e2e/gateway-preauth.test.ts",
+    "refuses unauthenticated connections above the total cap, whatever their address",
+  ),
+  "gateway.preAuth.maxConnectionsPerAddress": pin(
+    "test/e2e/gateway-preauth.test.ts",
+    "refuses unauthenticated connections above the per-address cap at once, with the reason; connecting frees a slot",
+  ),
+  "gateway.maxInFlightPerConnection": pin(
+    "test/e2e/gateway-amplification.test.ts",
+    "a connection's requests beyond maxInFlightPerConnection are refused as retryable while other clients are served",
+  ),
   "gateway.shutdownGraceMs": T.grace,
   "diagnostics.enabled": "rejected",
   "diagnostics.stuckSessionWarnMs": "rejected",

@@ -185,6 +185,12 @@ export const configSchema = z.strictObject({
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
       slowConsumerMs: nonNegativeInt.default(5000),
       maxPageBytes: positiveInt.default(2 * 1024 * 1024),
+      // connections that have not completed `connect`: above either cap new ones are closed at once (1013)
+      preAuth: z
+        .strictObject({ maxConnections: positiveInt.default(128), maxConnectionsPerAddress: positiveInt.default(32) })
+        .prefault({}),
+      // requests of one connection not answered yet (an `agent` request counts until its final answer)
+      maxInFlightPerConnection: positiveInt.default(256),
       shutdownGraceMs: nonNegativeInt.default(10000),
     })
     .prefault({}),

@@ -9,6 +9,7 @@ import {
   type RequestFrame,
   UNKNOWN_REQUEST_ID,
 } from "../protocol/frames.js";
+import { findLimitProblem } from "../protocol/limits.js";
 import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from "../protocol/params.js";
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
 import { ClientAccess } from "./access.js";
@@ -16,7 +17,9 @@ import { authenticate, grantScopes, hasScope, requiredScope } from "./auth.js";
 import { BackpressureMonitor } from "./backpressure.js";
 import { type EventSink, eventPrefix } from "./broadcast.js";
 import type { CallerConnection, GatewayContext, Reply } from "./context.js";
+import { errorFrameWithin, errorReplyBudget } from "./error-budget.js";
 import { toErrorShape } from "./errors.js";
+import { setMessageLimit } from "./message-limit.js";
 
 /** WebSocket close codes we use. */
 const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001 } as const;
@@ -44,17 +47,27 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly gw: GatewayContext;
   private readonly onClosed: (conn: GatewayConnection) => void;
   private readonly remote: string | undefined;
+  private readonly onAuthenticated: (() => void) | undefined;
+  /** requests dispatched and not answered yet */
+  private inFlight = 0;
   /** who connected, for the log lines; set by a successful `connect` */
   private peer: { client: string; mode: string; role: string } | undefined;
   /** why we closed the socket (the disconnect line's reason); unset means the client closed it */
   private closeCause: { reason: string; code: number } | undefined;
   private readonly backpressure: BackpressureMonitor;
 
-  constructor(ws: WebSocket, gw: GatewayContext, onClosed: (conn: GatewayConnection) => void, remote?: string) {
+  constructor(
+    ws: WebSocket,
+    gw: GatewayContext,
+    onClosed: (conn: GatewayConnection) => void,
+    remote?: string,
+    onAuthenticated?: () => void,
+  ) {
     this.ws = ws;
     this.gw = gw;
     this.onClosed = onClosed;
     this.remote = remote;
+    this.onAuthenticated = onAuthenticated;
     this.backpressure = new BackpressureMonitor({
       limitBytes: gw.limits.maxBufferedBytes,
       graceMs: gw.limits.slowConsumerMs,
@@ -66,10 +79,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
       this.markClosed();
     });
     // errors (oversized frame, reset by peer) are followed by "close", whose log line carries this as the reason
-    ws.on("error", (err) => {
-      this.closeCause ??= { reason: `socket error: ${err.message}`, code: CLOSE_ABNORMAL };
-      this.gw.logger.debug("socket error", { conn: this.connId, error: err.message });
-    });
+    ws.on("error", (err) => this.onSocketError(err));
     this.handshakeTimer = setTimeout(() => {
       this.closeCause = { reason: "handshake timeout", code: CLOSE.policy };
       this.close(CLOSE.policy, "connect timeout");
@@ -119,6 +129,21 @@ export class GatewayConnection implements EventSink, CallerConnection {
     return new Promise((resolve) => this.ws.once("close", () => resolve()));
   }
 
+  private onSocketError(err: Error): void {
+    const tooBig = (err as NodeJS.ErrnoException).code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";
+    if (tooBig && this.state === "handshake") {
+      // ws refused the frame from its header and sent 1009; the rest of it is not worth reading
+      this.closeCause = {
+        reason: `frame over ${this.gw.limits.preAuthMaxBytes} bytes before connect`,
+        code: CLOSE.tooBig,
+      };
+      this.terminate();
+      return;
+    }
+    this.closeCause ??= { reason: `socket error: ${err.message}`, code: CLOSE_ABNORMAL };
+    this.gw.logger.debug("socket error", { conn: this.connId, error: err.message });
+  }
+
   private logDisconnect(wsCode: number): void {
     const cause = this.closeCause;
     this.gw.logger.info("disconnect", {
@@ -165,17 +190,18 @@ export class GatewayConnection implements EventSink, CallerConnection {
     else this.ws.send(text, () => this.backpressure.afterFlush(this.ws.bufferedAmount));
   }
 
-  private respond(id: string, ok: boolean, payloadOrError: unknown): void {
-    const frame = ok
-      ? { type: "res", id, ok: true, payload: payloadOrError }
-      : { type: "res", id, ok: false, error: payloadOrError };
-    this.sendText(JSON.stringify(frame));
+  private respond(id: string, ok: boolean, payloadOrError: unknown, requestBytes = 0): void {
+    if (!ok) {
+      this.sendText(errorFrameWithin(id, payloadOrError as ErrorShape, errorReplyBudget(requestBytes)));
+      return;
+    }
+    this.sendText(JSON.stringify({ type: "res", id, ok: true, payload: payloadOrError }));
   }
 
-  private replyTo(id: string): Reply {
+  private replyTo(id: string, requestBytes: number): Reply {
     return {
       ok: (payload) => this.respond(id, true, payload),
-      error: (error) => this.respond(id, false, error),
+      error: (error) => this.respond(id, false, error, requestBytes),
     };
   }
 
@@ -191,32 +217,29 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === "closed") return;
     const preAuth = this.state === "handshake";
-    const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
-    if (preAuth && size > this.gw.limits.preAuthMaxBytes) {
-      this.refuse(
-        UNKNOWN_REQUEST_ID,
-        {
-          code: ErrorCodes.invalidRequest,
-          message: `frame of ${size} bytes before connect (limit ${this.gw.limits.preAuthMaxBytes})`,
-        },
-        CLOSE.tooBig,
-      );
-      return;
-    }
-    const bad = (id: string, message: string, details?: unknown) => {
-      const error: ErrorShape = { code: ErrorCodes.invalidRequest, message, ...(details ? { details } : {}) };
+    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    const bad = (id: string, message: string, details?: unknown, code: string = ErrorCodes.invalidRequest) => {
+      const error: ErrorShape = { code, message, ...(details ? { details } : {}) };
       if (preAuth) this.refuse(id, error);
-      else this.respond(id, false, error);
+      else this.respond(id, false, error, bytes.length);
     };
     if (isBinary) {
       bad(UNKNOWN_REQUEST_ID, "binary frames are not supported: send JSON text frames");
       return;
     }
-    const text = Buffer.isBuffer(data)
-      ? data.toString("utf8")
-      : Array.isArray(data)
-        ? Buffer.concat(data).toString("utf8")
-        : Buffer.from(data).toString("utf8");
+    // before JSON.parse: a frame built to be expensive to parse is refused after its first few kilobytes
+    const tooComplex = findLimitProblem(bytes);
+    if (tooComplex) {
+      const inParams = tooComplex.path.startsWith("frame.params");
+      bad(
+        tooComplex.id || UNKNOWN_REQUEST_ID,
+        `${tooComplex.path}: ${tooComplex.message}`,
+        undefined,
+        inParams ? ErrorCodes.invalidParams : ErrorCodes.invalidRequest,
+      );
+      return;
+    }
+    const text = bytes.toString("utf8");
     let raw: unknown;
     try {
       raw = JSON.parse(text);
@@ -243,7 +266,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
       bad(frame.id, "already connected: connect is only valid as the first frame");
       return;
     }
-    void this.dispatch(frame);
+    void this.dispatch(frame, bytes.length);
   }
 
   private handleConnect(frame: RequestFrame): void {
@@ -268,6 +291,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
     }
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = undefined;
+    setMessageLimit(this.ws, this.gw.limits.maxPayload);
+    this.onAuthenticated?.();
     const role = params.role ?? "operator";
     this.access = new ClientAccess(grantScopes(params.scopes, auth.grant.scopes), auth.grant);
     const hello: HelloOk = {
@@ -302,8 +327,26 @@ export class GatewayConnection implements EventSink, CallerConnection {
     });
   }
 
-  private async dispatch(frame: RequestFrame): Promise<void> {
-    const reply = this.replyTo(frame.id);
+  private async dispatch(frame: RequestFrame, requestBytes: number): Promise<void> {
+    const reply = this.replyTo(frame.id, requestBytes);
+    const limit = this.gw.limits.maxInFlightPerConnection;
+    if (this.inFlight >= limit) {
+      reply.error({
+        code: ErrorCodes.unavailable,
+        message: `${frame.method}: ${this.inFlight} requests of this connection are still unanswered (limit ${limit}); wait for their answers`,
+        retryable: true,
+      });
+      return;
+    }
+    this.inFlight++;
+    try {
+      await this.run(frame, reply);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async run(frame: RequestFrame, reply: Reply): Promise<void> {
     const method = this.gw.methods.get(frame.method);
     if (!method) {
       reply.error({

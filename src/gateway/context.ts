@@ -19,6 +19,7 @@ export interface GatewayLimits {
   tickIntervalMs: number;
   preAuthMaxBytes: number;
   handshakeTimeoutMs: number;
+  maxInFlightPerConnection: number;
 }
 
 /** What every connection and method handler shares: one per running gateway. */

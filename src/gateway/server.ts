@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
-import { WebSocketServer } from "../client/ws-lib.js";
+import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -19,6 +19,7 @@ import { GatewayConnection } from "./connection.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
+import { PreAuthAdmission } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 import { configuredTokenGrants } from "./token-grants.js";
@@ -100,6 +101,16 @@ function originAllowed(origin: string | undefined, tokenConfigured: boolean): bo
   }
 }
 
+/** "Try again later": the close code for a connection refused because too many others are still handshaking. */
+const CLOSE_TRY_AGAIN_LATER = 1013;
+
+function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: string): void {
+  logger.warn("connection refused", { remote, reason });
+  ws.close(CLOSE_TRY_AGAIN_LATER, reason);
+  // a peer that does not answer the close handshake must not keep the socket for ws's 30 s close timeout
+  setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
   let service = opts.service;
@@ -150,7 +161,9 @@ async function listen(
     tickIntervalMs: opts.tickIntervalMs ?? cfg.tickIntervalMs,
     preAuthMaxBytes: opts.preAuthMaxBytes ?? PRE_AUTH_MAX_BYTES,
     handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    maxInFlightPerConnection: cfg.maxInFlightPerConnection,
   };
+  const admission = new PreAuthAdmission(cfg.preAuth);
   const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
   const startedAt = clock.now();
   const version = loopgateVersion();
@@ -208,17 +221,27 @@ async function listen(
   });
   server.on("clientError", (_err, socket) => socket.destroy());
 
-  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxPayload });
+  // The pre-auth limit is what `ws` enforces while a frame arrives; `connect` raises it (message-limit.ts). Messages
+  // are emitted one per event-loop turn, so a connection that sends many frames at once takes turns with the others.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.preAuthMaxBytes,
+    allowSynchronousEvents: false,
+  });
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
     if (closing) return reject(socket, 503, "Service Unavailable");
     if (!originAllowed(req.headers.origin, tokens.required)) return reject(socket, 403, "Forbidden");
+    const remote = req.socket.remoteAddress ?? "unknown";
     wss.handleUpgrade(req, socket, head, (ws) => {
+      const admitted = admission.admit(remote);
+      if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
       const onClosed = (c: GatewayConnection) => {
+        admitted.release();
         connections.delete(c);
         broadcaster.remove(c);
       };
-      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress);
+      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, admitted.release);
       connections.add(conn);
     });
   });

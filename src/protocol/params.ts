@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { queueModes, thinkingLevels } from "./enums.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
+import { MAX_REPORTED_ISSUES } from "./limits.js";
 
 const nonEmpty = z.string().min(1);
 /** an opaque `nextCursor` from a paginated reply */
@@ -277,13 +278,27 @@ function formatPath(root: string, parts: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
-/** zod issues → `params.x: what is wrong`, one per field. */
-export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
+/**
+ * zod issues → `params.x: what is wrong`, one per field; at most `max` of them, and how many more there were.
+ * The cap matters: one object with a million unknown keys is a million issues.
+ */
+export function paramIssues(
+  error: z.ZodError,
+  root: string,
+  max = MAX_REPORTED_ISSUES,
+): { issues: ParamIssue[]; more: number } {
   const out: ParamIssue[] = [];
+  let more = 0;
   for (const issue of error.issues) {
     if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys)
+      const room = Math.max(0, max - out.length);
+      for (const key of issue.keys.slice(0, room))
         out.push({ path: formatPath(root, [...issue.path, key]), message: "unknown field" });
+      more += Math.max(0, issue.keys.length - room);
+      continue;
+    }
+    if (out.length >= max) {
+      more++;
       continue;
     }
     let message: string;
@@ -300,7 +315,7 @@ export function paramIssues(error: z.ZodError, root: string): ParamIssue[] {
     }
     out.push({ path: formatPath(root, issue.path), message });
   }
-  return out;
+  return { issues: out, more };
 }
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: ErrorShape };
@@ -313,13 +328,14 @@ export function parseParams<S extends z.ZodType>(schema: S, raw: unknown): Parse
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: string): ParseResult<z.output<S>> {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return { ok: true, value: result.data };
-  const issues = paramIssues(result.error, root);
+  const { issues, more } = paramIssues(result.error, root);
+  const listed = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
   return {
     ok: false,
     error: {
       code: ErrorCodes.invalidParams,
-      message: issues.map((i) => `${i.path}: ${i.message}`).join("; "),
-      details: { issues },
+      message: more ? `${listed}; and ${more} more` : listed,
+      details: more ? { issues, more } : { issues },
     },
   };
 }
