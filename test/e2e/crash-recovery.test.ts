@@ -1,54 +1,17 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../../dist/client/index.js";
+import { assertBuilt, scriptedConfig as config, spawnGateway } from "../fixtures/crash/gateway-process.js";
 
 // kill -9 the gateway while a slow turn runs and three messages wait behind it; after a restart on the same
 // state dir every message either ran or is reported — none vanished.
-const root = path.resolve(import.meta.dirname, "../..");
-const cli = path.join(root, "dist/cli/main.js");
-const fixtures = path.join(root, "test/fixtures/crash");
 const children: ChildProcess[] = [];
+const startGateway = (stateDir: string, configFile: string) => spawnGateway(stateDir, configFile, children);
 
-function config(dir: string, name: string, script: string): string {
-  const file = path.join(dir, `${name}.json5`);
-  fs.writeFileSync(
-    file,
-    JSON.stringify({
-      agents: { defaults: { model: { primary: "s/m" } } },
-      models: { providers: { s: { api: "scripted", script: path.join(fixtures, script) } } },
-      messages: { queue: { debounceMs: 0 } },
-    }),
-  );
-  return file;
-}
-
-function startGateway(stateDir: string, configFile: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [cli, "gateway", "--port", "0", "--config", configFile], {
-    env: { ...process.env, LOOPGATE_STATE_DIR: stateDir, HOME: stateDir },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out}`)), 15000);
-    child.stdout?.on("data", (d) => {
-      out += d;
-      const m = out.match(/ws:\/\/127\.0\.0\.1:\d+/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[0] });
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`gateway exited ${code}: ${out}`)));
-  });
-}
-
-beforeAll(() => {
-  if (!fs.existsSync(cli)) throw new Error("dist/cli/main.js is missing: run `npm run build` first");
-});
+beforeAll(assertBuilt);
 
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
