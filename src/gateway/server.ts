@@ -155,13 +155,17 @@ async function listen(
   broadcaster.attach(rt.bus);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
-  const health = (): HealthResult => ({
-    ok: true,
-    version,
-    uptimeMs: clock.now() - startedAt,
-    activeRuns: service.activeRunCount,
-    sessions: rt.store.countSessions(),
-  });
+  const health = (): HealthResult => {
+    const degraded = rt.store.storageFault?.();
+    return {
+      ok: !degraded,
+      ...(degraded ? { degraded } : {}),
+      version,
+      uptimeMs: clock.now() - startedAt,
+      activeRuns: service.activeRunCount,
+      sessions: rt.store.countSessions(),
+    };
+  };
 
   const gw: GatewayContext = {
     service,
