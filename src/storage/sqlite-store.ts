@@ -444,6 +444,15 @@ export class SqliteStore implements Store {
     );
   }
 
+  /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */
+  quickCheck(maxProblems: number): string[] {
+    const rows = this.db.pragma(`quick_check(${Math.max(1, Math.floor(maxProblems))})`) as Array<{
+      quick_check: string;
+    }>;
+    const problems = rows.map((r) => r.quick_check);
+    return problems.length === 1 && problems[0] === "ok" ? [] : problems;
+  }
+
   close(): void {
     if (this.db.open) this.db.close();
   }
