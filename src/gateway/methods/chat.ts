@@ -1,6 +1,7 @@
 import { chatAbortParamsSchema, chatHistoryParamsSchema, chatSendParamsSchema } from "../../protocol/params.js";
 import type { ChatAbortResult, ChatHistoryResult } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
+import { redactTranscriptRow } from "../../tools/redact-transcript.js";
 import { defineMethod } from "../context.js";
 import { acceptRun } from "./run-intake.js";
 import { requireVisible } from "./sessions.js";
@@ -46,11 +47,13 @@ export const chatHistoryMethod = defineMethod({
     }
     const limit = params.limit ?? DEFAULT_HISTORY_LIMIT;
     // one row more than asked tells whether older rows exist
-    const rows = store.readTranscript(key, {
-      generation: session.generation,
-      limit: limit + 1,
-      beforeSeq: params.before,
-    });
+    const rows = store
+      .readTranscript(key, {
+        generation: session.generation,
+        limit: limit + 1,
+        beforeSeq: params.before,
+      })
+      .map(redactTranscriptRow);
     const more = rows.length > limit;
     const page = more ? rows.slice(1) : rows;
     const result: ChatHistoryResult = {
