@@ -48,7 +48,7 @@ class SecretHandlingModel implements ModelProvider {
     } else {
       yield { type: "text_delta", delta: "saved it" };
     }
-    yield { type: "done", stopReason: step < 3 ? "toolUse" : "stop", usage };
+    yield { type: "done", stopReason: step < 3 ? "tool_calls" : "stop", usage };
   }
 }
 
