@@ -2,11 +2,13 @@ import { loadConfig, resolveSecretRef } from "../config/index.js";
 import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { createGatewayLogger, type GatewayLogFlags } from "./gateway-logging.js";
+import { resolveGatewayToken, tokenFlagWarning } from "./gateway-token.js";
 
 export interface GatewayCliOptions extends GatewayLogFlags {
   port?: string;
   bind?: string;
   token?: string;
+  tokenFile?: string;
   config?: string;
 }
 
@@ -37,12 +39,18 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   const port = resolveGatewayPort(opts.port, process.env, gcfg.port);
   const bind = opts.bind ?? gcfg.bind;
   const host = resolveBindHost(bind);
-  const token = opts.token || resolveSecretRef(gcfg.auth.token, "gateway.auth.token");
+  const token = resolveGatewayToken({
+    flag: opts.token,
+    file: opts.tokenFile,
+    env: process.env,
+    config: resolveSecretRef(gcfg.auth.token, "gateway.auth.token"),
+  });
   if (!isLoopbackHost(host) && !token && gcfg.auth.tokens.length === 0) {
     throw new CliError(
-      `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token (or gateway.auth.tokens)${loaded.file ? ` in ${loaded.file}` : ""} or pass --token`,
+      `refusing to bind ${host} (--bind ${bind}) without authentication: set gateway.auth.token (or gateway.auth.tokens)${loaded.file ? ` in ${loaded.file}` : ""}, set LOOPGATE_GATEWAY_TOKEN, or pass --token-file PATH (or --token)`,
     );
   }
+  if (opts.token && !isLoopbackHost(host)) process.stderr.write(`${tokenFlagWarning(host)}\n`);
   // Signals are caught from here on: a SIGTERM that lands while the gateway is still starting (a supervisor
   // restarting it) must still drain and exit 0, not kill the process by the default action.
   let stopSignal: NodeJS.Signals | undefined;

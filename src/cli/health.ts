@@ -25,9 +25,12 @@ export function formatUptime(ms: number): string {
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
 export function formatHealth(url: string, h: HealthResult, color: boolean): string {
-  const { green } = painter(color);
+  const { green, red } = painter(color);
+  const state = h.degraded
+    ? red(`degraded: ${h.degraded.reason} (${h.degraded.code}) in ${h.degraded.stateDir}`)
+    : green("ok");
   return [
-    `gateway ${url} ${green("ok")}`,
+    `gateway ${url} ${state}`,
     `loopgate ${h.version}`,
     `up ${formatUptime(h.uptimeMs)}`,
     plural(h.activeRuns, "active run"),

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import fs from "node:fs";
 import module from "node:module";
 import path from "node:path";
 import { resolveStateDir } from "../config/state-dir.js";
@@ -8,7 +9,10 @@ import { resolveStateDir } from "../config/state-dir.js";
 // compiling. It must be enabled before the program's modules are imported, hence this small entry and the dynamic
 // import below. A cache that cannot be written (read-only home, full disk) only costs speed: the status is ignored.
 try {
-  module.enableCompileCache?.(path.join(resolveStateDir(), "cache", "compile"));
+  const stateDir = resolveStateDir();
+  // made here, 0700, before Node's cache makes it with the umask's mode: transcripts and keys end up inside
+  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  module.enableCompileCache?.(path.join(stateDir, "cache", "compile"));
 } catch {
   // never let a cache problem stop the CLI
 }

@@ -145,7 +145,11 @@ program
   .description("run the gateway: WebSocket RPC + HTTP on one port")
   .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")
   .option("--bind <mode>", "loopback (default), lan, or a host address")
-  .option("--token <token>", "require this token from clients (default gateway.auth.token)")
+  .option(
+    "--token <token>",
+    "require this token from clients (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token); visible in ps",
+  )
+  .option("--token-file <path>", "require the token stored in this file (one line) from clients")
   .option("--config <path>", "config file")
   .option("--verbose", "log debug lines too (each RPC call); default level LOOPGATE_LOG_LEVEL or info")
   .option("--log-format <format>", "text (default, or LOOPGATE_LOG_FORMAT) or json: one JSON object per line")

@@ -2,6 +2,7 @@ import { loadConfig } from "../config/index.js";
 import { normalizeSessionKey } from "../session/keys.js";
 import { openStore } from "../storage/sqlite-store.js";
 import type { SessionRecord, TranscriptRow } from "../storage/types.js";
+import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { CliError } from "./exit-codes.js";
 import { formatLocalTime } from "./local-time.js";
 
@@ -83,7 +84,7 @@ export function sessionsShow(key: string, opts: { config?: string; json?: boolea
     const s = store.getSession(normalized);
     if (!s) throw new CliError(`no session "${normalized}" (see: loopgate sessions list)`, 1);
     const limit = parseLimit(opts.limit, undefined);
-    const rows = store.readTranscript(normalized, { limit });
+    const rows = store.readTranscript(normalized, { limit }).map(redactTranscriptRow);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ session: sessionForJson(s), transcript: rows }, null, 2)}\n`);
       return 0;

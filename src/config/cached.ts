@@ -65,9 +65,10 @@ function cacheKey(file: string | undefined, text: string | undefined): string | 
 
 function writeCache(cacheFile: string, text: string): void {
   try {
-    fs.mkdirSync(path.dirname(cacheFile), { recursive: true });
+    // the cached config may hold provider keys: the state dir and the cache are the owner's alone
+    fs.mkdirSync(path.dirname(cacheFile), { recursive: true, mode: 0o700 });
     const tmp = `${cacheFile}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, text);
+    fs.writeFileSync(tmp, text, { mode: 0o600 });
     fs.renameSync(tmp, cacheFile);
     // keep the few newest entries (one per config text seen): editing the config must not grow the folder
     const dir = path.dirname(cacheFile);

@@ -100,6 +100,10 @@ const T = {
     "src/agent/run/compaction-death-spiral.test.ts",
     "a summarizer that returns more than its input ends the run with context_length after at most 3 attempts",
   ),
+  quickCheck: pin(
+    "test/e2e/storage-corruption.test.ts",
+    "storage.quickCheckOnStart: false skips the check (for huge stores), so the same file starts",
+  ),
 };
 
 const audit: Record<string, Audit> = {
@@ -141,6 +145,7 @@ const audit: Record<string, Audit> = {
   "session.writeLock.acquireTimeoutMs": T.lock,
   "session.runResults.maxAgeHours": T.prune,
   "session.runResults.maxCount": T.pruneCount,
+  "storage.quickCheckOnStart": T.quickCheck,
   "messages.queue.mode": T.queueMode,
   "messages.queue.byChannel": T.queueMode,
   "messages.queue.debounceMs": T.debounce,

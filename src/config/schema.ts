@@ -168,6 +168,8 @@ export const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  /** the gateway's start checks the database's pages (PRAGMA quick_check); a huge store may skip it */
+  storage: z.strictObject({ quickCheckOnStart: z.boolean().default(true) }).prefault({}),
   messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),
   gateway: z
     .strictObject({

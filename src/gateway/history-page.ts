@@ -3,9 +3,11 @@
  * byte budget, returned oldest first. Rows are read from the store in small batches, so a long transcript of big
  * rows costs one page of memory, not the whole transcript.
  */
+
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
 import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
+import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { GatewayError } from "./errors.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
 
@@ -66,7 +68,8 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
     const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
-      const entry = toEntry(rows[i]);
+      // the same masking as events; the byte budget counts what is actually sent
+      const entry = toEntry(redactTranscriptRow(rows[i]));
       if (!budget.take(JSON.stringify(entry))) {
         full = true;
         break;

@@ -11,7 +11,7 @@ import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
-import { openStore } from "../storage/sqlite-store.js";
+import { CorruptDatabaseError, openCheckedStore } from "../storage/integrity.js";
 import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
@@ -117,7 +117,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = openStore(opts.stateDir);
+    ownedStore = openGatewayStore(opts.stateDir, opts.config.storage.quickCheckOnStart);
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -132,6 +132,16 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     return await listen(service, opts, ownedStore);
   } catch (err) {
     ownedStore?.close();
+    throw err;
+  }
+}
+
+/** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
+function openGatewayStore(stateDir: string, quickCheck: boolean): Store {
+  try {
+    return openCheckedStore(stateDir, { quickCheck });
+  } catch (err) {
+    if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
   }
 }
@@ -174,13 +184,17 @@ async function listen(
   broadcaster.attach(rt.bus);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
-  const health = (): HealthResult => ({
-    ok: true,
-    version,
-    uptimeMs: clock.now() - startedAt,
-    activeRuns: service.activeRunCount,
-    sessions: rt.store.countSessions(),
-  });
+  const health = (): HealthResult => {
+    const degraded = rt.store.storageFault?.();
+    return {
+      ok: !degraded,
+      ...(degraded ? { degraded } : {}),
+      version,
+      uptimeMs: clock.now() - startedAt,
+      activeRuns: service.activeRunCount,
+      sessions: rt.store.countSessions(),
+    };
+  };
 
   const gw: GatewayContext = {
     service,

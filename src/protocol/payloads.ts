@@ -76,8 +76,19 @@ export interface ShutdownEvent {
   restartExpectedMs?: number;
 }
 
+/** Why the gateway serves with limits: its store cannot write (new input is refused until it can again). */
+export interface HealthDegraded {
+  reason: "storage full";
+  /** the SQLite error code behind it: SQLITE_FULL, SQLITE_IOERR_WRITE, ... */
+  code: string;
+  stateDir: string;
+  since: number;
+}
+
 export interface HealthResult {
-  ok: true;
+  /** false while degraded */
+  ok: boolean;
+  degraded?: HealthDegraded;
   version: string;
   uptimeMs: number;
   activeRuns: number;

@@ -16,6 +16,12 @@ export function scheduleNext(ctx: QueueContext, s: SessionState, due: (s: Sessio
   const wait = s.immediate ? 0 : Math.max(0, quietUntil - clock.now());
   s.timer = clock.setTimeout(() => {
     s.timer = undefined;
-    due(s);
+    try {
+      due(s);
+    } catch (err) {
+      // a store that cannot write (disk full) must not kill the process from a timer; what did not start stays
+      // queued in the store and runs after the next start
+      process.emitWarning(`session ${s.key}: the next turn could not start: ${(err as Error)?.message ?? String(err)}`);
+    }
   }, wait);
 }

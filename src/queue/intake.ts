@@ -1,6 +1,7 @@
 import { currentProcessIdentity } from "../infra/process-liveness.js";
 import type { AgentRequest, Receipt } from "../protocol/run.js";
 import { normalizeSessionKey } from "../session/keys.js";
+import { StorageUnavailableError } from "../storage/storage-fault.js";
 import type { RunRecord } from "../storage/types.js";
 import { QueueFullError, RunParamError, ServiceDrainingError } from "./errors.js";
 import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
@@ -26,6 +27,7 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun
   const existing = ctx.deps.store.getRun(req.idempotencyKey);
   if (existing) return existingAnswer(existing);
   if (ctx.draining) throw new ServiceDrainingError();
+  refuseWhileStorageFails(ctx);
   const { sessionKey, full } = resolveRequest(ctx, req);
   const acceptedAt = ctx.deps.clock.now();
   const state = ctx.sessions.get(sessionKey);
@@ -40,6 +42,12 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun
   ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
   enqueue(ctx, s, run, route);
   return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
+}
+
+/** A store that cannot write would lose the message or fail its run half way: refused, retryable, until it can. */
+function refuseWhileStorageFails(ctx: QueueContext): void {
+  const fault = ctx.deps.store.storageFault?.();
+  if (fault) throw new StorageUnavailableError(fault);
 }
 
 /** The same idempotency key again: the first answer, and nothing new runs. */

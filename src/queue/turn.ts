@@ -22,11 +22,23 @@ export function launchTurn(
   void (async () => {
     const outcome = await runHost(ctx, turn, turnSpec(ctx, turn, message, controller.signal));
     turn.steerable = false;
-    recordOutcome(ctx, turn, outcome);
-    s.active = undefined;
-    requeueLateSteers(ctx, s, turn);
-    ctx.schedule(s);
-  })();
+    try {
+      recordOutcome(ctx, turn, outcome);
+    } finally {
+      // even when the store refused the outcome, the session must not stay blocked behind this turn
+      s.active = undefined;
+      requeueLateSteers(ctx, s, turn);
+      ctx.schedule(s);
+    }
+  })().catch((err) => reportUnrecorded(err));
+}
+
+/**
+ * The end of a turn could not be written (the disk is full): the records stay `running`, and the next start's
+ * recovery records them as failed. Nothing else can be done here, and the process must not die of it.
+ */
+function reportUnrecorded(err: unknown): void {
+  process.emitWarning(`a turn's end could not be recorded: ${(err as Error)?.message ?? String(err)}`);
 }
 
 /** The run port's argument: the host's options, plus the hooks through which the turn reports back. */
@@ -106,14 +118,31 @@ function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult):
     error: outcome.error?.message,
   };
   const mergedFinal = (m: LiveRun) => ({ ...final, runId: m.runId, mergedInto: host.runId });
+  try {
+    ctx.deps.store.transaction(() => {
+      ctx.deps.store.updateRun(host.runId, { ...record, result: final as unknown as Record<string, unknown> });
+      for (const m of merged) {
+        ctx.deps.store.updateRun(m.runId, { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> });
+      }
+    });
+  } catch (err) {
+    recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
+  } finally {
+    // waiters get the outcome either way; an unrecorded one is failed by the next start's recovery
+    finishRun(ctx, host, final);
+    for (const m of merged) finishRun(ctx, m, mergedFinal(m));
+  }
+}
+
+/**
+ * The outcome did not fit (the disk is full): a record without the result needs no new space in most cases, so
+ * the runs are at least recorded as failed with the reason. If even that fails, the error goes up.
+ */
+function recordFailedWithoutResult(ctx: QueueContext, runs: LiveRun[], endedAt: number, cause: unknown): void {
+  const error = (cause as Error)?.message ?? String(cause);
   ctx.deps.store.transaction(() => {
-    ctx.deps.store.updateRun(host.runId, { ...record, result: final as unknown as Record<string, unknown> });
-    for (const m of merged) {
-      ctx.deps.store.updateRun(m.runId, { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> });
-    }
+    for (const r of runs) ctx.deps.store.updateRun(r.runId, { status: "error", endedAt, stopReason: "error", error });
   });
-  finishRun(ctx, host, final);
-  for (const m of merged) finishRun(ctx, m, mergedFinal(m));
 }
 
 /** Steered too late: the run could no longer take them, so they become followups, first in line. */

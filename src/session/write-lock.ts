@@ -417,7 +417,7 @@ async function tryCreate(lockPath: string, resolved: string, payload: WriteLockP
     if (errnoCode(err) === "EEXIST") return false;
     if (errnoCode(err) !== "ENOENT") throw err;
     // the directory went away since we first made it (state dir wiped): make it again, once
-    fs.mkdirSync(path.dirname(lockPath), { recursive: true });
+    fs.mkdirSync(path.dirname(lockPath), { recursive: true, mode: 0o700 });
     try {
       fd = fs.openSync(lockPath, "wx");
     } catch (again) {

@@ -3,7 +3,9 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { ChatMessage } from "../providers/types.js";
+import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations } from "./migrations.js";
+import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
   CompactionEntry,
   RunRecord,
@@ -100,10 +102,18 @@ export class SqliteStore implements Store {
   readonly file: string;
   private readonly db: Database.Database;
   private readonly stmts;
+  /** notes SQLITE_FULL / SQLITE_IOERR on writes and tells when writing works again */
+  readonly faults: StorageFaultMonitor;
 
   constructor(file: string) {
     this.file = file;
-    if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+    // transcripts hold what tools returned: the state dir is the owner's alone, the files too (SQLite gives -wal
+    // and -shm the main file's mode)
+    if (file !== ":memory:") {
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      secureDatabaseFiles(file);
+    }
+    this.faults = new StorageFaultMonitor(path.dirname(file), () => this.probeWrite());
     this.db = new Database(file);
     // busy_timeout first: switching a new file to WAL and migrating it need locks another process may hold
     this.db.pragma("busy_timeout = 5000");
@@ -178,7 +188,26 @@ export class SqliteStore implements Store {
 
   transaction<T>(fn: () => T): T {
     this.runner ??= this.db.transaction((inner: () => unknown) => inner());
-    return this.runner.immediate(fn) as T;
+    const runner = this.runner;
+    return this.faults.guard(() => runner.immediate(fn) as T);
+  }
+
+  storageFault(): StorageFault | undefined {
+    return this.faults.current();
+  }
+
+  /**
+   * Allocates and frees 64 KiB in one commit: it fails with SQLITE_FULL while the file cannot grow (or the WAL
+   * cannot be appended to), like a run's next transcript row would. The table is dropped in the same commit.
+   */
+  private probeWrite(): void {
+    this.db
+      .transaction(() => {
+        this.db.exec("CREATE TABLE IF NOT EXISTS loopgate_storage_probe (b BLOB)");
+        this.db.prepare("INSERT INTO loopgate_storage_probe VALUES (zeroblob(65536))").run();
+        this.db.exec("DROP TABLE loopgate_storage_probe");
+      })
+      .immediate();
   }
 
   getSession(key: string): SessionRecord | undefined {
@@ -195,7 +224,7 @@ export class SqliteStore implements Store {
     // read first: an INSERT OR IGNORE that inserts nothing still costs a write transaction and its commit
     const existing = this.getSession(key);
     if (existing) return existing;
-    this.stmts.insertSession.run(key, randomUUID(), agentId, now, now);
+    this.faults.guard(() => this.stmts.insertSession.run(key, randomUUID(), agentId, now, now));
     return this.getSession(key)!;
   }
 
@@ -209,7 +238,7 @@ export class SqliteStore implements Store {
       values.push(v ?? null);
     }
     if (sets.length === 0) return;
-    this.prep(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key);
+    this.faults.guard(() => this.prep(`UPDATE sessions SET ${sets.join(", ")} WHERE key = ?`).run(...values, key));
   }
 
   listSessions(opts: { limit?: number; agentId?: string; after?: SessionListPoint } = {}): SessionRecord[] {
@@ -367,6 +396,10 @@ export class SqliteStore implements Store {
   }
 
   createRun(run: RunRecord): void {
+    this.faults.guard(() => this.insertRun(run));
+  }
+
+  private insertRun(run: RunRecord): void {
     this.stmts.insertRun.run(
       run.runId,
       run.sessionKey,
@@ -397,7 +430,7 @@ export class SqliteStore implements Store {
       values.push(v === undefined || v === null ? null : jsonRunColumns.has(k) ? JSON.stringify(v) : v);
     }
     if (sets.length === 0) return;
-    this.prep(`UPDATE runs SET ${sets.join(", ")} WHERE run_id = ?`).run(...values, runId);
+    this.faults.guard(() => this.prep(`UPDATE runs SET ${sets.join(", ")} WHERE run_id = ?`).run(...values, runId));
   }
 
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[] {
@@ -420,6 +453,15 @@ export class SqliteStore implements Store {
       () =>
         this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
     );
+  }
+
+  /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */
+  quickCheck(maxProblems: number): string[] {
+    const rows = this.db.pragma(`quick_check(${Math.max(1, Math.floor(maxProblems))})`) as Array<{
+      quick_check: string;
+    }>;
+    const problems = rows.map((r) => r.quick_check);
+    return problems.length === 1 && problems[0] === "ok" ? [] : problems;
   }
 
   close(): void {

@@ -1,4 +1,5 @@
 import type { ChatMessage } from "../providers/types.js";
+import type { StorageFault } from "./storage-fault.js";
 
 /**
  * The storage interface. SQLite (embedded, WAL) implements it today; a Postgres backend for scale-out is planned
@@ -76,6 +77,11 @@ export interface RunRecord {
 
 export interface Store {
   readonly kind: string;
+  /**
+   * Why writes fail right now (the disk is full, the device fails), or undefined when the store can write. A store
+   * that knows no such state need not implement it.
+   */
+  storageFault?(): StorageFault | undefined;
   getSession(key: string): SessionRecord | undefined;
   getSessionById(sessionId: string): SessionRecord | undefined;
   /** creates the session if missing; returns the stored record */

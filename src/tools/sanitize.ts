@@ -194,8 +194,9 @@ const SECRET_RULES: Rule[] = [
   { pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, replace: REDACTED },
   { pattern: /\bhf_[A-Za-z0-9]{30,}/g, replace: REDACTED },
   { pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, replace: REDACTED },
-  // user:password@host in URLs: only the password goes.
-  { pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+(?=@)/gi, replace: `$1${REDACTED}` },
+  // user:password@host in URLs: only the password goes. The scheme starts where a run of scheme characters does
+  // (not at every `\b` inside `a-b-c…`, which costs O(n²) on a long run).
+  { pattern: /((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+(?=@)/gi, replace: `$1${REDACTED}` },
   // Header values: `Authorization: Bearer x`, `Cookie: a=b`, also inside curl -H "..." strings.
   {
     pattern: /(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest)\s+)?)[^\s"',;]+/gi,
@@ -220,10 +221,11 @@ const SECRET_RULES: Rule[] = [
     pattern: /(\s--?[a-z0-9-]*(?:password|passwd|token|secret|api-?key)(?:=|\s+))("[^"]*"|'[^']*'|[^\s"']+)/gi,
     replace: (_m, prefix, value) => keepQuotes(prefix, value),
   },
-  // Quoted JSON/YAML-ish pairs inside text: `"apiKey": "..."`.
+  // Quoted JSON/YAML-ish pairs inside text: `"apiKey": "..."`. The name starts where a run of name characters
+  // starts: tried from every position inside a long run, the match would cost O(n²) on one long word.
   {
     pattern:
-      /(["']?[A-Za-z0-9_-]*(?:api_?key|apiKey|token|Token|secret|Secret|password|Password)["']?\s*:\s*)("[^"]*"|'[^']*')/g,
+      /((?<![A-Za-z0-9_-])["']?[A-Za-z0-9_-]*(?:api_?key|apiKey|token|Token|secret|Secret|password|Password)["']?\s*:\s*)("[^"]*"|'[^']*')/g,
     replace: (_m, prefix, value) => keepQuotes(prefix, value),
   },
 ];
