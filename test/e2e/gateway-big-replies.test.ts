@@ -5,7 +5,7 @@
  * Events stream during the paging: ticks every millisecond and a run in another session.
  */
 import net from "node:net";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/storage/sqlite-store.js";
 import {
   connectedPeer,
@@ -13,27 +13,16 @@ import {
   type Frame,
   isLifecycleEnd,
   RawPeer,
-  removeTempDirs,
-  startTestGateway,
-  type TestGateway,
   TestProvider,
   tempStateDir,
+  useTestGateways,
   WAIT_MS,
 } from "../fixtures/gateway/harness.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-const running: TestGateway[] = [];
-async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
-  const g = await startTestGateway(opts);
-  running.push(g);
-  return g;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 async function waitUntil(check: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + WAIT_MS;

@@ -4,29 +4,14 @@
  * loopback port; the state lives in a temp dir.
  */
 import http from "node:http";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GatewayRequestError } from "../../src/client/errors.js";
 import { GatewayClient } from "../../src/client/gateway-client.js";
 import { createDeviceIdentity } from "../../src/protocol/device.js";
 import { GATEWAY_EVENTS, GATEWAY_METHODS } from "../../src/protocol/frames.js";
-import {
-  connectedPeer,
-  RawPeer,
-  removeTempDirs,
-  startTestGateway,
-  type TestGateway,
-} from "../fixtures/gateway/harness.js";
+import { connectedPeer, RawPeer, startTestGateway, useTestGateways } from "../fixtures/gateway/harness.js";
 
-const running: TestGateway[] = [];
-async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
-  const g = await startTestGateway(opts);
-  running.push(g);
-  return g;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 function httpGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

@@ -4,7 +4,7 @@
  * TestProvider: its turns wait on gates the test opens, so nothing here depends on timing.
  */
 import net from "node:net";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../../src/client/gateway-client.js";
 import type { AgentEventPayload, ChatEventPayload } from "../../src/protocol/payloads.js";
 import {
@@ -13,25 +13,14 @@ import {
   type Frame,
   isLifecycleEnd,
   RawPeer,
-  removeTempDirs,
   runEvents,
-  startTestGateway,
-  type TestGateway,
   TestProvider,
   type TestTurn,
+  useTestGateways,
   WAIT_MS,
 } from "../fixtures/gateway/harness.js";
 
-const running: TestGateway[] = [];
-async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
-  const g = await startTestGateway(opts);
-  running.push(g);
-  return g;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 /** A provider whose turns are handed out by the test, one per model call. */
 function scripted(turns: TestTurn[]): TestProvider {

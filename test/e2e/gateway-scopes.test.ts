@@ -4,29 +4,19 @@
  * inside the sessions its token grants; operator.read / operator.admin see every run of their granted sessions.
  */
 import { createHash } from "node:crypto";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   connectedPeer,
   type Deferred,
   deferred,
   isLifecycleEnd,
   RawPeer,
-  removeTempDirs,
-  startTestGateway,
   type TestGateway,
   TestProvider,
+  useTestGateways,
 } from "../fixtures/gateway/harness.js";
 
-const running: TestGateway[] = [];
-async function gateway(opts: Parameters<typeof startTestGateway>[0] = {}): Promise<TestGateway> {
-  const g = await startTestGateway(opts);
-  running.push(g);
-  return g;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 /** Every model call waits on the gate of its message text ("hold:<name>"); other messages answer at once. */
 function gatedProvider(gates: Map<string, Deferred>): TestProvider {
