@@ -3,22 +3,17 @@
  * PRAGMA max_page_count on the gateway's own connection) must not take the process down.
  */
 import type Database from "better-sqlite3";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   connectedPeer,
   deferred,
   isLifecycleEnd,
-  removeTempDirs,
-  startTestGateway,
   type TestGateway,
   TestProvider,
+  useTestGateways,
 } from "../fixtures/gateway/harness.js";
 
-const running: TestGateway[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 /** The gateway's own connection: max_page_count is a per-connection limit, so it must be set there. */
 function dbOf(g: TestGateway): Database.Database {
@@ -41,8 +36,7 @@ const big = (n: number) => "x".repeat(n);
 
 describe("a full disk kills the gateway (simulated with max_page_count)", () => {
   it("new input is refused as retryable 'storage full' naming the state dir, health says degraded, and it recovers", async () => {
-    const g = await startTestGateway();
-    running.push(g);
+    const g = await gateway();
     const peer = await connectedPeer(g.url);
     const first = await peer.call("agent", { message: "warm up", idempotencyKey: "warm" });
     await peer.seen(isLifecycleEnd(String(first.payload?.runId)), "the warm-up run's end");
@@ -78,8 +72,7 @@ describe("a full disk kills the gateway (simulated with max_page_count)", () => 
     const provider = new TestProvider((_req, i) =>
       i === 0 ? { before: ["partial "], gate: gate.promise, after: [big(300_000)] } : { before: ["later"] },
     );
-    const g = await startTestGateway({ provider });
-    running.push(g);
+    const g = await gateway({ provider });
     const peer = await connectedPeer(g.url);
     const accepted = await peer.call("agent", { message: "go", idempotencyKey: "inflight" });
     const runId = String(accepted.payload?.runId);

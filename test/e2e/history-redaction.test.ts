@@ -7,26 +7,15 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../../src/providers/types.js";
 import { SqliteStore } from "../../src/storage/sqlite-store.js";
-import {
-  connectedPeer,
-  isLifecycleEnd,
-  removeTempDirs,
-  startTestGateway,
-  type TestGateway,
-  tempStateDir,
-} from "../fixtures/gateway/harness.js";
+import { connectedPeer, isLifecycleEnd, tempStateDir, useTestGateways } from "../fixtures/gateway/harness.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const cli = path.join(root, "dist", "cli", "main.js");
 
-const running: TestGateway[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 const TOKEN = `ghp_${"A1b2C3d4E5".repeat(4)}`;
 const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 };
@@ -56,11 +45,10 @@ describe("chat.history returns tool secrets in clear", () => {
   it("chat.history masks tool-argument and tool-result secrets as events do; the model saw the real values", async () => {
     const model = new SecretHandlingModel();
     const workspace = tempStateDir();
-    const g = await startTestGateway({
+    const g = await gateway({
       provider: model as unknown as never,
       config: { agents: { defaults: { model: { primary: "t/m" }, workspace } } },
     });
-    running.push(g);
     const peer = await connectedPeer(g.url);
     const accepted = await peer.call("agent", { message: "store my token", idempotencyKey: "secret-run" });
     await peer.seen(isLifecycleEnd(String(accepted.payload?.runId)), "the run's end");

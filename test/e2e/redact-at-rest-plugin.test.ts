@@ -6,25 +6,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../../src/providers/types.js";
-import {
-  connectedPeer,
-  isLifecycleEnd,
-  removeTempDirs,
-  startTestGateway,
-  type TestGateway,
-  tempStateDir,
-} from "../fixtures/gateway/harness.js";
+import { connectedPeer, isLifecycleEnd, tempStateDir, useTestGateways } from "../fixtures/gateway/harness.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const plugin = path.join(root, "examples", "plugins", "redact-at-rest.mjs");
 
-const running: TestGateway[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.gw.close()));
-});
-afterAll(() => removeTempDirs());
+const gateway = useTestGateways();
 
 const ACME = `acme_${"Zx9".repeat(8)}`;
 const GITHUB = `ghp_${"Q7w".repeat(12)}`;
@@ -52,7 +41,7 @@ describe("tool results are stored with their secrets in clear", () => {
     const workspace = tempStateDir();
     fs.writeFileSync(path.join(workspace, ".env"), `GITHUB_TOKEN=${GITHUB}\nACME_LINK=${ACME}\nPORT=8080\n`);
     const model = new EnvReader();
-    const g = await startTestGateway({
+    const g = await gateway({
       provider: model as unknown as never,
       config: {
         agents: { defaults: { model: { primary: "t/m" }, workspace } },
@@ -62,7 +51,6 @@ describe("tool results are stored with their secrets in clear", () => {
         },
       },
     });
-    running.push(g);
     await g.gw.service.rt.init();
     const peer = await connectedPeer(g.url);
     const accepted = await peer.call("agent", { message: "what is in .env?", idempotencyKey: "env-run" });
