@@ -4,7 +4,7 @@
  * maxBufferedBytes for gateway.slowConsumerMs, not because one large frame is still on its way to it.
  * Events stream during the paging: ticks every millisecond and a run in another session.
  */
-import net from "node:net";
+
 import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/storage/sqlite-store.js";
 import {
@@ -12,7 +12,8 @@ import {
   deferred,
   type Frame,
   isLifecycleEnd,
-  RawPeer,
+  pausablePeer,
+  type RawPeer,
   TestProvider,
   tempStateDir,
   useTestGateways,
@@ -109,21 +110,15 @@ describe("big replies", () => {
       config: { gateway: { maxBufferedBytes: MiB, slowConsumerMs: 200 } },
       gateway: { tickIntervalMs: 1 },
     });
-    let socket: net.Socket | undefined;
-    const slow = new RawPeer(url, {
-      createConnection: (opts: net.NetConnectOpts) => {
-        socket = net.connect(opts);
-        return socket;
-      },
-    } as object);
+    const { peer: slow, socket } = pausablePeer(url);
     await slow.opened;
     await slow.connect();
     const fast = await connectedPeer(url);
-    socket!.pause();
+    socket().pause();
     // four 2 MiB pages of history nobody reads, more than the kernel buffers hold; the ticks keep coming
     for (let i = 0; i < 4; i++) slow.send("chat.history", { sessionKey: "big", limit: 40 });
     await waitUntil(() => gw.connectionCount === 1, "the slow client is dropped");
-    socket!.resume();
+    socket().resume();
     expect((await slow.closed).code).toBe(1006);
     expect((await fast.call("health")).payload).toMatchObject({ ok: true });
     fast.close();

@@ -3,11 +3,12 @@
  * whose logger writes JSON lines into an array: who connected, why each socket closed, and each run's accepted,
  * started and ended lines — never the token or the message text.
  */
-import net from "node:net";
+
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/infra/logger.js";
 import {
   connectedPeer,
+  pausablePeer,
   RawPeer,
   removeTempDirs,
   startTestGateway,
@@ -132,23 +133,17 @@ describe("gateway log lines", () => {
       provider: new TestProvider(() => ({ before: [big] })),
       gateway: { maxBufferedBytes: 1024 * 1024 },
     });
-    let socket: net.Socket | undefined;
-    const slow = new RawPeer(url, {
-      createConnection: (opts: net.NetConnectOpts) => {
-        socket = net.connect(opts);
-        return socket;
-      },
-    } as object);
+    const { peer: slow, socket } = pausablePeer(url);
     await slow.opened;
     await slow.connect({ client: { id: "sleepy" } });
     await slow.response(slow.send("agent", { message: "big", idempotencyKey: "big-1", sessionKey: "big" }), 2);
-    socket?.pause();
+    socket().pause();
     // far more history than the kernel buffers hold, and nobody reads it
     for (let i = 0; i < 60; i++) slow.send("chat.history", { sessionKey: "big" });
     const dropped = await waitFor(lines, (l) => l.msg === "slow reader dropped", "slow reader dropped");
     expect(dropped).toMatchObject({ level: "warn", client: "sleepy", limit: 1024 * 1024 });
     const gone = await waitFor(lines, disconnectOf(dropped.conn), "disconnect");
     expect(gone).toMatchObject({ client: "sleepy", reason: "slow reader" });
-    socket?.resume();
+    socket().resume();
   });
 });

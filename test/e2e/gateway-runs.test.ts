@@ -3,7 +3,7 @@
  * streams (order, seq, visibility, chat projection), slow consumers and the drain on shutdown. The model is the
  * TestProvider: its turns wait on gates the test opens, so nothing here depends on timing.
  */
-import net from "node:net";
+
 import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../../src/client/gateway-client.js";
 import type { AgentEventPayload, ChatEventPayload } from "../../src/protocol/payloads.js";
@@ -12,7 +12,7 @@ import {
   deferred,
   type Frame,
   isLifecycleEnd,
-  RawPeer,
+  pausablePeer,
   runEvents,
   TestProvider,
   type TestTurn,
@@ -376,13 +376,7 @@ describe("backpressure and shutdown", () => {
       gateway: { maxBufferedBytes: 1024 * 1024 },
     });
     // the slow client: its own TCP socket, which the test stops reading from after the handshake
-    let socket: net.Socket | undefined;
-    const slow = new RawPeer(url, {
-      createConnection: (opts: net.NetConnectOpts) => {
-        socket = net.connect(opts);
-        return socket;
-      },
-    } as object);
+    const { peer: slow, socket } = pausablePeer(url);
     await slow.opened;
     await slow.connect();
     const fast = await connectedPeer(url);
@@ -390,7 +384,7 @@ describe("backpressure and shutdown", () => {
     await fast.response(fast.send("agent", { message: "big", idempotencyKey: "big-1", sessionKey: "big" }), 2);
     expect(gw.connectionCount).toBe(2);
 
-    socket!.pause();
+    socket().pause();
     // 60 history pages of 200 KiB each: 12 MiB nobody reads, far beyond what the kernel buffers hold
     for (let i = 0; i < 60; i++) slow.send("chat.history", { sessionKey: "big" });
     const id = fast.send("agent", { message: "still there?", idempotencyKey: "fast-1" });
@@ -399,7 +393,7 @@ describe("backpressure and shutdown", () => {
     const events = runEvents(fast, "fast-1");
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     await waitUntil(() => gw.connectionCount === 1, "the slow client is dropped");
-    socket!.resume();
+    socket().resume();
     expect((await slow.closed).code).toBe(1006);
     // the fast one is still served
     expect((await fast.call("health")).payload).toMatchObject({ ok: true });
