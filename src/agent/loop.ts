@@ -32,6 +32,8 @@ export type LoopEvent =
   | { type: "model_start"; step: number }
   | { type: "text_delta"; delta: string; text: string }
   | { type: "thinking_delta"; delta: string }
+  /** a thinking block is complete: its whole text */
+  | { type: "thinking_end"; thinking: string }
   | { type: "model_end"; step: number; usage: Usage; stopReason: StopReason }
   /** a message to append to the transcript, in order */
   | { type: "message"; message: ChatMessage }
@@ -80,7 +82,7 @@ export interface LoopPorts {
   provider: ModelProvider;
   tools: ReadonlyMap<string, Tool>;
   signal: AbortSignal;
-  toolContext: Omit<ToolContext, "signal" | "onUpdate">;
+  toolContext: Omit<ToolContext, "signal" | "onUpdate" | "toolCallId">;
   steering?: SteeringPort;
   beforeToolCall?: (call: ToolCallBlock) => Promise<ToolCallDecision | undefined> | ToolCallDecision | undefined;
   afterToolCall?: (call: ToolCallBlock, result: ToolResultMessage) => void;
@@ -259,6 +261,7 @@ async function* callModel(
         case "thinking_end":
           turn.thinking = ev.thinking || turn.thinking;
           turn.thinkingSignature = ev.signature;
+          yield { type: "thinking_end", thinking: turn.thinking };
           break;
         case "tool_call":
           turn.calls.push({ type: "toolCall", id: ev.id, name: ev.name, arguments: ev.arguments });
@@ -420,6 +423,7 @@ async function executeOne(
     }
     const out = await tool.execute(args, {
       ...ports.toolContext,
+      toolCallId: call.id,
       signal: ports.signal,
       onUpdate: (partial) => push({ type: "tool_update", toolCallId: call.id, name: call.name, partial }),
     });

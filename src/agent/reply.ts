@@ -22,8 +22,32 @@ export function stripTrailingSilentToken(text: string): string {
   return stripped === text ? text : stripped.trimEnd();
 }
 
-function normalizeForCompare(text: string): string {
-  return text.replace(/\s+/g, " ").trim().toLowerCase();
+/** Case, whitespace runs and surrounding punctuation do not make a text different. */
+export function normalizeForCompare(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/\s+/g, " ")
+    .replace(/^[\s\p{P}\p{S}]+|[\s\p{P}\p{S}]+$/gu, "");
+}
+
+/** Below this many (normalized) characters only an exact repeat counts: short texts contain each other by chance. */
+export const MIN_DUPLICATE_CHARS = 10;
+/** The contained text must be at least this share of the container's length. */
+export const MIN_DUPLICATE_SHARE = 0.5;
+
+/**
+ * The reference rule for a messaging-tool duplicate: after normalization, one text contains the other, both are at
+ * least MIN_DUPLICATE_CHARS long, and the contained one is at least half as long as the container. An exact repeat
+ * is a duplicate at any length.
+ */
+export function isMessagingDuplicate(text: string, sent: string): boolean {
+  const a = normalizeForCompare(text);
+  const b = normalizeForCompare(sent);
+  if (a === "" || b === "") return false;
+  if (a === b) return true;
+  if (a.length < MIN_DUPLICATE_CHARS || b.length < MIN_DUPLICATE_CHARS) return false;
+  const [inner, outer] = a.length <= b.length ? [a, b] : [b, a];
+  return outer.includes(inner) && inner.length >= MIN_DUPLICATE_SHARE * outer.length;
 }
 
 export interface ShapeReplyInput {
@@ -47,11 +71,11 @@ export function shapeReply(input: ShapeReplyInput): ReplyPayload[] {
   if (input.verbose) {
     for (const s of input.toolSummaries ?? []) payloads.push({ text: s, kind: "tool_summary" });
   }
-  const sent = new Set((input.messagingSends ?? []).map(normalizeForCompare));
+  const sent = input.messagingSends ?? [];
   let text = input.assistantText;
   if (isSilentReply(text)) text = "";
   else text = stripTrailingSilentToken(text);
-  if (text.trim() && !sent.has(normalizeForCompare(text))) payloads.push({ text: text.trim() });
+  if (text.trim() && !sent.some((m) => isMessagingDuplicate(text, m))) payloads.push({ text: text.trim() });
   if (input.modelError) payloads.push({ text: `⚠️ ${input.modelError}`, kind: "error" });
 
   const visible = payloads.some((p) => p.kind !== "reasoning");

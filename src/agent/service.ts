@@ -21,6 +21,22 @@ function slashCommandMode(message: string): QueueMode | undefined {
 }
 
 /**
+ * message_received (plugin) and message:received (internal) when a message arrives, not when its turn starts: a
+ * steered, queued or collected message fires once too. Plugins load on first use, so the hooks wait for that.
+ */
+function messageReceived(rt: AgentRuntime, m: { runId: string; sessionKey: string; agentId: string; message: string }) {
+  const ctx = { agentId: m.agentId, sessionKey: m.sessionKey, runId: m.runId };
+  void rt
+    .init()
+    .then(() => {
+      if (rt.pluginHooks.has("message_received"))
+        void rt.pluginHooks.runObservers("message_received", { content: m.message }, ctx);
+      return rt.fireInternal("message", "received", { ...ctx, content: m.message });
+    })
+    .catch((err) => rt.logger.warn(`message_received: ${(err as Error).message}`));
+}
+
+/**
  * The facade the gateway and the CLI drive: accept a message, await, wait for or abort its run, recover after a
  * restart, drain before a shutdown. The session queue (queue/) does the work and runs each turn through
  * `runTurn`.
@@ -41,6 +57,7 @@ export class AgentService {
       agentProblem: (id) => (isConfiguredAgent(rt.config, id) ? undefined : unknownAgentMessage(rt.config, id)),
       commandMode: slashCommandMode,
       newId: randomUUID,
+      onReceived: (m) => messageReceived(rt, m),
     });
   }
 

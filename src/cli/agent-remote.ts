@@ -87,6 +87,8 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
         ...(parsed.agentId !== undefined ? { agentId: parsed.agentId } : {}),
         ...(parsed.model !== undefined ? { model: parsed.model } : {}),
         ...(parsed.thinking !== undefined ? { thinking: parsed.thinking } : {}),
+        ...(parsed.reasoningLevel !== undefined ? { reasoningLevel: parsed.reasoningLevel } : {}),
+        ...(parsed.verboseLevel !== undefined ? { verboseLevel: parsed.verboseLevel } : {}),
         ...(parsed.timeout !== undefined ? { timeout: parsed.timeout } : {}),
       },
       {

@@ -1,6 +1,7 @@
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
-import { thinkingLevels } from "../config/constants.js";
+import { reasoningLevels, thinkingLevels, verboseLevels } from "../config/constants.js";
 import type { LoopgateConfig } from "../config/schema.js";
+import type { ReasoningLevel, VerboseLevel } from "../protocol/enums.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError } from "./exit-codes.js";
 import { createRunOutput, exitCodeFor, interruptController } from "./run-output.js";
@@ -12,6 +13,9 @@ export interface AgentCliOptions {
   agent?: string;
   model?: string;
   thinking?: string;
+  reasoning?: string;
+  /** `--verbose` alone is true (= on) */
+  verbose?: string | boolean;
   timeout?: string;
   json?: boolean;
   /** false after --no-color */
@@ -33,6 +37,13 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (opts.thinking !== undefined && !(thinkingLevels as readonly string[]).includes(opts.thinking)) {
     throw new CliError(`--thinking: expected one of ${thinkingLevels.join(", ")}, got "${opts.thinking}"`);
   }
+  if (opts.reasoning !== undefined && !(reasoningLevels as readonly string[]).includes(opts.reasoning)) {
+    throw new CliError(`--reasoning: expected one of ${reasoningLevels.join(", ")}, got "${opts.reasoning}"`);
+  }
+  const verbose = opts.verbose === true ? "on" : opts.verbose === false ? undefined : opts.verbose;
+  if (verbose !== undefined && !(verboseLevels as readonly string[]).includes(verbose)) {
+    throw new CliError(`--verbose: expected one of ${verboseLevels.join(", ")}, got "${verbose}"`);
+  }
   if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
     throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
   }
@@ -42,6 +53,8 @@ export function parseAgentOptions(opts: AgentCliOptions) {
     agentId: opts.agent,
     model: opts.model,
     thinking: opts.thinking as ThinkingLevel | undefined,
+    reasoningLevel: opts.reasoning as ReasoningLevel | undefined,
+    verboseLevel: verbose as VerboseLevel | undefined,
     timeout,
   };
 }

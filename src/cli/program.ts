@@ -64,6 +64,11 @@ program
   .option("--agent <id>", "agent id (default: the agents.list default, else main)")
   .option("--model <provider/model>", "model to use for this run")
   .option("--thinking <level>", "thinking level: off, minimal, low, medium, high")
+  .option("--reasoning <level>", "show the model's reasoning: off, on (a block before the answer), stream (live)")
+  .option(
+    "--verbose [level]",
+    "tool summaries in the reply: off, on (one line per tool call; the default of a bare --verbose), full (with results)",
+  )
   .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
   .option("--json", "print one JSON object per event (newline-delimited), then the result")
   .option("--no-color", "no colour (also NO_COLOR; FORCE_COLOR forces it)")

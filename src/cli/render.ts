@@ -55,7 +55,13 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   const { dim, red } = painter(target.errColor);
   const pendingArgs = new Map<string, unknown>();
   let midLine = false;
+  /** reasoning is being written to stderr, dimmed, and its line is still open */
+  let thinking = false;
   const breakLine = () => {
+    if (thinking) {
+      target.err("\n");
+      thinking = false;
+    }
     if (midLine) {
       target.out("\n");
       midLine = false;
@@ -68,7 +74,29 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
       breakLine();
       target.err(`${dim(note)}\n`);
     }
+    // Reasoning goes to stderr, dimmed and labelled, so piping stdout still captures only the reply.
+    if (ev.stream === "thinking") {
+      const t = ev.data;
+      if (t.delta === "") return;
+      if (!thinking || t.text === t.delta) {
+        breakLine();
+        target.err(dim("💭 "));
+      }
+      target.err(dim(t.delta));
+      thinking = true;
+      return;
+    }
+    // A message the model sent mid-run is part of what the user reads: stdout, as its own paragraph.
+    if (ev.stream === "message") {
+      breakLine();
+      target.out(`${ev.data.text}\n\n`);
+      return;
+    }
     if (ev.stream === "assistant" && typeof d.delta === "string") {
+      if (thinking) {
+        target.err("\n");
+        thinking = false;
+      }
       target.out(d.delta);
       midLine = !d.delta.endsWith("\n");
       return;
@@ -98,6 +126,8 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 /** One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer. */
 export function runNote(ev: AgentEvent): string | undefined {
   if (ev.stream === "assistant") return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
+  if (ev.stream === "thinking")
+    return ev.data.replace ? "↻ the reasoning restarted; the reasoning above is void" : undefined;
   if (ev.stream === "compaction") {
     const c = ev.data;
     if (c.phase !== "end") return undefined;
@@ -120,13 +150,29 @@ export function formatSummary(
     summary: string;
     stopReason?: string;
     error?: string;
-    result: { meta: { durationMs: number; usage: { input: number; output: number; total: number } } };
+    result: {
+      meta: {
+        durationMs: number;
+        usage: { input: number; output: number; total: number };
+        modelName?: string;
+        costUsd?: number;
+      };
+    };
   },
   opts: { abortedAs?: string } = {},
 ): string {
-  const u = final.result.meta.usage;
-  const secs = (final.result.meta.durationMs / 1000).toFixed(1);
+  const meta = final.result.meta;
+  const u = meta.usage;
+  const secs = (meta.durationMs / 1000).toFixed(1);
   const status = final.summary === "aborted" ? (opts.abortedAs ?? "aborted") : final.status;
   const err = final.error && final.status !== "ok" ? ` · ${final.error}` : "";
-  return `— ${status} · ${u.total} tokens (in ${u.input} / out ${u.output}) · ${secs} s${err}`;
+  const model = meta.modelName ? ` · ${meta.modelName}` : "";
+  const cost = meta.costUsd !== undefined ? ` · ~$${formatUsd(meta.costUsd)}` : "";
+  return `— ${status}${model} · ${u.total} tokens (in ${u.input} / out ${u.output})${cost} · ${secs} s${err}`;
+}
+
+/** Cents for ordinary runs, more digits for tiny ones (a cheap model's short turn costs a fraction of a cent). */
+export function formatUsd(usd: number): string {
+  if (usd === 0) return "0";
+  return usd >= 0.1 ? usd.toFixed(2) : usd.toPrecision(2);
 }

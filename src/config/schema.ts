@@ -51,9 +51,9 @@ const modelSelection = z.strictObject({
   fallbacks: z.array(modelRef).default([]).describe(notYetSupported),
 });
 
-import { apiKinds, dropPolicies, queueModes, thinkingLevels } from "./constants.js";
+import { apiKinds, dropPolicies, queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./constants.js";
 
-export { apiKinds, dropPolicies, queueModes, thinkingLevels };
+export { apiKinds, dropPolicies, queueModes, reasoningLevels, thinkingLevels, verboseLevels };
 
 const agentDefaults = z.strictObject({
   model: modelSelection.prefault({}),
@@ -62,6 +62,10 @@ const agentDefaults = z.strictObject({
   timeoutSeconds: nonNegativeInt.default(172800),
   maxConcurrent: positiveInt.default(Math.max(8, 4 * os.cpus().length)),
   thinkingDefault: z.enum(thinkingLevels).default("off"),
+  /** what a run shows of the model's reasoning: off, on (a block before the answer, and a reply payload), stream */
+  reasoningDefault: z.enum(reasoningLevels).default("off"),
+  /** inline tool summaries in the reply: off, on (one line per tool call), full (with the capped result) */
+  verboseDefault: z.enum(verboseLevels).default("off"),
   /** Model calls per run before the loop stops with stopReason "max_steps". */
   maxSteps: positiveInt.default(50),
   blockStreamingDefault: z.enum(["on", "off"]).default("off").describe(notYetSupported),
@@ -89,15 +93,29 @@ const agentEntry = z.strictObject({
   model: z.union([modelRef, modelSelection]).optional(),
   /** the agent used when a request names none; at most one (else the first listed, else "main") */
   default: z.boolean().optional(),
+  /** this agent's reasoning visibility (else agents.defaults.reasoningDefault) */
+  reasoningDefault: z.enum(reasoningLevels).optional(),
+  /** this agent's verbose level (else agents.defaults.verboseDefault) */
+  verboseDefault: z.enum(verboseLevels).optional(),
 });
 
 const providerModel = z.strictObject({
   id: z.string().min(1),
-  name: z.string().optional().describe(notYetSupported),
+  /** display name: shown beside the model ref where a run names its model (CLI result, status line, --json) */
+  name: z.string().min(1).optional(),
   contextWindow: positiveInt.default(128000),
   maxTokens: positiveInt.default(8192),
   /** false: the model gets no thinking/reasoning parameters, whatever the run's thinking level */
   reasoning: z.boolean().optional(),
+  /** USD per million tokens: the run's result carries an estimated cost from its usage */
+  cost: z
+    .strictObject({
+      input: z.number().nonnegative().default(0),
+      output: z.number().nonnegative().default(0),
+      cacheRead: z.number().nonnegative().default(0),
+      cacheWrite: z.number().nonnegative().default(0),
+    })
+    .optional(),
 });
 
 /**

@@ -15,7 +15,6 @@ export const unsupportedKeys: readonly UnsupportedKey[] = [
   { path: "agents.defaults.blockStreamingDefault" },
   { path: "agents.defaults.blockStreamingBreak" },
   { path: "diagnostics.*" },
-  { path: "models.providers.*.models.*.name" },
 ];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "diagnostics.enabled: not yet ...". */

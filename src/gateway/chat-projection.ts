@@ -42,6 +42,11 @@ export class ChatProjector {
   }
 
   onAgentEvent(ev: AgentEvent): void {
+    if (ev.stream === "message") {
+      // A message the model sent with the `message` tool is chat text too: its own paragraph in the run's reply.
+      this.onAgentEvent({ ...ev, stream: "assistant", data: { text: ev.data.text, delta: `${ev.data.text}\n\n` } });
+      return;
+    }
     if (ev.stream === "assistant") {
       const delta = ev.data.delta;
       if (typeof delta !== "string" || delta === "") return;

@@ -4,7 +4,7 @@
  * reads the same discriminated unions, so a new field or phase is added in one place.
  */
 
-export type AgentStream = "lifecycle" | "assistant" | "tool" | "compaction" | "queue";
+export type AgentStream = "lifecycle" | "assistant" | "thinking" | "message" | "tool" | "compaction" | "queue";
 
 import type { Receipt, Usage } from "./run.js";
 
@@ -53,6 +53,24 @@ export interface AssistantData {
   replace?: boolean;
 }
 
+/**
+ * The model's reasoning (stream `thinking`, the name OpenClaw clients read), sent only when the run's reasoning
+ * level asks for it. `stream`: one event per delta while it is produced, `text` the block so far. `on`: one event
+ * when a thinking block is complete, `text` and `delta` both the whole block. `off`: none.
+ */
+export interface ThinkingData {
+  text: string;
+  delta: string;
+  /** the reasoning streamed before this event was thrown away (a retry, compaction or fallback restarted it) */
+  replace?: boolean;
+}
+
+/** Text the model sent to the user in the middle of a run with the `message` tool (after message_sending). */
+export interface MessageData {
+  text: string;
+  toolCallId: string;
+}
+
 export type ToolData =
   | { phase: "start"; name: string; toolCallId: string; args: unknown }
   | { phase: "update"; name: string; toolCallId: string; partialResult: string }
@@ -86,6 +104,8 @@ export interface QueueData {
 export interface AgentEventData {
   lifecycle: LifecycleData;
   assistant: AssistantData;
+  thinking: ThinkingData;
+  message: MessageData;
   tool: ToolData;
   compaction: CompactionData;
   queue: QueueData;

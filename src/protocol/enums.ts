@@ -4,3 +4,9 @@
  */
 export const thinkingLevels = ["off", "minimal", "low", "medium", "high"] as const;
 export const queueModes = ["steer", "followup", "collect", "interrupt"] as const;
+/** What a run shows of the model's reasoning: nothing, one block before the answer, or a live stream. */
+export const reasoningLevels = ["off", "on", "stream"] as const;
+/** Inline tool summaries in the reply: none, one line per tool call, or the line with the (capped) result. */
+export const verboseLevels = ["off", "on", "full"] as const;
+export type ReasoningLevel = (typeof reasoningLevels)[number];
+export type VerboseLevel = (typeof verboseLevels)[number];

@@ -7,7 +7,7 @@
  * clients that send them keep working.
  */
 import { z } from "zod";
-import { queueModes, thinkingLevels } from "./enums.js";
+import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./enums.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 import { MAX_REPORTED_ISSUES } from "./limits.js";
 
@@ -120,6 +120,10 @@ export const agentParamsSchema = ignoring(
     model: nonEmpty.optional(),
     provider: nonEmpty.optional(),
     thinking: z.enum(thinkingLevels).optional(),
+    /** what the run shows of the model's reasoning (OpenClaw's session field name); thinking stays what we ask for */
+    reasoningLevel: z.enum(reasoningLevels).optional(),
+    /** inline tool summaries in the reply (OpenClaw's session field name) */
+    verboseLevel: z.enum(verboseLevels).optional(),
     /** seconds; 0 = unlimited */
     timeout: z.number().int().min(0).optional(),
     lane: nonEmpty.optional(),
@@ -175,6 +179,8 @@ export const chatSendParamsSchema = ignoring(
     agentId: agentId.optional(),
     sessionId: nonEmpty.optional(),
     thinking: z.enum(thinkingLevels).optional(),
+    reasoningLevel: z.enum(reasoningLevels).optional(),
+    verboseLevel: z.enum(verboseLevels).optional(),
     deliver: z.boolean().optional(),
   }),
 );

@@ -45,7 +45,17 @@ export interface AgentFinal {
   stopReason?: string;
   result: {
     payloads: ReplyPayload[];
-    meta: { durationMs: number; usage: Usage; model?: string; laneWaitMs?: number; steps?: number };
+    meta: {
+      durationMs: number;
+      usage: Usage;
+      model?: string;
+      /** the model's display name (config `name`) */
+      modelName?: string;
+      /** estimated USD, from the usage and the model's configured `cost` per million tokens */
+      costUsd?: number;
+      laneWaitMs?: number;
+      steps?: number;
+    };
   };
   error?: string;
   /** set when this message was steered or collected into another run: that run's outcome is this one's */

@@ -162,6 +162,27 @@ export interface ProviderModelConfig {
   maxTokens?: number;
   /** false: never send thinking/reasoning parameters to this model */
   reasoning?: boolean;
+  /** display name (config `name`) */
+  name?: string;
+  /** USD per million tokens, for the run's estimated cost */
+  cost?: ModelCost;
+}
+
+export interface ModelCost {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** The estimated cost in USD of `usage` at `cost` (per million tokens); input excludes cache reads and writes. */
+export function estimateCostUsd(usage: Usage, cost: ModelCost): number {
+  const perToken =
+    usage.input * cost.input +
+    usage.output * cost.output +
+    usage.cacheRead * cost.cacheRead +
+    usage.cacheWrite * cost.cacheWrite;
+  return Math.round((perToken / 1_000_000) * 1e6) / 1e6;
 }
 
 /** What a provider module needs to be constructed (from config.models.providers.<id>). */

@@ -24,7 +24,15 @@ export function toFinal(r: RunResult): AgentFinal {
     stopReason: r.stopReason,
     result: {
       payloads: r.payloads,
-      meta: { durationMs: r.durationMs, usage: r.usage, model: r.model, laneWaitMs: r.laneWaitMs, steps: r.steps },
+      meta: {
+        durationMs: r.durationMs,
+        usage: r.usage,
+        model: r.model,
+        ...(r.modelName ? { modelName: r.modelName } : {}),
+        ...(r.costUsd !== undefined ? { costUsd: r.costUsd } : {}),
+        laneWaitMs: r.laneWaitMs,
+        steps: r.steps,
+      },
     },
     ...(r.error ? { error: r.error.message } : {}),
   };

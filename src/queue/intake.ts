@@ -35,6 +35,7 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun
   refuseWhenFull(ctx, req, sessionKey, route, state);
   const receipt = receiptOf(ctx, route, state);
   storeAccepted(ctx, full, sessionKey, acceptedAt, receipt);
+  ctx.deps.onReceived?.({ runId: req.idempotencyKey, sessionKey, agentId: full.agentId, message: full.message });
   const run = addLiveRun(ctx, { runId: req.idempotencyKey, sessionKey, req: full, mode: route.mode, acceptedAt });
   const s = state ?? sessionState(ctx, sessionKey);
   s.lastEnqueueAt = acceptedAt;

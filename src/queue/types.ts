@@ -32,7 +32,16 @@ export interface TurnSteering {
  * The run options a client sets on the wire, named once: the type is picked from the `agent` params schema, so
  * adding a run option means adding its name here (and the field to the schema); it then reaches the run unchanged.
  */
-export const WIRE_RUN_OPTIONS = ["model", "thinking", "timeout", "lane", "promptMode", "extraSystemPrompt"] as const;
+export const WIRE_RUN_OPTIONS = [
+  "model",
+  "thinking",
+  "reasoningLevel",
+  "verboseLevel",
+  "timeout",
+  "lane",
+  "promptMode",
+  "extraSystemPrompt",
+] as const;
 export type WireRunOptions = Pick<AgentParams, (typeof WIRE_RUN_OPTIONS)[number]>;
 
 export function wireRunOptions(req: WireRunOptions): WireRunOptions {
@@ -70,6 +79,10 @@ export interface RunResult {
   steps: number;
   /** provider/model that answered (after any fallback) */
   model: string;
+  /** that model's display name (config `name`), when it has one */
+  modelName?: string;
+  /** estimated USD from the usage and that model's configured `cost` (absent without one) */
+  costUsd?: number;
   error?: { message: string; kind: string };
 }
 
@@ -85,6 +98,11 @@ export interface QueueDeps {
   defaultAgentId(): string;
   /** Why `agentId` cannot take messages (it is not configured), or undefined when it can. */
   agentProblem(agentId: string): string | undefined;
+  /**
+   * A message arrived and was accepted (stored, routed): the message_received hooks fire here, once per message,
+   * whether it starts a turn, is steered into one, queued or collected. Must not throw.
+   */
+  onReceived?(message: { runId: string; sessionKey: string; agentId: string; message: string }): void;
   /** A message that is a command may choose its own mode (e.g. `/stop` is always an interrupt). */
   commandMode?(message: string): QueueMode | undefined;
   newId(): string;

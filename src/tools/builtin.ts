@@ -1,5 +1,6 @@
 import { createEditTool } from "./edit.js";
 import { createExecTool, type ExecToolOptions } from "./exec.js";
+import { createMessageTool } from "./message.js";
 import { createReadTool } from "./read.js";
 import type { Tool } from "./types.js";
 import { createWriteTool } from "./write.js";
@@ -8,7 +9,7 @@ export interface BuiltinToolOptions {
   exec?: ExecToolOptions;
 }
 
-/** The file and shell tools every agent gets: read, write, edit, exec. */
+/** The tools every agent gets: read, write, edit, exec, and message (text to the user in the middle of a run). */
 export function createBuiltinTools(options: BuiltinToolOptions = {}): Tool[] {
-  return [createReadTool(), createWriteTool(), createEditTool(), createExecTool(options.exec)];
+  return [createReadTool(), createWriteTool(), createEditTool(), createExecTool(options.exec), createMessageTool()];
 }

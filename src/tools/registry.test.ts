@@ -16,7 +16,7 @@ function fakeTool(name: string): Tool {
 describe("ToolRegistry", () => {
   it("gives the model the built-in tools' specs in registration order", () => {
     const registry = new ToolRegistry(createBuiltinTools());
-    expect(registry.specs().map((s) => s.name)).toEqual(["read", "write", "edit", "exec"]);
+    expect(registry.specs().map((s) => s.name)).toEqual(["read", "write", "edit", "exec", "message"]);
     for (const spec of registry.specs()) {
       expect(Object.keys(spec).sort()).toEqual(["description", "name", "parameters"]);
       expect(spec.parameters.type).toBe("object");
@@ -25,7 +25,13 @@ describe("ToolRegistry", () => {
 
   it("marks only read-only built-ins as parallel", () => {
     const byName = Object.fromEntries(createBuiltinTools().map((t) => [t.name, t.concurrency]));
-    expect(byName).toEqual({ read: "parallel", write: "sequential", edit: "sequential", exec: "sequential" });
+    expect(byName).toEqual({
+      read: "parallel",
+      write: "sequential",
+      edit: "sequential",
+      exec: "sequential",
+      message: "sequential",
+    });
   });
 
   it("rejects a duplicate name, naming the tool", () => {

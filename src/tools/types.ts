@@ -8,7 +8,14 @@ export interface ToolContext {
   env?: Record<string, string>;
   /** Streams a partial result (tool `update` event). */
   onUpdate?: (partial: string) => void;
+  /** id of the call being executed */
+  toolCallId?: string;
+  /** Delivers text to the user now (the `message` tool); absent where nobody can receive it. */
+  sendMessage?: (text: string, toolCallId: string) => Promise<MessageDelivery>;
 }
+
+/** What became of a mid-run message: sent (maybe rewritten by message_sending), or not and why. */
+export type MessageDelivery = { sent: true; text: string } | { sent: false; reason: string };
 
 export interface ToolOutput {
   /** Text given back to the model. */

@@ -1,9 +1,10 @@
-import { type ChatMessage, emptyUsage } from "../../providers/types.js";
+import { type ChatMessage, emptyUsage, estimateCostUsd, type Usage } from "../../providers/types.js";
 import { type ReplyPayload, shapeReply } from "../reply.js";
 import type { AgentRuntime } from "../runtime.js";
 import { errorKind, RunTimeoutError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import type { ExecuteResult } from "./execute.js";
+import type { ReplyOptions, ReplyParts } from "./projection.js";
 import type { RunResult, RunSpec, RunStatus } from "./spec.js";
 
 /** Every way a run can end, before it is turned into a status. */
@@ -69,6 +70,9 @@ export interface FinishInput {
   /** the model the run was asked to use (named in the result when no model answered) */
   modelRef: string;
   written: ChatMessage[];
+  /** reasoning, tool summaries and mid-run messages the run's projection kept (absent when it never ran) */
+  parts?: ReplyParts;
+  options?: ReplyOptions;
 }
 
 /** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
@@ -79,10 +83,16 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
   const usage = exec?.kind === "loop" ? exec.usage : emptyUsage();
   const model = exec?.kind === "loop" ? exec.model : input.modelRef;
   const ctx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
+  const parts = input.parts;
   const payloads = await outgoing(
     rt,
     shapeReply({
       assistantText: exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""),
+      reasoning: parts?.reasoning.join("\n\n"),
+      includeReasoning: input.options?.reasoning === "on",
+      toolSummaries: parts?.toolSummaries,
+      verbose: input.options !== undefined && input.options.verbose !== "off",
+      messagingSends: parts?.messagingSends,
       modelError: status === "error" ? error?.message : undefined,
       toolErrors: exec?.kind === "loop" ? exec.outcome.toolErrors : undefined,
     }),
@@ -102,6 +112,7 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
     laneWaitMs: input.laneWaitMs,
     steps: exec?.kind === "loop" ? exec.outcome.steps : 0,
     model,
+    ...modelFacts(rt, model, usage),
     error,
   };
   if (rt.pluginHooks.has("agent_end")) {
@@ -140,6 +151,24 @@ export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: strin
     kind: r.error?.kind,
     ...(r.model ? { model: r.model } : {}),
   });
+}
+
+/**
+ * The answering model's display name and the run's estimated cost (config `name` and `cost`). The usage of a run
+ * that fell back is priced at the answering model's rates: an estimate, as the field's name says.
+ */
+function modelFacts(rt: AgentRuntime, ref: string, usage: Usage): { modelName?: string; costUsd?: number } {
+  if (!ref) return {};
+  let entry: ReturnType<AgentRuntime["resolveModel"]>["model"];
+  try {
+    entry = rt.resolveModel(ref).model;
+  } catch {
+    return {};
+  }
+  return {
+    ...(entry.name ? { modelName: entry.name } : {}),
+    ...(entry.cost ? { costUsd: estimateCostUsd(usage, entry.cost) } : {}),
+  };
 }
 
 function recordUsage(rt: AgentRuntime, sessionKey: string, usage: RunResult["usage"], endedAt: number): void {

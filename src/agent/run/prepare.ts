@@ -1,5 +1,6 @@
 import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../../prompt/skills.js";
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
+import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
@@ -13,6 +14,9 @@ export type SessionLock = Awaited<ReturnType<typeof acquireSessionWriteLock>>;
 export interface TurnChoices {
   modelRef: string;
   thinking: ThinkingLevel;
+  /** what the run shows of the model's reasoning, and its inline tool summaries */
+  reasoning: ReasoningLevel;
+  verbose: VerboseLevel;
   timeoutMs: number;
   skills: SkillSnapshot;
   /** `/compact [instructions]`: compact the session's history now instead of calling the model */

@@ -1,9 +1,29 @@
+import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
 import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
+import { deliverToolMessage } from "./messaging.js";
 import type { PreparedRun } from "./prepare.js";
+import { summarizeToolCall } from "./tool-summaries.js";
+
+/** What the run shows besides the answer: its reasoning level and its verbose level. */
+export interface ReplyOptions {
+  reasoning: ReasoningLevel;
+  verbose: VerboseLevel;
+}
+
+/** What reply shaping needs from the run's events: the kept reasoning, tool summaries and mid-run messages. */
+export interface ReplyParts {
+  /** the reasoning blocks of the attempts that were kept (`on` only), in order */
+  reasoning: string[];
+  /** one line per tool call (verbose on/full) */
+  toolSummaries: string[];
+  /** texts the `message` tool delivered */
+  messagingSends: string[];
+}
 
 /**
  * Event projection and persistence: each loop event becomes at most one run event and at most one transcript row.
@@ -23,12 +43,21 @@ export class RunProjection {
   /** transcript seq of each context message that is a row (compaction records where the kept part starts) */
   private readonly seqs = new WeakMap<ChatMessage, number>();
   private maxSeq = 0;
+  /** what reply shaping takes from this run; reasoning is cleared with a thrown-away attempt */
+  readonly parts: ReplyParts = { reasoning: [], toolSummaries: [], messagingSends: [] };
+  /** the thinking block being streamed (`stream`), and whether a client was shown reasoning of this attempt */
+  private thinkingSoFar = "";
+  private visibleThinking = false;
+  private replaceThinking = false;
+  /** args of the tool calls in flight, for their summary line */
+  private readonly callArgs = new Map<string, Record<string, unknown>>();
 
   constructor(
     private readonly rt: AgentRuntime,
     private readonly prepared: PreparedRun,
     private readonly events: RunEmitter,
     private readonly runId: string,
+    private readonly options: ReplyOptions = { reasoning: "off", verbose: "off" },
   ) {
     for (const [i, m] of prepared.history.entries()) this.remember(m, prepared.historySeqs[i]);
   }
@@ -64,7 +93,14 @@ export class RunProjection {
         });
         this.replaceNext = false;
         return;
+      case "thinking_delta":
+        this.onThinkingDelta(ev.delta);
+        return;
+      case "thinking_end":
+        this.onThinkingEnd(ev.thinking);
+        return;
       case "tool_start":
+        if (this.options.verbose !== "off") this.callArgs.set(ev.toolCallId, ev.args);
         this.events.emit("tool", {
           phase: "start",
           name: ev.name,
@@ -81,6 +117,7 @@ export class RunProjection {
         });
         return;
       case "tool_end":
+        this.summarize(ev);
         this.events.emit("tool", {
           phase: "result",
           name: ev.name,
@@ -115,11 +152,59 @@ export class RunProjection {
     this.heldPartial = undefined;
   }
 
-  /** The attempt is thrown away: its partial answer is dropped and clients replace the text they showed. */
+  /**
+   * The attempt is thrown away: its partial answer and its reasoning are dropped, and clients replace the text and
+   * reasoning they showed. Tool summaries and delivered messages stay: those tools ran and their results stay in
+   * the context (the next attempt does not run them again), and a delivered message cannot be taken back.
+   */
   discard(): void {
     this.heldPartial = undefined;
     if (this.visibleText) this.replaceNext = true;
     this.visibleText = false;
+    this.parts.reasoning.length = 0;
+    this.thinkingSoFar = "";
+    if (this.visibleThinking) this.replaceThinking = true;
+    this.visibleThinking = false;
+  }
+
+  /** The `message` tool's port: delivers now, and remembers the text so the final reply does not repeat it. */
+  async sendMessage(text: string, toolCallId: string): Promise<MessageDelivery> {
+    const outcome = await deliverToolMessage(this.rt, this.events, this.prepared.hookCtx, text, toolCallId);
+    if (outcome.sent) this.parts.messagingSends.push(outcome.text);
+    return outcome;
+  }
+
+  /** `stream`: every delta goes out as it comes, with the block so far. */
+  private onThinkingDelta(delta: string): void {
+    if (this.options.reasoning !== "stream" || delta === "") return;
+    this.thinkingSoFar += delta;
+    this.emitThinking(this.thinkingSoFar, delta);
+  }
+
+  /** `on`: the complete block goes out once, and is kept for the reasoning payload. */
+  private onThinkingEnd(thinking: string): void {
+    this.thinkingSoFar = "";
+    if (this.options.reasoning !== "on" || !thinking.trim()) return;
+    this.parts.reasoning.push(thinking);
+    this.emitThinking(thinking, thinking);
+  }
+
+  private emitThinking(text: string, delta: string): void {
+    this.events.emit("thinking", { text, delta, ...(this.replaceThinking ? { replace: true } : {}) });
+    this.replaceThinking = false;
+    this.visibleThinking = true;
+  }
+
+  private summarize(ev: Extract<LoopEvent, { type: "tool_end" }>): void {
+    const level = this.options.verbose;
+    if (level === "off") return;
+    const args = this.callArgs.get(ev.toolCallId) ?? {};
+    this.callArgs.delete(ev.toolCallId);
+    // a call the model never got to run (skipped for a steering message, aborted) is not something it did
+    if (ev.skipped === "steer" || ev.skipped === "aborted") return;
+    this.parts.toolSummaries.push(
+      summarizeToolCall({ name: ev.name, args, isError: ev.isError, result: ev.result }, level),
+    );
   }
 
   private onMessage(message: ChatMessage): void {

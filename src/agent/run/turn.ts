@@ -43,8 +43,6 @@ async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Pro
   const hooks = rt.pluginHooks;
   const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
   const session = rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
-  if (hooks.has("message_received")) void hooks.runObservers("message_received", { content: spec.message }, hookCtx);
-  void rt.fireInternal("message", "received", { ...hookCtx, content: spec.message });
   let message = spec.message;
   let reset = false;
   const slash = parseSlashCommand(message);
@@ -105,7 +103,17 @@ async function resolveChoices(
     rt.config.agents.defaults.thinkingDefault) as ThinkingLevel;
   const timeoutSeconds = spec.timeout ?? rt.config.agents.defaults.timeoutSeconds;
   const skills = await sessionSkills(rt, spec.agentId, spec.sessionKey, session.skillsSnapshot, reset);
-  return { modelRef: modelRef ?? "", thinking, timeoutMs: timeoutSeconds * 1000, skills };
+  // request > the agent's own default > agents.defaults
+  const agent = rt.config.agents.list.find((a) => a.id === spec.agentId);
+  const { reasoningDefault, verboseDefault } = rt.config.agents.defaults;
+  return {
+    modelRef: modelRef ?? "",
+    thinking,
+    reasoning: spec.reasoningLevel ?? agent?.reasoningDefault ?? reasoningDefault,
+    verbose: spec.verboseLevel ?? agent?.verboseDefault ?? verboseDefault,
+    timeoutMs: timeoutSeconds * 1000,
+    skills,
+  };
 }
 
 /** The run holds its session lane, then the global lane (SPEC 3). */
@@ -146,7 +154,10 @@ async function runPhases(
         lock = l;
       },
     });
-    projection = new RunProjection(rt, prepared, events, spec.runId);
+    projection = new RunProjection(rt, prepared, events, spec.runId, {
+      reasoning: choices.reasoning,
+      verbose: choices.verbose,
+    });
     const context = new RunContextGuard({
       rt,
       prepared,
@@ -173,6 +184,8 @@ async function runPhases(
     setupError,
     modelRef: prepared?.model.ref ?? choices.modelRef,
     written: projection?.written ?? [],
+    parts: projection?.parts,
+    options: { reasoning: choices.reasoning, verbose: choices.verbose },
   });
 }
 
