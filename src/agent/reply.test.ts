@@ -1,5 +1,13 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isSilentReply, SILENT_TOKEN, shapeReply, stripTrailingSilentToken } from "./reply.js";
+import {
+  isMessagingDuplicate,
+  isSilentReply,
+  normalizeForCompare,
+  SILENT_TOKEN,
+  shapeReply,
+  stripTrailingSilentToken,
+} from "./reply.js";
 
 const texts = (payloads: Array<{ text: string }>) => payloads.map((p) => p.text);
 
@@ -157,5 +165,70 @@ describe("shapeReply", () => {
       { text: "⚙ exec ls → ok", kind: "tool_summary" },
       { text: "Done." },
     ]);
+  });
+});
+
+describe("messaging-tool duplicates: normalized containment, both ≥ 10 chars, contained ≥ 50 % of the container", () => {
+  it("an exact repeat is a duplicate at any length, case, whitespace and edge punctuation aside", () => {
+    expect(isMessagingDuplicate("Done!", "done")).toBe(true);
+    expect(isMessagingDuplicate("  All   set.\n", "all set")).toBe(true);
+  });
+
+  it("containment counts from 10 normalized characters on both sides, not at 9", () => {
+    // 10 chars inside 20: exactly 50 %
+    expect(isMessagingDuplicate("abcdefghij", "abcdefghij klmnopqrs")).toBe(true);
+    // 9 chars inside 18: the share is fine, the length is not
+    expect(isMessagingDuplicate("abcdefghi", "abcdefghi jklmnopq")).toBe(false);
+  });
+
+  it("the contained text must be at least half the container: 50 % is a duplicate, just under is not", () => {
+    const inner = "0123456789"; // 10
+    expect(isMessagingDuplicate(inner, `${inner} 12345678`)).toBe(true); // 10 of 19
+    expect(isMessagingDuplicate(inner, `${inner} 123456789`)).toBe(true); // 10 of 20: exactly half
+    expect(isMessagingDuplicate(inner, `${inner} 1234567890`)).toBe(false); // 10 of 21
+  });
+
+  it("works in both directions: the answer inside the message, or the message inside the answer", () => {
+    const message = "The deploy to staging finished at 14:02.";
+    const answer = "The deploy to staging finished at 14:02. Anything else?";
+    expect(isMessagingDuplicate(answer, message)).toBe(true);
+    expect(isMessagingDuplicate(message, answer)).toBe(true);
+    expect(shapeReply({ assistantText: answer, messagingSends: [message] })).toEqual([]);
+  });
+
+  it("texts that do not contain each other are never duplicates", () => {
+    expect(isMessagingDuplicate("The deploy finished fine.", "The deploy failed badly.")).toBe(false);
+    expect(isMessagingDuplicate("", "")).toBe(false);
+  });
+
+  it("property: the rule is symmetric, and an answer made of a message plus a shorter tail is always removed", () => {
+    const word = fc.stringMatching(/^[a-z]{1,8}$/);
+    const text = fc.array(word, { minLength: 1, maxLength: 12 }).map((ws) => ws.join(" "));
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        expect(isMessagingDuplicate(a, b)).toBe(isMessagingDuplicate(b, a));
+      }),
+    );
+    fc.assert(
+      fc.property(text, text, (message, tail) => {
+        fc.pre(normalizeForCompare(message).length >= 10);
+        fc.pre(normalizeForCompare(tail).length + 1 <= normalizeForCompare(message).length);
+        const answer = `${message} ${tail}`;
+        expect(isMessagingDuplicate(answer, message)).toBe(true);
+        expect(shapeReply({ assistantText: answer, messagingSends: [message] })).toEqual([]);
+      }),
+    );
+  });
+
+  it("property: an answer more than twice as long as every message sent is never removed", () => {
+    const word = fc.stringMatching(/^[a-z]{1,8}$/);
+    const text = fc.array(word, { minLength: 2, maxLength: 10 }).map((ws) => ws.join(" "));
+    fc.assert(
+      fc.property(text, text, (message, extra) => {
+        const answer = `${message} ${extra} ${extra} ${message}`;
+        fc.pre(normalizeForCompare(answer).length > 2 * normalizeForCompare(message).length);
+        expect(shapeReply({ assistantText: answer, messagingSends: [message] })).toEqual([{ text: answer }]);
+      }),
+    );
   });
 });

@@ -765,3 +765,39 @@ describe("agent.wait", () => {
     expect(await h.service.wait(a.runId, 50)).toMatchObject({ status: "ok" });
   });
 });
+
+describe("message_received fires when a message arrives", () => {
+  it("steered, queued and collected messages each fire once, on arrival, before their turn runs", async () => {
+    const h = harness({ queue: { mode: "collect" } });
+    const received: Array<{ content: string; runId?: string }> = [];
+    const internal: string[] = [];
+    h.rt.pluginHooks.on("message_received", (e, ctx) => void received.push({ content: e.content, runId: ctx.runId }), {
+      pluginId: "t",
+    });
+    h.rt.internalHooks.register("message:received", (e) => void internal.push(String(e.context.content)), {
+      name: "t",
+    });
+    const host = h.send("hold");
+    await h.gate.whenStarted(1);
+    const steered = h.send("also this", { queueMode: "steer" });
+    const collected = [h.send("first thing"), h.send("second thing")];
+    await settle();
+
+    // the host's turn is still in its tool; none of the others has run, yet each fired once
+    expect(h.provider.callCount).toBe(1);
+    expect(received).toEqual([
+      { content: "hold", runId: host.runId },
+      { content: "also this", runId: steered.runId },
+      { content: "first thing", runId: collected[0].runId },
+      { content: "second thing", runId: collected[1].runId },
+    ]);
+    expect(internal).toEqual(["hold", "also this", "first thing", "second thing"]);
+
+    h.gate.release(0);
+    await h.pump(Promise.all([host, steered, ...collected].map((m) => h.service.final(m.runId))));
+    // the collected turn ran (its prompt lists both), and nothing fired again when the turns started
+    expect(h.provider.callCount).toBeGreaterThanOrEqual(3);
+    expect(received).toHaveLength(4);
+    expect(internal).toHaveLength(4);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../infra/events.js";
-import { createTerminalRenderer } from "./render.js";
+import { createTerminalRenderer, formatSummary } from "./render.js";
 
 function render(events: Array<Pick<AgentEvent, "stream" | "data">>) {
   let out = "";
@@ -50,3 +50,45 @@ describe("what the terminal shows of retries, fallbacks and compactions", () => 
     expect(err).toBe("↻ the answer restarted; the text above is void\n");
   });
 });
+
+describe("what the terminal shows of reasoning, mid-run messages and the summary", () => {
+  it("streamed reasoning goes to stderr behind a 💭 label, and the answer starts on stdout after it", () => {
+    const { out, err } = render([
+      { stream: "thinking", data: { text: "Two plus ", delta: "Two plus " } },
+      { stream: "thinking", data: { text: "Two plus two.", delta: "two." } },
+      { stream: "assistant", data: { text: "4", delta: "4" } },
+    ]);
+    expect(err).toBe("💭 Two plus two.\n");
+    expect(out).toBe("4");
+  });
+
+  it("a reasoning block (on) is one labelled line per block; it is dimmed when stderr has colour", () => {
+    const { err } = render([
+      { stream: "thinking", data: { text: "first", delta: "first" } },
+      { stream: "thinking", data: { text: "second", delta: "second" } },
+    ]);
+    expect(err).toBe("💭 first\n💭 second");
+    let coloured = "";
+    const r = createTerminalRenderer({ out: () => {}, err: (s) => (coloured += s), errColor: true });
+    r({ runId: "r", seq: 1, ts: 0, sessionKey: "s", stream: "thinking", data: { text: "x", delta: "x" } });
+    expect(coloured).toContain("\x1b[2m");
+  });
+
+  it("a message the model sent mid-run is printed on stdout as its own paragraph", () => {
+    const { out } = render([
+      { stream: "message", data: { text: "Working on it.", toolCallId: "c1" } },
+      { stream: "assistant", data: { text: "Done.", delta: "Done." } },
+    ]);
+    expect(out).toBe("Working on it.\n\nDone.");
+  });
+
+  it("the summary names the model's display name and the estimated cost when the config gives them", () => {
+    const base = { status: "ok", summary: "completed", result: { meta: { durationMs: 1500, usage: u } } };
+    expect(formatSummary(base)).toBe("— ok · 7 tokens (in 3 / out 4) · 1.5 s");
+    expect(
+      formatSummary({ ...base, result: { meta: { ...base.result.meta, modelName: "Fast", costUsd: 0.0042 } } }),
+    ).toBe("— ok · Fast · 7 tokens (in 3 / out 4) · ~$0.0042 · 1.5 s");
+  });
+});
+
+const u = { input: 3, output: 4, total: 7 };

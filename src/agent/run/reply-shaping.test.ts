@@ -239,7 +239,7 @@ describe("the message tool", () => {
     expect(of(h.events, final.runId, "message")).toEqual([]);
     const result = of(h.events, final.runId, "tool").find((e) => e.data.phase === "result");
     expect(result?.data).toMatchObject({ name: "message", isError: true });
-    expect((result?.data as { result: string }).result).toMatch(/^not sent: a plugin cancelled the message/);
+    expect(result?.data).toMatchObject({ result: expect.stringMatching(/^not sent: a plugin cancelled the message/) });
     // the user never got the text, so the answer that repeats it is sent
     expect(final.result.payloads).toEqual([{ text: note }]);
   });
@@ -296,7 +296,10 @@ describe("model entries from an OpenClaw provider block", () => {
     const config = parseConfig({
       models: {
         providers: {
-          p: { api: "openai-completions", models: [{ id: "a", name: "A", cost: { input: 1, output: 2 } }, { id: "b" }] },
+          p: {
+            api: "openai-completions",
+            models: [{ id: "a", name: "A", cost: { input: 1, output: 2 } }, { id: "b" }],
+          },
         },
       },
     });
