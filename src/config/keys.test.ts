@@ -31,6 +31,18 @@ const T = {
   names: pin(here, "agents: a listed agent's name is shown where the configured agents are listed"),
   workspaces: pin(here, "workspaces: the default, a listed agent's and the sandbox root decide where files live"),
   request: pin(here, "model requests: thinkingDefault, maxSteps, a model's maxTokens and reasoning: false"),
+  reasoning: pin(
+    "src/agent/run/reply-shaping.test.ts",
+    "reasoningDefault per agent beats agents.defaults, and the run's reasoningLevel beats both",
+  ),
+  verbose: pin(
+    "src/agent/run/reply-shaping.test.ts",
+    "off (the default) and verboseDefault: no summaries unless the config or the run asks",
+  ),
+  modelFacts: pin(
+    "src/agent/run/reply-shaping.test.ts",
+    "name and cost: the result names the model and estimates the run's cost from its usage",
+  ),
   lanes: pin(here, "agents.defaults.maxConcurrent is the global lane's concurrency"),
   budget: pin("src/prompt/context-budget.test.ts", "uses a configured reserve when it is smaller"),
   lock: pin(here, "session.writeLock.acquireTimeoutMs and agents.defaults.timeoutSeconds reach the run"),
@@ -114,6 +126,8 @@ const audit: Record<string, Audit> = {
   "agents.defaults.timeoutSeconds": T.lock,
   "agents.defaults.maxConcurrent": T.lanes,
   "agents.defaults.thinkingDefault": T.request,
+  "agents.defaults.reasoningDefault": T.reasoning,
+  "agents.defaults.verboseDefault": T.verbose,
   "agents.defaults.maxSteps": T.request,
   "agents.defaults.blockStreamingDefault": "rejected",
   "agents.defaults.blockStreamingBreak": "rejected",
@@ -128,13 +142,19 @@ const audit: Record<string, Audit> = {
   "agents.list[].model.primary": T.agents,
   "agents.list[].model.fallbacks": T.agentFallbacks,
   "agents.list[].default": T.agents,
+  "agents.list[].reasoningDefault": T.reasoning,
+  "agents.list[].verboseDefault": T.verbose,
   "models.providers.*.api": T.provider,
   "models.providers.*.baseUrl": T.provider,
   "models.providers.*.apiKey": T.provider,
   "models.providers.*.headers": T.provider,
   "models.providers.*.timeoutSeconds": T.provider,
   "models.providers.*.models[].id": T.request,
-  "models.providers.*.models[].name": "rejected",
+  "models.providers.*.models[].name": T.modelFacts,
+  "models.providers.*.models[].cost.input": T.modelFacts,
+  "models.providers.*.models[].cost.output": T.modelFacts,
+  "models.providers.*.models[].cost.cacheRead": T.modelFacts,
+  "models.providers.*.models[].cost.cacheWrite": T.modelFacts,
   "models.providers.*.models[].contextWindow": T.provider,
   "models.providers.*.models[].maxTokens": T.request,
   "models.providers.*.models[].reasoning": T.request,
@@ -236,9 +256,6 @@ describe("every config key is read or rejected", () => {
       "diagnostics.enabled": { diagnostics: { enabled: true } },
       "diagnostics.stuckSessionWarnMs": { diagnostics: { stuckSessionWarnMs: 1000 } },
       "diagnostics.stuckSessionAbortMs": { diagnostics: { stuckSessionAbortMs: 1000 } },
-      "models.providers.*.models[].name": {
-        models: { providers: { p: { api: "openai-completions", models: [{ id: "m", name: "M" }] } } },
-      },
     };
     const rejected = Object.keys(audit).filter((k) => audit[k] === "rejected");
     expect(Object.keys(samples).sort()).toEqual(rejected.sort());

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
+import { estimateCostUsd } from "../../providers/types.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { AgentRuntime } from "../runtime.js";
 import { AgentService } from "../service.js";
@@ -290,6 +291,9 @@ describe("model entries from an OpenClaw provider block", () => {
     expect(final.result.meta.modelName).toBe("Fake Model 1");
     // 1000 × $3/M + 200 × $15/M
     expect(final.result.meta.costUsd).toBeCloseTo(0.006, 9);
+    // cache reads and writes have their own rates
+    const cost = h.rt.resolveModel("fake/m").model.cost!;
+    expect(estimateCostUsd({ input: 0, output: 0, cacheRead: 1e6, cacheWrite: 1e6, total: 2e6 }, cost)).toBe(4.05);
   });
 
   it("a pasted entry with name and cost loads; a model without cost has no estimate", () => {
