@@ -246,7 +246,10 @@ describe("Anthropic thinking blocks", () => {
       ev("content_block_start", { index: 0, content_block: { type: "thinking", thinking: "", signature: "" } }),
       ev("content_block_delta", { index: 0, delta: { type: "thinking_delta", thinking: "Let me analyze " } }),
       ev("content_block_delta", { index: 0, delta: { type: "thinking_delta", thinking: "this." } }),
-      ev("content_block_delta", { index: 0, delta: { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA" } }),
+      ev("content_block_delta", {
+        index: 0,
+        delta: { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA" },
+      }),
       ev("content_block_stop", { index: 0 }),
       ev("content_block_start", { index: 1, content_block: { type: "text", text: "" } }),
       ev("content_block_delta", { index: 1, delta: { type: "text_delta", text: "Done." } }),

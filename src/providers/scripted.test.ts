@@ -31,6 +31,16 @@ describe("ScriptedProvider: turns", () => {
     expect(provider.callCount).toBe(2);
   });
 
+  it("thinking given as an array streams one thinking delta per element, then one thinking_end with the whole", async () => {
+    const provider = new ScriptedProvider("demo", { turns: [{ thinking: ["Two plus ", "two."], text: "4" }] });
+    const { events } = await play(provider);
+    expect(events.filter((e) => e.type === "thinking_delta" || e.type === "thinking_end")).toEqual([
+      { type: "thinking_delta", delta: "Two plus " },
+      { type: "thinking_delta", delta: "two." },
+      { type: "thinking_end", thinking: "Two plus two." },
+    ]);
+  });
+
   it("a turn with tool calls streams them after its text and ends with stopReason tool_calls", async () => {
     const provider = new ScriptedProvider("demo", {
       turns: [

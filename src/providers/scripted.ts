@@ -35,7 +35,8 @@ export interface ScriptedToolCall {
 
 export interface ScriptedTurn {
   text?: string | string[];
-  thinking?: string;
+  /** reasoning before the answer; an array is streamed as one thinking delta per element */
+  thinking?: string | string[];
   toolCalls?: ScriptedToolCall[];
   /** wait before the first chunk (ms) */
   delayMs?: number;
@@ -112,7 +113,11 @@ export function validateScript(raw: unknown, where = "script"): Script {
       const ok = typeof t.text === "string" || (Array.isArray(t.text) && t.text.every((c) => typeof c === "string"));
       if (!ok) fail(`${at}.text`, "must be a string or an array of strings");
     }
-    if (t.thinking !== undefined && typeof t.thinking !== "string") fail(`${at}.thinking`, "must be a string");
+    if (t.thinking !== undefined) {
+      const ok =
+        typeof t.thinking === "string" || (Array.isArray(t.thinking) && t.thinking.every((c) => typeof c === "string"));
+      if (!ok) fail(`${at}.thinking`, "must be a string or an array of strings");
+    }
     for (const key of ["delayMs", "chunkDelayMs"] as const) {
       if (t[key] !== undefined && !isDelay(t[key])) fail(`${at}.${key}`, "must be a number of milliseconds (>= 0)");
     }
@@ -228,9 +233,13 @@ export class ScriptedProvider implements ModelProvider {
     };
     const gap = turn.chunkDelayMs ?? 0;
     failIfDue();
-    if (turn.thinking) {
-      yield { type: "thinking_delta", delta: turn.thinking };
-      yield { type: "thinking_end", thinking: turn.thinking };
+    const thinking = turn.thinking === undefined ? [] : Array.isArray(turn.thinking) ? turn.thinking : [turn.thinking];
+    if (thinking.join("")) {
+      for (const [i, delta] of thinking.entries()) {
+        if (i > 0) await sleep(gap, signal);
+        yield { type: "thinking_delta", delta };
+      }
+      yield { type: "thinking_end", thinking: thinking.join("") };
       chunks++;
     }
     const text = turn.text === undefined ? [] : Array.isArray(turn.text) ? turn.text : [turn.text];
