@@ -51,6 +51,9 @@ export class RunProjection {
   private replaceThinking = false;
   /** args of the tool calls in flight, for their summary line */
   private readonly callArgs = new Map<string, Record<string, unknown>>();
+  /** tool calls whose start event went out, and sends waiting for theirs (a message never precedes its call) */
+  private readonly startedCalls = new Set<string>();
+  private readonly startWaiters = new Map<string, () => void>();
 
   constructor(
     private readonly rt: AgentRuntime,
@@ -107,6 +110,8 @@ export class RunProjection {
           toolCallId: ev.toolCallId,
           args: sanitizeForEvent(redactSecrets(ev.args)),
         });
+        this.startedCalls.add(ev.toolCallId);
+        this.startWaiters.get(ev.toolCallId)?.();
         return;
       case "tool_update":
         this.events.emit("tool", {
@@ -169,6 +174,12 @@ export class RunProjection {
 
   /** The `message` tool's port: delivers now, and remembers the text so the final reply does not repeat it. */
   async sendMessage(text: string, toolCallId: string): Promise<MessageDelivery> {
+    // The tool runs as soon as the loop starts it, before its start event has been projected: the message waits
+    // for that event, so clients see the call, then the message, then the result.
+    if (toolCallId && !this.startedCalls.has(toolCallId)) {
+      await new Promise<void>((resolve) => this.startWaiters.set(toolCallId, resolve));
+      this.startWaiters.delete(toolCallId);
+    }
     const outcome = await deliverToolMessage(this.rt, this.events, this.prepared.hookCtx, text, toolCallId);
     if (outcome.sent) this.parts.messagingSends.push(outcome.text);
     return outcome;
@@ -196,6 +207,7 @@ export class RunProjection {
   }
 
   private summarize(ev: Extract<LoopEvent, { type: "tool_end" }>): void {
+    this.startedCalls.delete(ev.toolCallId);
     const level = this.options.verbose;
     if (level === "off") return;
     const args = this.callArgs.get(ev.toolCallId) ?? {};

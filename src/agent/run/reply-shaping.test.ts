@@ -200,6 +200,11 @@ describe("the message tool", () => {
 
     expect(of(h.events, final.runId, "message").map((e) => e.data.text)).toEqual([note]);
     expect(final.result.payloads).toEqual([]);
+    // clients see the call, then the message, then the call's result
+    const order = h.events
+      .filter((e) => e.runId === final.runId && (e.stream === "message" || e.stream === "tool"))
+      .map((e) => (e.stream === "tool" ? `tool:${e.data.phase}` : e.stream));
+    expect(order).toEqual(["tool:start", "message", "tool:result"]);
   });
 
   it("an answer that only contains the sent text among much more is kept", async () => {
