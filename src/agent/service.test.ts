@@ -774,9 +774,13 @@ describe("message_received fires when a message arrives", () => {
     h.rt.pluginHooks.on("message_received", (e, ctx) => void received.push({ content: e.content, runId: ctx.runId }), {
       pluginId: "t",
     });
-    h.rt.internalHooks.register("message:received", (e) => void internal.push(String(e.context.content)), {
-      name: "t",
-    });
+    h.rt.internalHooks.register<{ content: string }>(
+      "message:received",
+      (e) => void internal.push(String(e.context.content)),
+      {
+        name: "t",
+      },
+    );
     const host = h.send("hold");
     await h.gate.whenStarted(1);
     const steered = h.send("also this", { queueMode: "steer" });

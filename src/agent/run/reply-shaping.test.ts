@@ -222,9 +222,13 @@ describe("the message tool", () => {
     const seen: string[] = [];
     h.rt.pluginHooks.on("message_sending", (e) => ({ content: e.content.toUpperCase() }), { pluginId: "t" });
     h.rt.pluginHooks.on("message_sent", (e) => void seen.push(`sent:${e.content}`), { pluginId: "t" });
-    h.rt.internalHooks.register("message:sent", (e) => void seen.push(`internal:${e.context.content}`), {
-      name: "t",
-    });
+    h.rt.internalHooks.register<{ content: string }>(
+      "message:sent",
+      (e) => void seen.push(`internal:${e.context.content}`),
+      {
+        name: "t",
+      },
+    );
     h.enqueue(...sendThen("halfway there", "NO_REPLY"));
     const final = await h.send("go");
 
