@@ -214,6 +214,8 @@ export class RunProjection {
     this.callArgs.delete(ev.toolCallId);
     // a call the model never got to run (skipped for a steering message, aborted) is not something it did
     if (ev.skipped === "steer" || ev.skipped === "aborted") return;
+    // a delivered message is already in front of the user; a summary line would only repeat it
+    if (ev.name === "message" && !ev.isError) return;
     this.parts.toolSummaries.push(
       summarizeToolCall({ name: ev.name, args, isError: ev.isError, result: ev.result }, level),
     );

@@ -160,6 +160,17 @@ describe("verbose tool summaries", () => {
     ]);
   });
 
+  it("a delivered message gets no summary line: the user already has its text", async () => {
+    h = await startRunHarness({});
+    h.enqueue(
+      { toolCalls: [{ name: "message", arguments: { text: "On it." } }] },
+      { toolCalls: [{ name: "exec", arguments: { command: "true" } }] },
+      { text: "done" },
+    );
+    const final = await h.send("go", { verboseLevel: "on" });
+    expect(final.result.payloads).toEqual([{ text: "🔧 exec: true", kind: "tool_summary" }, { text: "done" }]);
+  });
+
   it("full: the line is followed by the tool's result", async () => {
     h = await startRunHarness({});
     h.enqueue(...execThenAnswer("echo hello-from-exec"));
