@@ -88,6 +88,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
         ...(parsed.model !== undefined ? { model: parsed.model } : {}),
         ...(parsed.thinking !== undefined ? { thinking: parsed.thinking } : {}),
         ...(parsed.timeout !== undefined ? { timeout: parsed.timeout } : {}),
+        ...(parsed.blockStreaming !== undefined ? { blockStreaming: parsed.blockStreaming } : {}),
       },
       {
         onAccepted: (a) => {

@@ -13,6 +13,7 @@ export interface AgentCliOptions {
   model?: string;
   thinking?: string;
   timeout?: string;
+  blockStreaming?: string;
   json?: boolean;
   /** false after --no-color */
   color?: boolean;
@@ -33,6 +34,9 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (opts.thinking !== undefined && !(thinkingLevels as readonly string[]).includes(opts.thinking)) {
     throw new CliError(`--thinking: expected one of ${thinkingLevels.join(", ")}, got "${opts.thinking}"`);
   }
+  if (opts.blockStreaming !== undefined && opts.blockStreaming !== "on" && opts.blockStreaming !== "off") {
+    throw new CliError(`--block-streaming: expected on or off, got "${opts.blockStreaming}"`);
+  }
   if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
     throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
   }
@@ -43,6 +47,7 @@ export function parseAgentOptions(opts: AgentCliOptions) {
     model: opts.model,
     thinking: opts.thinking as ThinkingLevel | undefined,
     timeout,
+    blockStreaming: opts.blockStreaming as "on" | "off" | undefined,
   };
 }
 

@@ -49,12 +49,14 @@ function toolOutcome(d: Record<string, unknown>, aborting: boolean, red: (s: str
 
 /**
  * Terminal rendering of one run: assistant text streams to stdout as it arrives; each tool call becomes one line on
- * stderr with its outcome (so piping stdout captures just the reply).
+ * stderr with its outcome (so piping stdout captures just the reply). A run that streams blocks (its lifecycle start
+ * says so) prints its blocks as they are delivered instead of the deltas, so the text is printed once.
  */
 export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) => void {
   const { dim, red } = painter(target.errColor);
   const pendingArgs = new Map<string, unknown>();
   let midLine = false;
+  let blocks = false;
   const breakLine = () => {
     if (midLine) {
       target.out("\n");
@@ -63,14 +65,17 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   };
   return (ev) => {
     const d = ev.data as Record<string, unknown>;
+    if (ev.stream === "lifecycle" && d.phase === "start") blocks = d.blockStreaming !== undefined;
+    if (blocks && ev.stream === "assistant") return;
     const note = runNote(ev);
     if (note) {
       breakLine();
       target.err(`${dim(note)}\n`);
     }
-    if (ev.stream === "assistant" && typeof d.delta === "string") {
-      target.out(d.delta);
-      midLine = !d.delta.endsWith("\n");
+    if ((ev.stream === "assistant" && typeof d.delta === "string") || ev.stream === "block") {
+      const text = ev.stream === "block" ? ev.data.text : String(d.delta);
+      target.out(text);
+      midLine = !text.endsWith("\n");
       return;
     }
     if (ev.stream === "tool") {
@@ -97,7 +102,8 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 
 /** One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer. */
 export function runNote(ev: AgentEvent): string | undefined {
-  if (ev.stream === "assistant") return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
+  if (ev.stream === "assistant" || ev.stream === "block")
+    return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
   if (ev.stream === "compaction") {
     const c = ev.data;
     if (c.phase !== "end") return undefined;

@@ -12,8 +12,6 @@ interface UnsupportedKey {
 }
 
 export const unsupportedKeys: readonly UnsupportedKey[] = [
-  { path: "agents.defaults.blockStreamingDefault" },
-  { path: "agents.defaults.blockStreamingBreak" },
   { path: "diagnostics.*" },
   { path: "models.providers.*.models.*.name" },
 ];

@@ -125,6 +125,8 @@ export const agentParamsSchema = ignoring(
     lane: nonEmpty.optional(),
     promptMode: z.enum(["full", "minimal", "none"]).optional(),
     extraSystemPrompt: z.string().optional(),
+    /** Loopgate's own: block streaming for this run (default agents.defaults.blockStreamingDefault) */
+    blockStreaming: z.enum(["on", "off"]).optional(),
     queueMode: z.enum(queueModes).optional(),
     label: nonEmpty.max(512).optional(),
     deliver: z.boolean().optional(),

@@ -32,7 +32,15 @@ export interface TurnSteering {
  * The run options a client sets on the wire, named once: the type is picked from the `agent` params schema, so
  * adding a run option means adding its name here (and the field to the schema); it then reaches the run unchanged.
  */
-export const WIRE_RUN_OPTIONS = ["model", "thinking", "timeout", "lane", "promptMode", "extraSystemPrompt"] as const;
+export const WIRE_RUN_OPTIONS = [
+  "model",
+  "thinking",
+  "timeout",
+  "lane",
+  "promptMode",
+  "extraSystemPrompt",
+  "blockStreaming",
+] as const;
 export type WireRunOptions = Pick<AgentParams, (typeof WIRE_RUN_OPTIONS)[number]>;
 
 export function wireRunOptions(req: WireRunOptions): WireRunOptions {

@@ -20,6 +20,8 @@ export interface BlockChunkerOptions {
   maxChars: number;
   /** no delta for this long: what waits goes out as a block */
   idleMs: number;
+  /** how many chars at the end of the waiting text an idle block must keep back (e.g. a possible silent token) */
+  holdBack?: (waiting: string) => number;
 }
 
 export const DEFAULT_BLOCK_CHUNKING: BlockChunkerOptions = { minChars: 800, maxChars: 1200, idleMs: 1000 };
@@ -65,11 +67,21 @@ export class BlockChunker {
 
   /** Adds a delta; returns the blocks that are now complete (only when the waiting text exceeds maxChars). */
   push(delta: string, now: number): Block[] {
-    this.pending += delta;
-    this.lastDeltaAt = now;
+    this.append(delta, now);
     const out: Block[] = [];
     while (this.size() > this.opts.maxChars) out.push(this.cut("size"));
     return out;
+  }
+
+  /** Adds a delta without cutting blocks (all of them come from `end`). */
+  append(delta: string, now: number): void {
+    this.pending += delta;
+    this.lastDeltaAt = now;
+  }
+
+  /** Drops the last `n` chars of the waiting text (a trailing silent token that must not be sent). */
+  dropTail(n: number): void {
+    if (n > 0) this.pending = this.pending.slice(0, Math.max(0, this.pending.length - n));
   }
 
   /** The message ended: everything that waits, split to size. */
@@ -95,12 +107,17 @@ export class BlockChunker {
     const out: Block[] = [];
     for (let upTo = this.idleCut(); upTo > 0; upTo = this.idleCut()) {
       if (this.sizeWithClose(upTo, false) > this.opts.maxChars) {
-        out.push(this.cut("size"));
+        // too long with its closing fence line: a size block first, unless it would reach into what is kept back
+        const p = this.breakPoint();
+        if (p > upTo) break;
+        out.push(this.take(p, "size"));
         continue;
       }
       out.push(this.take(upTo, "idle"));
       break;
     }
+    // idle once per pause: what was kept back waits for the next delta or the end
+    this.lastDeltaAt = undefined;
     return out;
   }
 
@@ -182,13 +199,13 @@ export class BlockChunker {
     return Math.max(1, p);
   }
 
-  /** Idle: all of it, except a trailing partial line that starts like a fence line. */
+  /** Idle: all of it, except a trailing partial line that starts like a fence line, and what holdBack keeps. */
   private idleCut(): number {
     const text = this.pending;
     const lineStart = text.lastIndexOf("\n") + 1;
     const partial = text.slice(lineStart);
-    if (partial !== "" && /^ {0,3}[`~]/.test(partial)) return lineStart;
-    return text.length;
+    const upTo = partial !== "" && /^ {0,3}[`~]/.test(partial) ? lineStart : text.length;
+    return Math.min(upTo, text.length - (this.opts.holdBack?.(text) ?? 0));
   }
 
   /** The fence open at position `p` of `pending` (a block ending there would end inside it), if any. */

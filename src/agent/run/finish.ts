@@ -69,6 +69,8 @@ export interface FinishInput {
   /** the model the run was asked to use (named in the result when no model answered) */
   modelRef: string;
   written: ChatMessage[];
+  /** the reply text block streaming already delivered: the final payloads do not repeat it */
+  deliveredByBlocks?: string;
 }
 
 /** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
@@ -79,12 +81,15 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
   const usage = exec?.kind === "loop" ? exec.usage : emptyUsage();
   const model = exec?.kind === "loop" ? exec.model : input.modelRef;
   const ctx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
+  const delivered = input.deliveredByBlocks ?? "";
   const payloads = await outgoing(
     rt,
     shapeReply({
-      assistantText: exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""),
+      assistantText: undelivered(exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""), delivered),
       modelError: status === "error" ? error?.message : undefined,
       toolErrors: exec?.kind === "loop" ? exec.outcome.toolErrors : undefined,
+      // blocks are a visible reply too: no fallback tool-error reply after them
+      ...(delivered.trim() ? { messagingSends: [delivered] } : {}),
     }),
     ctx,
   );
@@ -113,6 +118,11 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
   }
   emitTerminal(events, result, exec?.kind === "claimed" ? exec.pluginId : undefined);
   return result;
+}
+
+/** The part of the reply's text that block streaming did not deliver (its tail), or all of it. */
+function undelivered(text: string, delivered: string): string {
+  return delivered && text.startsWith(delivered) ? text.slice(delivered.length) : text;
 }
 
 /** The one terminal lifecycle event of a run: `end` when it succeeded, `error` otherwise. */

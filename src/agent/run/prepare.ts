@@ -1,6 +1,7 @@
 import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../../prompt/skills.js";
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
 import type { ResolvedModel } from "../../providers/registry.js";
+import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { AgentRuntime } from "../runtime.js";
@@ -15,6 +16,8 @@ export interface TurnChoices {
   thinking: ThinkingLevel;
   timeoutMs: number;
   skills: SkillSnapshot;
+  /** the run streams its reply as blocks, sent at this break (undefined: block streaming is off) */
+  blockStreaming?: BlockStreamingBreak;
   /** `/compact [instructions]`: compact the session's history now instead of calling the model */
   compact?: { instructions?: string };
 }

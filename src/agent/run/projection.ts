@@ -1,9 +1,11 @@
+import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
 import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { LoopEvent } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
 import type { PreparedRun } from "./prepare.js";
+import { ReplyBlocks } from "./reply-blocks.js";
 
 /**
  * Event projection and persistence: each loop event becomes at most one run event and at most one transcript row.
@@ -13,6 +15,9 @@ import type { PreparedRun } from "./prepare.js";
  * `discard` drops it), and after `discard` the next assistant delta says `replace`, so clients drop the text they
  * already showed. Rows for complete messages (tool calls and their results) are written at once: they stay valid
  * context for the next attempt.
+ *
+ * With block streaming on, the assistant text also goes to the run's `ReplyBlocks` (reply-blocks.ts), which sends it
+ * as `block` events; `discard` resets it too.
  */
 export class RunProjection {
   /** every message this run added to the transcript, in order (agent_end gets them) */
@@ -23,14 +28,34 @@ export class RunProjection {
   /** transcript seq of each context message that is a row (compaction records where the kept part starts) */
   private readonly seqs = new WeakMap<ChatMessage, number>();
   private maxSeq = 0;
+  private readonly blocks?: ReplyBlocks;
 
   constructor(
     private readonly rt: AgentRuntime,
     private readonly prepared: PreparedRun,
     private readonly events: RunEmitter,
     private readonly runId: string,
+    blockStreaming?: BlockStreamingBreak,
   ) {
     for (const [i, m] of prepared.history.entries()) this.remember(m, prepared.historySeqs[i]);
+    if (blockStreaming) this.blocks = new ReplyBlocks(blockStreaming, events, rt.clock);
+  }
+
+  /** The text the reply blocks of the last complete message already delivered ("" without block streaming). */
+  deliveredByBlocks(): string {
+    return this.blocks?.delivered() ?? "";
+  }
+
+  /** A reply that did not come from the model (a plugin's, a command's): streamed as one message. */
+  reply(text: string): void {
+    this.events.emit("assistant", { text, delta: text });
+    this.blocks?.onDelta(text);
+    this.blocks?.onMessageEnd(text);
+  }
+
+  /** The run is over: nothing more is streamed (an idle block timer is cancelled). */
+  close(): void {
+    this.blocks?.close();
   }
 
   seqOf(message: ChatMessage): number | undefined {
@@ -63,6 +88,7 @@ export class RunProjection {
           ...(this.replaceNext ? { replace: true } : {}),
         });
         this.replaceNext = false;
+        this.blocks?.onDelta(ev.delta);
         return;
       case "tool_start":
         this.events.emit("tool", {
@@ -118,6 +144,7 @@ export class RunProjection {
   /** The attempt is thrown away: its partial answer is dropped and clients replace the text they showed. */
   discard(): void {
     this.heldPartial = undefined;
+    this.blocks?.discard();
     if (this.visibleText) this.replaceNext = true;
     this.visibleText = false;
   }
@@ -127,7 +154,10 @@ export class RunProjection {
       this.heldPartial = message;
       return;
     }
-    if (message.role === "assistant") this.visibleText = false;
+    if (message.role === "assistant") {
+      this.visibleText = false;
+      this.blocks?.onMessageEnd(textOf(message));
+    }
     const hooks = this.rt.pluginHooks;
     let row = message;
     // tool_result_persist runs synchronously, right before the row is written.
@@ -139,4 +169,11 @@ export class RunProjection {
     }
     this.write(row, message);
   }
+}
+
+function textOf(message: AssistantMessage): string {
+  return message.content
+    .filter((c): c is Extract<typeof c, { type: "text" }> => c.type === "text")
+    .map((c) => c.text)
+    .join("");
 }

@@ -105,7 +105,15 @@ async function resolveChoices(
     rt.config.agents.defaults.thinkingDefault) as ThinkingLevel;
   const timeoutSeconds = spec.timeout ?? rt.config.agents.defaults.timeoutSeconds;
   const skills = await sessionSkills(rt, spec.agentId, spec.sessionKey, session.skillsSnapshot, reset);
-  return { modelRef: modelRef ?? "", thinking, timeoutMs: timeoutSeconds * 1000, skills };
+  const { blockStreamingDefault, blockStreamingBreak } = rt.config.agents.defaults;
+  const blocks = (spec.blockStreaming ?? blockStreamingDefault) === "on" ? blockStreamingBreak : undefined;
+  return {
+    modelRef: modelRef ?? "",
+    thinking,
+    timeoutMs: timeoutSeconds * 1000,
+    skills,
+    ...(blocks ? { blockStreaming: blocks } : {}),
+  };
 }
 
 /** The run holds its session lane, then the global lane (SPEC 3). */
@@ -131,7 +139,12 @@ async function runPhases(
   const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
   const startedAt = rt.clock.now();
   spec.onStarted?.({ startedAt, laneWaitMs });
-  events.emit("lifecycle", { phase: "start", startedAt, ...(choices.modelRef ? { model: choices.modelRef } : {}) });
+  events.emit("lifecycle", {
+    phase: "start",
+    startedAt,
+    ...(choices.modelRef ? { model: choices.modelRef } : {}),
+    ...(choices.blockStreaming ? { blockStreaming: choices.blockStreaming } : {}),
+  });
   const control = runControl(spec.signal, choices.timeoutMs, rt.clock);
   let lock: SessionLock | undefined;
   let prepared: PreparedRun | undefined;
@@ -146,7 +159,7 @@ async function runPhases(
         lock = l;
       },
     });
-    projection = new RunProjection(rt, prepared, events, spec.runId);
+    projection = new RunProjection(rt, prepared, events, spec.runId, choices.blockStreaming);
     const context = new RunContextGuard({
       rt,
       prepared,
@@ -161,6 +174,7 @@ async function runPhases(
     setupError = err instanceof Error ? err : new Error(String(err));
   } finally {
     spec.onLoopEnd?.();
+    projection?.close();
     control.dispose();
     if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
   }
@@ -173,6 +187,7 @@ async function runPhases(
     setupError,
     modelRef: prepared?.model.ref ?? choices.modelRef,
     written: projection?.written ?? [],
+    deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
   });
 }
 
