@@ -41,7 +41,14 @@ function projector(intervalMs = DEFAULT_CHAT_DELTA_INTERVAL_MS) {
   const chat = new ChatProjector({ emit: (p) => sent.push({ ...p, at: clock.now() }), clock, intervalMs });
   let seq = 0;
   const emit = <S extends AgentStream>(stream: S, data: AgentEventData[S]) =>
-    chat.onAgentEvent({ runId: "r1", seq: ++seq, stream, ts: clock.now(), sessionKey: "agent:main:s", data } as AgentEvent);
+    chat.onAgentEvent({
+      runId: "r1",
+      seq: ++seq,
+      stream,
+      ts: clock.now(),
+      sessionKey: "agent:main:s",
+      data,
+    } as AgentEvent);
   let text = "";
   const delta = (d: string) => {
     text += d;

@@ -21,7 +21,9 @@ function fencesBalanced(text: string): boolean {
   return open === undefined;
 }
 
-const word = fc.array(fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz"), { minLength: 1, maxLength: 12 }).map((cs) => cs.join(""));
+const word = fc
+  .array(fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz"), { minLength: 1, maxLength: 12 })
+  .map((cs) => cs.join(""));
 const prose = fc
   .array(
     fc.oneof(
@@ -48,7 +50,9 @@ const fence = fc
     return `\n${marker}${info}\n${body.map((l) => `${l}\n`).join("")}${marker}\n`;
   });
 /** Markdown-ish text whose fences are balanced: prose and fenced code blocks. */
-const message = fc.array(fc.oneof({ weight: 3, arbitrary: prose }, { weight: 1, arbitrary: fence }), { maxLength: 8 }).map((p) => p.join(""));
+const message = fc
+  .array(fc.oneof({ weight: 3, arbitrary: prose }, { weight: 1, arbitrary: fence }), { maxLength: 8 })
+  .map((p) => p.join(""));
 
 /** Streams `text` in deltas of the given sizes; where `idleAfter` says so, the stream stands idle for a second. */
 function stream(text: string, sizes: number[], idleAfter: boolean[]): Block[] {
@@ -73,7 +77,10 @@ function stream(text: string, sizes: number[], idleAfter: boolean[]): Block[] {
 }
 
 const deltas = fc.array(fc.integer({ min: 1, max: 400 }), { minLength: 1, maxLength: 20 });
-const idles = fc.array(fc.integer({ min: 0, max: 4 }).map((n) => n === 0), { maxLength: 20 });
+const idles = fc.array(
+  fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+  { maxLength: 20 },
+);
 
 describe("block chunker (properties)", () => {
   it("the blocks, with the fence lines the chunker added taken off, give back the message's text", () => {

@@ -1,7 +1,7 @@
 import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../../prompt/skills.js";
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
-import type { ResolvedModel } from "../../providers/registry.js";
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
+import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { AgentRuntime } from "../runtime.js";
