@@ -177,6 +177,8 @@ export const chatSendParamsSchema = ignoring(
     agentId: agentId.optional(),
     sessionId: nonEmpty.optional(),
     thinking: z.enum(thinkingLevels).optional(),
+    /** Loopgate's own, as on `agent` */
+    blockStreaming: z.enum(["on", "off"]).optional(),
     deliver: z.boolean().optional(),
   }),
 );
