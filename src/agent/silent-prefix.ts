@@ -11,12 +11,18 @@ const PARTIAL = "n(?:o(?:_(?:r(?:e(?:p(?:l)?)?)?)?)?)?";
 /** the whole text so far is separators and (part of) the token: all of it could still end up silent */
 const WHOLE = new RegExp(`^${SEP}*(?:${PARTIAL}|no_reply${SEP}*)?$`, "iu");
 /** the text ends with (part of) the token after a separator: that end could still be stripped */
-const TAIL = new RegExp(`(?<=^|${SEP})(?:${PARTIAL}|no_reply${SEP}*)$`, "iu");
+const TAIL = new RegExp(`(?<=${SEP})(?:${PARTIAL}|no_reply${SEP}*)$`, "iu");
+/**
+ * Only the end of the text is searched, so a chat delta costs the same however long the reply has grown (a token
+ * followed by more separators than this is not held back; the final still strips it).
+ */
+const TAIL_WINDOW = 64;
 
 /** How many characters at the end of `text` could still become (or be) the silent token: hold them back. */
 export function silentTokenTail(text: string): number {
   if (text === "") return 0;
+  // cheap for ordinary text: the match fails at its first character that is neither a separator nor the token's
   if (WHOLE.test(text)) return text.length;
-  const m = TAIL.exec(text);
+  const m = TAIL.exec(text.length > TAIL_WINDOW ? text.slice(-TAIL_WINDOW) : text);
   return m ? m[0].length : 0;
 }
