@@ -1,7 +1,7 @@
 /**
  * Block streaming's chunker (SPEC 7): turns one assistant message's text, as it streams, into reply blocks of
- * `minChars`–`maxChars` characters (UTF-16 code units). Pure: no I/O, no timers; the caller passes `now` and asks
- * `idleDue(now)` when to coalesce.
+ * `minChars`–`maxChars` characters (UTF-16 code units). Pure: no I/O, no timers; the caller passes `now` with each
+ * delta, asks `idleAt()` when the text becomes idle and calls `idle(now)` then.
  *
  * Where a block ends: the last break in [minChars, maxChars] of the first kind that exists — after a blank line
  * (paragraph), after a newline, after a sentence's end, after whitespace — outside any code fence. Only when no break
@@ -13,6 +13,10 @@
  * bring a better break before that), `end` returns the rest when the message ends, and `idle` returns what waited
  * `idleMs` without a new delta, however short (coalescing). An idle block keeps back a trailing line that could
  * still become a fence line (it starts with ` or ~), so a fence is never torn from its line start.
+ *
+ * The invariants (property tests in block-chunker.test.ts): each block is `reopen + body + close`, and the bodies
+ * joined are exactly the text pushed; no block is longer than `maxChars`; a block shorter than `minChars` is the
+ * message's last block or an idle block; every block's fences are balanced when the text's fences are.
  */
 
 export interface BlockChunkerOptions {
@@ -124,11 +128,6 @@ export class BlockChunker {
   /** Everything waiting is dropped (the attempt that produced it was thrown away). */
   reset(): void {
     this.clear();
-  }
-
-  /** The message text waiting to go out (without a synthetic reopen line). */
-  waiting(): string {
-    return this.pending;
   }
 
   private clear(): void {
