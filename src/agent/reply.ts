@@ -61,6 +61,8 @@ export interface ShapeReplyInput {
   toolErrors?: Array<{ name: string; message: string }>;
   /** texts already delivered by a messaging tool during the run */
   messagingSends?: string[];
+  /** block streaming already delivered (part of) the reply: a visible reply, so no fallback tool-error reply */
+  deliveredByBlocks?: boolean;
 }
 
 export function shapeReply(input: ShapeReplyInput): ReplyPayload[] {
@@ -80,7 +82,7 @@ export function shapeReply(input: ShapeReplyInput): ReplyPayload[] {
 
   const visible = payloads.some((p) => p.kind !== "reasoning");
   const messagingDelivered = (input.messagingSends ?? []).some((s) => s.trim() !== "");
-  if (!visible && !messagingDelivered && input.toolErrors?.length) {
+  if (!visible && !messagingDelivered && !input.deliveredByBlocks && input.toolErrors?.length) {
     const last = input.toolErrors[input.toolErrors.length - 1];
     const firstLine = last.message.split("\n").find((l) => l.trim()) ?? "failed";
     payloads.push({ text: `⚠️ ${last.name} failed: ${firstLine.slice(0, 300)}`, kind: "error" });

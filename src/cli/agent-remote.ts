@@ -90,6 +90,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
         ...(parsed.reasoningLevel !== undefined ? { reasoningLevel: parsed.reasoningLevel } : {}),
         ...(parsed.verboseLevel !== undefined ? { verboseLevel: parsed.verboseLevel } : {}),
         ...(parsed.timeout !== undefined ? { timeout: parsed.timeout } : {}),
+        ...(parsed.blockStreaming !== undefined ? { blockStreaming: parsed.blockStreaming } : {}),
       },
       {
         onAccepted: (a) => {

@@ -17,6 +17,7 @@ export interface AgentCliOptions {
   /** `--verbose` alone is true (= on) */
   verbose?: string | boolean;
   timeout?: string;
+  blockStreaming?: string;
   json?: boolean;
   /** false after --no-color */
   color?: boolean;
@@ -44,6 +45,9 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (verbose !== undefined && !(verboseLevels as readonly string[]).includes(verbose)) {
     throw new CliError(`--verbose: expected one of ${verboseLevels.join(", ")}, got "${verbose}"`);
   }
+  if (opts.blockStreaming !== undefined && opts.blockStreaming !== "on" && opts.blockStreaming !== "off") {
+    throw new CliError(`--block-streaming: expected on or off, got "${opts.blockStreaming}"`);
+  }
   if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
     throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
   }
@@ -56,6 +60,7 @@ export function parseAgentOptions(opts: AgentCliOptions) {
     reasoningLevel: opts.reasoning as ReasoningLevel | undefined,
     verboseLevel: verbose as VerboseLevel | undefined,
     timeout,
+    blockStreaming: opts.blockStreaming as "on" | "off" | undefined,
   };
 }
 

@@ -70,6 +70,10 @@ program
     "tool summaries in the reply: off, on (one line per tool call; the default of a bare --verbose), full (with results)",
   )
   .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
+  .option(
+    "--block-streaming <on|off>",
+    "send the reply as blocks of 800-1200 chars (default agents.defaults.blockStreamingDefault)",
+  )
   .option("--json", "print one JSON object per event (newline-delimited), then the result")
   .option("--no-color", "no colour (also NO_COLOR; FORCE_COLOR forces it)")
   .option("--config <path>", "config file (default $LOOPGATE_STATE_DIR/loopgate.json5)")

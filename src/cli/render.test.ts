@@ -92,3 +92,38 @@ describe("what the terminal shows of reasoning, mid-run messages and the summary
 });
 
 const u = { input: 3, output: 4, total: 7 };
+describe("what the terminal shows of a block-streamed run", () => {
+  it("prints each block once as it is delivered, not the deltas too", () => {
+    const { out, err } = render([
+      { stream: "lifecycle", data: { phase: "start", startedAt: 0, blockStreaming: "text_end" } },
+      { stream: "assistant", data: { text: "First para.\n\n", delta: "First para.\n\n" } },
+      { stream: "assistant", data: { text: "First para.\n\nSecond.", delta: "Second." } },
+      { stream: "block", data: { index: 0, text: "First para.\n\n" } },
+      { stream: "block", data: { index: 1, text: "Second." } },
+      {
+        stream: "lifecycle",
+        data: {
+          phase: "end",
+          startedAt: 0,
+          endedAt: 1,
+          status: "ok",
+          stopReason: "stop",
+          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+        },
+      },
+    ]);
+    expect(out).toBe("First para.\n\nSecond.\n");
+    expect(err).toBe("");
+  });
+
+  it("a block that voids the earlier ones says so once on stderr", () => {
+    const { out, err } = render([
+      { stream: "lifecycle", data: { phase: "start", startedAt: 0, blockStreaming: "text_end" } },
+      { stream: "block", data: { index: 0, text: "Thrown away" } },
+      { stream: "assistant", data: { text: "Kept", delta: "Kept", replace: true } },
+      { stream: "block", data: { index: 1, text: "Kept", replace: true } },
+    ]);
+    expect(out).toBe("Thrown away\nKept");
+    expect(err).toBe("↻ the answer restarted; the text above is void\n");
+  });
+});

@@ -49,7 +49,8 @@ function toolOutcome(d: Record<string, unknown>, aborting: boolean, red: (s: str
 
 /**
  * Terminal rendering of one run: assistant text streams to stdout as it arrives; each tool call becomes one line on
- * stderr with its outcome (so piping stdout captures just the reply).
+ * stderr with its outcome (so piping stdout captures just the reply). A run that streams blocks (its lifecycle start
+ * says so) prints its blocks as they are delivered instead of the deltas, so the text is printed once.
  */
 export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) => void {
   const { dim, red } = painter(target.errColor);
@@ -57,6 +58,7 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   let midLine = false;
   /** reasoning is being written to stderr, dimmed, and its line is still open */
   let thinking = false;
+  let blocks = false;
   const breakLine = () => {
     if (thinking) {
       target.err("\n");
@@ -69,6 +71,8 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
   };
   return (ev) => {
     const d = ev.data as Record<string, unknown>;
+    if (ev.stream === "lifecycle" && d.phase === "start") blocks = d.blockStreaming !== undefined;
+    if (blocks && ev.stream === "assistant") return;
     const note = runNote(ev);
     if (note) {
       breakLine();
@@ -92,13 +96,14 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
       target.out(`${ev.data.text}\n\n`);
       return;
     }
-    if (ev.stream === "assistant" && typeof d.delta === "string") {
+    if ((ev.stream === "assistant" && typeof d.delta === "string") || ev.stream === "block") {
       if (thinking) {
         target.err("\n");
         thinking = false;
       }
-      target.out(d.delta);
-      midLine = !d.delta.endsWith("\n");
+      const text = ev.stream === "block" ? ev.data.text : String(d.delta);
+      target.out(text);
+      midLine = !text.endsWith("\n");
       return;
     }
     if (ev.stream === "tool") {
@@ -125,7 +130,8 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 
 /** One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer. */
 export function runNote(ev: AgentEvent): string | undefined {
-  if (ev.stream === "assistant") return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
+  if (ev.stream === "assistant" || ev.stream === "block")
+    return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
   if (ev.stream === "thinking")
     return ev.data.replace ? "↻ the reasoning restarted; the reasoning above is void" : undefined;
   if (ev.stream === "compaction") {

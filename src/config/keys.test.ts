@@ -43,6 +43,14 @@ const T = {
     "src/agent/run/reply-shaping.test.ts",
     "name and cost: the result names the model and estimates the run's cost from its usage",
   ),
+  blockStreaming: pin(
+    "src/agent/run/block-streaming.test.ts",
+    "blockStreamingDefault on: a 5,000-char reply with a code fence arrives as balanced blocks, not repeated in the final",
+  ),
+  blockBreak: pin(
+    "src/agent/run/block-streaming.test.ts",
+    "blockStreamingBreak text_end sends blocks while the text streams; message_end only once the message is complete",
+  ),
   lanes: pin(here, "agents.defaults.maxConcurrent is the global lane's concurrency"),
   budget: pin("src/prompt/context-budget.test.ts", "uses a configured reserve when it is smaller"),
   lock: pin(here, "session.writeLock.acquireTimeoutMs and agents.defaults.timeoutSeconds reach the run"),
@@ -129,8 +137,8 @@ const audit: Record<string, Audit> = {
   "agents.defaults.reasoningDefault": T.reasoning,
   "agents.defaults.verboseDefault": T.verbose,
   "agents.defaults.maxSteps": T.request,
-  "agents.defaults.blockStreamingDefault": "rejected",
-  "agents.defaults.blockStreamingBreak": "rejected",
+  "agents.defaults.blockStreamingDefault": T.blockStreaming,
+  "agents.defaults.blockStreamingBreak": T.blockBreak,
   "agents.defaults.sandbox.workspaceRoot": T.workspaces,
   "agents.defaults.compaction.reserveTokens": T.budget,
   "agents.defaults.compaction.keepRecentTokens": T.keepRecent,
@@ -251,8 +259,6 @@ describe("every config key is read or rejected", () => {
 
   it("every rejected key, when set, is refused at load as not yet supported, naming its path", () => {
     const samples: Record<string, unknown> = {
-      "agents.defaults.blockStreamingDefault": { agents: { defaults: { blockStreamingDefault: "on" } } },
-      "agents.defaults.blockStreamingBreak": { agents: { defaults: { blockStreamingBreak: "message_end" } } },
       "diagnostics.enabled": { diagnostics: { enabled: true } },
       "diagnostics.stuckSessionWarnMs": { diagnostics: { stuckSessionWarnMs: 1000 } },
       "diagnostics.stuckSessionAbortMs": { diagnostics: { stuckSessionAbortMs: 1000 } },

@@ -68,8 +68,10 @@ const agentDefaults = z.strictObject({
   verboseDefault: z.enum(verboseLevels).default("off"),
   /** Model calls per run before the loop stops with stopReason "max_steps". */
   maxSteps: positiveInt.default(50),
-  blockStreamingDefault: z.enum(["on", "off"]).default("off").describe(notYetSupported),
-  blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end").describe(notYetSupported),
+  /** "on": replies go out as blocks of 800–1,200 chars (`block` events, chat deltas) as well as the final (SPEC 7) */
+  blockStreamingDefault: z.enum(["on", "off"]).default("off"),
+  /** text_end: each block as soon as the text holds it, the rest when the message ends; message_end: all at the end */
+  blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end"),
   sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
   compaction: z
     .strictObject({

@@ -11,11 +11,7 @@ interface UnsupportedKey {
   isSet?: (value: unknown) => boolean;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [
-  { path: "agents.defaults.blockStreamingDefault" },
-  { path: "agents.defaults.blockStreamingBreak" },
-  { path: "diagnostics.*" },
-];
+export const unsupportedKeys: readonly UnsupportedKey[] = [{ path: "diagnostics.*" }];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "diagnostics.enabled: not yet ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {

@@ -1,4 +1,5 @@
 import { isSilentReply, stripTrailingSilentToken } from "../agent/reply.js";
+import { silentTokenTail } from "../agent/silent-prefix.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { ChatErrorKind, ChatEventPayload, ChatMessagePayload } from "../protocol/payloads.js";
@@ -12,22 +13,34 @@ export function chatErrorKind(kind: unknown, status: unknown): ChatErrorKind {
 
 interface RunChat {
   sessionKey: string;
-  /** every delta of the run so far */
+  /** every delta of the run so far (since the last `replace`) */
   text: string;
-  /** deltas not yet sent as a chat delta */
-  pending: string;
-  /** seq of the newest assistant event folded into `pending` */
+  /** how much of `text` chat deltas have carried */
+  sent: number;
+  /** seq of the newest assistant event folded into `text` */
   pendingSeq: number;
   lastFlushAt: number;
   timer: unknown;
   /** the next delta replaces what the client has shown (a retry or compaction restarted the answer) */
   replace: boolean;
+  /** the run streams blocks (its lifecycle start said so): its chat deltas are its blocks */
+  blocks: boolean;
+  /** the blocks' text so far (since the last block `replace`) */
+  blockText: string;
 }
 
 /**
- * SPEC 12: the agent stream projected to chat events. Assistant deltas are buffered into `delta` messages, sent at
- * most every `intervalMs` (the first one at once, so a chat shows the reply starting) and always flushed before the
- * terminal event; lifecycle end → `final`, lifecycle error → `aborted` or `error` with a kind.
+ * SPEC 12: the agent stream projected to chat events; lifecycle end → `final`, lifecycle error → `aborted` or
+ * `error` with a kind.
+ *
+ * Token deltas are buffered into `delta` messages, sent at most every `intervalMs` (75 ms by default; the first one
+ * at once, so a chat shows the reply starting) and flushed before the terminal event. A trailing fragment that could
+ * still grow into the silent token (`NO_`, `no_rep`, or a whole text so far like `NO_REPL`) is held back until it
+ * cannot; a reply that turns out to be exactly `NO_REPLY` was never shown, and the final carries no message.
+ *
+ * A run that streams blocks (block streaming, SPEC 7) sends one `delta` per block instead: `deltaText` is the block
+ * and `message` all blocks so far. Blocks are not paced (each is a message of its own, 800–1,200 chars, and already
+ * coalesced), and a block that says `replace` restarts the message like a token delta that does.
  */
 export class ChatProjector {
   private readonly runs = new Map<string, RunChat>();
@@ -48,61 +61,98 @@ export class ChatProjector {
       return;
     }
     if (ev.stream === "assistant") {
-      const delta = ev.data.delta;
-      if (typeof delta !== "string" || delta === "") return;
-      let run = this.runs.get(ev.runId);
-      if (!run) {
-        run = {
-          sessionKey: ev.sessionKey,
-          text: "",
-          pending: "",
-          pendingSeq: 0,
-          lastFlushAt: -Infinity,
-          timer: undefined,
-          replace: false,
-        };
-        this.runs.set(ev.runId, run);
-      }
-      if (ev.data.replace) {
-        // Text already sent is void: only a delta that says `replace` may take it back (SPEC 10).
-        run.replace = run.replace || run.text.length > run.pending.length;
-        run.text = "";
-        run.pending = "";
-      }
-      run.text += delta;
-      run.pending += delta;
-      run.pendingSeq = ev.seq;
-      if (run.timer !== undefined) return;
-      const wait = run.lastFlushAt + this.intervalMs - this.clock.now();
-      if (wait <= 0) this.flush(ev.runId, run);
-      else {
-        const r = run;
-        run.timer = this.clock.setTimeout(() => {
-          r.timer = undefined;
-          this.flush(ev.runId, r);
-        }, wait);
-      }
+      this.onAssistant(ev);
+      return;
+    }
+    if (ev.stream === "block") {
+      this.onBlock(ev);
       return;
     }
     if (ev.stream !== "lifecycle") return;
     const phase = ev.data.phase;
+    if (phase === "start" && ev.data.blockStreaming) {
+      this.runFor(ev.runId, ev.sessionKey).blocks = true;
+      return;
+    }
     if (phase !== "end" && phase !== "error") return;
     const run = this.runs.get(ev.runId);
     if (run) {
       if (run.timer !== undefined) this.clock.clearTimeout(run.timer);
       run.timer = undefined;
-      this.flush(ev.runId, run);
+      if (!run.blocks) this.flush(ev.runId, run);
       this.runs.delete(ev.runId);
     }
     this.emit(this.terminal(ev, run?.text ?? ""));
   }
 
-  private flush(runId: string, run: RunChat): void {
-    if (run.pending === "") return;
+  private runFor(runId: string, sessionKey: string): RunChat {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = {
+        sessionKey,
+        text: "",
+        sent: 0,
+        pendingSeq: 0,
+        lastFlushAt: -Infinity,
+        timer: undefined,
+        replace: false,
+        blocks: false,
+        blockText: "",
+      };
+      this.runs.set(runId, run);
+    }
+    return run;
+  }
+
+  private onAssistant(ev: AgentEventOf<"assistant">): void {
+    const delta = ev.data.delta;
+    if (typeof delta !== "string" || delta === "") return;
+    const run = this.runFor(ev.runId, ev.sessionKey);
+    if (ev.data.replace) {
+      // Text already sent is void: only a delta that says `replace` may take it back (SPEC 10).
+      run.replace = run.replace || run.sent > 0;
+      run.text = "";
+      run.sent = 0;
+    }
+    run.text += delta;
+    run.pendingSeq = ev.seq;
+    // with blocks the text goes out as blocks; it is kept for the final
+    if (run.blocks || run.timer !== undefined) return;
+    const wait = run.lastFlushAt + this.intervalMs - this.clock.now();
+    if (wait <= 0) this.flush(ev.runId, run);
+    else {
+      run.timer = this.clock.setTimeout(() => {
+        run.timer = undefined;
+        this.flush(ev.runId, run);
+      }, wait);
+    }
+  }
+
+  private onBlock(ev: AgentEventOf<"block">): void {
+    const run = this.runFor(ev.runId, ev.sessionKey);
+    const replace = ev.data.replace === true && run.blockText !== "";
+    if (ev.data.replace) run.blockText = "";
+    run.blockText += ev.data.text;
     const now = this.clock.now();
-    const deltaText = run.pending;
+    this.emit({
+      runId: ev.runId,
+      sessionKey: run.sessionKey,
+      seq: ev.seq,
+      state: "delta",
+      deltaText: ev.data.text,
+      message: message(run.blockText, now),
+      ...(replace ? { replace: true } : {}),
+    });
+  }
+
+  /** Sends what came since the last delta, except an end that could still become the silent token. */
+  private flush(runId: string, run: RunChat): void {
+    const sendable = run.text.length - silentTokenTail(run.text);
+    if (sendable <= run.sent) return;
+    const now = this.clock.now();
+    const deltaText = run.text.slice(run.sent, sendable);
     const replace = run.replace;
-    run.pending = "";
+    run.sent = sendable;
     run.replace = false;
     run.lastFlushAt = now;
     this.emit({
@@ -111,7 +161,7 @@ export class ChatProjector {
       seq: run.pendingSeq,
       state: "delta",
       deltaText,
-      message: message(run.text, now),
+      message: message(run.text.slice(0, sendable), now),
       ...(replace ? { replace: true } : {}),
     });
   }

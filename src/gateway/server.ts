@@ -80,7 +80,7 @@ export interface GatewayHandle {
 }
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
-export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 100;
+export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 75;
 /** How long closing sockets may take to answer the close handshake before they are cut. */
 const CLOSE_HANDSHAKE_MS = 1000;
 

@@ -4,7 +4,15 @@
  * reads the same discriminated unions, so a new field or phase is added in one place.
  */
 
-export type AgentStream = "lifecycle" | "assistant" | "thinking" | "message" | "tool" | "compaction" | "queue";
+export type AgentStream =
+  | "lifecycle"
+  | "assistant"
+  | "thinking"
+  | "message"
+  | "block"
+  | "tool"
+  | "compaction"
+  | "queue";
 
 import type { Receipt, Usage } from "./run.js";
 
@@ -15,8 +23,12 @@ export type { Receipt };
 
 export type RunStatus = "ok" | "error" | "timeout" | "aborted";
 
+/** When block streaming sends a message's blocks (SPEC 7): as the text streams, or when the message ends. */
+export type BlockStreamingBreak = "text_end" | "message_end";
+
 export type LifecycleData =
-  | { phase: "start"; startedAt: number; model?: string }
+  /** `blockStreaming`: the run sends its reply as `block` events (absent: it does not) */
+  | { phase: "start"; startedAt: number; model?: string; blockStreaming?: BlockStreamingBreak }
   | {
       phase: "end";
       startedAt: number;
@@ -71,6 +83,18 @@ export interface MessageData {
   toolCallId: string;
 }
 
+/**
+ * One reply block (block streaming, SPEC 7): 800–1,200 characters of the assistant's text, cut at a paragraph,
+ * newline, sentence or space, with a code fence split across blocks closed and reopened so each renders alone.
+ * `index` counts the run's blocks from 0. `replace`: the blocks sent since the last complete assistant message
+ * belonged to an attempt that was thrown away (a retry, compaction or fallback); they are void.
+ */
+export interface BlockData {
+  index: number;
+  text: string;
+  replace?: boolean;
+}
+
 export type ToolData =
   | { phase: "start"; name: string; toolCallId: string; args: unknown }
   | { phase: "update"; name: string; toolCallId: string; partialResult: string }
@@ -109,6 +133,7 @@ export interface AgentEventData {
   tool: ToolData;
   compaction: CompactionData;
   queue: QueueData;
+  block: BlockData;
 }
 
 /** One event of one stream; `AgentEvent` is the union over all streams, narrowed by `stream`. */

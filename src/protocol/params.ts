@@ -129,6 +129,8 @@ export const agentParamsSchema = ignoring(
     lane: nonEmpty.optional(),
     promptMode: z.enum(["full", "minimal", "none"]).optional(),
     extraSystemPrompt: z.string().optional(),
+    /** Loopgate's own: block streaming for this run (default agents.defaults.blockStreamingDefault) */
+    blockStreaming: z.enum(["on", "off"]).optional(),
     queueMode: z.enum(queueModes).optional(),
     label: nonEmpty.max(512).optional(),
     deliver: z.boolean().optional(),
@@ -181,6 +183,8 @@ export const chatSendParamsSchema = ignoring(
     thinking: z.enum(thinkingLevels).optional(),
     reasoningLevel: z.enum(reasoningLevels).optional(),
     verboseLevel: z.enum(verboseLevels).optional(),
+    /** Loopgate's own, as on `agent` */
+    blockStreaming: z.enum(["on", "off"]).optional(),
     deliver: z.boolean().optional(),
   }),
 );

@@ -41,6 +41,7 @@ export const WIRE_RUN_OPTIONS = [
   "lane",
   "promptMode",
   "extraSystemPrompt",
+  "blockStreaming",
 ] as const;
 export type WireRunOptions = Pick<AgentParams, (typeof WIRE_RUN_OPTIONS)[number]>;
 

@@ -63,7 +63,7 @@ async function compactCommand(ctx: ExecuteContext, instructions?: string): Promi
       : result.outcome === "nothing_to_compact"
         ? "Nothing to compact yet."
         : `Could not compact the conversation: ${result.message}`;
-  ctx.events.emit("assistant", { text, delta: text });
+  ctx.projection.reply(text);
   return { kind: "command", text };
 }
 
@@ -76,7 +76,7 @@ async function claimByPlugin(ctx: ExecuteContext): Promise<ExecuteResult | undef
   if (!claim?.handled) return undefined;
   const text = claim.reply ?? "";
   if (text) {
-    ctx.events.emit("assistant", { text, delta: text });
+    ctx.projection.reply(text);
     ctx.projection.write({ role: "assistant", content: [{ type: "text", text }], stopReason: "stop" });
   }
   return { kind: "claimed", text, pluginId: claim.pluginId };

@@ -73,6 +73,8 @@ export interface FinishInput {
   /** reasoning, tool summaries and mid-run messages the run's projection kept (absent when it never ran) */
   parts?: ReplyParts;
   options?: ReplyOptions;
+  /** the reply text block streaming already delivered: the final payloads do not repeat it */
+  deliveredByBlocks?: string;
 }
 
 /** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
@@ -84,15 +86,17 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
   const model = exec?.kind === "loop" ? exec.model : input.modelRef;
   const ctx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
   const parts = input.parts;
+  const delivered = input.deliveredByBlocks ?? "";
   const payloads = await outgoing(
     rt,
     shapeReply({
-      assistantText: exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""),
+      assistantText: undelivered(exec?.kind === "loop" ? exec.outcome.finalText : (exec?.text ?? ""), delivered),
       reasoning: parts?.reasoning.join("\n\n"),
       includeReasoning: input.options?.reasoning === "on",
       toolSummaries: parts?.toolSummaries,
       verbose: input.options !== undefined && input.options.verbose !== "off",
       messagingSends: parts?.messagingSends,
+      deliveredByBlocks: delivered.trim() !== "",
       modelError: status === "error" ? error?.message : undefined,
       toolErrors: exec?.kind === "loop" ? exec.outcome.toolErrors : undefined,
     }),
@@ -124,6 +128,11 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
   }
   emitTerminal(events, result, exec?.kind === "claimed" ? exec.pluginId : undefined);
   return result;
+}
+
+/** The part of the reply's text that block streaming did not deliver (its tail), or all of it. */
+function undelivered(text: string, delivered: string): string {
+  return delivered && text.startsWith(delivered) ? text.slice(delivered.length) : text;
 }
 
 /** The one terminal lifecycle event of a run: `end` when it succeeded, `error` otherwise. */

@@ -1,5 +1,6 @@
 import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } from "../../prompt/skills.js";
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
+import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
@@ -19,6 +20,8 @@ export interface TurnChoices {
   verbose: VerboseLevel;
   timeoutMs: number;
   skills: SkillSnapshot;
+  /** the run streams its reply as blocks, sent at this break (undefined: block streaming is off) */
+  blockStreaming?: BlockStreamingBreak;
   /** `/compact [instructions]`: compact the session's history now instead of calling the model */
   compact?: { instructions?: string };
 }

@@ -1,3 +1,4 @@
+import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
 import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
@@ -7,12 +8,15 @@ import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
 import { deliverToolMessage } from "./messaging.js";
 import type { PreparedRun } from "./prepare.js";
+import { ReplyBlocks } from "./reply-blocks.js";
 import { summarizeToolCall } from "./tool-summaries.js";
 
-/** What the run shows besides the answer: its reasoning level and its verbose level. */
+/** What the run shows besides the answer: its reasoning level, its verbose level, and its block streaming. */
 export interface ReplyOptions {
   reasoning: ReasoningLevel;
   verbose: VerboseLevel;
+  /** the break the run's reply blocks are sent at (undefined: block streaming is off) */
+  blockStreaming?: BlockStreamingBreak;
 }
 
 /** What reply shaping needs from the run's events: the kept reasoning, tool summaries and mid-run messages. */
@@ -24,7 +28,6 @@ export interface ReplyParts {
   /** texts the `message` tool delivered */
   messagingSends: string[];
 }
-
 /**
  * Event projection and persistence: each loop event becomes at most one run event and at most one transcript row.
  *
@@ -33,6 +36,9 @@ export interface ReplyParts {
  * `discard` drops it), and after `discard` the next assistant delta says `replace`, so clients drop the text they
  * already showed. Rows for complete messages (tool calls and their results) are written at once: they stay valid
  * context for the next attempt.
+ *
+ * With block streaming on, the assistant text also goes to the run's `ReplyBlocks` (reply-blocks.ts), which sends it
+ * as `block` events; `discard` resets it too.
  */
 export class RunProjection {
   /** every message this run added to the transcript, in order (agent_end gets them) */
@@ -54,6 +60,7 @@ export class RunProjection {
   /** tool calls whose start event went out, and sends waiting for theirs (a message never precedes its call) */
   private readonly startedCalls = new Set<string>();
   private readonly startWaiters = new Map<string, () => void>();
+  private readonly blocks?: ReplyBlocks;
 
   constructor(
     private readonly rt: AgentRuntime,
@@ -63,6 +70,24 @@ export class RunProjection {
     private readonly options: ReplyOptions = { reasoning: "off", verbose: "off" },
   ) {
     for (const [i, m] of prepared.history.entries()) this.remember(m, prepared.historySeqs[i]);
+    if (options.blockStreaming) this.blocks = new ReplyBlocks(options.blockStreaming, events, rt.clock);
+  }
+
+  /** The text the reply blocks of the last complete message already delivered ("" without block streaming). */
+  deliveredByBlocks(): string {
+    return this.blocks?.delivered() ?? "";
+  }
+
+  /** A reply that did not come from the model (a plugin's, a command's): streamed as one message. */
+  reply(text: string): void {
+    this.events.emit("assistant", { text, delta: text });
+    this.blocks?.onDelta(text);
+    this.blocks?.onMessageEnd(text);
+  }
+
+  /** The run is over: nothing more is streamed (an idle block timer is cancelled). */
+  close(): void {
+    this.blocks?.close();
   }
 
   seqOf(message: ChatMessage): number | undefined {
@@ -95,6 +120,7 @@ export class RunProjection {
           ...(this.replaceNext ? { replace: true } : {}),
         });
         this.replaceNext = false;
+        this.blocks?.onDelta(ev.delta);
         return;
       case "thinking_delta":
         this.onThinkingDelta(ev.delta);
@@ -164,6 +190,7 @@ export class RunProjection {
    */
   discard(): void {
     this.heldPartial = undefined;
+    this.blocks?.discard();
     if (this.visibleText) this.replaceNext = true;
     this.visibleText = false;
     this.parts.reasoning.length = 0;
@@ -226,7 +253,10 @@ export class RunProjection {
       this.heldPartial = message;
       return;
     }
-    if (message.role === "assistant") this.visibleText = false;
+    if (message.role === "assistant") {
+      this.visibleText = false;
+      this.blocks?.onMessageEnd(textOf(message));
+    }
     const hooks = this.rt.pluginHooks;
     let row = message;
     // tool_result_persist runs synchronously, right before the row is written.
@@ -238,4 +268,11 @@ export class RunProjection {
     }
     this.write(row, message);
   }
+}
+
+function textOf(message: AssistantMessage): string {
+  return message.content
+    .filter((c): c is Extract<typeof c, { type: "text" }> => c.type === "text")
+    .map((c) => c.text)
+    .join("");
 }

@@ -105,7 +105,8 @@ async function resolveChoices(
   const skills = await sessionSkills(rt, spec.agentId, spec.sessionKey, session.skillsSnapshot, reset);
   // request > the agent's own default > agents.defaults
   const agent = rt.config.agents.list.find((a) => a.id === spec.agentId);
-  const { reasoningDefault, verboseDefault } = rt.config.agents.defaults;
+  const { reasoningDefault, verboseDefault, blockStreamingDefault, blockStreamingBreak } = rt.config.agents.defaults;
+  const blocks = (spec.blockStreaming ?? blockStreamingDefault) === "on" ? blockStreamingBreak : undefined;
   return {
     modelRef: modelRef ?? "",
     thinking,
@@ -113,6 +114,7 @@ async function resolveChoices(
     verbose: spec.verboseLevel ?? agent?.verboseDefault ?? verboseDefault,
     timeoutMs: timeoutSeconds * 1000,
     skills,
+    ...(blocks ? { blockStreaming: blocks } : {}),
   };
 }
 
@@ -139,7 +141,12 @@ async function runPhases(
   const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
   const startedAt = rt.clock.now();
   spec.onStarted?.({ startedAt, laneWaitMs });
-  events.emit("lifecycle", { phase: "start", startedAt, ...(choices.modelRef ? { model: choices.modelRef } : {}) });
+  events.emit("lifecycle", {
+    phase: "start",
+    startedAt,
+    ...(choices.modelRef ? { model: choices.modelRef } : {}),
+    ...(choices.blockStreaming ? { blockStreaming: choices.blockStreaming } : {}),
+  });
   const control = runControl(spec.signal, choices.timeoutMs, rt.clock);
   let lock: SessionLock | undefined;
   let prepared: PreparedRun | undefined;
@@ -157,6 +164,7 @@ async function runPhases(
     projection = new RunProjection(rt, prepared, events, spec.runId, {
       reasoning: choices.reasoning,
       verbose: choices.verbose,
+      blockStreaming: choices.blockStreaming,
     });
     const context = new RunContextGuard({
       rt,
@@ -172,6 +180,7 @@ async function runPhases(
     setupError = err instanceof Error ? err : new Error(String(err));
   } finally {
     spec.onLoopEnd?.();
+    projection?.close();
     control.dispose();
     if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
   }
@@ -186,6 +195,7 @@ async function runPhases(
     written: projection?.written ?? [],
     parts: projection?.parts,
     options: { reasoning: choices.reasoning, verbose: choices.verbose },
+    deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
   });
 }
 
