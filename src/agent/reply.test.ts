@@ -110,6 +110,14 @@ describe("shapeReply", () => {
     expect(payloads).toEqual([]);
   });
 
+  it("no fallback when block streaming already delivered the reply, and the undelivered tail is kept", () => {
+    const toolErrors = [{ name: "exec", message: "timeout" }];
+    expect(shapeReply({ assistantText: "", toolErrors, deliveredByBlocks: true })).toEqual([]);
+    expect(shapeReply({ assistantText: " the tail ", toolErrors, deliveredByBlocks: true })).toEqual([
+      { text: "the tail" },
+    ]);
+  });
+
   it("drops the final text when a messaging tool already sent the same text (whitespace and case aside)", () => {
     const payloads = shapeReply({
       assistantText: "The deploy  finished.\n",
