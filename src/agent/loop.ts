@@ -80,7 +80,7 @@ export interface LoopPorts {
   provider: ModelProvider;
   tools: ReadonlyMap<string, Tool>;
   signal: AbortSignal;
-  toolContext: Omit<ToolContext, "signal" | "onUpdate">;
+  toolContext: Omit<ToolContext, "signal" | "onUpdate" | "toolCallId">;
   steering?: SteeringPort;
   beforeToolCall?: (call: ToolCallBlock) => Promise<ToolCallDecision | undefined> | ToolCallDecision | undefined;
   afterToolCall?: (call: ToolCallBlock, result: ToolResultMessage) => void;
@@ -420,6 +420,7 @@ async function executeOne(
     }
     const out = await tool.execute(args, {
       ...ports.toolContext,
+      toolCallId: call.id,
       signal: ports.signal,
       onUpdate: (partial) => push({ type: "tool_update", toolCallId: call.id, name: call.name, partial }),
     });

@@ -6,9 +6,19 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Extra environment for exec (skills inject here). */
   env?: Record<string, string>;
+  /** the model's id for this call; set by the loop */
+  toolCallId?: string;
+  /**
+   * Asks whether exec may run `command` (tools.exec policy, approvals). Absent: exec runs it (a runtime always sets
+   * it; a tool used on its own has no policy to apply).
+   */
+  approveExec?: (request: { command: string; toolCallId?: string; signal: AbortSignal }) => Promise<ExecVerdict>;
   /** Streams a partial result (tool `update` event). */
   onUpdate?: (partial: string) => void;
 }
+
+/** The answer to `approveExec`: run it, or refuse with a reason the model reads after "exec denied: ". */
+export type ExecVerdict = { allowed: true } | { allowed: false; reason: string };
 
 export interface ToolOutput {
   /** Text given back to the model. */

@@ -57,7 +57,7 @@ export async function runAttempt(
       provider: await providerFor(rt, input.model, input.timeoutMs),
       tools: rt.tools,
       signal: input.signal,
-      toolContext: { workspaceDir: prepared.workspaceDir, env: prepared.toolEnv },
+      toolContext: { workspaceDir: prepared.workspaceDir, env: prepared.toolEnv, approveExec: prepared.approveExec },
       steering: spec.steering,
       resultForModel: (text) => capForModel(text),
       transformContext: input.transformContext,
