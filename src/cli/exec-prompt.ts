@@ -24,8 +24,12 @@ export function terminalExecPrompt(term: PromptTerminal): ExecPrompt {
     }
     return new Promise((resolve) => {
       const rl = createInterface({ input: term.input, terminal: false });
+      let answered = false;
       const done = (answer: Awaited<ReturnType<ExecPrompt>>) => {
+        if (answered) return;
+        answered = true;
         signal.removeEventListener("abort", onAbort);
+        // closing emits "close" at once: the answer is already taken by then
         rl.close();
         resolve(answer);
       };
