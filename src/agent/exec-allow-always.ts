@@ -60,7 +60,8 @@ export class AllowAlwaysFile {
     }
     try {
       const data = JSON.parse(text) as Partial<FileShape>;
-      if (data.version !== 1 || !Array.isArray(data.allowAlways)) throw new Error("expected {version: 1, allowAlways: [...]}");
+      if (data.version !== 1 || !Array.isArray(data.allowAlways))
+        throw new Error("expected {version: 1, allowAlways: [...]}");
       for (const e of data.allowAlways) {
         if (typeof e?.agentId !== "string" || typeof e.command !== "string") continue;
         this.entries.set(key(e.agentId, e.command), { agentId: e.agentId, command: e.command, addedAtMs: e.addedAtMs });

@@ -58,7 +58,11 @@ describe("exec approvals", () => {
         expiresAtMs: 1_700_000_060_000,
       },
     ]);
-    expect(a.resolve("ap-1", "allow-once")).toMatchObject({ status: "allowed", decision: "allow-once", reason: "user" });
+    expect(a.resolve("ap-1", "allow-once")).toMatchObject({
+      status: "allowed",
+      decision: "allow-once",
+      reason: "user",
+    });
     expect(await waiting).toEqual({ allowed: true });
     expect(events.map((e) => e.type)).toEqual(["requested", "resolved"]);
     void a.check(call("rm -rf build"));

@@ -1,15 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { ExecSecurity } from "../tools/exec-policy.js";
-import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
-import type { ExecVerdict } from "../tools/types.js";
 import type { ExecToolConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
-import type {
-  ExecApprovalDecision,
-  ExecApprovalRequested,
-  ExecApprovalResolved,
-} from "../protocol/exec-approvals.js";
+import type { ExecApprovalDecision, ExecApprovalRequested, ExecApprovalResolved } from "../protocol/exec-approvals.js";
+import type { ExecSecurity } from "../tools/exec-policy.js";
+import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
+import type { ExecVerdict } from "../tools/types.js";
 import { AllowAlwaysFile } from "./exec-allow-always.js";
 
 /**
@@ -65,7 +61,11 @@ export class ExecApprovalError extends Error {
 
 interface Pending {
   request: ExecApprovalRequested;
-  settle: (status: ExecApprovalResolved["status"], reason: ExecApprovalResolved["reason"], decision?: ExecApprovalDecision) => void;
+  settle: (
+    status: ExecApprovalResolved["status"],
+    reason: ExecApprovalResolved["reason"],
+    decision?: ExecApprovalDecision,
+  ) => void;
 }
 
 /** How many ended approvals are remembered, so a late answer is told "expired" rather than "unknown". */

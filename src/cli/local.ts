@@ -13,7 +13,11 @@ import { terminalExecPrompt } from "./exec-prompt.js";
  * Opens config, store and runtime for an embedded (in-process) run. The user runs their own agent here, so exec's
  * security defaults to "full" (tools.exec.security overrides it), and approvals are asked on the terminal.
  */
-export async function openLocal(opts: { configPath?: string; loaded?: LoadedConfig; execPrompt?: ExecPrompt }): Promise<{
+export async function openLocal(opts: {
+  configPath?: string;
+  loaded?: LoadedConfig;
+  execPrompt?: ExecPrompt;
+}): Promise<{
   service: AgentService;
   loaded: LoadedConfig;
   close: () => void;

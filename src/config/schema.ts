@@ -143,7 +143,7 @@ const execToolConfig = z.strictObject({
   /** unset: "full" for `loopgate agent --local`, "allowlist" for the gateway's runs */
   security: z.enum(execSecurityModes).optional(),
   ask: z.enum(execAskModes).default("on-miss"),
-  allowlist: z.array(z.string().trim().min(1, "expected a glob pattern, e.g. \"git *\"")).default([]),
+  allowlist: z.array(z.string().trim().min(1, 'expected a glob pattern, e.g. "git *"')).default([]),
   /** how long a run waits for an operator's answer before the command is denied */
   approvalTimeoutSeconds: positiveInt.default(120),
   /** names of environment variables the exec child gets from the process (beside PATH, HOME, LANG, TERM) */

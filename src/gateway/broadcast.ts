@@ -119,9 +119,7 @@ export class Broadcaster {
 
   private onApprovalEvent(ev: ExecApprovalEvent): void {
     const [prefix, payload] =
-      ev.type === "requested"
-        ? [APPROVAL_REQUESTED_PREFIX, ev.request]
-        : [APPROVAL_RESOLVED_PREFIX, ev.resolved];
+      ev.type === "requested" ? [APPROVAL_REQUESTED_PREFIX, ev.request] : [APPROVAL_RESOLVED_PREFIX, ev.resolved];
     const json = JSON.stringify(payload);
     for (const sink of this.sinks) if (sink.canApprove(payload.sessionKey)) sink.sendEventJson(prefix, json);
   }

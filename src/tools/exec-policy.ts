@@ -80,7 +80,10 @@ export function splitCommand(command: string): SplitCommand {
     if (part !== "") commands.push(part);
     current = "";
   };
-  const substitution = { ok: false as const, reason: "a command substitution ($(…), `…`, <(…), >(…)) is never allowlisted" };
+  const substitution = {
+    ok: false as const,
+    reason: "a command substitution ($(…), `…`, <(…), >(…)) is never allowlisted",
+  };
   let i = 0;
   while (i < command.length) {
     const c = command[i];

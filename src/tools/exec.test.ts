@@ -166,10 +166,10 @@ describe("the exec child's environment", () => {
   it("passes through the names listed in tools.exec.env, and the run's injected env (skills)", async () => {
     const tool = createExecTool({ parentEnv, envPassthrough: ["PROJECT_REGION", "NOT_SET_ANYWHERE"] });
     const out = await tool.execute(
-      { command: 'echo "$PROJECT_REGION/$SKILL_TOKEN/${NOT_SET_ANYWHERE-unset}"' },
+      { command: 'echo "$PROJECT_REGION/$SKILL_TOKEN/$NOT_SET_ANYWHERE"' },
       sb.ctx({ env: { SKILL_TOKEN: "from-skill" } }),
     );
-    expect(out.content).toBe("eu-west-1/from-skill/unset\n\nexit code 0");
+    expect(out.content).toBe("eu-west-1/from-skill/\n\nexit code 0");
   });
 
   it("still finds programs when the parent has no PATH", async () => {

@@ -19,7 +19,12 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 /** A gateway whose agent runs on the fake model server, with `exec` as tools.exec (security left to the default). */
-async function approvalGateway(exec: Record<string, unknown> = {}, clock?: ManualClock, modelTurns = true) {
+async function approvalGateway(
+  exec: Record<string, unknown> = {},
+  clock?: ManualClock,
+  modelTurns = true,
+  auth?: Record<string, unknown>,
+) {
   const workspace = tempStateDir();
   fs.mkdirSync(path.join(workspace, "build"));
   const g = await gateway({
@@ -31,6 +36,7 @@ async function approvalGateway(exec: Record<string, unknown> = {}, clock?: Manua
         },
       },
       tools: { exec },
+      ...(auth ? { gateway: { auth } } : {}),
     },
     gateway: clock ? { clock } : {},
   });
@@ -40,8 +46,9 @@ async function approvalGateway(exec: Record<string, unknown> = {}, clock?: Manua
       { toolCalls: [{ id: "call_rm", name: "exec", arguments: { command: "rm -rf build" } }] },
       { text: "Done." },
     );
-  const operator = await connectedPeer(g.url, { scopes: ["operator.approvals", "operator.read"] });
-  const writer = await connectedPeer(g.url, { scopes: ["operator.write"] });
+  const token = auth ? "root" : undefined;
+  const operator = await connectedPeer(g.url, { token, scopes: ["operator.approvals", "operator.read"] });
+  const writer = await connectedPeer(g.url, { token, scopes: ["operator.write"] });
   return { ...g, workspace, operator, writer };
 }
 
@@ -131,6 +138,24 @@ describe("exec approvals through the gateway", () => {
     expect((await writer.response(sent, 2)).payload).toMatchObject({ status: "ok" });
     expect(toolResult(writer, "run-allow")).toMatchObject({ isError: false, result: "(no output)\n\nexit code 0" });
     expect(fs.existsSync(path.join(workspace, "build"))).toBe(false);
+  });
+
+  it("an approver whose token does not grant the session neither sees nor answers its approvals", async () => {
+    const tokens = [{ token: "support-approver", scopes: ["operator.approvals"], sessions: ["agent:main:support-*"] }];
+    const { operator, writer, url } = await approvalGateway({}, undefined, true, { token: "root", tokens });
+    const outsider = await connectedPeer(url, { token: "support-approver" });
+    const sent = writer.send("agent", { message: "clean", idempotencyKey: "run-grant" });
+    const requested = (await operator.next(isEvent("exec.approval.requested"))).payload!;
+    expect((await outsider.call("exec.approval.list")).payload).toEqual({ approvals: [] });
+    const refused = await outsider.call("exec.approval.resolve", { id: requested.id, decision: "allow-once" });
+    expect(refused.error).toMatchObject({
+      code: "forbidden",
+      message:
+        'this client may not answer exec approvals of session "agent:main:main": its token grants sessions agent:main:support-*',
+    });
+    await operator.call("exec.approval.resolve", { id: requested.id, decision: "deny" });
+    await writer.response(sent, 2);
+    expect(outsider.all((f) => String(f.event).startsWith("exec.approval"))).toEqual([]);
   });
 
   it("an unknown id and a bad decision are clear errors", async () => {

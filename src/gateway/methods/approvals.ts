@@ -37,7 +37,11 @@ export const execApprovalResolveMethod = defineMethod({
       reply.ok(approvals.resolve(params.id, params.decision));
     } catch (err) {
       if (!(err instanceof ExecApprovalError)) throw err;
-      throw new GatewayError({ code: ErrorCodes.notFound, message: `params.id: ${err.message}`, details: { reason: err.code } });
+      throw new GatewayError({
+        code: ErrorCodes.notFound,
+        message: `params.id: ${err.message}`,
+        details: { reason: err.code },
+      });
     }
   },
 });
