@@ -1,13 +1,17 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Logger } from "../infra/logger.js";
 import { normalizeCommand } from "../tools/exec-policy.js";
+import { redactText } from "../tools/sanitize.js";
 
 const FILE_NAME = "exec-approvals.json";
 
 interface Entry {
   agentId: string;
-  /** the exact command (whitespace runs as one space) an operator answered allow-always for */
+  /** sha256 (hex) of the exact command, whitespace runs as one space, that an operator answered allow-always for */
+  sha256: string;
+  /** the command for people reading the file, secrets masked (the hash is what is matched) */
   command: string;
   addedAtMs: number;
 }
@@ -20,7 +24,8 @@ interface FileShape {
 /**
  * The commands operators answered `allow-always` for, per agent, in <stateDir>/exec-approvals.json (0600, written
  * through a temp file and a rename), so they survive a restart. An entry allows that exact command only, not a
- * pattern: the operator saw this text and nothing wider. Broader rules belong in tools.exec.allowlist.
+ * pattern: the operator saw this text and nothing wider. Broader rules belong in tools.exec.allowlist. The file keys
+ * on a hash of the command, so a secret on the command line is not kept at rest.
  */
 export class AllowAlwaysFile {
   private readonly file: string;
@@ -35,12 +40,13 @@ export class AllowAlwaysFile {
   }
 
   has(agentId: string, command: string): boolean {
-    return this.entries.has(key(agentId, command));
+    return this.entries.has(`${agentId}\u0000${commandHash(command)}`);
   }
 
   add(agentId: string, command: string, now: number): void {
-    const entry = { agentId, command: normalizeCommand(command), addedAtMs: now };
-    const k = key(agentId, command);
+    const sha256 = commandHash(command);
+    const entry = { agentId, sha256, command: redactText(normalizeCommand(command)), addedAtMs: now };
+    const k = `${agentId}\u0000${sha256}`;
     if (this.entries.has(k)) return;
     this.entries.set(k, entry);
     try {
@@ -63,8 +69,8 @@ export class AllowAlwaysFile {
       if (data.version !== 1 || !Array.isArray(data.allowAlways))
         throw new Error("expected {version: 1, allowAlways: [...]}");
       for (const e of data.allowAlways) {
-        if (typeof e?.agentId !== "string" || typeof e.command !== "string") continue;
-        this.entries.set(key(e.agentId, e.command), { agentId: e.agentId, command: e.command, addedAtMs: e.addedAtMs });
+        if (typeof e?.agentId !== "string" || typeof e.sha256 !== "string") continue;
+        this.entries.set(`${e.agentId}\u0000${e.sha256}`, e);
       }
     } catch (err) {
       // Kept aside rather than overwritten by the next answer, so an operator can repair it.
@@ -88,6 +94,6 @@ export class AllowAlwaysFile {
   }
 }
 
-function key(agentId: string, command: string): string {
-  return `${agentId}\u0000${normalizeCommand(command)}`;
+function commandHash(command: string): string {
+  return createHash("sha256").update(normalizeCommand(command)).digest("hex");
 }

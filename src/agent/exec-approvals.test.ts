@@ -160,6 +160,23 @@ describe("exec approvals", () => {
     expect(asked).toEqual(["ls", "rm x"]);
   });
 
+  it("approvers are shown the command with its secrets masked; allow-always still keys on the real command", async () => {
+    const { a, events } = approvals({});
+    const command = "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv1234 ./deploy";
+    const waiting = a.check(call(command));
+    expect(a.pending()[0]).toMatchObject({
+      command: "OPENAI_API_KEY=[redacted] ./deploy",
+      reason: '"OPENAI_API_KEY=[redacted] ./deploy" matches no tools.exec.allowlist pattern',
+    });
+    a.resolve("ap-1", "allow-always");
+    expect(await waiting).toEqual({ allowed: true });
+    expect(JSON.stringify(events)).not.toContain("sk-proj-");
+    expect(fs.readFileSync(path.join(stateDir, "exec-approvals.json"), "utf8")).not.toContain("sk-proj-");
+    expect(await a.check(call(command))).toEqual({ allowed: true });
+    void a.check(call("OPENAI_API_KEY=sk-proj-other0000000000000000000000 ./deploy"));
+    expect(a.pending()).toHaveLength(1);
+  });
+
   it("security comes from the caller's default unless tools.exec.security sets it", () => {
     expect(approvals({}).a.policy.security).toBe("allowlist");
     expect(approvals({}, { defaultSecurity: "full" }).a.policy.security).toBe("full");

@@ -5,6 +5,7 @@ import type { Logger } from "../infra/logger.js";
 import type { ExecApprovalDecision, ExecApprovalRequested, ExecApprovalResolved } from "../protocol/exec-approvals.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
+import { redactText } from "../tools/sanitize.js";
 import type { ExecVerdict } from "../tools/types.js";
 import { AllowAlwaysFile } from "./exec-allow-always.js";
 
@@ -140,9 +141,11 @@ export class ExecApprovals {
   private ask(ctx: ExecApprovalContext, reason: string): Promise<ExecVerdict> {
     if (ctx.signal.aborted) return Promise.resolve({ allowed: false, reason: "the run was aborted" });
     const now = this.opts.clock.now();
+    // What approvers and the run's clients are shown, masked like tool-call args in events; the allow-always entry
+    // is made from the real command.
     const request: ExecApprovalRequested = {
       id: this.newId(),
-      command: ctx.command,
+      command: redactText(ctx.command),
       cwd: ctx.cwd,
       agentId: ctx.agentId,
       sessionKey: ctx.sessionKey,
@@ -150,7 +153,7 @@ export class ExecApprovals {
       ...(ctx.toolCallId !== undefined ? { toolCallId: ctx.toolCallId } : {}),
       security: this.policy.security,
       ask: this.policy.ask,
-      reason,
+      reason: redactText(reason),
       createdAtMs: now,
       expiresAtMs: now + this.timeoutMs,
     };
