@@ -50,3 +50,16 @@ describe("what the terminal shows of retries, fallbacks and compactions", () => 
     expect(err).toBe("↻ the answer restarted; the text above is void\n");
   });
 });
+
+describe("what the terminal shows of an exec approval", () => {
+  it("a command waiting for approval is one stderr line with the approval id and how long it may wait", () => {
+    const { out, err } = render([
+      {
+        stream: "lifecycle",
+        data: { phase: "waiting", for: "approval", approvalId: "ap-7", command: "rm -rf build", expiresAtMs: 120_000 },
+      },
+    ]);
+    expect(out).toBe("");
+    expect(err).toBe("⏸ exec `rm -rf build` waits for approval (id ap-7, up to 120 s)\n");
+  });
+});
