@@ -17,7 +17,9 @@ import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
+import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { Tool } from "../tools/types.js";
+import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
 
 export interface RuntimeOptions {
@@ -34,6 +36,10 @@ export interface RuntimeOptions {
   env?: NodeJS.ProcessEnv;
   /** Id source for run ids when the caller gives none. */
   newId?: () => string;
+  /** tools.exec.security when the config does not set it. Default "allowlist"; the CLI's own runs pass "full". */
+  execSecurityDefault?: ExecSecurity;
+  /** Exec approvals are asked here (the CLI's terminal) instead of waiting for a gateway operator. */
+  execPrompt?: ExecPrompt;
 }
 
 /**
@@ -49,6 +55,8 @@ export class AgentRuntime {
   readonly logger: Logger;
   readonly lanes: LaneScheduler;
   readonly env: NodeJS.ProcessEnv;
+  /** the tools.exec policy and the approvals runs wait for */
+  readonly execApprovals: ExecApprovals;
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolMap = new Map<string, Tool>();
@@ -79,7 +87,18 @@ export class AgentRuntime {
       now: () => this.clock.now(),
       onWaitWarning: (info) => this.reportLaneWait(info),
     });
-    for (const tool of [...createBuiltinTools(), ...(opts.tools ?? [])]) this.registerTool(tool);
+    this.execApprovals = new ExecApprovals({
+      config: this.config.tools.exec,
+      defaultSecurity: opts.execSecurityDefault ?? "allowlist",
+      stateDir: this.stateDir,
+      clock: this.clock,
+      logger: this.logger,
+      prompt: opts.execPrompt,
+    });
+    const builtins = createBuiltinTools({
+      exec: { parentEnv: this.env, envPassthrough: this.config.tools.exec.env },
+    });
+    for (const tool of [...builtins, ...(opts.tools ?? [])]) this.registerTool(tool);
     const log = this.logger;
     this.hookLogger = { info: (m) => log.info(m), warn: (m) => log.warn(m), error: (m) => log.error(m) };
     this.pluginHooks = new PluginHookRunner({ logger: this.hookLogger, clock: this.clock });

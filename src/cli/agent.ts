@@ -77,7 +77,14 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const loaded = await loadConfigCached({ configPath: opts.config });
   // before the store is opened: an unknown agent creates nothing (no state dir, session or workspace)
   requireConfiguredAgent(loaded.config, parsed.agentId, "--agent");
-  const local = await openLocal({ loaded });
+  const { terminalExecPrompt } = await import("./exec-prompt.js");
+  // the question goes through the run's output, so it never mixes with the status line
+  const execPrompt = terminalExecPrompt({
+    input: process.stdin,
+    output: { write: (s) => out.err(s) },
+    interactive: process.stdin.isTTY === true,
+  });
+  const local = await openLocal({ loaded, execPrompt });
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
@@ -86,7 +93,7 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
     local.close();
     throw new CliError((err as Error).message);
   }
-  const { out, intr } = runOutputWithInterrupt(opts, "aborted");
+  const { out, intr } = runOutputWithInterrupt(opts, "aborted", true);
   try {
     const final = await runLocalTurn(local.service, parsed, out.render, intr.signal);
     out.finish(final);
@@ -100,13 +107,18 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
 
 /** The run's output and its Ctrl-C handling, wired both ways: the notice erases the status line first, and a tool
  * cut short by the user's Ctrl-C is shown as aborted. */
-export function runOutputWithInterrupt(opts: Pick<AgentCliOptions, "json" | "color">, abortedBy: string) {
+export function runOutputWithInterrupt(
+  opts: Pick<AgentCliOptions, "json" | "color">,
+  abortedBy: string,
+  promptsForApproval = false,
+) {
   const intr = interruptController((s) => out.err(s));
   const out = createRunOutput({
     json: opts.json === true,
     color: opts.color,
     interrupted: intr.interrupted,
     abortedBy,
+    promptsForApproval,
   });
   return { out, intr };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ExecPrompt } from "../agent/exec-approvals.js";
 import { AgentRuntime } from "../agent/runtime.js";
 import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
 import { loadConfigCached } from "../config/cached.js";
@@ -6,16 +7,33 @@ import type { LoadedConfig } from "../config/load.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
 import { openStore } from "../storage/sqlite-store.js";
+import { terminalExecPrompt } from "./exec-prompt.js";
 
-/** Opens config, store and runtime for an embedded (in-process) run. */
-export async function openLocal(opts: { configPath?: string; loaded?: LoadedConfig }): Promise<{
+/**
+ * Opens config, store and runtime for an embedded (in-process) run. The user runs their own agent here, so exec's
+ * security defaults to "full" (tools.exec.security overrides it), and approvals are asked on the terminal.
+ */
+export async function openLocal(opts: {
+  configPath?: string;
+  loaded?: LoadedConfig;
+  execPrompt?: ExecPrompt;
+}): Promise<{
   service: AgentService;
   loaded: LoadedConfig;
   close: () => void;
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
   const store = openStore(loaded.stateDir);
-  const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
+  const rt = new AgentRuntime({
+    config: loaded.config,
+    stateDir: loaded.stateDir,
+    store,
+    logger: createLogger(),
+    execSecurityDefault: "full",
+    execPrompt:
+      opts.execPrompt ??
+      terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
+  });
   return { service: new AgentService(rt), loaded, close: () => store.close() };
 }
 

@@ -59,7 +59,10 @@ program
   .command("agent")
   .description("send a message and run one agent turn (through the gateway, or embedded with --local)")
   .option("-m, --message <text>", "the message to send")
-  .option("--local", "run embedded in this process instead of through a running gateway")
+  .option(
+    "--local",
+    "run embedded in this process instead of through a running gateway (exec may run any command unless tools.exec.security says otherwise; approvals are asked on this terminal)",
+  )
   .option("-s, --session-key <key>", "session key (default agent:<agent>:main)")
   .option("--agent <id>", "agent id (default: the agents.list default, else main)")
   .option("--model <provider/model>", "model to use for this run")

@@ -92,6 +92,7 @@ describe("what the terminal shows of reasoning, mid-run messages and the summary
 });
 
 const u = { input: 3, output: 4, total: 7 };
+
 describe("what the terminal shows of a block-streamed run", () => {
   it("prints each block once as it is delivered, not the deltas too", () => {
     const { out, err } = render([
@@ -125,5 +126,18 @@ describe("what the terminal shows of a block-streamed run", () => {
     ]);
     expect(out).toBe("Thrown away\nKept");
     expect(err).toBe("↻ the answer restarted; the text above is void\n");
+  });
+});
+
+describe("what the terminal shows of an exec approval", () => {
+  it("a command waiting for approval is one stderr line with the approval id and how long it may wait", () => {
+    const { out, err } = render([
+      {
+        stream: "lifecycle",
+        data: { phase: "waiting", for: "approval", approvalId: "ap-7", command: "rm -rf build", expiresAtMs: 120_000 },
+      },
+    ]);
+    expect(out).toBe("");
+    expect(err).toBe("⏸ exec `rm -rf build` waits for approval (id ap-7, up to 120 s)\n");
   });
 });

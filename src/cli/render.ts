@@ -128,7 +128,10 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
 
 const fmt = (n: number) => n.toLocaleString("en-US");
 
-/** One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer. */
+/**
+ * One stderr line for what the run did besides answering: retries, fallbacks, compactions, a restarted answer, a
+ * command waiting for approval (with the id an operator answers with exec.approval.resolve).
+ */
 export function runNote(ev: AgentEvent): string | undefined {
   if (ev.stream === "assistant" || ev.stream === "block")
     return ev.data.replace ? "↻ the answer restarted; the text above is void" : undefined;
@@ -147,6 +150,10 @@ export function runNote(ev: AgentEvent): string | undefined {
     return `↻ ${d.model}: ${d.reason}, retry ${d.attempt} in ${(d.delayMs / 1000).toFixed(1)} s`;
   }
   if (d.phase === "fallback") return `↪ ${d.from} failed (${d.reason}); trying ${d.to}`;
+  if (d.phase === "waiting" && d.for === "approval") {
+    const secs = Math.max(0, Math.round((d.expiresAtMs - ev.ts) / 1000));
+    return `⏸ exec \`${shortArgs({ command: d.command })}\` waits for approval (id ${d.approvalId}, up to ${secs} s)`;
+  }
   return undefined;
 }
 

@@ -25,6 +25,8 @@ export interface RunOutputOptions {
   stderr?: OutStream;
   env?: NodeJS.ProcessEnv;
   timer?: StatusTimer;
+  /** exec approvals are asked on this terminal (embedded runs): the status line stays away from the prompt */
+  promptsForApproval?: boolean;
 }
 
 export interface RunOutput {
@@ -64,7 +66,7 @@ export function createRunOutput(opts: RunOutputOptions): RunOutput {
     stderr.write(s);
   };
   const interrupted = opts.interrupted ?? (() => false);
-  const track = status ? trackRunStatus(status) : undefined;
+  const track = status ? trackRunStatus(status, { promptsForApproval: opts.promptsForApproval }) : undefined;
   const draw = opts.json
     ? (ev: AgentEvent) => stdout.write(`${JSON.stringify({ type: "event", ...ev })}\n`)
     : createTerminalRenderer({ out, err, errColor, aborting: interrupted });

@@ -4,13 +4,13 @@ import { formatElapsed, trackRunStatus } from "./run-status.js";
 import type { StatusText } from "./status-line.js";
 
 /** Records what the status line would show, rendered at a fixed elapsed time. */
-function recorder(elapsedMs = 2100) {
+function recorder(elapsedMs = 2100, opts: { promptsForApproval?: boolean } = {}) {
   const shown: Array<string | null> = [];
   const sink = {
     show: (text: StatusText) => shown.push(text(elapsedMs)),
     hide: () => shown.push(null),
   };
-  const track = trackRunStatus(sink);
+  const track = trackRunStatus(sink, opts);
   // test events carry only the fields the tracker reads, hence the cast
   const ev = (stream: AgentStream, data: Record<string, unknown>) => track({ stream, data } as AgentEvent);
   return { shown, ev };
@@ -54,6 +54,24 @@ describe("what the CLI says it is waiting for", () => {
       "waiting for session lock held by pid 4242 · 3.0 s",
       "waiting for fake/fake-model · 3.0 s",
     ]);
+  });
+
+  it("an exec approval: the command an operator must approve, then the tool once it runs", () => {
+    const { shown, ev } = recorder(5000);
+    ev("tool", { phase: "start", name: "exec", toolCallId: "c1", args: { command: "rm -rf build" } });
+    ev("lifecycle", { phase: "waiting", for: "approval", approvalId: "a1", command: "rm -rf build", expiresAtMs: 1 });
+    ev("tool", { phase: "result", name: "exec", toolCallId: "c1", isError: true, result: "exec denied: ..." });
+    expect(shown).toEqual([
+      "⚙ exec `rm -rf build` · running 5.0 s",
+      "waiting for approval of `rm -rf build` · 5.0 s",
+      "waiting for the model · 5.0 s",
+    ]);
+  });
+
+  it("an exec approval asked on this terminal: the status line makes way for the prompt", () => {
+    const { shown, ev } = recorder(5000, { promptsForApproval: true });
+    ev("lifecycle", { phase: "waiting", for: "approval", approvalId: "a1", command: "rm -rf build", expiresAtMs: 1 });
+    expect(shown).toEqual([null]);
   });
 
   it("a lane: from the queue receipt until the run starts", () => {

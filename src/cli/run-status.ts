@@ -30,9 +30,12 @@ const toolRunning =
 /**
  * Derives "what the run is waiting for" from its events, so the embedded and the gateway path show the same:
  * queue receipt → lane; lifecycle start, a tool result or the lock acquired → the model; tool start → that tool;
- * lifecycle waiting/session_lock → the lock holder. Text streaming or the run's end clears the line.
+ * lifecycle waiting/session_lock → the lock holder; waiting/approval → the command an operator must approve. Text streaming or the run's end clears the line.
  */
-export function trackRunStatus(sink: StatusSink): (ev: Pick<AgentEvent, "stream" | "data">) => void {
+export function trackRunStatus(
+  sink: StatusSink,
+  opts: { promptsForApproval?: boolean } = {},
+): (ev: Pick<AgentEvent, "stream" | "data">) => void {
   let model = "the model";
   const running = new Map<string, StatusText>();
   const waitForModel = () => sink.show(waitingFor(model));
@@ -56,6 +59,10 @@ export function trackRunStatus(sink: StatusSink): (ev: Pick<AgentEvent, "stream"
     else if (d.phase === "waiting" && d.for === "session_lock") {
       const holder = d.holderPid !== undefined ? `pid ${d.holderPid}` : "another process";
       sink.show(waitingFor(`session lock held by ${holder}`));
+    } else if (d.phase === "waiting" && d.for === "approval") {
+      // the terminal prompt asks the question itself; a redrawn status line would overwrite it
+      if (opts.promptsForApproval) sink.hide();
+      else sink.show(waitingFor(`approval of \`${shortArgs({ command: d.command })}\``));
     } else if (d.phase === "waiting") waitForModel();
     else if (d.phase === "end" || d.phase === "error") sink.hide();
   };

@@ -240,6 +240,26 @@ const audit: Record<string, Audit> = {
   "security.installPolicy.deny": T.policy,
   "security.installPolicy.allowSources": T.sources,
   "security.installPolicy.denySources": T.sources,
+  "tools.exec.security": pin(
+    "src/agent/exec-approvals.test.ts",
+    "security comes from the caller's default unless tools.exec.security sets it",
+  ),
+  "tools.exec.ask": pin(
+    "test/e2e/exec-cli.test.ts",
+    "--local without a terminal never blocks on a question: exec is denied with the reason and the run goes on",
+  ),
+  "tools.exec.allowlist": pin(
+    "src/agent/exec-approvals.test.ts",
+    "a miss waits for an operator; allow-once runs it once and the next identical call asks again",
+  ),
+  "tools.exec.approvalTimeoutSeconds": pin(
+    "test/e2e/exec-approvals.test.ts",
+    "nobody answers: after the timeout the command is denied, the model is told, and operators see it expired",
+  ),
+  "tools.exec.env": pin(
+    "test/e2e/exec-cli.test.ts",
+    "tools.exec.env passes a named variable through, and nothing else",
+  ),
 };
 
 describe("every config key is read or rejected", () => {

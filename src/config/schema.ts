@@ -51,7 +51,16 @@ const modelSelection = z.strictObject({
   fallbacks: z.array(modelRef).default([]).describe(notYetSupported),
 });
 
-import { apiKinds, dropPolicies, queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./constants.js";
+import {
+  apiKinds,
+  dropPolicies,
+  execAskModes,
+  execSecurityModes,
+  queueModes,
+  reasoningLevels,
+  thinkingLevels,
+  verboseLevels,
+} from "./constants.js";
 
 export { apiKinds, dropPolicies, queueModes, reasoningLevels, thinkingLevels, verboseLevels };
 
@@ -158,6 +167,20 @@ const queueConfig = z.strictObject({
   drop: z.enum(dropPolicies).default("summarize"),
 });
 
+/** tools.exec: what the model may run (tools/exec-policy.ts says what an allowlist pattern matches) and with which env */
+const execToolConfig = z.strictObject({
+  /** unset: "full" for `loopgate agent --local`, "allowlist" for the gateway's runs */
+  security: z.enum(execSecurityModes).optional(),
+  ask: z.enum(execAskModes).default("on-miss"),
+  allowlist: z.array(z.string().trim().min(1, 'expected a glob pattern, e.g. "git *"')).default([]),
+  /** how long a run waits for an operator's answer before the command is denied */
+  approvalTimeoutSeconds: positiveInt.default(120),
+  /** names of environment variables the exec child gets from the process (beside PATH, HOME, LANG, TERM) */
+  env: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }))
+    .default([]),
+});
+
 const installPolicy = z.strictObject({
   allow: z.array(z.string()).optional(),
   deny: z.array(z.string()).optional(),
@@ -247,9 +270,11 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
+  tools: z.strictObject({ exec: execToolConfig.prefault({}) }).prefault({}),
 });
 
 export type LoopgateConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerConfig>;
+export type ExecToolConfig = z.infer<typeof execToolConfig>;
 export type QueueMode = (typeof queueModes)[number];
 export type DropPolicy = (typeof dropPolicies)[number];

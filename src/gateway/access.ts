@@ -7,7 +7,8 @@ import type { Grant } from "./token-grants.js";
  * Inside them:
  * - operator.read / operator.admin see every run and session (events, agent.wait, history, the session list);
  * - operator.write sends, and sees and aborts only the runs this connection started;
- * - aborting someone else's run, and resetting or deleting a session, takes operator.admin.
+ * - aborting someone else's run, and resetting or deleting a session, takes operator.admin;
+ * - exec approvals (their events, exec.approval.list / resolve) take operator.approvals or operator.admin.
  * Runs are owned by the connection that started them: another connection (even with the same token) is another
  * client.
  */
@@ -16,6 +17,7 @@ export class ClientAccess {
   private readonly grant: Grant;
   private readonly readsAll: boolean;
   private readonly admin: boolean;
+  private readonly approves: boolean;
   /** runId → session key of the runs this connection started */
   private readonly started = new Map<string, string>();
 
@@ -24,6 +26,17 @@ export class ClientAccess {
     this.grant = grant;
     this.admin = scopes.includes("operator.admin");
     this.readsAll = this.admin || scopes.includes("operator.read");
+    this.approves = this.admin || scopes.includes("operator.approvals");
+  }
+
+  /** exec approvals of a session: their events, and listing / answering them */
+  canApprove(sessionKey: string): boolean {
+    return this.approves && this.sessionGranted(sessionKey);
+  }
+
+  /** exec.approval.resolve (the method's scope check already required operator.approvals or admin) */
+  requireApprove(sessionKey: string): void {
+    this.requireGranted(sessionKey, "answer exec approvals of");
   }
 
   sessionGranted(sessionKey: string): boolean {

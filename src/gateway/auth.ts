@@ -77,16 +77,17 @@ export function grantScopes(requested: readonly string[] | undefined, allowed: r
   return [...new Set(requested.filter((s) => allowed.includes(s)))];
 }
 
-export type MethodScope = "read" | "write" | "admin";
+export type MethodScope = "read" | "write" | "admin" | "approvals";
 
 const satisfying: Record<MethodScope, readonly string[]> = {
   read: ["operator.admin", "operator.write", "operator.read"],
   write: ["operator.admin", "operator.write"],
   admin: ["operator.admin"],
+  approvals: ["operator.admin", "operator.approvals"],
 };
 
 export function requiredScope(scope: MethodScope): string {
-  return scope === "read" ? "operator.read" : scope === "write" ? "operator.write" : "operator.admin";
+  return `operator.${scope}`;
 }
 
 export function hasScope(granted: readonly string[], scope: MethodScope): boolean {

@@ -1,3 +1,4 @@
+import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
 import type { ChatEventPayload } from "../protocol/payloads.js";
@@ -7,6 +8,8 @@ import { ChatProjector } from "./chat-projection.js";
 export interface EventSink {
   /** ready, and allowed to see this run's events (access.ts) */
   canSee(sessionKey: string, runId: string): boolean;
+  /** ready, and allowed to see and answer this session's exec approvals (access.ts) */
+  canApprove(sessionKey: string): boolean;
   readonly ready: boolean;
   /** sends `{"type":"event","event":<name>,"payload":<payloadJson>,"seq":<next>}` */
   sendEventJson(prefix: string, payloadJson: string): void;
@@ -19,6 +22,8 @@ export function eventPrefix(event: string): string {
 
 const AGENT_PREFIX = eventPrefix("agent");
 const CHAT_PREFIX = eventPrefix("chat");
+const APPROVAL_REQUESTED_PREFIX = eventPrefix("exec.approval.requested");
+const APPROVAL_RESOLVED_PREFIX = eventPrefix("exec.approval.resolved");
 
 /**
  * The one subscriber of the runtime's event bus on the gateway side. Each event is serialized once and the same
@@ -31,6 +36,7 @@ export class Broadcaster {
   private readonly chat: ChatProjector;
   private readonly activeBySession = new Map<string, Set<string>>();
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeApprovals: (() => void) | undefined;
   private holdDepth = 0;
   private held: AgentEvent[] = [];
 
@@ -44,6 +50,11 @@ export class Broadcaster {
 
   attach(bus: AgentEventBus): void {
     this.unsubscribe = bus.subscribe((ev) => this.onAgentEvent(ev));
+  }
+
+  /** exec.approval.requested / resolved go to the clients that may answer approvals of the run's session. */
+  attachApprovals(approvals: ExecApprovals): void {
+    this.unsubscribeApprovals = approvals.subscribe((ev) => this.onApprovalEvent(ev));
   }
 
   add(sink: EventSink): void {
@@ -86,6 +97,8 @@ export class Broadcaster {
   detach(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unsubscribeApprovals?.();
+    this.unsubscribeApprovals = undefined;
     this.chat.dispose();
   }
 
@@ -102,6 +115,13 @@ export class Broadcaster {
     const json = JSON.stringify(ev);
     for (const sink of this.sinks) if (sink.canSee(ev.sessionKey, ev.runId)) sink.sendEventJson(AGENT_PREFIX, json);
     this.chat.onAgentEvent(ev);
+  }
+
+  private onApprovalEvent(ev: ExecApprovalEvent): void {
+    const [prefix, payload] =
+      ev.type === "requested" ? [APPROVAL_REQUESTED_PREFIX, ev.request] : [APPROVAL_RESOLVED_PREFIX, ev.resolved];
+    const json = JSON.stringify(payload);
+    for (const sink of this.sinks) if (sink.canApprove(payload.sessionKey)) sink.sendEventJson(prefix, json);
   }
 
   private sendChat(payload: ChatEventPayload): void {

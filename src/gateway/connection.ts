@@ -101,6 +101,10 @@ export class GatewayConnection implements EventSink, CallerConnection {
     return this.state === "ready" && this.access.canSeeRun(sessionKey, runId);
   }
 
+  canApprove(sessionKey: string): boolean {
+    return this.state === "ready" && this.access.canApprove(sessionKey);
+  }
+
   sendEventJson(prefix: string, payloadJson: string): void {
     this.sendText(`${prefix}${payloadJson},"seq":${++this.seq}}`);
   }

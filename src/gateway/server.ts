@@ -182,6 +182,7 @@ async function listen(
     chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS,
   });
   broadcaster.attach(rt.bus);
+  broadcaster.attachApprovals(rt.execApprovals);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   const health = (): HealthResult => {

@@ -54,6 +54,8 @@ export type LifecycleData =
   /** the run waits for the session write lock another process holds; then for the model (after the lock) */
   | { phase: "waiting"; for: "session_lock"; holderPid?: number }
   | { phase: "waiting"; for: "model"; model: string }
+  /** exec wants a command approved (tools.exec.ask); `exec.approval.resolve` with this id answers it */
+  | { phase: "waiting"; for: "approval"; approvalId: string; command: string; expiresAtMs: number }
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
   | { phase: "fallback"; from: string; to: string; reason: string };
 

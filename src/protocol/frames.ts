@@ -71,15 +71,26 @@ export const GATEWAY_METHODS = [
   "sessions.get",
   "sessions.reset",
   "sessions.delete",
+  "exec.approval.list",
+  "exec.approval.resolve",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
-export const GATEWAY_EVENTS = ["connect.challenge", "agent", "chat", "tick", "shutdown"] as const;
+export const GATEWAY_EVENTS = [
+  "connect.challenge",
+  "agent",
+  "chat",
+  "tick",
+  "shutdown",
+  "exec.approval.requested",
+  "exec.approval.resolved",
+] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];
 
 /**
  * Operator scopes (OpenClaw names). A token holder is fully trusted, so scopes are something a client narrows
- * itself to, not a privilege it is granted: `operator.admin` implies the others.
+ * itself to, not a privilege it is granted: `operator.admin` implies the others. `operator.approvals` sees and
+ * answers exec approvals (and nothing else), so an approval console need not hold admin.
  */
-export const OPERATOR_SCOPES = ["operator.admin", "operator.read", "operator.write"] as const;
+export const OPERATOR_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals"] as const;
 export type OperatorScope = (typeof OPERATOR_SCOPES)[number];

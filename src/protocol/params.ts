@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./enums.js";
+import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 import { MAX_REPORTED_ISSUES } from "./limits.js";
 
@@ -270,6 +271,18 @@ export const sessionsDeleteParamsSchema = ignoring(
 );
 
 export const healthParamsSchema = z.object({});
+
+/** OpenClaw's ExecApprovalResolveParams; its reviewer / grantExpiresInDays are accepted and ignored. */
+export const execApprovalResolveParamsSchema = ignoring(
+  ["reviewer", "grantExpiresInDays"],
+  z.strictObject({ id: nonEmpty, decision: z.enum(EXEC_APPROVAL_DECISIONS) }),
+);
+
+export const execApprovalListParamsSchema = z.strictObject({
+  /** only this session's approvals */
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+});
 
 export interface ParamIssue {
   path: string;

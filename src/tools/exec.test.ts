@@ -139,3 +139,66 @@ describe("exec", () => {
     await expect(exec.execute({}, sb.ctx())).rejects.toThrow('exec: "command" is required');
   });
 });
+
+describe("the exec child's environment", () => {
+  const parentEnv = {
+    PATH: "/usr/bin:/bin",
+    HOME: "/home/someone",
+    LANG: "C.UTF-8",
+    TERM: "xterm",
+    OPENAI_API_KEY: "sk-secret-parent-key",
+    LOOPGATE_GATEWAY_TOKEN: "gw-token-123",
+    PROJECT_REGION: "eu-west-1",
+  };
+
+  it("gets PATH, HOME, LANG and TERM but none of the process's secrets", async () => {
+    const tool = createExecTool({ parentEnv });
+    const out = await tool.execute({ command: "env" }, sb.ctx());
+    expect(out.content).toContain("PATH=/usr/bin:/bin\n");
+    expect(out.content).toContain("HOME=/home/someone\n");
+    expect(out.content).toContain("LANG=C.UTF-8\n");
+    expect(out.content).toContain("TERM=xterm\n");
+    expect(out.content).not.toContain("sk-secret-parent-key");
+    expect(out.content).not.toContain("gw-token-123");
+    expect(out.content).not.toContain("PROJECT_REGION");
+  });
+
+  it("passes through the names listed in tools.exec.env, and the run's injected env (skills)", async () => {
+    const tool = createExecTool({ parentEnv, envPassthrough: ["PROJECT_REGION", "NOT_SET_ANYWHERE"] });
+    const out = await tool.execute(
+      { command: 'echo "$PROJECT_REGION/$SKILL_TOKEN/$NOT_SET_ANYWHERE"' },
+      sb.ctx({ env: { SKILL_TOKEN: "from-skill" } }),
+    );
+    expect(out.content).toBe("eu-west-1/from-skill/\n\nexit code 0");
+  });
+
+  it("still finds programs when the parent has no PATH", async () => {
+    const tool = createExecTool({ parentEnv: {} });
+    const out = await tool.execute({ command: "ls -d ." }, sb.ctx());
+    expect(out.content).toBe(".\n\nexit code 0");
+  });
+});
+
+describe("exec asks the run's policy first", () => {
+  it("a denied command never starts and the model reads why", async () => {
+    const asked: string[] = [];
+    const ctx = sb.ctx({
+      toolCallId: "call_7",
+      approveExec: async ({ command, toolCallId }) => {
+        asked.push(`${toolCallId}: ${command}`);
+        return { allowed: false, reason: "an operator denied the command" };
+      },
+    });
+    await expect(exec.execute({ command: "touch made-it" }, ctx)).rejects.toThrow(
+      "exec denied: an operator denied the command",
+    );
+    expect(asked).toEqual(["call_7: touch made-it"]);
+    await expect(readFile(path.join(sb.ws, "made-it"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("an allowed command runs", async () => {
+    const ctx = sb.ctx({ approveExec: async () => ({ allowed: true }) });
+    const out = await exec.execute({ command: "touch made-it && echo ok" }, ctx);
+    expect(out.content).toBe("ok\n\nexit code 0");
+  });
+});

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { optionalNumber, requireNonEmptyString } from "./args.js";
+import { execChildEnv } from "./exec-env.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 
@@ -19,6 +20,10 @@ export interface ExecToolOptions {
   updateMaxChars?: number;
   /** How long to wait for the output pipes after the shell exits (background jobs may hold them). Default 1000 ms. */
   drainMs?: number;
+  /** Where PATH, HOME, LANG, TERM and the `envPassthrough` names are read from. Default process.env. */
+  parentEnv?: NodeJS.ProcessEnv;
+  /** Names passed through from `parentEnv` beside the base ones (`tools.exec.env`). Nothing else is inherited. */
+  envPassthrough?: readonly string[];
 }
 
 const DEFAULTS: Required<ExecToolOptions> = {
@@ -29,6 +34,8 @@ const DEFAULTS: Required<ExecToolOptions> = {
   updateIntervalMs: 250,
   updateMaxChars: 4096,
   drainMs: 1000,
+  parentEnv: process.env,
+  envPassthrough: [],
 };
 
 /**
@@ -36,7 +43,7 @@ const DEFAULTS: Required<ExecToolOptions> = {
  * update (not the whole output so far), so streaming costs stay proportional to the output.
  */
 export function createExecTool(options: ExecToolOptions = {}): Tool {
-  const opts = { ...DEFAULTS, ...options };
+  const opts = { ...DEFAULTS, ...options } as Required<ExecToolOptions>;
   return {
     name: "exec",
     description:
@@ -69,6 +76,11 @@ async function runExec(
   const timeoutSeconds =
     optionalNumber("exec", args, "timeoutSeconds", 0, opts.maxTimeoutSeconds) ?? opts.defaultTimeoutSeconds;
   if (ctx.signal.aborted) throw new ToolError("exec: the run was aborted before the command started");
+  if (ctx.approveExec) {
+    const verdict = await ctx.approveExec({ command, toolCallId: ctx.toolCallId, signal: ctx.signal });
+    if (!verdict.allowed) throw new ToolError(`exec denied: ${verdict.reason}`);
+    if (ctx.signal.aborted) throw new ToolError("exec: the run was aborted before the command started");
+  }
 
   return new Promise<ToolOutput>((resolve, reject) => {
     const startedAt = Date.now();
@@ -86,7 +98,7 @@ async function runExec(
     // Own process group (detached), so one signal to -pid reaches every process the command started.
     const child = spawn("/bin/sh", ["-c", command], {
       cwd: ctx.workspaceDir,
-      env: { ...process.env, ...ctx.env },
+      env: execChildEnv(opts.parentEnv ?? process.env, opts.envPassthrough ?? [], ctx.env),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });

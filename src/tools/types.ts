@@ -6,16 +6,24 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Extra environment for exec (skills inject here). */
   env?: Record<string, string>;
+  /** the model's id for this call; set by the loop */
+  toolCallId?: string;
+  /**
+   * Asks whether exec may run `command` (tools.exec policy, approvals). Absent: exec runs it (a runtime always sets
+   * it; a tool used on its own has no policy to apply).
+   */
+  approveExec?: (request: { command: string; toolCallId?: string; signal: AbortSignal }) => Promise<ExecVerdict>;
   /** Streams a partial result (tool `update` event). */
   onUpdate?: (partial: string) => void;
-  /** id of the call being executed */
-  toolCallId?: string;
   /** Delivers text to the user now (the `message` tool); absent where nobody can receive it. */
   sendMessage?: (text: string, toolCallId: string) => Promise<MessageDelivery>;
 }
 
 /** What became of a mid-run message: sent (maybe rewritten by message_sending), or not and why. */
 export type MessageDelivery = { sent: true; text: string } | { sent: false; reason: string };
+
+/** The answer to `approveExec`: run it, or refuse with a reason the model reads after "exec denied: ". */
+export type ExecVerdict = { allowed: true } | { allowed: false; reason: string };
 
 export interface ToolOutput {
   /** Text given back to the model. */

@@ -87,6 +87,8 @@ function sandbox() {
       models: {
         providers: { script: { api: "scripted", script: path.join(fixtures, script), models: [{ id: "fake-model" }] } },
       },
+      // exec's child gets only PATH, HOME, LANG, TERM and the names listed here (a script waits for a file there)
+      tools: { exec: { env: ["LOOPGATE_STATE_DIR"] } },
     };
     fs.writeFileSync(file, `// written by cli-local.test.ts\n${JSON.stringify(config, null, 2)}\n`);
     return file;

@@ -109,6 +109,8 @@ describe("gateway frames against protocol.schema.json", () => {
           { before: ["oops"], error: { kind: "auth" as const, message: "key revoked" } },
           { before: ["long"], gate: abortGate.promise },
           { before: ["chat reply"] },
+          // the gateway's default exec policy (allowlist, ask on-miss) asks an operator
+          { toolCalls: [{ id: "call_1", name: "exec", arguments: { command: "rm -rf build" } }] },
         ][i] ?? { before: ["more"] },
     );
     const g = await startTestGateway({
@@ -142,6 +144,12 @@ describe("gateway frames against protocol.schema.json", () => {
     await peer.call("sessions.get", { sessionKey: "schema" });
     await peer.call("sessions.reset", { sessionKey: "schema" });
     const del = await peer.call("sessions.delete", { sessionKey: "other" });
+    const exec = peer.send("agent", { message: "clean", idempotencyKey: "sch-exec", sessionKey: "approve" });
+    const asked = await peer.seen((f) => f.event === "exec.approval.requested");
+    const pending = await peer.call("exec.approval.list");
+    const resolveParams = { id: String(asked.payload?.id), decision: "deny" };
+    await peer.call("exec.approval.resolve", resolveParams);
+    await peer.response(exec, 2);
     await peer.call("health");
     await peer.call("no.such.method");
     await peer.call("agent", { message: 1 });
@@ -179,6 +187,16 @@ describe("gateway frames against protocol.schema.json", () => {
           case "chat":
             expect(issues(p, "#/definitions/ChatEvent"), JSON.stringify(p).slice(0, 300)).toEqual([]);
             break;
+          case "exec.approval.requested": {
+            // no published event definition: its fields carry ExecApprovalRequestParams' names and types
+            const { reason, createdAtMs, expiresAtMs, ...request } = p as Record<string, unknown>;
+            expect(issues(request, "#/definitions/ExecApprovalRequestParams")).toEqual([]);
+            expect([typeof reason, typeof createdAtMs, typeof expiresAtMs]).toEqual(["string", "number", "number"]);
+            break;
+          }
+          case "exec.approval.resolved":
+            expect(p).toMatchObject({ id: asked.payload?.id, status: "denied", decision: "deny", reason: "user" });
+            break;
           case "agent": {
             const { sessionKey, ...rest } = p as Record<string, unknown>;
             expect(typeof sessionKey === "string" && sessionKey.length > 0).toBe(true);
@@ -194,6 +212,8 @@ describe("gateway frames against protocol.schema.json", () => {
     const hello = peer.frames.find((f) => f.type === "res" && (f.payload as { type?: string })?.type === "hello-ok");
     expect(issues(hello?.payload, "#/definitions/HelloOk")).toEqual([]);
     expect(issues(del.payload, "#/definitions/SessionsDeleteResult")).toEqual([]);
+    expect(issues(resolveParams, "#/definitions/ExecApprovalResolveParams")).toEqual([]);
+    expect((pending.payload as { approvals: unknown[] }).approvals).toEqual([asked.payload]);
     const errors = frames.filter((f) => f.type === "res" && !f.ok);
     expect(errors.map((f) => f.error?.code).sort()).toEqual(
       ["invalid_params", "invalid_request", "not_found", "unauthorized", "unknown_method"].sort(),

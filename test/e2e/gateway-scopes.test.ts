@@ -136,6 +136,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.reset ungranted": "unauthorized",
     "sessions.delete granted": "unauthorized",
     "sessions.delete ungranted": "unauthorized",
+    "exec.approval.list": "unauthorized",
+    "exec.approval.resolve unknown": "unauthorized",
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
@@ -158,6 +160,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.reset ungranted": "unauthorized",
     "sessions.delete granted": "unauthorized",
     "sessions.delete ungranted": "unauthorized",
+    "exec.approval.list": "unauthorized",
+    "exec.approval.resolve unknown": "unauthorized",
     "events granted": "delivered",
     "events ungranted": "none",
   },
@@ -181,6 +185,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.reset ungranted": "forbidden",
     "sessions.delete granted": "ok",
     "sessions.delete ungranted": "forbidden",
+    "exec.approval.list": "ok",
+    "exec.approval.resolve unknown": "not_found",
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
@@ -243,6 +249,9 @@ describe("one visibility rule: method × scope × grant", () => {
           actual[`${method} ${t}`] = outcome(await client.call(method, { sessionKey: key[t] }));
         }
       }
+      actual["exec.approval.list"] = outcome(await client.call("exec.approval.list"));
+      const unknownApproval = { id: "no-such-approval", decision: "deny" };
+      actual["exec.approval.resolve unknown"] = outcome(await client.call("exec.approval.resolve", unknownApproval));
       expect(actual).toEqual(EXPECTED[scope]);
       for (const p of [client, root]) p.close();
     },

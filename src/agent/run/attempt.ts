@@ -60,6 +60,7 @@ export async function runAttempt(
       toolContext: {
         workspaceDir: prepared.workspaceDir,
         env: prepared.toolEnv,
+        approveExec: prepared.approveExec,
         sendMessage: (text, toolCallId) => projection.sendMessage(text, toolCallId),
       },
       steering: spec.steering,

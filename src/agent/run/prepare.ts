@@ -5,6 +5,7 @@ import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
+import type { ToolContext } from "../../tools/types.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
 import type { RunSpec } from "./spec.js";
@@ -40,6 +41,8 @@ export interface PreparedRun {
   modelUserMessage: UserMessage;
   system: string;
   toolEnv?: Record<string, string>;
+  /** the exec tool's policy check for this run (tools.exec): waits for approval when the policy asks */
+  approveExec: NonNullable<ToolContext["approveExec"]>;
   hookCtx: { agentId: string; sessionKey: string; runId: string; workspaceDir: string };
 }
 
@@ -93,6 +96,25 @@ export async function prepareRun(
     modelUserMessage: prompt.modelUserMessage,
     system: prompt.system,
     toolEnv: skills.length ? skillsEnv(skills) : undefined,
+    approveExec: ({ command, toolCallId, signal }) =>
+      rt.execApprovals.check({
+        command,
+        cwd: workspace.dir,
+        agentId: spec.agentId,
+        sessionKey: spec.sessionKey,
+        runId: spec.runId,
+        toolCallId,
+        signal,
+        // clients show what the run waits for, and approvers find the id here too
+        onWaiting: (req) =>
+          run.events.emit("lifecycle", {
+            phase: "waiting",
+            for: "approval",
+            approvalId: req.id,
+            command: req.command,
+            expiresAtMs: req.expiresAtMs,
+          }),
+      }),
     hookCtx,
   };
 }

@@ -66,6 +66,9 @@ export async function startRunHarness(opts: {
     stateDir: dir,
     store,
     logger: silentLogger,
+    // These tests are about runs, not the exec policy (exec-approvals tests cover it): exec runs as in `--local`,
+    // unless a test's config sets tools.exec.security.
+    execSecurityDefault: "full",
   });
   const service = new AgentService(rt);
   const events: AgentEvent[] = [];

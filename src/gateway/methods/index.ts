@@ -1,5 +1,6 @@
 import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
+import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
@@ -17,6 +18,8 @@ export function methodRegistry(): Map<string, AnyMethod> {
     sessionsGetMethod,
     sessionsResetMethod,
     sessionsDeleteMethod,
+    execApprovalListMethod,
+    execApprovalResolveMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

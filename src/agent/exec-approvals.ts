@@ -1,0 +1,230 @@
+import { randomUUID } from "node:crypto";
+import type { ExecToolConfig } from "../config/schema.js";
+import type { Clock } from "../infra/clock.js";
+import type { Logger } from "../infra/logger.js";
+import type { ExecApprovalDecision, ExecApprovalRequested, ExecApprovalResolved } from "../protocol/exec-approvals.js";
+import type { ExecSecurity } from "../tools/exec-policy.js";
+import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
+import { redactText } from "../tools/sanitize.js";
+import type { ExecVerdict } from "../tools/types.js";
+import { AllowAlwaysFile } from "./exec-allow-always.js";
+
+/**
+ * Asks on the terminal (the CLI's embedded runs) instead of waiting for an operator. `signal` aborts when the run
+ * stops or the approval times out: the prompt must stop reading then. `{ deny }` refuses with that reason (no
+ * terminal to ask on).
+ */
+export type ExecPrompt = (
+  request: ExecApprovalRequested,
+  signal: AbortSignal,
+) => Promise<ExecApprovalDecision | { deny: string }>;
+
+export type ExecApprovalEvent =
+  | { type: "requested"; request: ExecApprovalRequested }
+  | { type: "resolved"; resolved: ExecApprovalResolved };
+
+export interface ExecApprovalsOptions {
+  config: ExecToolConfig;
+  /** the security used when tools.exec.security is not set: "full" for the CLI's own runs, "allowlist" otherwise */
+  defaultSecurity: ExecSecurity;
+  /** allow-always answers are kept in <stateDir>/exec-approvals.json */
+  stateDir: string;
+  clock: Clock;
+  logger?: Logger;
+  newId?: () => string;
+  prompt?: ExecPrompt;
+}
+
+/** One exec call that wants approval, as the run knows it. */
+export interface ExecApprovalContext {
+  command: string;
+  cwd: string;
+  agentId: string;
+  sessionKey: string;
+  runId: string;
+  toolCallId?: string;
+  /** the tool's signal: aborting it ends the wait (denied, status "cancelled") */
+  signal: AbortSignal;
+  /** called once the run starts waiting (the run reports a lifecycle `waiting` event) */
+  onWaiting?: (request: ExecApprovalRequested) => void;
+}
+
+/** `exec.approval.resolve` with an id that is not pending. */
+export class ExecApprovalError extends Error {
+  constructor(
+    readonly code: "not_found" | "expired",
+    message: string,
+  ) {
+    super(message);
+    this.name = "ExecApprovalError";
+  }
+}
+
+interface Pending {
+  request: ExecApprovalRequested;
+  settle: (
+    status: ExecApprovalResolved["status"],
+    reason: ExecApprovalResolved["reason"],
+    decision?: ExecApprovalDecision,
+  ) => void;
+}
+
+/** How many ended approvals are remembered, so a late answer is told "expired" rather than "unknown". */
+const ENDED_KEPT = 1000;
+
+/**
+ * The tools.exec policy for one process and the approvals it waits for. A run calls `check` before exec spawns
+ * anything; when the policy asks, the request is announced (`subscribe`: the gateway broadcasts it to approvers) or
+ * put to the terminal prompt, and the run waits for `resolve`, its timeout (denied), or its abort.
+ */
+export class ExecApprovals {
+  readonly policy: ExecPolicy;
+  readonly timeoutMs: number;
+  private readonly pendingById = new Map<string, Pending>();
+  private readonly ended = new Map<string, ExecApprovalResolved>();
+  private readonly listeners = new Set<(ev: ExecApprovalEvent) => void>();
+  private readonly allowAlways: AllowAlwaysFile;
+  private readonly newId: () => string;
+
+  constructor(private readonly opts: ExecApprovalsOptions) {
+    this.policy = {
+      security: opts.config.security ?? opts.defaultSecurity,
+      ask: opts.config.ask,
+      allowlist: opts.config.allowlist,
+    };
+    this.timeoutMs = opts.config.approvalTimeoutSeconds * 1000;
+    this.allowAlways = new AllowAlwaysFile(opts.stateDir, opts.logger);
+    this.newId = opts.newId ?? randomUUID;
+  }
+
+  /** Whether exec may run the command now; waits for an answer when the policy asks. */
+  async check(ctx: ExecApprovalContext): Promise<ExecVerdict> {
+    const decision = decideExec(this.policy, ctx.command, this.allowAlways.has(ctx.agentId, ctx.command));
+    if (decision.kind === "allow") return { allowed: true };
+    if (decision.kind === "deny") return { allowed: false, reason: decision.reason };
+    return this.ask(ctx, decision.reason);
+  }
+
+  /** An operator's answer. Throws ExecApprovalError for an id that is not waiting (unknown, or already ended). */
+  resolve(id: string, decision: ExecApprovalDecision): ExecApprovalResolved {
+    const pending = this.pendingById.get(id);
+    if (!pending) {
+      const ended = this.ended.get(id);
+      if (ended?.status === "expired") {
+        throw new ExecApprovalError(
+          "expired",
+          `exec approval "${id}" expired at ${new Date(ended.resolvedAtMs).toISOString()}: the command was denied`,
+        );
+      }
+      if (ended) throw new ExecApprovalError("not_found", `exec approval "${id}" was already ${ended.status}`);
+      throw new ExecApprovalError("not_found", `no pending exec approval "${id}" (see exec.approval.list)`);
+    }
+    pending.settle(decision === "deny" ? "denied" : "allowed", "user", decision);
+    return this.ended.get(id)!;
+  }
+
+  /** Requests still waiting, oldest first. */
+  pending(): ExecApprovalRequested[] {
+    return [...this.pendingById.values()].map((p) => p.request);
+  }
+
+  /** The request waiting under `id`, if any. */
+  get(id: string): ExecApprovalRequested | undefined {
+    return this.pendingById.get(id)?.request;
+  }
+
+  subscribe(listener: (ev: ExecApprovalEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private ask(ctx: ExecApprovalContext, reason: string): Promise<ExecVerdict> {
+    if (ctx.signal.aborted) return Promise.resolve({ allowed: false, reason: "the run was aborted" });
+    const now = this.opts.clock.now();
+    // What approvers and the run's clients are shown, masked like tool-call args in events; the allow-always entry
+    // is made from the real command.
+    const request: ExecApprovalRequested = {
+      id: this.newId(),
+      command: redactText(ctx.command),
+      cwd: ctx.cwd,
+      agentId: ctx.agentId,
+      sessionKey: ctx.sessionKey,
+      runId: ctx.runId,
+      ...(ctx.toolCallId !== undefined ? { toolCallId: ctx.toolCallId } : {}),
+      security: this.policy.security,
+      ask: this.policy.ask,
+      reason: redactText(reason),
+      createdAtMs: now,
+      expiresAtMs: now + this.timeoutMs,
+    };
+    return new Promise<ExecVerdict>((resolve) => {
+      const promptAbort = new AbortController();
+      let denyReason: string | undefined;
+      const settle: Pending["settle"] = (status, why, decision) => {
+        if (!this.pendingById.delete(request.id)) return;
+        this.opts.clock.clearTimeout(timer);
+        ctx.signal.removeEventListener("abort", onAbort);
+        promptAbort.abort();
+        const resolved: ExecApprovalResolved = {
+          id: request.id,
+          sessionKey: request.sessionKey,
+          runId: request.runId,
+          command: request.command,
+          status,
+          ...(decision ? { decision } : {}),
+          reason: why,
+          resolvedAtMs: this.opts.clock.now(),
+        };
+        this.remember(resolved);
+        if (decision === "allow-always") this.allowAlways.add(ctx.agentId, ctx.command, resolved.resolvedAtMs);
+        this.emit({ type: "resolved", resolved });
+        if (status === "allowed") return resolve({ allowed: true });
+        resolve({ allowed: false, reason: this.denial(status, denyReason) });
+      };
+      const timer = this.opts.clock.setTimeout(() => settle("expired", "timeout"), this.timeoutMs);
+      const onAbort = () => settle("cancelled", "run-aborted");
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      this.pendingById.set(request.id, { request, settle });
+      ctx.onWaiting?.(request);
+      this.emit({ type: "requested", request });
+      const prompt = this.opts.prompt;
+      if (prompt) {
+        prompt(request, promptAbort.signal).then(
+          (answer) => {
+            if (typeof answer === "string") return settle(answer === "deny" ? "denied" : "allowed", "user", answer);
+            denyReason = answer.deny;
+            settle("denied", "user");
+          },
+          (err: Error) => {
+            denyReason = `the approval prompt failed: ${err.message}`;
+            settle("denied", "user");
+          },
+        );
+      }
+    });
+  }
+
+  private denial(status: ExecApprovalResolved["status"], reason: string | undefined): string {
+    if (reason) return reason;
+    if (status === "expired") {
+      return `nobody approved the command within ${this.timeoutMs / 1000}s (tools.exec.approvalTimeoutSeconds)`;
+    }
+    if (status === "cancelled") return "the run was aborted while the command waited for approval";
+    return "an operator denied the command";
+  }
+
+  private remember(resolved: ExecApprovalResolved): void {
+    this.ended.set(resolved.id, resolved);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
+  }
+
+  private emit(ev: ExecApprovalEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(ev);
+      } catch (err) {
+        this.opts.logger?.warn(`exec approval listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
+}
