@@ -6,7 +6,7 @@ import { parseConfig } from "../config/index.js";
 import type { AgentEvent } from "../infra/events.js";
 import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
-import type { ChatMessage, ModelRequest } from "../providers/types.js";
+import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { COLLECT_HEADER } from "../queue/collect.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord } from "../storage/types.js";
@@ -120,11 +120,12 @@ function lastMessage(req: ModelRequest): ChatMessage | undefined {
 function echoScript(req: ModelRequest): ScriptedTurn {
   const last = lastMessage(req);
   if (last?.role === "user") {
-    if (last.content.startsWith("hold twice")) return { toolCalls: [{ name: "gate" }, { name: "gate" }] };
-    if (last.content.startsWith("hold") || last.content.includes("Queued #1\nhold")) {
+    const text = contentText(last.content);
+    if (text.startsWith("hold twice")) return { toolCalls: [{ name: "gate" }, { name: "gate" }] };
+    if (text.startsWith("hold") || text.includes("Queued #1\nhold")) {
       return { toolCalls: [{ name: "gate" }] };
     }
-    return { text: `echo: ${last.content}` };
+    return { text: `echo: ${text}` };
   }
   return { text: "tools done" };
 }
@@ -192,7 +193,7 @@ function harness(opts: HarnessOptions = {}) {
     prompts: () =>
       requests.map((msgs) => {
         const users = msgs.filter((m) => m.role === "user");
-        return users[users.length - 1]?.content;
+        return contentText(users[users.length - 1]?.content ?? "");
       }),
     receipts: (runId: string): Receipt[] =>
       events.flatMap((e) => (e.runId === runId && e.stream === "queue" ? [e.data.receipt as Receipt] : [])),

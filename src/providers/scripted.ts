@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import JSON5 from "json5";
 import {
+  contentText,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -176,7 +177,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 function lastOf(request: ModelRequest, role: "user" | "toolResult"): string {
   for (let i = request.messages.length - 1; i >= 0; i--) {
     const m = request.messages[i];
-    if (m.role === role) return m.content;
+    if (m.role === role) return contentText(m.content);
   }
   return "";
 }

@@ -1,5 +1,11 @@
 import type { ResolvedModel } from "../../providers/registry.js";
-import type { ChatMessage, ModelProvider, ThinkingLevel } from "../../providers/types.js";
+import {
+  type ChatMessage,
+  contentText,
+  contentWithImageNotes,
+  type ModelProvider,
+  type ThinkingLevel,
+} from "../../providers/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
@@ -89,8 +95,9 @@ function toolHooks(
               toolName: call.name,
               params: call.arguments,
               toolCallId: call.id,
-              result: result.content,
-              error: result.isError ? result.content : undefined,
+              // plugins get the text with a note per image, never the base64
+              result: contentWithImageNotes(result.content),
+              error: result.isError ? contentText(result.content) : undefined,
             },
             hookCtx,
           )

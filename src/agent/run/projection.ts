@@ -1,5 +1,5 @@
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import { capText, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { LoopEvent } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
@@ -87,6 +87,7 @@ export class RunProjection {
           toolCallId: ev.toolCallId,
           isError: ev.isError,
           result: capText(ev.result),
+          ...(ev.images ? { images: ev.images.map(omittedImage) } : {}),
           ...(ev.skipped ? { skipped: ev.skipped } : {}),
         });
         return;
