@@ -98,6 +98,14 @@ const providerModel = z.strictObject({
   maxTokens: positiveInt.default(8192),
   /** false: the model gets no thinking/reasoning parameters, whatever the run's thinking level */
   reasoning: z.boolean().optional(),
+  /**
+   * what the model reads: ["text"] or ["text", "image"]; absent: images for anthropic-messages and openai-responses
+   * models, text only for openai-completions (providers/image-input.ts)
+   */
+  input: z
+    .array(z.enum(["text", "image"]))
+    .min(1)
+    .optional(),
 });
 
 /**

@@ -1,7 +1,10 @@
 import fs from "node:fs";
 import JSON5 from "json5";
 import {
+  contentImages,
   contentText,
+  type ImageBlock,
+  imageBytes,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -25,7 +28,9 @@ import {
  *   whenDone: "cycle",   // "cycle" (start over) | "repeat-last" | "error" (default: a short apology text)
  * }
  * ```
- * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request.
+ * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request (their text parts);
+ * `{{imageCount}}` by the number of images the request carries and `{{lastImage}}` by the last one's type, size
+ * and bytes ("image/png 1200×900 48213 bytes", or "none"), so a script can show what reached the model.
  */
 
 export interface ScriptedToolCall {
@@ -182,6 +187,16 @@ function lastOf(request: ModelRequest, role: "user" | "toolResult"): string {
   return "";
 }
 
+function requestImages(request: ModelRequest): ImageBlock[] {
+  return request.messages.flatMap((m) => (m.role === "assistant" ? [] : contentImages(m.content)));
+}
+
+function describeImage(image: ImageBlock | undefined): string {
+  if (!image) return "none";
+  const size = image.width && image.height ? ` ${image.width}×${image.height}` : "";
+  return `${image.mimeType}${size} ${imageBytes(image)} bytes`;
+}
+
 export class ScriptedProvider implements ModelProvider {
   readonly api = "scripted" as const;
   readonly id: string;
@@ -241,7 +256,9 @@ export class ScriptedProvider implements ModelProvider {
       failIfDue();
       const delta = raw
         .replaceAll("{{lastUserMessage}}", lastOf(request, "user"))
-        .replaceAll("{{lastToolResult}}", lastOf(request, "toolResult"));
+        .replaceAll("{{lastToolResult}}", lastOf(request, "toolResult"))
+        .replaceAll("{{imageCount}}", String(requestImages(request).length))
+        .replaceAll("{{lastImage}}", describeImage(requestImages(request).at(-1)));
       outChars += delta.length;
       yield { type: "text_delta", delta };
       chunks++;

@@ -224,6 +224,8 @@ export interface ProviderModelConfig {
   maxTokens?: number;
   /** false: never send thinking/reasoning parameters to this model */
   reasoning?: boolean;
+  /** what the model reads (OpenClaw's capability key); without "image" it gets no image (providers/image-input.ts) */
+  input?: Array<"text" | "image">;
 }
 
 /** What a provider module needs to be constructed (from config.models.providers.<id>). */

@@ -1,3 +1,4 @@
+import { acceptsImages, textOnlyProvider } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import {
   type ChatMessage,
@@ -30,8 +31,10 @@ export async function providerFor(
   model: ResolvedModel,
   runTimeoutMs: number,
 ): Promise<ModelProvider> {
+  const provider = await rt.getProvider(model.providerId);
   return withIdleWatchdog(
-    await rt.getProvider(model.providerId),
+    // a model that reads no images gets a note in their place (providers/image-input.ts)
+    acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
       providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
