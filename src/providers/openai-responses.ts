@@ -212,7 +212,10 @@ function mapInput(messages: ChatMessage[]): InputItem[] {
   const out: InputItem[] = [];
   for (const message of messages) {
     if (message.role === "user") {
-      out.push({ role: "user", content: inputParts(message.content) });
+      out.push({
+        role: "user",
+        content: typeof message.content === "string" ? message.content : inputParts(message.content),
+      });
     } else if (message.role === "toolResult") {
       const output = typeof message.content === "string" ? message.content : inputParts(message.content);
       out.push({ type: "function_call_output", call_id: message.toolCallId, output });
