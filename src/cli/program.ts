@@ -59,6 +59,11 @@ program
   .command("agent")
   .description("send a message and run one agent turn (through the gateway, or embedded with --local)")
   .option("-m, --message <text>", "the message to send")
+  .option(
+    "--attach <file>",
+    "attach a file (repeatable): PNG/JPEG/GIF/WebP images go to the model as images, text files inline",
+    (file: string, files: string[] = []) => [...files, file],
+  )
   .option("--local", "run embedded in this process instead of through a running gateway")
   .option("-s, --session-key <key>", "session key (default agent:<agent>:main)")
   .option("--agent <id>", "agent id (default: the agents.list default, else main)")

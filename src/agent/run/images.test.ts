@@ -11,6 +11,7 @@ import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
 import { IMAGE_OMITTED_TEXT } from "../../providers/image-input.js";
 import type { CapturedRequest } from "../../testing/fake-model-server.js";
+import { prepareAttachments } from "../attachments.js";
 import { type RunHarness, startRunHarness } from "./run-harness.test-support.js";
 
 /** A run of base64 this long in text that should hold none means an image leaked in whole. */
@@ -134,6 +135,46 @@ describe("an image the read tool cannot use", () => {
     expect(result?.data).toMatchObject({ isError: true });
     expect(final.stopReason).toBe("stop");
     expect(final.result.payloads[0]?.text).toBe("that file is broken");
+  });
+});
+
+describe("an image attached to the message", () => {
+  async function attachedPng(width: number, height: number) {
+    const png = await sharp({ create: { width, height, channels: 3, background: "#a02060" } })
+      .png()
+      .toBuffer();
+    const { attachments } = await prepareAttachments({
+      message: "x",
+      attachments: [{ fileName: "photo.png", content: png.toString("base64") }],
+    });
+    return { attachments };
+  }
+
+  it("reaches the model as an image part of the user message, and is stored with the accepted message", async () => {
+    const run = await harness(["text", "image"]);
+    run.enqueue({ text: "a magenta square" });
+    const final = await run.send("what is this?", await attachedPng(2400, 2400));
+    expect(final.result.payloads[0]?.text).toBe("a magenta square");
+    const [user] = wireMessages(run.requests[0]).filter((m) => m.role === "user");
+    expect(user?.content).toEqual([
+      { type: "text", text: "what is this?" },
+      { type: "image_url", image_url: { url: expect.stringMatching(/^data:image\/png;base64,/) } },
+    ]);
+    expect(await sizeOf(dataUrlsIn(run.requests[0])[0] ?? "")).toEqual({ format: "png", width: 1200, height: 1200 });
+    // the durable queue row holds the prepared image: a restart runs the message with it
+    const params = run.store.getRun(final.runId)?.params as { attachments?: Array<Record<string, unknown>> };
+    expect(params.attachments?.[0]).toMatchObject({ type: "image", mimeType: "image/png", width: 1200, height: 1200 });
+    for (const row of transcriptData(run.store.file)) expect(row).not.toMatch(BASE64_RUN);
+  });
+
+  it("fails the run with an error naming the model when the model takes no images", async () => {
+    const run = await harness(["text"]);
+    const final = await run.send("what is this?", await attachedPng(20, 20));
+    expect(final.status).toBe("error");
+    expect(final.error).toBe(
+      'model fake/m does not accept images (its models[] entry has no "image" in input): 1 image attachment(s) not sent',
+    );
+    expect(run.requests).toHaveLength(0);
   });
 });
 
