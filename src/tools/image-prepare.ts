@@ -149,7 +149,7 @@ export function describePrepared(prepared: PreparedImage): string {
 function decodeProblem(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
   // libvips messages can run over several lines; the first says what went wrong
-  return message.split("\n")[0]?.trim() || "unknown error";
+  return message.split("\n")[0]?.trim().replace(/:$/, "") || "unknown error";
 }
 
 export function formatBytes(bytes: number): string {

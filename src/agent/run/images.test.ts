@@ -119,7 +119,9 @@ describe("a read of a 4000×3000 PNG", () => {
     await run.send("what does shot.png show?");
     expect(dataUrlsIn(run.requests[1])).toEqual([]);
     const tool = wireMessages(run.requests[1]).find((m) => m.role === "tool");
-    expect(tool?.content).toMatch(new RegExp(`^shot\\.png: image/png 400×300, .*\\n${escape(IMAGE_OMITTED_TEXT)}$`));
+    expect(tool?.content).toMatch(
+      new RegExp(`^shot\\.png: image/png 400×300, .*\\n${escapeRegExp(IMAGE_OMITTED_TEXT)}$`),
+    );
   });
 });
 
@@ -178,6 +180,6 @@ describe("an image attached to the message", () => {
   });
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
