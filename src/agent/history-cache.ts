@@ -40,7 +40,7 @@ export class HistoryCache {
     if (!entry || entry.generation !== generation || entry.sessionId !== sessionId) {
       entry = coldLoad(store, sessionKey, sessionId, generation);
     } else {
-      const rows = store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq });
+      const rows = store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq, imageData: true });
       // A gap means rows were rewritten under us; a compaction row means the history now starts at its summary.
       const stale = rows.length > 0 && rows[0].seq !== entry.lastSeq + 1;
       if (stale || rows.some((r) => r.kind === "compaction"))

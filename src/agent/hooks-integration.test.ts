@@ -15,7 +15,7 @@ import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger } from "../infra/logger.js";
 import type { SkillSnapshot } from "../prompt/skills.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
-import type { ChatMessage, ModelRequest } from "../providers/types.js";
+import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { openStore } from "../storage/sqlite-store.js";
 import type { Store } from "../storage/types.js";
 import type { Tool } from "../tools/types.js";
@@ -154,7 +154,8 @@ function transcriptMessages(h: Harness, generation?: number): ChatMessage[] {
 
 function lastUser(req: SeenRequest): string {
   const users = req.messages.filter((m) => m.role === "user");
-  return users[users.length - 1]?.content ?? "";
+  const last = users[users.length - 1];
+  return last ? contentText(last.content) : "";
 }
 
 const PROBE_THEN_ECHO: ScriptedTurn[] = [

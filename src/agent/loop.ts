@@ -3,8 +3,13 @@ import {
   type AssistantMessage,
   addUsage,
   type ChatMessage,
+  contentImages,
+  contentText,
   emptyUsage,
+  type ImageBlock,
+  type MessageContent,
   type ModelProvider,
+  mapContentText,
   type ProviderError,
   type StopReason,
   type ThinkingLevel,
@@ -44,7 +49,10 @@ export type LoopEvent =
       toolCallId: string;
       name: string;
       isError: boolean;
+      /** the result's text (image parts left out) */
       result: string;
+      /** the result's image parts; events show their metadata only */
+      images?: ImageBlock[];
       /** skipped (steer), blocked (hook) or aborted — the tool never ran */
       skipped?: "steer" | "blocked" | "aborted";
     }
@@ -86,7 +94,7 @@ export interface LoopPorts {
   steering?: SteeringPort;
   beforeToolCall?: (call: ToolCallBlock) => Promise<ToolCallDecision | undefined> | ToolCallDecision | undefined;
   afterToolCall?: (call: ToolCallBlock, result: ToolResultMessage) => void;
-  /** what goes back into the model context (caps); events get the raw text and sanitize it themselves */
+  /** what goes back into the model context (caps, applied to each text part); events get the raw text and sanitize it themselves */
   resultForModel?: (text: string) => string;
   /**
    * Called before every model call with the context about to be sent; what it returns is sent instead and becomes
@@ -377,7 +385,7 @@ async function* runBatch(
   for (let i = from; i < to; i++) {
     void executeOne(calls[i], ports, push).then((result) => {
       results[i] = result;
-      if (result.isError) toolErrors.push({ name: result.toolName, message: result.content });
+      if (result.isError) toolErrors.push({ name: result.toolName, message: contentText(result.content) });
       remaining--;
       notifier.wake();
     });
@@ -395,9 +403,19 @@ async function executeOne(
   ports: BatchPorts,
   push: (ev: LoopEvent) => void,
 ): Promise<ToolResultMessage> {
-  const done = (content: string, isError: boolean, skipped?: "blocked"): ToolResultMessage => {
-    push({ type: "tool_end", toolCallId: call.id, name: call.name, isError, result: content, skipped });
-    const forModel = ports.resultForModel ? ports.resultForModel(content) : content;
+  const done = (content: MessageContent, isError: boolean, skipped?: "blocked"): ToolResultMessage => {
+    const images = contentImages(content);
+    push({
+      type: "tool_end",
+      toolCallId: call.id,
+      name: call.name,
+      isError,
+      result: contentText(content),
+      ...(images.length > 0 ? { images } : {}),
+      skipped,
+    });
+    const cap = ports.resultForModel;
+    const forModel = cap ? mapContentText(content, cap) : content;
     const message: ToolResultMessage = {
       role: "toolResult",
       toolCallId: call.id,

@@ -6,7 +6,7 @@ import { parseConfig } from "../config/index.js";
 import type { AgentEvent } from "../infra/events.js";
 import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
-import type { ChatMessage, ModelRequest } from "../providers/types.js";
+import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { COLLECT_HEADER } from "../queue/collect.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord } from "../storage/types.js";
@@ -120,11 +120,12 @@ function lastMessage(req: ModelRequest): ChatMessage | undefined {
 function echoScript(req: ModelRequest): ScriptedTurn {
   const last = lastMessage(req);
   if (last?.role === "user") {
-    if (last.content.startsWith("hold twice")) return { toolCalls: [{ name: "gate" }, { name: "gate" }] };
-    if (last.content.startsWith("hold") || last.content.includes("Queued #1\nhold")) {
+    const text = contentText(last.content);
+    if (text.startsWith("hold twice")) return { toolCalls: [{ name: "gate" }, { name: "gate" }] };
+    if (text.startsWith("hold") || text.includes("Queued #1\nhold")) {
       return { toolCalls: [{ name: "gate" }] };
     }
-    return { text: `echo: ${last.content}` };
+    return { text: `echo: ${text}` };
   }
   return { text: "tools done" };
 }
@@ -192,7 +193,7 @@ function harness(opts: HarnessOptions = {}) {
     prompts: () =>
       requests.map((msgs) => {
         const users = msgs.filter((m) => m.role === "user");
-        return users[users.length - 1]?.content;
+        return contentText(users[users.length - 1]?.content ?? "");
       }),
     receipts: (runId: string): Receipt[] =>
       events.flatMap((e) => (e.runId === runId && e.stream === "queue" ? [e.data.receipt as Receipt] : [])),
@@ -269,6 +270,23 @@ describe("steer: a message sent while a run works", () => {
     expect(terminal(h.store.getRun(b.runId))).toEqual({ status: "ok", stopReason: "stop" });
     // the steered message did not run a turn of its own
     expect(new Set(h.transcript().map((r) => r.runId))).toEqual(new Set([a.runId]));
+  });
+
+  it("brings its image attachment into the running turn as an image part of its user message", async () => {
+    const h = harness();
+    const a = h.send("hold please");
+    await h.gate.whenStarted(1);
+    const image = { type: "image", mimeType: "image/png", content: "iVBORw0K", width: 2, height: 1 };
+    h.send("look at this instead", { queueMode: "steer", attachments: [image] });
+    h.gate.release(0);
+    await h.service.final(a.runId);
+    expect(h.requests[1]?.at(-1)).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: "look at this instead" },
+        { type: "image", mimeType: "image/png", data: "iVBORw0K", width: 2, height: 1 },
+      ],
+    });
   });
 
   it("that arrives while the final answer is streaming runs as its own turn after the reply", async () => {
@@ -402,6 +420,27 @@ describe("collect", () => {
     ]);
     expect(finals.map((f) => f.mergedInto)).toEqual([undefined, queued[0].runId, queued[0].runId]);
     for (const q of queued) expect(h.store.getRun(q.runId)?.status).toBe("ok");
+  });
+
+  it("a collected turn carries the images of every collected message", async () => {
+    const h = harness({ queue: { mode: "collect" } });
+    const a = h.send("hold");
+    await h.gate.whenStarted(1);
+    const png = (content: string) => ({ type: "image", mimeType: "image/png", content });
+    const queued = [
+      h.send("first", { attachments: [png("AAAA")] }),
+      h.send("second"),
+      h.send("third", { attachments: [png("BBBB")] }),
+    ];
+    h.gate.release(0);
+    await h.service.final(a.runId);
+    await h.pump(Promise.all(queued.map((q) => h.service.final(q.runId))));
+    const user = h.requests[2]?.filter((m) => m.role === "user").at(-1);
+    expect(user?.content).toEqual([
+      { type: "text", text: h.prompts()[2] },
+      { type: "image", mimeType: "image/png", data: "AAAA" },
+      { type: "image", mimeType: "image/png", data: "BBBB" },
+    ]);
   });
 
   it("a restart during a collected turn reports all its messages interrupted instead of running some of them again", async () => {

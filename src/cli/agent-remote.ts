@@ -82,6 +82,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
     const final = await client.agent(
       {
         message: parsed.message,
+        ...(parsed.attachments ? { attachments: parsed.attachments } : {}),
         idempotencyKey: runId,
         ...(parsed.sessionKey !== undefined ? { sessionKey: parsed.sessionKey } : {}),
         ...(parsed.agentId !== undefined ? { agentId: parsed.agentId } : {}),

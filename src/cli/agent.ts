@@ -1,13 +1,19 @@
+import fs from "node:fs";
+import path from "node:path";
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import { reasoningLevels, thinkingLevels, verboseLevels } from "../config/constants.js";
 import type { LoopgateConfig } from "../config/schema.js";
 import type { ReasoningLevel, VerboseLevel } from "../protocol/enums.js";
+import { ATTACHMENT_LIMITS } from "../protocol/limits.js";
+import type { Attachment } from "../protocol/params.js";
 import type { ThinkingLevel } from "../providers/types.js";
 import { CliError } from "./exit-codes.js";
 import { createRunOutput, exitCodeFor, interruptController } from "./run-output.js";
 
 export interface AgentCliOptions {
   message?: string;
+  /** --attach, once per file */
+  attach?: string[];
   local?: boolean;
   sessionKey?: string;
   agent?: string;
@@ -24,6 +30,28 @@ export interface AgentCliOptions {
   config?: string;
   url?: string;
   token?: string;
+}
+
+/** The --attach files as wire attachments (base64 content); a missing or unreadable file is a usage error. */
+export function readAttachments(files: string[] | undefined): Attachment[] | undefined {
+  if (!files || files.length === 0) return undefined;
+  if (files.length > ATTACHMENT_LIMITS.maxCount) {
+    throw new CliError(`--attach: at most ${ATTACHMENT_LIMITS.maxCount} files, got ${files.length}`);
+  }
+  return files.map((file) => {
+    let bytes: Buffer;
+    try {
+      if (fs.statSync(file).size > ATTACHMENT_LIMITS.maxBytes) {
+        throw new Error(`larger than ${ATTACHMENT_LIMITS.maxBytes / (1024 * 1024)} MiB`);
+      }
+      bytes = fs.readFileSync(file);
+    } catch (err) {
+      throw new CliError(
+        `--attach ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message}`,
+      );
+    }
+    return { fileName: path.basename(file), content: bytes.toString("base64") };
+  });
 }
 
 export function parseAgentOptions(opts: AgentCliOptions) {
@@ -51,8 +79,10 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
     throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
   }
+  const attachments = readAttachments(opts.attach);
   return {
     message: opts.message,
+    ...(attachments ? { attachments } : {}),
     sessionKey: opts.sessionKey,
     agentId: opts.agent,
     model: opts.model,

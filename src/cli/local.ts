@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { prepareAttachments } from "../agent/attachments.js";
 import type { ExecPrompt } from "../agent/exec-approvals.js";
 import { AgentRuntime } from "../agent/runtime.js";
 import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
@@ -52,7 +53,8 @@ export async function runLocalTurn(
     if (ev.runId === runId) onEvent(ev);
   });
   try {
-    const accepted = service.accept({ ...req, idempotencyKey: runId });
+    // the same intake as the gateway's: images scaled and text files inlined before the durable accept
+    const accepted = service.accept(await prepareAttachments({ ...req, idempotencyKey: runId }));
     const onAbort = () => service.abort(accepted.sessionKey, runId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {

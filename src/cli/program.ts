@@ -60,6 +60,11 @@ program
   .description("send a message and run one agent turn (through the gateway, or embedded with --local)")
   .option("-m, --message <text>", "the message to send")
   .option(
+    "--attach <file>",
+    "attach a file (repeatable): PNG/JPEG/GIF/WebP images go to the model as images, text files inline",
+    (file: string, files: string[] = []) => [...files, file],
+  )
+  .option(
     "--local",
     "run embedded in this process instead of through a running gateway (exec may run any command unless tools.exec.security says otherwise; approvals are asked on this terminal)",
   )

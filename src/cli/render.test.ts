@@ -141,3 +141,23 @@ describe("what the terminal shows of an exec approval", () => {
     expect(err).toBe("⏸ exec `rm -rf build` waits for approval (id ap-7, up to 120 s)\n");
   });
 });
+
+describe("what the terminal shows of a tool result", () => {
+  it("an image result names the image that was sent instead of counting lines", () => {
+    const { err } = render([
+      { stream: "tool", data: { phase: "start", name: "read", toolCallId: "c1", args: { path: "shot.png" } } },
+      {
+        stream: "tool",
+        data: {
+          phase: "result",
+          name: "read",
+          toolCallId: "c1",
+          isError: false,
+          result: "shot.png: image/png 4000×3000 → sent as 1200×900, 20.1 KiB",
+          images: [{ type: "image", mimeType: "image/png", bytes: 20580, width: 1200, height: 900, omitted: true }],
+        },
+      },
+    ]);
+    expect(err).toBe("⚙ read shot.png → ok (image/png 1200×900)\n");
+  });
+});

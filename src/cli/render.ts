@@ -40,9 +40,20 @@ function failureLine(result: unknown): string {
   return firstLine(result.trimEnd().split("\n").at(-1));
 }
 
+function imageNote(image: Record<string, unknown>): string {
+  const size =
+    typeof image.width === "number" && typeof image.height === "number" ? ` ${image.width}×${image.height}` : "";
+  return `${String(image.mimeType)}${size}`;
+}
+
 function toolOutcome(d: Record<string, unknown>, aborting: boolean, red: (s: string) => string): string {
   if (d.skipped) return `skipped (${d.skipped})`;
-  if (!d.isError) return `ok${typeof d.result === "string" ? ` (${d.result.split("\n").length} lines)` : ""}`;
+  if (!d.isError) {
+    // an image result is described by what was sent (the event carries its size, never its bytes)
+    const images = Array.isArray(d.images) ? (d.images as Array<Record<string, unknown>>) : [];
+    if (images.length > 0) return `ok (${images.map(imageNote).join(", ")})`;
+    return `ok${typeof d.result === "string" ? ` (${d.result.split("\n").length} lines)` : ""}`;
+  }
   if (aborting || wasAborted(d.result)) return "aborted";
   return red(`failed: ${failureLine(d.result)}`);
 }

@@ -1,4 +1,5 @@
 import { loadConfig } from "../config/index.js";
+import { contentWithImageNotes } from "../providers/types.js";
 import { normalizeSessionKey } from "../session/keys.js";
 import { openStore } from "../storage/sqlite-store.js";
 import type { SessionRecord, TranscriptRow } from "../storage/types.js";
@@ -32,9 +33,9 @@ export function sessionForJson(s: SessionRecord): Record<string, unknown> {
 export function describeRow(row: TranscriptRow): string {
   if (row.kind !== "message" || !row.message) return `#${row.seq} [${row.kind}] ${row.text ?? ""}`;
   const m = row.message;
-  if (m.role === "user") return `#${row.seq} user: ${m.content}`;
+  if (m.role === "user") return `#${row.seq} user: ${contentWithImageNotes(m.content)}`;
   if (m.role === "toolResult") {
-    const first = m.content.split("\n")[0] ?? "";
+    const first = contentWithImageNotes(m.content).split("\n")[0] ?? "";
     return `#${row.seq} tool ${m.toolName}${m.isError ? " (error)" : ""}: ${first.slice(0, 120)}`;
   }
   const parts = m.content.map((b) =>

@@ -127,6 +127,14 @@ const providerModel = z.strictObject({
       cacheWrite: z.number().nonnegative().default(0),
     })
     .optional(),
+  /**
+   * what the model reads: ["text"] or ["text", "image"]; absent: images for anthropic-messages and openai-responses
+   * models, text only for openai-completions (providers/image-input.ts)
+   */
+  input: z
+    .array(z.enum(["text", "image"]))
+    .min(1)
+    .optional(),
 });
 
 /**

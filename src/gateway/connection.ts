@@ -9,7 +9,7 @@ import {
   type RequestFrame,
   UNKNOWN_REQUEST_ID,
 } from "../protocol/frames.js";
-import { findLimitProblem } from "../protocol/limits.js";
+import { ATTACHMENT_LIMITS, findLimitProblem } from "../protocol/limits.js";
 import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from "../protocol/params.js";
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
 import { ClientAccess } from "./access.js";
@@ -315,6 +315,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
         maxPayload: this.gw.limits.maxPayload,
         maxBufferedBytes: this.gw.limits.maxBufferedBytes,
         tickIntervalMs: this.gw.limits.tickIntervalMs,
+        attachments: { maxBytes: ATTACHMENT_LIMITS.maxBytes, maxImageBytes: ATTACHMENT_LIMITS.maxBytes },
       },
     };
     this.respond(frame.id, true, hello);

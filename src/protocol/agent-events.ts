@@ -97,6 +97,17 @@ export interface BlockData {
   replace?: boolean;
 }
 
+/** An image in a tool result as events, logs and the audit show it: its size, never its bytes. */
+export interface OmittedImage {
+  type: "image";
+  mimeType: string;
+  /** decoded size in bytes */
+  bytes: number;
+  width?: number;
+  height?: number;
+  omitted: true;
+}
+
 export type ToolData =
   | { phase: "start"; name: string; toolCallId: string; args: unknown }
   | { phase: "update"; name: string; toolCallId: string; partialResult: string }
@@ -105,7 +116,10 @@ export type ToolData =
       name: string;
       toolCallId: string;
       isError: boolean;
+      /** the result's text */
       result: string;
+      /** the result's images, by size only (the model got them; clients and logs never get the base64) */
+      images?: OmittedImage[];
       skipped?: "steer" | "blocked" | "aborted";
     };
 

@@ -24,6 +24,16 @@ export const FRAME_LIMITS: FrameLimits = {
   maxValues: 100_000,
 };
 
+/** Attachments on one `agent` / `chat.send` message (OpenClaw's `attachments`). */
+export const ATTACHMENT_LIMITS = {
+  /** attachments on one message */
+  maxCount: 8,
+  /** one attachment's decoded size; an image is then scaled down to ≤ 1,200 px and ≤ 5 MiB before it is stored */
+  maxBytes: 20 * 1024 * 1024,
+  /** a text attachment is inlined into the message up to this many characters; the rest is cut, and the text says so */
+  maxTextChars: 20_000,
+} as const;
+
 /** An error reply names at most this many problems, then how many more there were. */
 export const MAX_REPORTED_ISSUES = 20;
 

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./enums.js";
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
-import { MAX_REPORTED_ISSUES } from "./limits.js";
+import { ATTACHMENT_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
 
 const nonEmpty = z.string().min(1);
 /** an opaque `nextCursor` from a paginated reply */
@@ -78,7 +78,6 @@ const agentIgnored = [
   "to",
   "replyTo",
   "expectedExistingSessionId",
-  "attachments",
   "replyChannel",
   "accountId",
   "replyAccountId",
@@ -110,6 +109,29 @@ const agentIgnored = [
   "voiceWakeTrigger",
 ];
 
+/**
+ * One attachment, in OpenClaw's chat shape (`ChatSendParams.attachments[]`): `content` is the file's bytes in base64.
+ * Images (png, jpeg, gif, webp: known by their bytes) reach the model as image parts of the user message; UTF-8
+ * text files are inlined into the message, cut at ATTACHMENT_LIMITS.maxTextChars. Other fields OpenClaw allows
+ * (`sizeBytes`, `durationMs`, ...) are accepted and ignored.
+ */
+export const attachmentSchema = z.looseObject({
+  type: z.string().optional(),
+  mimeType: z.string().optional(),
+  fileName: z.string().max(255).optional(),
+  content: z
+    .string()
+    .min(1)
+    .max(Math.ceil(ATTACHMENT_LIMITS.maxBytes / 3) * 4, {
+      message: `attachment too large: at most ${ATTACHMENT_LIMITS.maxBytes / (1024 * 1024)} MiB decoded`,
+    })
+    .regex(/^[A-Za-z0-9+/]*={0,2}$/, { message: "expected base64 content" }),
+  width: z.number().int().positive().optional(),
+  height: z.number().int().positive().optional(),
+});
+export type Attachment = z.infer<typeof attachmentSchema>;
+const attachments = z.array(attachmentSchema).max(ATTACHMENT_LIMITS.maxCount).optional();
+
 export const agentParamsSchema = ignoring(
   agentIgnored,
   z.strictObject({
@@ -136,6 +158,7 @@ export const agentParamsSchema = ignoring(
     label: nonEmpty.max(512).optional(),
     deliver: z.boolean().optional(),
     channel: z.string().optional(),
+    attachments,
   }),
 );
 export type AgentParams = z.infer<typeof agentParamsSchema>;
@@ -163,7 +186,6 @@ export const chatSendParamsSchema = ignoring(
     "originatingAccountId",
     "originatingThreadId",
     "replyToId",
-    "attachments",
     "toolBindings",
     "timeoutMs",
     "systemInputProvenance",
@@ -187,6 +209,7 @@ export const chatSendParamsSchema = ignoring(
     /** Loopgate's own, as on `agent` */
     blockStreaming: z.enum(["on", "off"]).optional(),
     deliver: z.boolean().optional(),
+    attachments,
   }),
 );
 

@@ -26,7 +26,13 @@ export interface HelloOk {
     uptimeMs: number;
   };
   auth: { role: string; scopes: string[] };
-  policy: { maxPayload: number; maxBufferedBytes: number; tickIntervalMs: number };
+  policy: {
+    maxPayload: number;
+    maxBufferedBytes: number;
+    tickIntervalMs: number;
+    /** what one `agent` / `chat.send` attachment may be (decoded bytes; images are scaled down after) */
+    attachments: { maxBytes: number; maxImageBytes: number };
+  };
 }
 
 /** First `res` of `agent` (and the only one of `chat.send`): sent before any model work starts. */

@@ -7,6 +7,7 @@ import { apiError, requestErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
+  MessageContent,
   ModelProvider,
   ModelRequest,
   ModelStreamEvent,
@@ -15,13 +16,14 @@ import type {
   ThinkingLevel,
   Usage,
 } from "./types.js";
-import { flagOutput, lazyClient, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
+import { flagOutput, lazyClient, sendableParts, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
 
 type MessageParams = Anthropic.Messages.MessageCreateParamsStreaming;
 type MessageParam = Anthropic.Messages.MessageParam;
 type StreamEvent = Anthropic.Messages.RawMessageStreamEvent;
 type ContentBlockParam = Anthropic.Messages.ContentBlockParam;
 type ToolResultBlockParam = Anthropic.Messages.ToolResultBlockParam;
+type ImageMediaType = Anthropic.Messages.Base64ImageSource["media_type"];
 
 const DEFAULT_MAX_TOKENS = 4096;
 
@@ -225,14 +227,14 @@ function mapMessages(messages: ChatMessage[]): MessageParam[] {
       toolResults.push({
         type: "tool_result",
         tool_use_id: message.toolCallId,
-        content: message.content,
+        content: userContent(message.content),
         ...(message.isError ? { is_error: true } : {}),
       });
       continue;
     }
     toolResults = undefined;
     if (message.role === "user") {
-      out.push({ role: "user", content: message.content });
+      out.push({ role: "user", content: userContent(message.content) });
       continue;
     }
     const content: ContentBlockParam[] = [];
@@ -250,6 +252,22 @@ function mapMessages(messages: ChatMessage[]): MessageParam[] {
     if (content.length > 0) out.push({ role: "assistant", content });
   }
   return out;
+}
+
+/** Text stays a string; parts become text and base64 image blocks (the same shape inside `tool_result`). */
+function userContent(
+  content: MessageContent,
+): string | Array<Anthropic.Messages.TextBlockParam | Anthropic.Messages.ImageBlockParam> {
+  if (typeof content === "string") return content;
+  return sendableParts(content).map((part) =>
+    part.type === "text"
+      ? { type: "text", text: part.text }
+      : {
+          type: "image",
+          // image-prepare.ts only makes png, jpeg, gif and webp: the four types the API takes
+          source: { type: "base64", media_type: part.mimeType as ImageMediaType, data: part.data },
+        },
+  );
 }
 
 function mapStopReason(reason: string): StopReason {

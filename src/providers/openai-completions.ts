@@ -11,6 +11,8 @@ import { readSseEvents } from "./sse.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
+  ImageBlock,
+  MessageContent,
   ModelProvider,
   ModelRequest,
   ModelStreamEvent,
@@ -20,10 +22,12 @@ import type {
 } from "./types.js";
 import { emptyUsage } from "./types.js";
 import {
+  dataUrl,
   fallbackCallId,
   flagOutput,
   isOpenAIReasoningModel,
   openAIReasoningEffort,
+  sendableParts,
   streamEndedEarly,
   toolCallEvent,
   usageOf,
@@ -41,9 +45,11 @@ interface ChatToolCallParam {
 
 type ChatMessageParam =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string | UserPartParam[] }
   | { role: "assistant"; content: string | null; tool_calls?: ChatToolCallParam[] }
   | { role: "tool"; tool_call_id: string; content: string };
+
+type UserPartParam = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 
 interface ChatParams {
   model: string;
@@ -291,14 +297,43 @@ function buildParams(request: ModelRequest): ChatParams {
   return params;
 }
 
+/** A plain text stays a string (what every compatible server takes); parts become `text` / `image_url` parts. */
+function userParts(content: MessageContent): string | UserPartParam[] {
+  if (typeof content === "string") return content;
+  return sendableParts(content).map(
+    (part): UserPartParam =>
+      part.type === "text"
+        ? { type: "text", text: part.text }
+        : { type: "image_url", image_url: { url: dataUrl(part) } },
+  );
+}
+
 function mapMessages(system: string | undefined, messages: ChatMessage[]): ChatMessageParam[] {
   const out: ChatMessageParam[] = [];
   if (system) out.push({ role: "system", content: system });
+  // Chat Completions `tool` messages take text only, and nothing may come between an assistant's tool calls and
+  // their `tool` messages. So the images of a turn's tool results wait and go in one `user` message right after the
+  // last of them, each labelled with the call it came from.
+  let toolImages: UserPartParam[] = [];
+  const flushToolImages = () => {
+    if (toolImages.length > 0) out.push({ role: "user", content: toolImages });
+    toolImages = [];
+  };
   for (const message of messages) {
+    if (message.role !== "toolResult") flushToolImages();
     if (message.role === "user") {
-      out.push({ role: "user", content: message.content });
+      out.push({ role: "user", content: userParts(message.content) });
     } else if (message.role === "toolResult") {
-      out.push({ role: "tool", tool_call_id: message.toolCallId, content: message.content });
+      const parts = typeof message.content === "string" ? [] : sendableParts(message.content);
+      const images = parts.filter((p): p is ImageBlock & { data: string } => p.type === "image");
+      let text = typeof message.content === "string" ? message.content : "";
+      for (const part of parts) if (part.type === "text") text += text ? `\n${part.text}` : part.text;
+      if (images.length > 0) {
+        text += `${text ? "\n" : ""}[${images.length} image(s) follow in the next user message]`;
+        toolImages.push({ type: "text", text: `Images from tool result ${message.toolCallId} (${message.toolName}):` });
+        for (const image of images) toolImages.push({ type: "image_url", image_url: { url: dataUrl(image) } });
+      }
+      out.push({ role: "tool", tool_call_id: message.toolCallId, content: text });
     } else {
       let text = "";
       const toolCalls: ChatToolCallParam[] = [];
@@ -321,6 +356,7 @@ function mapMessages(system: string | undefined, messages: ChatMessage[]): ChatM
       });
     }
   }
+  flushToolImages();
   return out;
 }
 

@@ -7,6 +7,7 @@ import { apiError, requestErrorContext, toProviderError } from "./errors.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
+  MessageContent,
   ModelProvider,
   ModelRequest,
   ModelStreamEvent,
@@ -16,10 +17,12 @@ import type {
 } from "./types.js";
 import { emptyUsage } from "./types.js";
 import {
+  dataUrl,
   fallbackCallId,
   flagOutput,
   lazyClient,
   openAIReasoningEffort,
+  sendableParts,
   streamEndedEarly,
   toolCallEvent,
   usageOf,
@@ -192,13 +195,30 @@ function buildParams(request: ModelRequest): ResponseParams {
   return params;
 }
 
+type InputPart = OpenAI.Responses.ResponseInputText | OpenAI.Responses.ResponseInputImage;
+
+/** Parts as Responses input items: `input_text`, and `input_image` with a data URL (no file upload round trip). */
+function inputParts(content: MessageContent): InputPart[] {
+  if (typeof content === "string") return [{ type: "input_text", text: content }];
+  return sendableParts(content).map(
+    (part): InputPart =>
+      part.type === "text"
+        ? { type: "input_text", text: part.text }
+        : { type: "input_image", image_url: dataUrl(part), detail: "auto" },
+  );
+}
+
 function mapInput(messages: ChatMessage[]): InputItem[] {
   const out: InputItem[] = [];
   for (const message of messages) {
     if (message.role === "user") {
-      out.push({ role: "user", content: message.content });
+      out.push({
+        role: "user",
+        content: typeof message.content === "string" ? message.content : inputParts(message.content),
+      });
     } else if (message.role === "toolResult") {
-      out.push({ type: "function_call_output", call_id: message.toolCallId, output: message.content });
+      const output = typeof message.content === "string" ? message.content : inputParts(message.content);
+      out.push({ type: "function_call_output", call_id: message.toolCallId, output });
     } else {
       let text = "";
       const flushText = () => {

@@ -97,6 +97,40 @@ describe("ScriptedProvider: turns", () => {
     expect(text).toBe("You said: what now?. Tool said: README.md.");
   });
 
+  it("counts the images a request carries and describes the last one ({{imageCount}}, {{lastImage}})", async () => {
+    const provider = new ScriptedProvider("demo", {
+      turns: [
+        { text: "{{imageCount}} image(s), last: {{lastImage}}; text: {{lastToolResult}}" },
+        { text: "{{lastImage}}" },
+      ],
+    });
+    const png = Buffer.from("not really a png").toString("base64");
+    const { text } = await play(provider, [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "look" },
+          { type: "image", mimeType: "image/jpeg", data: png },
+        ],
+      },
+      { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "read", arguments: {} }] },
+      {
+        role: "toolResult",
+        toolCallId: "c1",
+        toolName: "read",
+        content: [
+          { type: "text", text: "shot.png: image/png 4000×3000 → sent as 1200×900" },
+          { type: "image", mimeType: "image/png", data: png, width: 1200, height: 900 },
+        ],
+        isError: false,
+      },
+    ]);
+    expect(text).toBe(
+      "2 image(s), last: image/png 1200×900 16 bytes; text: shot.png: image/png 4000×3000 → sent as 1200×900",
+    );
+    expect((await play(provider)).text).toBe("none");
+  });
+
   it("a function source decides each turn from the request", async () => {
     const provider = new ScriptedProvider("fn", (req, index) => ({
       text: `#${index} ${req.messages.length} messages`,

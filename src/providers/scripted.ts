@@ -1,6 +1,10 @@
 import fs from "node:fs";
 import JSON5 from "json5";
 import {
+  contentImages,
+  contentText,
+  type ImageBlock,
+  imageBytes,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamEvent,
@@ -24,7 +28,9 @@ import {
  *   whenDone: "cycle",   // "cycle" (start over) | "repeat-last" | "error" (default: a short apology text)
  * }
  * ```
- * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request.
+ * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request (their text parts);
+ * `{{imageCount}}` by the number of images the request carries and `{{lastImage}}` by the last one's type, size
+ * and bytes ("image/png 1200×900 48213 bytes", or "none"), so a script can show what reached the model.
  */
 
 export interface ScriptedToolCall {
@@ -181,9 +187,19 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 function lastOf(request: ModelRequest, role: "user" | "toolResult"): string {
   for (let i = request.messages.length - 1; i >= 0; i--) {
     const m = request.messages[i];
-    if (m.role === role) return m.content;
+    if (m.role === role) return contentText(m.content);
   }
   return "";
+}
+
+function requestImages(request: ModelRequest): ImageBlock[] {
+  return request.messages.flatMap((m) => (m.role === "assistant" ? [] : contentImages(m.content)));
+}
+
+function describeImage(image: ImageBlock | undefined): string {
+  if (!image) return "none";
+  const size = image.width && image.height ? ` ${image.width}×${image.height}` : "";
+  return `${image.mimeType}${size} ${imageBytes(image)} bytes`;
 }
 
 export class ScriptedProvider implements ModelProvider {
@@ -249,7 +265,9 @@ export class ScriptedProvider implements ModelProvider {
       failIfDue();
       const delta = raw
         .replaceAll("{{lastUserMessage}}", lastOf(request, "user"))
-        .replaceAll("{{lastToolResult}}", lastOf(request, "toolResult"));
+        .replaceAll("{{lastToolResult}}", lastOf(request, "toolResult"))
+        .replaceAll("{{imageCount}}", String(requestImages(request).length))
+        .replaceAll("{{lastImage}}", describeImage(requestImages(request).at(-1)));
       outChars += delta.length;
       yield { type: "text_delta", delta };
       chunks++;

@@ -45,9 +45,71 @@ export interface ToolCallBlock {
 }
 export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
+/**
+ * An image inside a user message or a tool result. In memory and on the way to the model it carries `data`
+ * (base64, already downscaled by tools/image-prepare.ts). In the transcript the bytes live in a blob row and the
+ * JSON keeps only `blob` (their sha256) and the metadata; clients reading history get that form, the model's
+ * history is re-hydrated (storage/sqlite-store.ts).
+ */
+export interface ImageBlock {
+  type: "image";
+  mimeType: string;
+  /** base64 of the image bytes; absent when only the reference was loaded */
+  data?: string;
+  /** sha256 (hex) of the decoded bytes: the key of the stored blob */
+  blob?: string;
+  /** decoded size in bytes */
+  bytes?: number;
+  width?: number;
+  height?: number;
+}
+
+/** What a user message or a tool result holds: plain text, or text and image parts. */
+export type MessagePart = TextBlock | ImageBlock;
+export type MessageContent = string | MessagePart[];
+
+/** The text of a message's content, image parts left out. */
+export function contentText(content: MessageContent): string {
+  if (typeof content === "string") return content;
+  let text = "";
+  for (const part of content) {
+    if (part.type === "text") text += text ? `\n${part.text}` : part.text;
+  }
+  return text;
+}
+
+/** The content as one text for a reader of text (a summarizer, a terminal): each image becomes a short note. */
+export function contentWithImageNotes(content: MessageContent): string {
+  if (typeof content === "string") return content;
+  return content
+    .map((part) =>
+      part.type === "text"
+        ? part.text
+        : `[image ${part.mimeType}${part.width && part.height ? ` ${part.width}×${part.height}` : ""}]`,
+    )
+    .join("\n");
+}
+
+/** The image parts of a message's content. */
+export function contentImages(content: MessageContent): ImageBlock[] {
+  return typeof content === "string" ? [] : content.filter((p): p is ImageBlock => p.type === "image");
+}
+
+/** Decoded size of an image part: the recorded one, or what its base64 decodes to. */
+export function imageBytes(image: ImageBlock): number {
+  if (image.bytes !== undefined) return image.bytes;
+  return image.data ? Buffer.byteLength(image.data, "base64") : 0;
+}
+
+/** Applies `fn` to each text part (or the whole string), leaving image parts as they are. */
+export function mapContentText(content: MessageContent, fn: (text: string) => string): MessageContent {
+  if (typeof content === "string") return fn(content);
+  return content.map((part) => (part.type === "text" ? { ...part, text: fn(part.text) } : part));
+}
+
 export interface UserMessage {
   role: "user";
-  content: string;
+  content: MessageContent;
 }
 export interface AssistantMessage {
   role: "assistant";
@@ -61,7 +123,7 @@ export interface ToolResultMessage {
   role: "toolResult";
   toolCallId: string;
   toolName: string;
-  content: string;
+  content: MessageContent;
   isError: boolean;
 }
 export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;
@@ -166,6 +228,8 @@ export interface ProviderModelConfig {
   name?: string;
   /** USD per million tokens, for the run's estimated cost */
   cost?: ModelCost;
+  /** what the model reads (OpenClaw's capability key); without "image" it gets no image (providers/image-input.ts) */
+  input?: Array<"text" | "image">;
 }
 
 export interface ModelCost {

@@ -1,7 +1,14 @@
 /** Small pieces every wire-API provider needs in the same way. */
 import { randomUUID } from "node:crypto";
 import { type ErrorContext, markAfterOutput, providerError } from "./errors.js";
-import { type ModelStreamEvent, ProviderError, type ThinkingLevel, type Usage } from "./types.js";
+import {
+  type ImageBlock,
+  type MessagePart,
+  type ModelStreamEvent,
+  ProviderError,
+  type ThinkingLevel,
+  type Usage,
+} from "./types.js";
 
 /**
  * Tool-call arguments arrive as JSON text. Broken JSON (most often a call cut off by the output-token limit) must
@@ -108,4 +115,25 @@ export function flagOutput(stream: AsyncIterable<ModelStreamEvent>): AsyncIterab
       };
     },
   };
+}
+
+/** An image part whose bytes were not loaded (a history row whose blob is gone) goes to the model as this text. */
+export function missingImageText(image: ImageBlock): string {
+  return `[image ${image.mimeType} not available]`;
+}
+
+/**
+ * A message's parts with every image that carries no bytes turned into a text note, so a serializer meets only
+ * images it can send.
+ */
+export function sendableParts(parts: MessagePart[]): Array<MessagePart & ({ type: "text" } | { data: string })> {
+  return parts.map((part) =>
+    part.type === "image" && part.data === undefined
+      ? { type: "text", text: missingImageText(part) }
+      : (part as MessagePart & ({ type: "text" } | { data: string })),
+  );
+}
+
+export function dataUrl(image: ImageBlock & { data: string }): string {
+  return `data:${image.mimeType};base64,${image.data}`;
 }

@@ -1,8 +1,9 @@
-import type { UserMessage } from "../providers/types.js";
+import type { ImageBlock, UserMessage } from "../providers/types.js";
 import { toFinal, zeroUsage } from "./finals.js";
 import { finishRun, setReceipt } from "./live-runs.js";
 import type { ActiveTurn, LiveRun, QueueContext, RunResult, RunSpec, SessionState, TurnSteering } from "./types.js";
 import { wireRunOptions } from "./types.js";
+import { attachmentImages, userContent } from "./user-content.js";
 
 /** One turn of a session: its host message runs through the run port; merged messages share its outcome. */
 
@@ -41,6 +42,11 @@ function reportUnrecorded(err: unknown): void {
   process.emitWarning(`a turn's end could not be recorded: ${(err as Error)?.message ?? String(err)}`);
 }
 
+function imagesOf(runs: LiveRun[]): { images?: ImageBlock[] } {
+  const images = runs.flatMap((r) => attachmentImages(r.req));
+  return images.length > 0 ? { images } : {};
+}
+
 /** The run port's argument: the host's options, plus the hooks through which the turn reports back. */
 function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: AbortSignal): RunSpec {
   const { host } = turn;
@@ -49,6 +55,7 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
     sessionKey: host.sessionKey,
     agentId: host.req.agentId,
     message,
+    ...imagesOf([host, ...turn.merged]),
     ...wireRunOptions(host.req),
     signal,
     steering: steeringFor(ctx, turn),
@@ -77,7 +84,9 @@ function steeringFor(ctx: QueueContext, turn: ActiveTurn): TurnSteering {
         turn.merged.push(r);
         ctx.deps.store.updateRun(r.runId, { status: "running", startedAt: now });
       }
-      return taken.map((r): UserMessage => ({ role: "user", content: r.req.message }));
+      return taken.map(
+        (r): UserMessage => ({ role: "user", content: userContent(r.req.message, attachmentImages(r.req)) }),
+      );
     },
   };
 }

@@ -5,7 +5,7 @@ import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
 import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import type { AgentFinal, AgentRequest, ReplyPayload, Usage } from "../protocol/run.js";
-import type { UserMessage } from "../providers/types.js";
+import type { ImageBlock, UserMessage } from "../providers/types.js";
 import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
 
@@ -57,6 +57,8 @@ export interface RunSpec extends WireRunOptions {
   sessionKey: string;
   agentId: string;
   message: string;
+  /** the images attached to the message(s) of this turn (a collected turn: every collected message's) */
+  images?: ImageBlock[];
   signal?: AbortSignal;
   steering?: TurnSteering;
   /** the loop will take no more steered messages */

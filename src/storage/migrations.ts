@@ -48,4 +48,22 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       CREATE INDEX runs_session ON runs (session_key, accepted_at);
     `,
   },
+  {
+    version: 2,
+    name: "image blobs",
+    // An image in a transcript row is stored here once per session, keyed by the sha256 of its bytes; the row's
+    // JSON keeps only the reference. Per session (not global), so deleting a session deletes its blobs with no
+    // reference counting. A rowid table: blobs run to megabytes, which a WITHOUT ROWID b-tree handles badly.
+    sql: `
+      CREATE TABLE blobs (
+        session_key TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        UNIQUE (session_key, sha256)
+      );
+    `,
+  },
 ];

@@ -3,6 +3,7 @@
  * that open the same file through the built module (dist/storage/sqlite-store.js): run `npm run build` first.
  */
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -71,7 +72,7 @@ describe("schema and migrations", () => {
       expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(["runs", "sessions", "transcript"]);
+      expect(tables).toEqual(["blobs", "runs", "sessions", "transcript"]);
     } finally {
       db.close();
     }
@@ -196,6 +197,94 @@ describe("transcript", () => {
     expect(old.map((r) => r.seq)).toEqual([1, 2, 3]);
 
     expect(() => s.resetSession("agent:main:nobody", 1, "/new")).toThrow(/unknown session/);
+  });
+});
+
+describe("image blobs", () => {
+  const KEY = "agent:main:pics";
+  const bytes = Buffer.from("\x89PNG\r\n\x1a\n pretend image bytes", "latin1");
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const withImage = (text: string): ChatMessage => ({
+    role: "toolResult",
+    toolCallId: "c1",
+    toolName: "read",
+    isError: false,
+    content: [
+      { type: "text", text },
+      { type: "image", mimeType: "image/png", data: bytes.toString("base64"), width: 3, height: 2 },
+    ],
+  });
+  const rawRows = () => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return {
+        data: db.prepare("SELECT data FROM transcript WHERE session_key = ? ORDER BY seq").pluck().all(KEY) as string[],
+        blobs: db.prepare("SELECT sha256, mime_type, bytes, data FROM blobs WHERE session_key = ?").all(KEY),
+      };
+    } finally {
+      db.close();
+    }
+  };
+
+  it("stores an image once as a blob; the row's JSON keeps a reference with its type and size", () => {
+    const s = store();
+    s.ensureSession(KEY, "main", 1);
+    s.appendTranscript([row(KEY, withImage("first")), row(KEY, withImage("same picture again"))]);
+    const { data, blobs } = rawRows();
+    expect(blobs).toEqual([{ sha256, mime_type: "image/png", bytes: bytes.byteLength, data: bytes }]);
+    expect(JSON.parse(data[0] ?? "{}").message.content[1]).toEqual({
+      type: "image",
+      mimeType: "image/png",
+      blob: sha256,
+      bytes: bytes.byteLength,
+      width: 3,
+      height: 2,
+    });
+    for (const d of data) expect(d).not.toContain(bytes.toString("base64"));
+  });
+
+  it("clients read the reference; the model's history gets the bytes back", () => {
+    const s = store();
+    s.ensureSession(KEY, "main", 1);
+    s.appendTranscript([row(KEY, withImage("look"))]);
+    const [listed] = s.readTranscript(KEY);
+    expect(listed?.message?.role === "toolResult" && listed.message.content[1]).toEqual({
+      type: "image",
+      mimeType: "image/png",
+      blob: sha256,
+      bytes: bytes.byteLength,
+      width: 3,
+      height: 2,
+    });
+    const [context] = s.readContextRows(KEY);
+    expect(context?.message).toEqual({
+      ...withImage("look"),
+      content: [
+        { type: "text", text: "look" },
+        {
+          type: "image",
+          mimeType: "image/png",
+          data: bytes.toString("base64"),
+          blob: sha256,
+          bytes: bytes.byteLength,
+          width: 3,
+          height: 2,
+        },
+      ],
+    });
+  });
+
+  it("a session's blobs are deleted with it, and another session's stay", () => {
+    const s = store();
+    s.ensureSession(KEY, "main", 1);
+    s.ensureSession("agent:main:other", "main", 1);
+    s.appendTranscript([row(KEY, withImage("mine")), row("agent:main:other", withImage("theirs"))]);
+    s.deleteSession(KEY);
+    expect(rawRows().blobs).toEqual([]);
+    const [kept] = s.readContextRows("agent:main:other");
+    expect(kept?.message?.role === "toolResult" && kept.message.content[1]).toMatchObject({
+      data: bytes.toString("base64"),
+    });
   });
 });
 

@@ -1,8 +1,8 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import type { ChatMessage } from "../providers/types.js";
+import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations } from "./migrations.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
@@ -14,6 +14,7 @@ import type {
   SessionRecord,
   Store,
   TranscriptKind,
+  TranscriptReadOptions,
   TranscriptRow,
 } from "./types.js";
 
@@ -130,6 +131,11 @@ export class SqliteStore implements Store {
       ),
       deleteSession: db.prepare("DELETE FROM sessions WHERE key = ?"),
       deleteTranscript: db.prepare("DELETE FROM transcript WHERE session_key = ?"),
+      deleteBlobs: db.prepare("DELETE FROM blobs WHERE session_key = ?"),
+      insertBlob: db.prepare(
+        "INSERT OR IGNORE INTO blobs (session_key, sha256, mime_type, bytes, created_at, data) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
+      readBlob: db.prepare("SELECT data FROM blobs WHERE session_key = ? AND sha256 = ?"),
       maxSeq: db.prepare("SELECT max(seq) AS m FROM transcript WHERE session_key = ? AND generation = ?"),
       insertRow: db.prepare(
         "INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -268,6 +274,7 @@ export class SqliteStore implements Store {
   deleteSession(key: string): boolean {
     return this.transaction(() => {
       this.stmts.deleteTranscript.run(key);
+      this.stmts.deleteBlobs.run(key);
       return this.stmts.deleteSession.run(key).changes > 0;
     });
   }
@@ -310,11 +317,44 @@ export class SqliteStore implements Store {
         row.kind,
         row.runId ?? null,
         row.createdAt,
-        JSON.stringify(rowData(row)),
+        JSON.stringify(
+          rowData(row.message ? { ...row, message: this.blobbed(row.sessionKey, row.message, row.createdAt) } : row),
+        ),
       );
       out.push({ ...row, generation: pos.generation, seq: pos.seq });
     }
     return out;
+  }
+
+  /**
+   * The message as its row stores it: each image's bytes go to the blobs table (once per session and content) and
+   * the part keeps `blob` (their sha256) with its type and size. The caller holds the transaction.
+   */
+  private blobbed(sessionKey: string, message: ChatMessage, now: number): ChatMessage {
+    if (message.role === "assistant" || typeof message.content === "string") return message;
+    if (!message.content.some((p) => p.type === "image" && p.data !== undefined)) return message;
+    const content = message.content.map((part): MessagePart => {
+      if (part.type !== "image" || part.data === undefined) return part;
+      const bytes = Buffer.from(part.data, "base64");
+      const sha256 = createHash("sha256").update(bytes).digest("hex");
+      this.stmts.insertBlob.run(sessionKey, sha256, part.mimeType, bytes.byteLength, now, bytes);
+      const { data: _data, ...meta } = part;
+      return { ...meta, blob: sha256, bytes: bytes.byteLength };
+    });
+    return { ...message, content };
+  }
+
+  /** The message with each image reference's bytes loaded back (for the model); a missing blob stays a reference. */
+  private hydrated(sessionKey: string, message: ChatMessage): ChatMessage {
+    if (message.role === "assistant" || typeof message.content === "string") return message;
+    if (!message.content.some((p) => p.type === "image" && p.blob !== undefined && p.data === undefined))
+      return message;
+    const content = message.content.map((part): MessagePart => {
+      if (part.type !== "image" || part.blob === undefined || part.data !== undefined) return part;
+      const found = this.stmts.readBlob.get(sessionKey, part.blob) as { data: Buffer } | undefined;
+      return found ? ({ ...part, data: found.data.toString("base64") } satisfies ImageBlock) : part;
+    });
+    return { ...message, content };
   }
 
   appendCompaction(key: string, entry: CompactionEntry): TranscriptRow {
@@ -348,14 +388,11 @@ export class SqliteStore implements Store {
     const [latest] = this.readTranscript(key, { ...opts, kinds: ["compaction"], limit: 1 });
     // a compaction row written without firstKeptSeq summarized everything before it
     const from = latest ? (latest.firstKeptSeq ?? latest.seq + 1) : 1;
-    const messages = this.readTranscript(key, { ...opts, kinds: ["message"], afterSeq: from - 1 });
+    const messages = this.readTranscript(key, { ...opts, kinds: ["message"], afterSeq: from - 1, imageData: true });
     return latest ? [latest, ...messages] : messages;
   }
 
-  readTranscript(
-    key: string,
-    opts: { generation?: number; limit?: number; beforeSeq?: number; afterSeq?: number; kinds?: TranscriptKind[] } = {},
-  ): TranscriptRow[] {
+  readTranscript(key: string, opts: TranscriptReadOptions = {}): TranscriptRow[] {
     let generation = opts.generation;
     if (generation === undefined) {
       const g = this.stmts.generation.get(key) as { generation: number } | undefined;
@@ -388,7 +425,7 @@ export class SqliteStore implements Store {
         kind: r.kind as TranscriptKind,
         runId: opt(r.run_id),
         createdAt: r.created_at as number,
-        message: data.message,
+        message: data.message && opts.imageData ? this.hydrated(key, data.message) : data.message,
         text: data.text,
         ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
       };

@@ -48,6 +48,16 @@ export interface TranscriptRow {
   firstKeptSeq?: number;
 }
 
+export interface TranscriptReadOptions {
+  generation?: number;
+  limit?: number;
+  beforeSeq?: number;
+  afterSeq?: number;
+  kinds?: TranscriptKind[];
+  /** load each image's bytes back into `data` (the model's history); clients get the references only */
+  imageData?: boolean;
+}
+
 export interface CompactionEntry {
   summary: string;
   /** seq of the first message row kept verbatim; at most the last seq + 1 (nothing kept) */
@@ -94,11 +104,13 @@ export interface Store {
   /** starts a new transcript generation (reset marker row in the old one); returns the new generation */
   resetSession(key: string, now: number, reason: string): number;
 
+  /**
+   * Appends rows after each session's last seq. Image parts with `data` are stored once per session as blobs (keyed
+   * by the sha256 of their bytes); the row keeps `{type: "image", mimeType, blob, bytes, width, height}`.
+   */
   appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[];
-  readTranscript(
-    key: string,
-    opts?: { generation?: number; limit?: number; beforeSeq?: number; afterSeq?: number; kinds?: TranscriptKind[] },
-  ): TranscriptRow[];
+  /** Image parts come back as references (no `data`) unless `imageData` is set. */
+  readTranscript(key: string, opts?: TranscriptReadOptions): TranscriptRow[];
 
   /**
    * Records a compaction of the session's current generation: a `compaction` row (summary + firstKeptSeq) and the
@@ -107,7 +119,8 @@ export interface Store {
   appendCompaction(key: string, entry: CompactionEntry): TranscriptRow;
   /**
    * The rows a model's history is built from: the latest compaction row of the generation, then the message rows
-   * from its firstKeptSeq on (oldest first). Without a compaction, every message row of the generation.
+   * from its firstKeptSeq on (oldest first). Without a compaction, every message row of the generation. Images
+   * come with their bytes (`imageData`).
    */
   readContextRows(key: string, opts?: { generation?: number }): TranscriptRow[];
 

@@ -111,8 +111,8 @@ describe("exec", () => {
 
   it("caps long output, keeping its start and end with a marker of what was cut", async () => {
     const out = await exec.execute({ command: "seq 1 20000" }, sb.ctx());
-    expect(out.content.startsWith("1\n2\n3\n")).toBe(true);
-    expect(out.content.endsWith("19999\n20000\n\nexit code 0")).toBe(true);
+    expect(out.content).toMatch(/^1\n2\n3\n/);
+    expect(out.content).toMatch(/19999\n20000\n\nexit code 0$/);
     expect(out.content).toMatch(/\[\.\.\. \d+ chars of output omitted \.\.\.\]/);
     expect(out.content.length).toBeLessThan(30200);
   });

@@ -1,8 +1,11 @@
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { contentImages, contentText } from "../providers/types.js";
 import { createReadTool } from "./read.js";
 import { makeSandbox, type Sandbox } from "./test-helpers.js";
+import { ToolError } from "./types.js";
 
 const read = createReadTool();
 let sb: Sandbox;
@@ -61,11 +64,10 @@ describe("read", () => {
   });
 
   it("describes a binary file instead of dumping its bytes", async () => {
-    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
-    await writeFile(path.join(sb.ws, "pic.png"), png);
+    await writeFile(path.join(sb.ws, "doc.pdf"), Buffer.from("%PDF-1.7\n\0\0binary"));
     await writeFile(path.join(sb.ws, "blob.bin"), Buffer.from([1, 2, 0, 3, 0xff]));
-    expect((await read.execute({ path: "pic.png" }, sb.ctx())).content).toBe(
-      "pic.png: binary file (PNG image, 12 bytes); not shown",
+    expect((await read.execute({ path: "doc.pdf" }, sb.ctx())).content).toBe(
+      "doc.pdf: binary file (PDF document, 17 bytes); not shown",
     );
     expect((await read.execute({ path: "blob.bin" }, sb.ctx())).content).toMatch(
       /binary file \(binary data, 5 bytes\)/,
@@ -86,5 +88,43 @@ describe("read", () => {
     await expect(read.execute({}, sb.ctx())).rejects.toThrow('read: "path" is required');
     await expect(read.execute({ path: "a", offset: 0 }, sb.ctx())).rejects.toThrow(/read: "offset" must be between 1/);
     await expect(read.execute({ path: "a", limit: 2.5 }, sb.ctx())).rejects.toThrow('read: "limit" must be an integer');
+  });
+
+  describe("images", () => {
+    it("returns a large PNG as an image part scaled to 1200 px, with a line saying what was sent", async () => {
+      const png = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#3366cc" } })
+        .png()
+        .toBuffer();
+      await writeFile(path.join(sb.ws, "shot.png"), png);
+      const out = await read.execute({ path: "shot.png" }, sb.ctx());
+      expect(contentText(out.content)).toMatch(/^shot\.png: image\/png 4000×3000 → sent as 1200×900, [\d.]+ KiB$/);
+      const [image] = contentImages(out.content);
+      expect(image).toMatchObject({ type: "image", mimeType: "image/png", width: 1200, height: 900 });
+      const meta = await sharp(Buffer.from(image?.data ?? "", "base64")).metadata();
+      expect([meta.format, meta.width, meta.height]).toEqual(["png", 1200, 900]);
+    });
+
+    it("knows an image by its bytes, not its name", async () => {
+      const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#ff0000" } })
+        .jpeg()
+        .toBuffer();
+      await writeFile(path.join(sb.ws, "photo.txt"), jpeg);
+      const out = await read.execute({ path: "photo.txt" }, sb.ctx());
+      const [image] = contentImages(out.content);
+      expect(image).toMatchObject({ mimeType: "image/jpeg", width: 64, height: 48 });
+      // small enough: sent byte for byte
+      expect(image?.data).toBe(jpeg.toString("base64"));
+    });
+
+    it("gives a clear tool error for a file that looks like a PNG but cannot be decoded", async () => {
+      const broken = Buffer.concat([
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        Buffer.alloc(64, 7),
+      ]);
+      await writeFile(path.join(sb.ws, "broken.png"), broken);
+      const err = await read.execute({ path: "broken.png" }, sb.ctx()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ToolError);
+      expect((err as Error).message).toMatch(/^broken\.png: cannot decode image\/png image \(.+\)$/);
+    });
   });
 });

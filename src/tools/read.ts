@@ -1,8 +1,9 @@
 import { createReadStream } from "node:fs";
-import { open, readdir, stat } from "node:fs/promises";
+import { open, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { optionalInteger, requireString } from "./args.js";
+import { describePrepared, prepareImage } from "./image-prepare.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 import { resolveInWorkspace } from "./workspace-path.js";
@@ -17,7 +18,7 @@ const SNIFF_BYTES = 8192;
 export function createReadTool(): Tool {
   return {
     name: "read",
-    description: `Read a text file or list a directory in the workspace. Returns up to ${READ_DEFAULT_LIMIT} lines; page with offset/limit.`,
+    description: `Read a text file or list a directory in the workspace. Returns up to ${READ_DEFAULT_LIMIT} lines; page with offset/limit. PNG, JPEG, GIF and WebP images are returned as images (scaled to at most 1200 px).`,
     parameters: {
       type: "object",
       properties: {
@@ -47,6 +48,7 @@ async function runRead(args: Record<string, unknown>, ctx: ToolContext): Promise
   if (!info.isFile()) throw new ToolError(`cannot read ${userPath}: not a regular file`);
 
   const binary = await sniffBinary(target, info.size);
+  if (binary && IMAGE_KINDS.has(binary)) return readImage(target, userPath);
   if (binary) {
     return {
       content: `${userPath}: binary file (${binary}, ${info.size} bytes); not shown`,
@@ -54,6 +56,23 @@ async function runRead(args: Record<string, unknown>, ctx: ToolContext): Promise
     };
   }
   return readLines(target, userPath, offset, limit);
+}
+
+const IMAGE_KINDS = new Set(["PNG image", "JPEG image", "GIF image", "WebP image"]);
+
+/**
+ * An image (known by its magic bytes, whatever its name) goes to the model as an image part, downscaled, with a line
+ * saying what it was and what was sent. One that cannot be decoded or brought under the size limit is a ToolError.
+ */
+async function readImage(file: string, userPath: string): Promise<ToolOutput> {
+  const bytes = await readFile(file);
+  const prepared = await prepareImage(bytes, userPath);
+  return {
+    content: [{ type: "text", text: `${userPath}: ${describePrepared(prepared)}` }, prepared.block],
+    details: {
+      image: { mimeType: prepared.block.mimeType, width: prepared.block.width, height: prepared.block.height },
+    },
+  };
 }
 
 async function listDirectory(dir: string, userPath: string): Promise<ToolOutput> {

@@ -1,4 +1,4 @@
-import type { AssistantBlock, ChatMessage } from "../providers/types.js";
+import { type AssistantBlock, type ChatMessage, mapContentText } from "../providers/types.js";
 import type { TranscriptRow } from "../storage/types.js";
 import { redactSecrets, redactText } from "./sanitize.js";
 
@@ -23,7 +23,7 @@ export function redactMessage(message: ChatMessage): ChatMessage {
   switch (message.role) {
     case "user":
     case "toolResult":
-      return { ...message, content: redactText(message.content) };
+      return { ...message, content: mapContentText(message.content, redactText) };
     case "assistant":
       return { ...message, content: message.content.map(redactBlock) };
   }

@@ -58,15 +58,15 @@ describe("sanitizeForEvent", () => {
     const result = {
       content: [
         { type: "text", text: "see image" },
-        { type: "image", data, mimeType: "image/png" },
+        { type: "image", data, mimeType: "image/png", width: 60, height: 50 },
         { type: "image", source: { type: "base64", media_type: "image/jpeg", data } },
       ],
     };
     expect(sanitizeForEvent(result)).toEqual({
       content: [
         { type: "text", text: "see image" },
-        { type: "image", mimeType: "image/png", bytes: 3000 },
-        { type: "image", mimeType: "image/jpeg", bytes: 3000 },
+        { type: "image", mimeType: "image/png", bytes: 3000, width: 60, height: 50, omitted: true },
+        { type: "image", mimeType: "image/jpeg", bytes: 3000, omitted: true },
       ],
     });
   });

@@ -3,6 +3,9 @@
  * marker, image payloads become their size and type, and credentials are redacted.
  */
 
+import type { OmittedImage } from "../protocol/agent-events.js";
+import { type ImageBlock, imageBytes } from "../providers/types.js";
+
 export const EVENT_TEXT_MAX = 8000;
 export const MODEL_TEXT_MAX = 60000;
 const MAX_DEPTH = 64;
@@ -65,10 +68,16 @@ function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
 }
 
-export interface ImageSummary {
-  type: "image";
-  mimeType: string;
-  bytes: number;
+/** An image part as events and logs show it (`{type, mimeType, bytes, width, height, omitted: true}`). */
+export function omittedImage(image: ImageBlock): OmittedImage {
+  return {
+    type: "image",
+    mimeType: image.mimeType,
+    bytes: imageBytes(image),
+    ...(image.width !== undefined ? { width: image.width } : {}),
+    ...(image.height !== undefined ? { height: image.height } : {}),
+    omitted: true,
+  };
 }
 
 /**
@@ -121,10 +130,13 @@ function sanitizeString(text: string, maxString: number): string {
 }
 
 /** Recognizes the image shapes tools and providers use: `{type:"image",data,mimeType}`, Anthropic, OpenAI. */
-function summarizeImage(value: object): ImageSummary | undefined {
+function summarizeImage(value: object): OmittedImage | undefined {
   const obj = value as Record<string, unknown>;
   if (obj.type === "image" && typeof obj.data === "string") {
-    return fromData(obj.data, typeof obj.mimeType === "string" ? obj.mimeType : undefined);
+    const summary = fromData(obj.data, typeof obj.mimeType === "string" ? obj.mimeType : undefined);
+    if (typeof obj.width === "number") summary.width = obj.width;
+    if (typeof obj.height === "number") summary.height = obj.height;
+    return summary;
   }
   if (obj.type === "image" && isRecord(obj.source) && typeof obj.source.data === "string") {
     const mime = typeof obj.source.media_type === "string" ? obj.source.media_type : undefined;
@@ -136,16 +148,17 @@ function summarizeImage(value: object): ImageSummary | undefined {
   return undefined;
 }
 
-function fromData(data: string, mimeType: string | undefined): ImageSummary {
+function fromData(data: string, mimeType: string | undefined): OmittedImage {
   const dataUrl = DATA_URL.exec(data);
   if (dataUrl) {
     return {
       type: "image",
       mimeType: mimeType ?? dataUrl[1] ?? "image/*",
       bytes: base64Bytes(data.slice(dataUrl[0].length)),
+      omitted: true,
     };
   }
-  return { type: "image", mimeType: mimeType ?? "image/*", bytes: base64Bytes(data) };
+  return { type: "image", mimeType: mimeType ?? "image/*", bytes: base64Bytes(data), omitted: true };
 }
 
 function base64Bytes(base64: string): number {

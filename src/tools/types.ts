@@ -1,4 +1,4 @@
-import type { JsonSchema } from "../providers/types.js";
+import type { JsonSchema, MessageContent } from "../providers/types.js";
 
 export interface ToolContext {
   /** Absolute, real path of the directory file tools are confined to; exec's cwd. */
@@ -26,8 +26,11 @@ export type MessageDelivery = { sent: true; text: string } | { sent: false; reas
 export type ExecVerdict = { allowed: true } | { allowed: false; reason: string };
 
 export interface ToolOutput {
-  /** Text given back to the model. */
-  content: string;
+  /**
+   * What goes back to the model: text, or text and image parts (base64 images made by tools/image-prepare.ts, so
+   * they are already within the size every provider takes).
+   */
+  content: MessageContent;
   isError?: boolean;
   /** Free-form metadata for events/logs; never sent to the model. */
   details?: Record<string, unknown>;

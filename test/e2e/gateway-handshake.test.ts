@@ -40,7 +40,12 @@ describe("gateway handshake", () => {
       protocol: 4,
       server: { version: expect.any(String), connId: expect.any(String) },
       auth: { role: "operator", scopes: expect.arrayContaining(["operator.admin"]) },
-      policy: { maxPayload: 25 * 1024 * 1024, maxBufferedBytes: 8 * 1024 * 1024, tickIntervalMs: 60_000 },
+      policy: {
+        maxPayload: 25 * 1024 * 1024,
+        maxBufferedBytes: 8 * 1024 * 1024,
+        tickIntervalMs: 60_000,
+        attachments: { maxBytes: 20 * 1024 * 1024, maxImageBytes: 20 * 1024 * 1024 },
+      },
     });
     const features = hello.payload?.features as { methods: string[]; events: string[] };
     expect(features.methods.sort()).toEqual([...GATEWAY_METHODS].sort());

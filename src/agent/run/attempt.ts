@@ -1,5 +1,12 @@
+import { acceptsImages, textOnlyProvider } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
-import type { ChatMessage, ModelProvider, ThinkingLevel } from "../../providers/types.js";
+import {
+  type ChatMessage,
+  contentText,
+  contentWithImageNotes,
+  type ModelProvider,
+  type ThinkingLevel,
+} from "../../providers/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
@@ -24,8 +31,10 @@ export async function providerFor(
   model: ResolvedModel,
   runTimeoutMs: number,
 ): Promise<ModelProvider> {
+  const provider = await rt.getProvider(model.providerId);
   return withIdleWatchdog(
-    await rt.getProvider(model.providerId),
+    // a model that reads no images gets a note in their place (providers/image-input.ts)
+    acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
       providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
@@ -94,8 +103,9 @@ function toolHooks(
               toolName: call.name,
               params: call.arguments,
               toolCallId: call.id,
-              result: result.content,
-              error: result.isError ? result.content : undefined,
+              // plugins get the text with a note per image, never the base64
+              result: contentWithImageNotes(result.content),
+              error: result.isError ? contentText(result.content) : undefined,
             },
             hookCtx,
           )

@@ -14,7 +14,8 @@ export function summaryMessage(summary: string): UserMessage {
 
 /** The summary text when `message` is a compaction summary, else undefined. */
 export function summaryText(message: ChatMessage | undefined): string | undefined {
-  if (message?.role !== "user" || !message.content.startsWith(SUMMARY_PREFIX)) return undefined;
+  if (message?.role !== "user" || typeof message.content !== "string") return undefined;
+  if (!message.content.startsWith(SUMMARY_PREFIX)) return undefined;
   return message.content.slice(SUMMARY_PREFIX.length);
 }
 

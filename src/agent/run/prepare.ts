@@ -2,11 +2,14 @@ import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } fro
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
+import { acceptsImages } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
+import { userContent } from "../../queue/user-content.js";
 import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { ToolContext } from "../../tools/types.js";
 import type { AgentRuntime } from "../runtime.js";
+import { RunSetupError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import type { RunSpec } from "./spec.js";
 
@@ -58,6 +61,14 @@ export async function prepareRun(
   run: { signal: AbortSignal; events: RunEmitter; onLock: (lock: SessionLock) => void },
 ): Promise<PreparedRun> {
   const model = rt.resolveModel(choices.modelRef);
+  const images = spec.images ?? [];
+  if (images.length > 0 && !acceptsImages(model.api, model.model)) {
+    // refused before the session lock is taken or anything is written: the user's row would hold images the model never saw
+    throw new RunSetupError(
+      "unsupported_input",
+      `model ${model.ref} does not accept images (its models[] entry has no "image" in input): ${images.length} image attachment(s) not sent`,
+    );
+  }
   await rt.getProvider(model.providerId); // a misconfigured provider fails the run before the lock is taken
   const workspace = await rt.workspaceFor(spec.agentId);
   let waited = false;
@@ -84,7 +95,7 @@ export async function prepareRun(
   };
   // Skills whose required env vars are missing are not offered: the model could not use them.
   const skills = eligibleSkills(choices.skills.skills ?? [], rt.env).eligible;
-  const userMessage: UserMessage = { role: "user", content: spec.message };
+  const userMessage: UserMessage = { role: "user", content: userContent(spec.message, images) };
   const prompt = await promptFor(rt, spec, model, workspace.dir, skills, history, userMessage);
   return {
     model,
@@ -161,7 +172,10 @@ async function promptFor(
     if (r.systemPrompt !== undefined) system = r.systemPrompt;
     if (r.prependSystemContext) system = `${r.prependSystemContext}\n\n${system}`;
     if (r.appendSystemContext) system = `${system}\n\n${r.appendSystemContext}`;
-    if (r.prependContext) modelUserMessage = { role: "user", content: `${r.prependContext}\n\n${spec.message}` };
+    if (r.prependContext) {
+      const text = `${r.prependContext}\n\n${spec.message}`;
+      modelUserMessage = { role: "user", content: userContent(text, spec.images ?? []) };
+    }
   }
   return { system, modelUserMessage };
 }

@@ -1,7 +1,7 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import { capText, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import { capText, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
@@ -155,6 +155,7 @@ export class RunProjection {
           toolCallId: ev.toolCallId,
           isError: ev.isError,
           result: capText(ev.result),
+          ...(ev.images ? { images: ev.images.map(omittedImage) } : {}),
           ...(ev.skipped ? { skipped: ev.skipped } : {}),
         });
         return;

@@ -1,5 +1,5 @@
 import { estimateTokens } from "../../prompt/context-budget.js";
-import type { ChatMessage } from "../../providers/types.js";
+import { type ChatMessage, contentWithImageNotes } from "../../providers/types.js";
 import { truncateText } from "./truncate-oversized.js";
 
 /** The model port compaction summarizes with: one plain call, no tools, returns the text of the answer. */
@@ -29,10 +29,10 @@ const RENDERED_RESULT_CHARS = 4_000;
 
 /** One message as compact transcript lines: who spoke, tool calls with their arguments, tool results. */
 export function renderMessage(message: ChatMessage): string {
-  if (message.role === "user") return `User: ${message.content}`;
+  if (message.role === "user") return `User: ${contentWithImageNotes(message.content)}`;
   if (message.role === "toolResult") {
     const label = message.isError ? "Tool error" : "Tool result";
-    return `${label} (${message.toolName}): ${truncateText(message.content, RENDERED_RESULT_CHARS)}`;
+    return `${label} (${message.toolName}): ${truncateText(contentWithImageNotes(message.content), RENDERED_RESULT_CHARS)}`;
   }
   const lines: string[] = [];
   for (const block of message.content) {

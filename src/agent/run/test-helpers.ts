@@ -1,4 +1,10 @@
-import type { AssistantMessage, ChatMessage, ToolResultMessage, UserMessage } from "../../providers/types.js";
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  contentText,
+  type ToolResultMessage,
+  type UserMessage,
+} from "../../providers/types.js";
 import type { SummarizePort, SummaryPrompt } from "./summarize-history.js";
 
 /** Message builders shared by the compaction tests. */
@@ -39,5 +45,5 @@ export function fakeSummarizer(answer: (prompt: SummaryPrompt, call: number) => 
 /** The conversation text of a summarizer prompt (its single user message). */
 export function promptText(prompt: SummaryPrompt): string {
   const [only] = prompt.messages;
-  return only.role === "user" ? only.content : "";
+  return only.role === "user" ? contentText(only.content) : "";
 }

@@ -1,5 +1,5 @@
 import { estimateTokens } from "../../prompt/context-budget.js";
-import type { ChatMessage, ToolSpec, Usage } from "../../providers/types.js";
+import type { ChatMessage, ImageBlock, MessageContent, ToolSpec, Usage } from "../../providers/types.js";
 
 /**
  * Token estimates for compaction decisions. Like prompt/context-budget.ts this is chars/4 and no tokenizer: it runs
@@ -9,13 +9,32 @@ import type { ChatMessage, ToolSpec, Usage } from "../../providers/types.js";
 
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
+/** An image whose size is not recorded counts as a 1,200 × 1,200 one, the largest image-prepare.ts sends. */
+const UNKNOWN_IMAGE_PIXELS = 1200 * 1200;
+
+/**
+ * Characters an image counts as: providers bill an image by its pixels (Anthropic: about w·h/750 tokens), never by
+ * its base64, so the base64 length must not reach the estimate.
+ */
+export function imageChars(image: ImageBlock): number {
+  const pixels = image.width && image.height ? image.width * image.height : UNKNOWN_IMAGE_PIXELS;
+  return Math.ceil(pixels / 750) * 4;
+}
+
+function contentChars(content: MessageContent): number {
+  if (typeof content === "string") return content.length;
+  let chars = 0;
+  for (const part of content) chars += part.type === "text" ? part.text.length : imageChars(part);
+  return chars;
+}
+
 /** Characters the estimate counts for one message (text, thinking, tool names and argument JSON). */
 export function messageChars(message: ChatMessage): number {
   switch (message.role) {
     case "user":
-      return message.content.length;
+      return contentChars(message.content);
     case "toolResult":
-      return message.content.length + message.toolName.length;
+      return contentChars(message.content) + message.toolName.length;
     case "assistant": {
       let chars = 0;
       for (const block of message.content) {

@@ -58,7 +58,22 @@ const jsonSize = (s: string) => JSON.stringify(s).length - 2;
 function slotsOf(message: ChatMessage): { message: ChatMessage; slots: Slot[] } {
   if (message.role !== "assistant") {
     const copy = { ...message };
-    return { message: copy, slots: [{ get: () => copy.content, set: (s) => (copy.content = s), size: plainSize }] };
+    if (typeof copy.content === "string") {
+      const text = copy;
+      return {
+        message: copy,
+        slots: [{ get: () => text.content as string, set: (s) => (text.content = s), size: plainSize }],
+      };
+    }
+    // Only the text parts can be cut; an image is already downscaled and counts by its pixels.
+    const slots: Slot[] = [];
+    copy.content = copy.content.map((part) => {
+      if (part.type !== "text") return part;
+      const b = { ...part };
+      slots.push({ get: () => b.text, set: (s) => (b.text = s), size: plainSize });
+      return b;
+    });
+    return { message: copy, slots };
   }
   const slots: Slot[] = [];
   const content = message.content.map((block): AssistantBlock => {

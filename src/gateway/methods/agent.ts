@@ -11,7 +11,7 @@ export const agentMethod = defineMethod({
   params: agentParamsSchema,
   async handle({ params, conn, gw, reply }) {
     // runId = idempotencyKey: a repeated key gets the existing run's accepted frame and final, never a new run.
-    const accepted = acceptRun(gw, conn, params, reply);
+    const accepted = await acceptRun(gw, conn, params, reply);
     reply.ok(await gw.service.final(accepted.runId));
   },
 });

@@ -11,8 +11,8 @@ export const chatSendMethod = defineMethod({
   name: "chat.send",
   scope: "write",
   params: chatSendParamsSchema,
-  handle({ params, conn, gw, reply }) {
-    acceptRun(gw, conn, params, reply);
+  async handle({ params, conn, gw, reply }) {
+    await acceptRun(gw, conn, params, reply);
   },
 });
 

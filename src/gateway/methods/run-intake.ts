@@ -1,3 +1,4 @@
+import { prepareAttachments } from "../../agent/attachments.js";
 import type { AcceptedRun } from "../../agent/service.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
 import type { AgentRequest } from "../../protocol/run.js";
@@ -5,12 +6,19 @@ import { normalizeSessionKey } from "../../session/keys.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 
 /**
- * The shared intake of `agent` and `chat.send`: durable accept, subscribe the caller to the session, answer
+ * The shared intake of `agent` and `chat.send`: attachments made ready (agent/attachments.ts), durable accept, subscribe the caller to the session, answer
  * `accepted` — all before any event of the run is delivered and before any model work starts (the run itself
  * begins after the current tick).
  */
-export function acceptRun(gw: GatewayContext, conn: CallerConnection, req: AgentRequest, reply: Reply): AcceptedRun {
-  checkSendAccess(gw, conn, req);
+export async function acceptRun(
+  gw: GatewayContext,
+  conn: CallerConnection,
+  params: AgentRequest,
+  reply: Reply,
+): Promise<AcceptedRun> {
+  checkSendAccess(gw, conn, params);
+  // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
+  const req = await prepareAttachments(params);
   gw.broadcaster.hold();
   try {
     const accepted = gw.service.accept(req);
