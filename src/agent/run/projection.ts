@@ -4,6 +4,7 @@ import type { LoopEvent } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
 import type { PreparedRun } from "./prepare.js";
+import { TextCheckpoints } from "./text-checkpoint.js";
 
 /**
  * Event projection and persistence: each loop event becomes at most one run event and at most one transcript row.
@@ -20,6 +21,7 @@ export class RunProjection {
   private heldPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
+  private readonly checkpoints = new TextCheckpoints();
   /** transcript seq of each context message that is a row (compaction records where the kept part starts) */
   private readonly seqs = new WeakMap<ChatMessage, number>();
   private maxSeq = 0;
@@ -55,15 +57,19 @@ export class RunProjection {
 
   onLoopEvent(ev: LoopEvent): void {
     switch (ev.type) {
-      case "text_delta":
+      case "text_delta": {
         this.visibleText = true;
+        // a `replace` delta is always a checkpoint: the client drops what it showed and starts from `text`
+        if (this.replaceNext) this.checkpoints.reset();
+        const carry = this.checkpoints.carry(ev.text.length);
         this.events.emit("assistant", {
-          text: ev.text,
+          ...(carry ? { text: ev.text } : {}),
           delta: ev.delta,
           ...(this.replaceNext ? { replace: true } : {}),
         });
         this.replaceNext = false;
         return;
+      }
       case "tool_start":
         this.events.emit("tool", {
           phase: "start",
@@ -120,6 +126,7 @@ export class RunProjection {
     this.heldPartial = undefined;
     if (this.visibleText) this.replaceNext = true;
     this.visibleText = false;
+    this.checkpoints.reset();
   }
 
   private onMessage(message: ChatMessage): void {
@@ -127,7 +134,10 @@ export class RunProjection {
       this.heldPartial = message;
       return;
     }
-    if (message.role === "assistant") this.visibleText = false;
+    if (message.role === "assistant") {
+      this.visibleText = false;
+      this.checkpoints.reset();
+    }
     const hooks = this.rt.pluginHooks;
     let row = message;
     // tool_result_persist runs synchronously, right before the row is written.
