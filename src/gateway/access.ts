@@ -26,6 +26,11 @@ export class ClientAccess {
     this.readsAll = this.admin || scopes.includes("operator.read");
   }
 
+  /** sees runs it did not start (operator.read / operator.admin) */
+  get seesAllRuns(): boolean {
+    return this.readsAll;
+  }
+
   sessionGranted(sessionKey: string): boolean {
     return this.grant.sessionAllowed(sessionKey);
   }

@@ -17,7 +17,9 @@ async function harness(): Promise<RunHarness> {
 const tokens = (n: number) => Array.from({ length: n }, (_, i) => ` w${(i % 997).toString(36).padStart(3, "0")}`);
 
 const assistantEvents = (h: RunHarness, runId: string) =>
-  h.events.filter((e): e is Extract<AgentEvent, { stream: "assistant" }> => e.runId === runId && e.stream === "assistant");
+  h.events.filter(
+    (e): e is Extract<AgentEvent, { stream: "assistant" }> => e.runId === runId && e.stream === "assistant",
+  );
 
 /** What the gateway puts on the wire for these events: each one serialized once (broadcast.ts). */
 const wireBytes = (events: AgentEvent[]) => events.reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e)), 0);
