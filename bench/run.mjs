@@ -568,11 +568,30 @@ if (runs("stream")) {
     reason: levelWhy,
   });
   row({
+    id: "stream.maxN.cpu",
+    metric:
+      "concurrent streams with gateway CPU ≤ 1 core, whatever the lag (the lag depends on the machine's other load too)",
+    value: st.levels?.length ? (st.largestNWithinCore ?? 0) : undefined,
+    unit: "streams",
+    digits: 0,
+    reason: levelWhy,
+  });
+  row({
+    id: "floor.stream",
+    metric: `floor (s): bare relay (fetch + SSE split + one ws frame per token), CPU per token${at}`,
+    value: st.floor?.cpuUsPerToken ?? undefined,
+    unit: "µs",
+    digits: 1,
+    reason: na ?? st.floorError ?? levelWhy,
+  });
+  row({
     id: "stream.cpu",
     metric: `gateway CPU per streamed token${at}`,
     value: ref?.cpuUsPerToken ?? undefined,
     unit: "µs",
     digits: 1,
+    floorValue: st.floor?.cpuUsPerToken ?? undefined,
+    floorName: "s",
     reason: levelWhy,
   });
   row({

@@ -5,7 +5,9 @@
 //   mode "window": prints {"ready": true} once every run has streamed its first token; then "start" on stdin opens
 //                  the measuring window and "stop" closes it and prints the figures of the window.
 //   mode "whole":  waits for every run's final and prints the bytes and tokens of each whole run.
-// Options: { mode, url, runs, tokens, rate, epochMs, startSpreadMs }.
+// Options: { mode, url, runs, tokens, rate, epochMs, startSpreadMs, raw }. `raw`: the server is floor (s), the bare
+// relay (stream-relay.mjs): no handshake, the request is the message itself, a `res` frame ends the run.
+import { WebSocket } from "ws";
 import { GatewayClient } from "../../dist/client/index.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
 import { wallMs } from "../lib/stats.mjs";
@@ -27,6 +29,30 @@ function recordLag(ms) {
   const b = Math.max(0, Math.floor(ms * 2));
   w.lagHist.set(b, (w.lagHist.get(b) ?? 0) + 1);
   if (ms > w.lagMax) w.lagMax = ms;
+}
+
+/** The floor's client: the same `ws` library, no protocol beyond what the relay needs. Same shape as GatewayClient. */
+function rawClient(url) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.once("error", reject);
+    ws.once("open", () =>
+      resolve({
+        ws,
+        agent: (params, { onEvent }) =>
+          new Promise((done, fail) => {
+            ws.on("message", (data) => {
+              const frame = JSON.parse(String(data));
+              if (frame.type === "event") onEvent(frame.payload);
+              else done(frame.payload);
+            });
+            ws.once("close", (code) => fail(new Error(`relay closed ${code}`)));
+            ws.send(params.message);
+          }),
+        close: async () => ws.close(),
+      }),
+    );
+  });
 }
 
 /** One connection, one run. Resolves with the run's own byte and token counts once its final arrived. */
@@ -95,7 +121,9 @@ const BATCH = 16;
 const clients = [];
 for (let i = 0; i < runs; i += BATCH) {
   const batch = Array.from({ length: Math.min(BATCH, runs - i) }, () =>
-    GatewayClient.connect({ url: opts.url, scopes: ["operator.write"], connectTimeoutMs: 60_000 }),
+    opts.raw
+      ? rawClient(opts.url)
+      : GatewayClient.connect({ url: opts.url, scopes: ["operator.write"], connectTimeoutMs: 60_000 }),
   );
   clients.push(...(await Promise.all(batch)));
 }
