@@ -64,7 +64,7 @@ export function lineChild(script, options, { verbose, timeoutMs }) {
   };
 }
 
-/** p-th percentile of merged 0.5 ms lag histograms ([bucket, count] pairs), in ms. */
+/** p-th percentile of merged lag histograms ([bucket in ms, count] pairs, see stream-client.mjs), in ms. */
 function histPercentile(hists, p) {
   const counts = new Map();
   for (const h of hists) for (const [b, c] of h) counts.set(b, (counts.get(b) ?? 0) + c);
@@ -75,7 +75,7 @@ function histPercentile(hists, p) {
   let seen = 0;
   for (const [b, c] of buckets) {
     seen += c;
-    if (seen >= rank) return (b + 1) / 2; // the bucket's upper edge: never reports less lag than was seen
+    if (seen >= rank) return b;
   }
   return Number.NaN;
 }

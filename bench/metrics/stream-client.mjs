@@ -9,7 +9,7 @@
 // relay (stream-relay.mjs): no handshake, the request is the message itself, a `res` frame ends the run.
 import { WebSocket } from "ws";
 import { GatewayClient } from "../../dist/client/index.js";
-import { childOptions, emitResult } from "../lib/child.mjs";
+import { childOptions } from "../lib/child.mjs";
 import { wallMs } from "../lib/stats.mjs";
 
 const opts = childOptions();
@@ -24,9 +24,17 @@ let started = 0;
 let failed = 0;
 const failures = [];
 
-/** lag histogram in 0.5 ms buckets (the p99 over several processes is computed from the merged histograms) */
+/** The result line, then exit once it is written (a pipe is asynchronous: exiting at once could cut it short). */
+function emitResult(result) {
+  process.stdout.write(`\n${JSON.stringify(result)}\n`, () => process.exit(0));
+}
+
+/**
+ * Lag histogram, buckets of 3 significant digits (0.1 % – 1 % wide, so it stays small even when lags spread over
+ * seconds); the p99 over several processes is computed from the merged histograms.
+ */
 function recordLag(ms) {
-  const b = Math.max(0, Math.floor(ms * 2));
+  const b = ms <= 0.01 ? 0.01 : Number(ms.toPrecision(3));
   w.lagHist.set(b, (w.lagHist.get(b) ?? 0) + 1);
   if (ms > w.lagMax) w.lagMax = ms;
 }
@@ -149,32 +157,30 @@ if (opts.mode === "whole") {
     failed,
     failures,
   });
-  process.exit(0);
+} else {
+  await Promise.race([ready, Promise.allSettled(finals)]);
+  process.stdout.write(`${JSON.stringify({ ready: true, firstTokens, failed, failures })}\n`);
+  let windowStart = 0;
+  process.stdin.setEncoding("utf8").on("data", (d) => {
+    if (d.includes("start")) {
+      measuring = true;
+      windowStart = wallMs();
+    }
+    if (d.includes("stop")) {
+      measuring = false;
+      emitResult({
+        windowMs: wallMs() - windowStart,
+        tokens: w.tokens,
+        agentBytes: w.agentBytes,
+        chatBytes: w.chatBytes,
+        frames: w.frames,
+        lagHist: [...w.lagHist],
+        lagMaxMs: w.lagMax,
+        gaps,
+        started,
+        failed,
+        failures,
+      });
+    }
+  });
 }
-
-await Promise.race([ready, Promise.allSettled(finals)]);
-process.stdout.write(`${JSON.stringify({ ready: true, firstTokens, failed, failures })}\n`);
-let windowStart = 0;
-process.stdin.setEncoding("utf8").on("data", (d) => {
-  if (d.includes("start")) {
-    measuring = true;
-    windowStart = wallMs();
-  }
-  if (d.includes("stop")) {
-    measuring = false;
-    emitResult({
-      windowMs: wallMs() - windowStart,
-      tokens: w.tokens,
-      agentBytes: w.agentBytes,
-      chatBytes: w.chatBytes,
-      frames: w.frames,
-      lagHist: [...w.lagHist],
-      lagMaxMs: w.lagMax,
-      gaps,
-      started,
-      failed,
-      failures,
-    });
-    process.exit(0);
-  }
-});
