@@ -115,7 +115,10 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
         ),
       );
     }
+    const readyFrom = wallMs();
     const ready = await Promise.all(clients.map((c) => c.line()));
+    // how long until every run streamed its first token: connecting and starting N runs is work too
+    const readyAfterMs = wallMs() - readyFrom;
     const failedEarly = ready.reduce((k, r) => k + r.failed, 0);
     if (failedEarly)
       throw new Error(`${failedEarly} runs failed before streaming: ${ready.flatMap((r) => r.failures)[0]}`);
@@ -154,6 +157,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     const cpuMs = cpu1 - cpu0;
     const level = {
       n,
+      readyAfterMs: round(readyAfterMs, 0),
       windowMs: round(t1 - t0, 0),
       tokens,
       tokensPerRunPerSecond: round(tokens / n / ((t1 - t0) / 1000), 1),
@@ -190,7 +194,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       // a gateway that cannot keep up delivers fewer tokens than were sent; the lag shows it, this makes it explicit
       level.tokensPerRunPerSecond >= 0.9 * s.rate;
     progress(
-      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p99 ${level.lagP99Ms} ms, ${level.tokensPerRunPerSecond} tokens/s per run → ${level.pass ? "ok" : "over"}`,
+      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p99 ${level.lagP99Ms} ms, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
     );
     return level;
   } finally {
