@@ -570,7 +570,7 @@ if (runs("stream")) {
   row({
     id: "stream.maxN.cpu",
     metric:
-      "concurrent streams with gateway CPU ≤ 1 core, whatever the lag (the lag depends on the machine's other load too)",
+      "concurrent streams carried at full rate with gateway CPU ≤ 1 core, whatever the lag (the lag depends on the machine's other load too)",
     value: st.levels?.length ? (st.largestNWithinCore ?? 0) : undefined,
     unit: "streams",
     digits: 0,
