@@ -34,7 +34,7 @@ const outFile = path.resolve(
   option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
 );
 
-const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway"];
+const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway", "stream"];
 if (only) {
   for (const id of only) {
     if (!GROUPS.includes(id)) {
@@ -63,6 +63,18 @@ const plan = quick
       gwThroughputRepeats: 1,
       gwBig: { sessions: 10, turns: 3 },
       gwRss: { sessions: 10, turns: 10 },
+      stream: {
+        levels: [5, 20],
+        tokens: 400,
+        rate: 50,
+        startSpreadMs: 200,
+        warmupMs: 500,
+        windowMs: 1500,
+        searchBudgetMs: 30_000,
+        lengthRuns: 2,
+        shortTokens: 20,
+        longTokens: 100,
+      },
     }
   : {
       rounds: 5,
@@ -80,6 +92,20 @@ const plan = quick
       gwThroughputRepeats: 5,
       gwBig: { sessions: 100, turns: 10 },
       gwRss: { sessions: 100, turns: 10 },
+      // streaming at scale: each run streams `tokens` at `rate` tokens/s; N grows through `levels` until a level
+      // misses (gateway CPU > 1 core or p99 lag > 100 ms) or the search has used its time budget
+      stream: {
+        levels: [100, 250, 500, 1000, 1500, 2000, 3000],
+        tokens: 2000,
+        rate: 50,
+        startSpreadMs: 2000,
+        warmupMs: 4000,
+        windowMs: 10_000,
+        searchBudgetMs: 120_000,
+        lengthRuns: 5,
+        shortTokens: 200,
+        longTokens: 2000,
+      },
     };
 
 const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
@@ -279,6 +305,19 @@ if (runs("gateway")) {
   results.raw.gateway = gateway;
 }
 floor.startMs = startSamples.length ? median(startSamples) : undefined;
+
+let stream = { unavailable: "not run (--only)" };
+if (runs("stream")) {
+  const availability = await gatewayAvailability();
+  if (!availability.ok) {
+    stream = { unavailable: availability.reason };
+    progress(`stream metrics: ${availability.reason}`);
+  } else {
+    const { runStreamMetrics } = await import("./lib/stream-metrics.mjs");
+    stream = await attempt("stream metrics", () => runStreamMetrics({ plan, verbose, progress, attempt }));
+  }
+  results.raw.stream = stream;
+}
 
 await model.stop();
 
@@ -511,6 +550,108 @@ if (runs("gateway")) {
     reason: na ?? g.rssError,
   });
 }
+if (runs("stream")) {
+  const st = stream;
+  const ref = st.reference;
+  const na = st.unavailable ?? st.error;
+  const at = ref ? ` (at N = ${ref.n})` : "";
+  const levelWhy = na ?? st.levelError ?? "no level was measured";
+  const tried = st.levels?.map((l) => l.n).join(", ");
+  row({
+    id: "stream.maxN",
+    metric: `concurrent streams (${plan.stream.tokens} tokens at ${plan.stream.rate}/s each) with gateway CPU ≤ 1 core and p99 lag ≤ 100 ms${tried ? ` (tried ${tried})` : ""}`,
+    // no level passed: the largest N is below the smallest tried, reported as 0
+    value: st.levels?.length ? (st.largestN ?? 0) : undefined,
+    unit: "streams",
+    digits: 0,
+    target: { text: "≥ 1,000", pass: (v) => v >= 1000 },
+    reason: levelWhy,
+  });
+  row({
+    id: "stream.maxN.cpu",
+    metric:
+      "concurrent streams carried at full rate with gateway CPU ≤ 1 core, whatever the lag (the lag depends on the machine's other load too)",
+    value: st.levels?.length ? (st.largestNWithinCore ?? 0) : undefined,
+    unit: "streams",
+    digits: 0,
+    reason: levelWhy,
+  });
+  row({
+    id: "floor.stream",
+    metric: `floor (s): bare relay (fetch + SSE split + one ws frame per token), CPU per token${at}`,
+    value: st.floor?.cpuUsPerToken ?? undefined,
+    unit: "µs",
+    digits: 1,
+    reason: na ?? st.floorError ?? levelWhy,
+  });
+  row({
+    id: "stream.cpu",
+    metric: `gateway CPU per streamed token${at}`,
+    value: ref?.cpuUsPerToken ?? undefined,
+    unit: "µs",
+    digits: 1,
+    floorValue: st.floor?.cpuUsPerToken ?? undefined,
+    floorName: "s",
+    reason: levelWhy,
+  });
+  row({
+    id: "stream.bytes",
+    metric: `wire bytes per token per subscriber, agent + chat events${at}`,
+    value: ref?.bytesPerToken ?? undefined,
+    unit: "bytes",
+    digits: 1,
+    reason: levelWhy,
+  });
+  row({
+    id: "stream.lag.p99",
+    metric: `lag from a token leaving the model to reaching its client, p99${at}`,
+    value: ref?.lagP99Ms,
+    unit: "ms",
+    digits: 1,
+    target: { text: "≤ 100 ms", pass: (v) => v <= 100 },
+    reason: levelWhy,
+  });
+  const L = st.lengths;
+  const lenWhy = na ?? st.lengthError ?? "not measured";
+  row({
+    id: "stream.bytes.short",
+    metric: `wire bytes per token, whole ${plan.stream.shortTokens}-token reply: agent events`,
+    value: L?.short?.agentBytesPerToken,
+    unit: "bytes",
+    digits: 1,
+    reason: lenWhy,
+  });
+  row({
+    id: "stream.bytes.long",
+    metric: `wire bytes per token, whole ${plan.stream.longTokens}-token reply: agent events`,
+    value: L?.long?.agentBytesPerToken,
+    unit: "bytes",
+    digits: 1,
+    floorValue: L?.short?.agentBytesPerToken,
+    floorName: "short reply",
+    target: { text: "≤ 1.2 × short reply", pass: (v) => v <= 1.2 * L.short.agentBytesPerToken },
+    reason: lenWhy,
+  });
+  row({
+    id: "stream.bytes.chat.short",
+    metric: `wire bytes per token, whole ${plan.stream.shortTokens}-token reply: chat events`,
+    value: L?.short?.chatBytesPerToken,
+    unit: "bytes",
+    digits: 1,
+    reason: lenWhy,
+  });
+  row({
+    id: "stream.bytes.chat.long",
+    metric: `wire bytes per token, whole ${plan.stream.longTokens}-token reply: chat events`,
+    value: L?.long?.chatBytesPerToken,
+    unit: "bytes",
+    digits: 1,
+    floorValue: L?.short?.chatBytesPerToken,
+    floorName: "short reply",
+    target: { text: "≤ 1.2 × short reply", pass: (v) => v <= 1.2 * L.short.chatBytesPerToken },
+    reason: lenWhy,
+  });
+}
 if (runs("idle")) {
   row({
     id: "idle.session",
@@ -614,14 +755,15 @@ const profilers = {
 const top = (list, n) => list.slice(0, n).map((a) => ({ ...a, ms: round(a.ms, 2), share: round(a.share, 3) }));
 let profileModel;
 if (wantProfile) {
-  const missed = rows.filter((r) => r.pass === false && (profilers[r.id] || gateway.profilers?.[r.id]));
+  const extra = { ...gateway.profilers, ...stream.profilers };
+  const missed = rows.filter((r) => r.pass === false && (profilers[r.id] || extra[r.id]));
   if (missed.length) profileModel = await startFakeModelProcess();
   for (const r of missed) {
     const dir = path.join(BENCH_DIR, "results", "profiles", r.id);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(dir, { recursive: true });
     progress(`profiling ${r.id}`);
-    const run = profilers[r.id] ?? ((d) => gateway.profilers[r.id](d, profileModel.baseUrl));
+    const run = profilers[r.id] ?? ((d) => extra[r.id](d, profileModel.baseUrl));
     const outcome = await attempt(`profile ${r.id}`, () => run(dir));
     if (outcome?.error) continue;
     const load = (file) => aggregateProfile(JSON.parse(fs.readFileSync(file, "utf8")));

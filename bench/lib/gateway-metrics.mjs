@@ -9,11 +9,15 @@ import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
 /** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
-export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false } = {}) {
+export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false, agentDefaults } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...execArgv, path.join(BENCH_DIR, "metrics", "gateway-host.mjs"), JSON.stringify({ baseUrl, stateDir })],
+      [
+        ...execArgv,
+        path.join(BENCH_DIR, "metrics", "gateway-host.mjs"),
+        JSON.stringify({ baseUrl, stateDir, agentDefaults }),
+      ],
       { stdio: ["pipe", "pipe", "pipe"] },
     );
     // the gateway's log (lane wait warnings under load, ...) is shown with --verbose, and its tail on failure

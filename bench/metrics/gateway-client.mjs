@@ -38,9 +38,14 @@ if (opts.mode === "latency") {
   // Each connection is one session's client and asks for write scope only, as `loopgate agent` does: it receives its
   // own session's events. (With operator.read/admin every connection would also receive every other session's
   // events — the fan-out an operator dashboard pays for, not a chat client.)
-  const clients = await Promise.all(
-    Array.from({ length: sessions }, () => GatewayClient.connect({ url: opts.url, scopes: ["operator.write"] })),
-  );
+  // Connected 16 at a time: the gateway closes connections beyond 32 unauthenticated ones per address (1013).
+  const clients = [];
+  for (let i = 0; i < sessions; i += 16) {
+    const batch = Array.from({ length: Math.min(16, sessions - i) }, () =>
+      GatewayClient.connect({ url: opts.url, scopes: ["operator.write"] }),
+    );
+    clients.push(...(await Promise.all(batch)));
+  }
   // one unmeasured turn per connection: handshakes and the gateway's first-turn work are not throughput
   if (opts.warm !== false) await Promise.all(clients.map((c, s) => turn(c, `warm-${tag}-${s}`)));
   const rates = [];

@@ -1,7 +1,7 @@
 // A gateway in its own process: startGateway with a runtime that has the noop tool (the `loopgate gateway` CLI
 // cannot be given extra tools), SQLite on, the real openai-completions provider against the fake model process.
 // Prints {"url", "pid"} once listening; closes the gateway and exits when its stdin closes.
-// Options: { baseUrl, stateDir }.
+// Options: { baseUrl, stateDir, agentDefaults } (agentDefaults: more `agents.defaults` keys, e.g. maxConcurrent).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,8 +18,10 @@ import { benchConfig, noopTool } from "../lib/model.mjs";
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
 const store = openStore(stateDir);
+const config = benchConfig(opts.baseUrl);
+config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
 const rt = new AgentRuntime({
-  config: parseConfig(benchConfig(opts.baseUrl)),
+  config: parseConfig(config),
   stateDir,
   store,
   logger: createLogger(),

@@ -34,17 +34,23 @@ export function withIdleWatchdog(provider: ModelProvider, idleMs: number, clock:
       else request.signal.addEventListener("abort", onOuterAbort, { once: true });
       let idleFired = false;
       let timer: unknown;
-      const arm = () => {
-        if (timer !== undefined) clock.clearTimeout(timer);
-        timer = clock.setTimeout(() => {
-          idleFired = true;
-          controller.abort(new ProviderError("timeout", `${provider.id}: no data from the model for ${idleMs} ms`));
-        }, idleMs);
+      // One timer per request, not one per chunk: a chunk only records when it came, and the timer, when it fires,
+      // waits again for whatever is left of the window since the last chunk (a streamed token costs no timer work).
+      let lastChunkAt = clock.now();
+      const check = () => {
+        const left = lastChunkAt + idleMs - clock.now();
+        if (left > 0) {
+          timer = clock.setTimeout(check, left);
+          return;
+        }
+        timer = undefined;
+        idleFired = true;
+        controller.abort(new ProviderError("timeout", `${provider.id}: no data from the model for ${idleMs} ms`));
       };
-      arm();
+      timer = clock.setTimeout(check, idleMs);
       try {
         for await (const ev of provider.stream({ ...request, signal: controller.signal })) {
-          arm();
+          lastChunkAt = clock.now();
           yield ev;
         }
       } catch (err) {

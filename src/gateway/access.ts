@@ -39,6 +39,11 @@ export class ClientAccess {
     this.requireGranted(sessionKey, "answer exec approvals of");
   }
 
+  /** sees runs it did not start (operator.read / operator.admin) */
+  get seesAllRuns(): boolean {
+    return this.readsAll;
+  }
+
   sessionGranted(sessionKey: string): boolean {
     return this.grant.sessionAllowed(sessionKey);
   }

@@ -11,6 +11,8 @@ export interface EventSink {
   /** ready, and allowed to see and answer this session's exec approvals (access.ts) */
   canApprove(sessionKey: string): boolean;
   readonly ready: boolean;
+  /** may see runs it did not start (operator.read / operator.admin); otherwise only the runs `watchRun` gave it */
+  readonly seesAllRuns: boolean;
   /** sends `{"type":"event","event":<name>,"payload":<payloadJson>,"seq":<next>}` */
   sendEventJson(prefix: string, payloadJson: string): void;
 }
@@ -30,9 +32,18 @@ const APPROVAL_RESOLVED_PREFIX = eventPrefix("exec.approval.resolved");
  * JSON goes to every connection that may see it (only the per-connection seq differs). The bus emits
  * synchronously and each connection's frames go out in send order, so a run's events reach every subscriber in
  * order and without gaps (a subscriber that cannot keep up is disconnected, never skipped).
+ *
+ * An event is offered only to the connections that could see it: those that see every run, and those that started
+ * it. Asking every connection would cost O(connections) per event, which at a thousand streaming clients is most
+ * of the gateway's CPU. `canSee` still decides.
  */
 export class Broadcaster {
   private readonly sinks = new Set<EventSink>();
+  /** sinks that may see runs they did not start */
+  private readonly broad = new Set<EventSink>();
+  /** runId → the other sinks that started it (their only runs) */
+  private readonly owners = new Map<string, Set<EventSink>>();
+  private readonly ownedBy = new Map<EventSink, Set<string>>();
   private readonly chat: ChatProjector;
   private readonly activeBySession = new Map<string, Set<string>>();
   private unsubscribe: (() => void) | undefined;
@@ -59,10 +70,48 @@ export class Broadcaster {
 
   add(sink: EventSink): void {
     this.sinks.add(sink);
+    if (sink.seesAllRuns) this.broad.add(sink);
   }
 
   remove(sink: EventSink): void {
     this.sinks.delete(sink);
+    this.broad.delete(sink);
+    for (const runId of this.ownedBy.get(sink) ?? []) this.unwatch(runId, sink);
+    this.ownedBy.delete(sink);
+  }
+
+  /**
+   * `caller` started `runId`: it gets the run's events (called inside `hold`, before any of them is delivered). A
+   * caller that is not a connected sink has nothing to receive them with and is ignored.
+   */
+  watchRun(runId: string, caller: object): void {
+    const sink = caller as EventSink;
+    if (!this.sinks.has(sink) || sink.seesAllRuns) return;
+    const set = this.owners.get(runId);
+    if (set) set.add(sink);
+    else this.owners.set(runId, new Set([sink]));
+    const runs = this.ownedBy.get(sink);
+    if (runs) runs.add(runId);
+    else this.ownedBy.set(sink, new Set([runId]));
+  }
+
+  private unwatch(runId: string, sink: EventSink): void {
+    const set = this.owners.get(runId);
+    set?.delete(sink);
+    if (set?.size === 0) this.owners.delete(runId);
+  }
+
+  /** A run's terminal event was delivered: nothing of it follows, its owners are forgotten. */
+  private forgetRun(runId: string): void {
+    for (const sink of this.owners.get(runId) ?? []) this.ownedBy.get(sink)?.delete(runId);
+    this.owners.delete(runId);
+  }
+
+  /** Sends to every sink that may see the run: the broad ones and the run's owners. */
+  private send(prefix: string, json: string, sessionKey: string, runId: string): void {
+    for (const sink of this.broad) if (sink.canSee(sessionKey, runId)) sink.sendEventJson(prefix, json);
+    const owners = this.owners.get(runId);
+    if (owners) for (const sink of owners) if (sink.canSee(sessionKey, runId)) sink.sendEventJson(prefix, json);
   }
 
   /**
@@ -112,9 +161,9 @@ export class Broadcaster {
 
   private deliver(ev: AgentEvent): void {
     if (ev.stream === "lifecycle") this.trackLifecycle(ev);
-    const json = JSON.stringify(ev);
-    for (const sink of this.sinks) if (sink.canSee(ev.sessionKey, ev.runId)) sink.sendEventJson(AGENT_PREFIX, json);
+    this.send(AGENT_PREFIX, JSON.stringify(ev), ev.sessionKey, ev.runId);
     this.chat.onAgentEvent(ev);
+    if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) this.forgetRun(ev.runId);
   }
 
   private onApprovalEvent(ev: ExecApprovalEvent): void {
@@ -125,9 +174,7 @@ export class Broadcaster {
   }
 
   private sendChat(payload: ChatEventPayload): void {
-    const json = JSON.stringify(payload);
-    for (const sink of this.sinks)
-      if (sink.canSee(payload.sessionKey, payload.runId)) sink.sendEventJson(CHAT_PREFIX, json);
+    this.send(CHAT_PREFIX, JSON.stringify(payload), payload.sessionKey, payload.runId);
   }
 
   private trackLifecycle(ev: AgentEventOf<"lifecycle">): void {

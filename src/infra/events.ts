@@ -11,6 +11,7 @@ export type AgentEventListener = (event: AgentEvent) => void;
 
 export class AgentEventBus {
   private readonly listeners = new Set<AgentEventListener>();
+  private readonly runListeners = new Map<string, Set<AgentEventListener>>();
   private readonly seqByRun = new Map<string, number>();
   private readonly now: () => number;
 
@@ -23,18 +24,32 @@ export class AgentEventBus {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Listens to one run's events only. A run that watches its own events this way costs nothing per event of the
+   * other runs (a `subscribe` per run would make every event cost O(concurrent runs)).
+   */
+  subscribeRun(runId: string, listener: AgentEventListener): () => void {
+    let set = this.runListeners.get(runId);
+    if (!set) {
+      set = new Set();
+      this.runListeners.set(runId, set);
+    }
+    set.add(listener);
+    const listeners = set;
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.runListeners.get(runId) === listeners) this.runListeners.delete(runId);
+    };
+  }
+
   /** Emits with the next seq of the run. A listener that throws is isolated from the others and the run. */
   emit<S extends AgentStream>(runId: string, sessionKey: string, stream: S, data: AgentEventData[S]): AgentEventOf<S> {
     const seq = (this.seqByRun.get(runId) ?? 0) + 1;
     this.seqByRun.set(runId, seq);
     const event: AgentEventOf<S> = { runId, seq, stream, ts: this.now(), sessionKey, data };
-    for (const listener of this.listeners) {
-      try {
-        listener(event as AgentEvent);
-      } catch (err) {
-        process.emitWarning(`agent event listener failed: ${(err as Error)?.message ?? String(err)}`);
-      }
-    }
+    for (const listener of this.listeners) notify(listener, event as AgentEvent);
+    const own = this.runListeners.get(runId);
+    if (own) for (const listener of own) notify(listener, event as AgentEvent);
     return event;
   }
 
@@ -46,5 +61,13 @@ export class AgentEventBus {
   /** Forget a finished run's counter; keeps the map from growing with the number of runs. */
   endRun(runId: string): void {
     this.seqByRun.delete(runId);
+  }
+}
+
+function notify(listener: AgentEventListener, event: AgentEvent): void {
+  try {
+    listener(event);
+  } catch (err) {
+    process.emitWarning(`agent event listener failed: ${(err as Error)?.message ?? String(err)}`);
   }
 }

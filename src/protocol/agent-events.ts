@@ -59,9 +59,18 @@ export type LifecycleData =
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
   | { phase: "fallback"; from: string; to: string; reason: string };
 
+/**
+ * One piece of the answer. `delta` is on every event; the answer is the deltas joined. `text` (the current assistant
+ * message so far, for OpenClaw clients that read it) is a checkpoint, not on every event, so a long reply costs
+ * O(n) wire bytes rather than O(n²): it is on the first delta of each assistant message, on a `replace` delta, and
+ * whenever the message has grown by at least `max(TEXT_CHECKPOINT_MIN_CHARS, a quarter of its length at the last
+ * checkpoint)` since the last event that carried it (so the checkpoints of a message add up to at most about 5 × its
+ * length). A client that joins mid-stream shows `text` from the next checkpoint on and appends deltas to it.
+ * Events the runner emits in one piece (a slash-command reply, a claimed reply) always carry it.
+ */
 export interface AssistantData {
-  /** the text of the current assistant message so far */
-  text: string;
+  /** the text of the current assistant message so far, when this event is a checkpoint (see above) */
+  text?: string;
   delta: string;
   /** the text streamed before this event was thrown away (a retry or compaction restarted the answer) */
   replace?: boolean;

@@ -35,6 +35,16 @@ const EXPECTED_METRICS = [
   "lock.handoff",
   "transcript.append",
   "transcript.append.batched",
+  "stream.maxN",
+  "stream.maxN.cpu",
+  "floor.stream",
+  "stream.cpu",
+  "stream.bytes",
+  "stream.lag.p99",
+  "stream.bytes.short",
+  "stream.bytes.long",
+  "stream.bytes.chat.short",
+  "stream.bytes.chat.long",
 ];
 
 interface MetricRow {

@@ -97,7 +97,7 @@ describe("compaction keeps long sessions going", () => {
     expect(h.store.readTranscript("agent:main:test", { kinds: ["compaction"] })).toHaveLength(1);
     // the retried answer tells clients to drop the partial text they showed
     const assistant = runEvents.flatMap((e) => (e.stream === "assistant" ? [e.data] : []));
-    const firstAfter = assistant.find((a) => a.text.startsWith("Full"));
+    const firstAfter = assistant.find((a) => a.text?.startsWith("Full"));
     expect(firstAfter?.replace).toBe(true);
     expect(lifecycle(runEvents, "end")).toHaveLength(1);
   });

@@ -9,6 +9,7 @@ import type { RunEmitter } from "./events.js";
 import { deliverToolMessage } from "./messaging.js";
 import type { PreparedRun } from "./prepare.js";
 import { ReplyBlocks } from "./reply-blocks.js";
+import { TextCheckpoints } from "./text-checkpoint.js";
 import { summarizeToolCall } from "./tool-summaries.js";
 
 /** What the run shows besides the answer: its reasoning level, its verbose level, and its block streaming. */
@@ -46,6 +47,7 @@ export class RunProjection {
   private heldPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
+  private readonly checkpoints = new TextCheckpoints();
   /** transcript seq of each context message that is a row (compaction records where the kept part starts) */
   private readonly seqs = new WeakMap<ChatMessage, number>();
   private maxSeq = 0;
@@ -112,16 +114,20 @@ export class RunProjection {
 
   onLoopEvent(ev: LoopEvent): void {
     switch (ev.type) {
-      case "text_delta":
+      case "text_delta": {
         this.visibleText = true;
+        // a `replace` delta is always a checkpoint: the client drops what it showed and starts from `text`
+        if (this.replaceNext) this.checkpoints.reset();
+        const carry = this.checkpoints.carry(ev.text.length);
         this.events.emit("assistant", {
-          text: ev.text,
+          ...(carry ? { text: ev.text } : {}),
           delta: ev.delta,
           ...(this.replaceNext ? { replace: true } : {}),
         });
         this.replaceNext = false;
         this.blocks?.onDelta(ev.delta);
         return;
+      }
       case "thinking_delta":
         this.onThinkingDelta(ev.delta);
         return;
@@ -198,6 +204,7 @@ export class RunProjection {
     this.thinkingSoFar = "";
     if (this.visibleThinking) this.replaceThinking = true;
     this.visibleThinking = false;
+    this.checkpoints.reset();
   }
 
   /** The `message` tool's port: delivers now, and remembers the text so the final reply does not repeat it. */
@@ -257,6 +264,7 @@ export class RunProjection {
     if (message.role === "assistant") {
       this.visibleText = false;
       this.blocks?.onMessageEnd(textOf(message));
+      this.checkpoints.reset();
     }
     const hooks = this.rt.pluginHooks;
     let row = message;

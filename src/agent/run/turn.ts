@@ -22,9 +22,8 @@ import type { RunResult, RunSpec } from "./spec.js";
  */
 export async function runTurn(rt: AgentRuntime, spec: RunSpec): Promise<RunResult> {
   let ended = false;
-  const unsubscribe = rt.bus.subscribe((ev) => {
-    if (ev.runId === spec.runId && ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error"))
-      ended = true;
+  const unsubscribe = rt.bus.subscribeRun(spec.runId, (ev) => {
+    if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) ended = true;
   });
   const startedAt = rt.clock.now();
   try {

@@ -22,7 +22,10 @@ export async function acceptRun(
   gw.broadcaster.hold();
   try {
     const accepted = gw.service.accept(req);
-    if (!accepted.existing) conn.access.recordStarted(accepted.runId, accepted.sessionKey);
+    if (!accepted.existing) {
+      conn.access.recordStarted(accepted.runId, accepted.sessionKey);
+      gw.broadcaster.watchRun(accepted.runId, conn);
+    }
     const payload: AgentAccepted = {
       runId: accepted.runId,
       sessionKey: accepted.sessionKey,

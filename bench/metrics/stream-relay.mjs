@@ -1,0 +1,52 @@
+// Floor (s) of the streaming bench: the least a gateway could do per streamed token, in its own process. A bare
+// relay on the same `ws` library: for each connection's one request it POSTs to the model with plain `fetch`,
+// splits the SSE body into lines, parses each chunk, and sends every text delta as an event frame of the same shape
+// and size as the gateway's `assistant` events (then one final frame). No runtime, storage, prompt, projection,
+// chat events, access rules or back-pressure.
+// Prints {"url"} once listening; exits when stdin closes. Options: { baseUrl }.
+import { WebSocketServer } from "ws";
+import { childOptions } from "../lib/child.mjs";
+
+const { baseUrl } = childOptions();
+const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+let runs = 0;
+
+async function relay(ws, message) {
+  const runId = `relay-${++runs}-00000000-0000-0000-0000-000000000000`;
+  const sessionKey = `agent:main:relay-${runs}`;
+  let seq = 0;
+  const res = await fetch(`${baseUrl}/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer x" },
+    body: JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: message }] }),
+  });
+  const decoder = new TextDecoder();
+  let buf = "";
+  for await (const bytes of res.body) {
+    buf += decoder.decode(bytes, { stream: true });
+    let nl = buf.indexOf("\n");
+    while (nl >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      nl = buf.indexOf("\n");
+      if (!line.startsWith("data: ") || line.startsWith("data: [DONE]")) continue;
+      const delta = JSON.parse(line.slice(6)).choices?.[0]?.delta?.content;
+      if (!delta) continue;
+      seq++;
+      const payload = JSON.stringify({ runId, seq, stream: "assistant", ts: Date.now(), sessionKey, data: { delta } });
+      ws.send(`{"type":"event","event":"agent","payload":${payload},"seq":${seq}}`);
+    }
+  }
+  ws.send(JSON.stringify({ type: "res", id: "final", ok: true, payload: { runId, status: "ok" } }));
+}
+
+wss.on("connection", (ws) => {
+  ws.on("message", (data) => {
+    relay(ws, String(data)).catch((err) => ws.close(1011, String(err.message).slice(0, 100)));
+  });
+});
+wss.on("listening", () => {
+  process.stdout.write(`${JSON.stringify({ url: `ws://127.0.0.1:${wss.address().port}` })}\n`);
+});
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();
