@@ -74,6 +74,41 @@ function projector(intervalMs = DEFAULT_CHAT_DELTA_INTERVAL_MS) {
   return { clock, sent, emit, delta, end, deltas, final, finalText };
 }
 
+describe("chat projection: bytes per token", () => {
+  /** chat payload bytes of a reply of `tokens` 4-character tokens, one token per 20 ms */
+  function chatBytes(tokens: number) {
+    const p = projector();
+    for (let i = 0; i < tokens; i++) {
+      p.delta(`t${String(i % 100).padStart(2, "0")} `);
+      p.clock.advance(20);
+    }
+    p.end();
+    return { bytes: p.sent.reduce((n, d) => n + JSON.stringify(d).length, 0), p };
+  }
+
+  it("a reply twice as long costs chat clients about twice the bytes, not four times (the message rides on checkpoints)", () => {
+    const short = chatBytes(2000).bytes;
+    const long = chatBytes(4000).bytes;
+    expect(long / short).toBeLessThan(2.3);
+  });
+
+  it("a client that keeps only the latest whole message, then appends deltas, ends with exactly the reply", () => {
+    const { p } = chatBytes(3000);
+    let shown = "";
+    let withMessage = 0;
+    for (const d of p.deltas()) {
+      const m = d.message as { content: Array<{ text: string }> } | undefined;
+      if (m) {
+        withMessage++;
+        shown = m.content[0].text;
+      } else shown += d.deltaText;
+    }
+    expect(withMessage).toBeGreaterThan(1);
+    expect(withMessage).toBeLessThan(p.deltas().length / 4);
+    expect(shown).toBe(p.finalText());
+  });
+});
+
 describe("chat projection: pacing", () => {
   it("the default pace is one chat delta per 75 ms", () => {
     expect(DEFAULT_CHAT_DELTA_INTERVAL_MS).toBe(75);
@@ -160,7 +195,9 @@ describe("chat projection: blocks", () => {
     p.end();
     const ds = p.deltas();
     expect(ds.map((d) => d.deltaText)).toEqual([a, b]);
-    expect(ds[1].message).toMatchObject({ content: [{ type: "text", text: a + b }] });
+    // the first block carries the whole message; the next one only its own text (it grew the reply by < 512 chars)
+    expect(ds[0].message).toMatchObject({ content: [{ type: "text", text: a }] });
+    expect(ds[1].message).toBeUndefined();
     expect(p.finalText()).toBe(a + b);
   });
 

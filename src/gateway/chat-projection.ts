@@ -1,4 +1,5 @@
 import { isSilentReply, stripTrailingSilentToken } from "../agent/reply.js";
+import { TextCheckpoints } from "../agent/run/text-checkpoint.js";
 import { silentTokenTail } from "../agent/silent-prefix.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
@@ -27,6 +28,8 @@ interface RunChat {
   blocks: boolean;
   /** the blocks' text so far (since the last block `replace`) */
   blockText: string;
+  /** which deltas carry the whole `message` (the same checkpoint rule as the assistant event's `text`) */
+  checkpoints: TextCheckpoints;
 }
 
 /**
@@ -37,6 +40,12 @@ interface RunChat {
  * at once, so a chat shows the reply starting) and flushed before the terminal event. A trailing fragment that could
  * still grow into the silent token (`NO_`, `no_rep`, or a whole text so far like `NO_REPL`) is held back until it
  * cannot; a reply that turns out to be exactly `NO_REPLY` was never shown, and the final carries no message.
+ *
+ * A delta's `deltaText` is what is new; its `message` (the whole reply so far, which OpenClaw clients may show in
+ * place of what they have) rides only on checkpoint deltas: the first, one after a `replace`, and then whenever the
+ * reply has grown by max(512 characters, a quarter of its length at the last checkpoint), the rule of the agent
+ * event's `text` (agent/run/text-checkpoint.ts). A copy of the whole reply on every delta made a long reply cost
+ * O(n²) bytes per chat client; the final always carries the whole message.
  *
  * A run that streams blocks (block streaming, SPEC 7) sends one `delta` per block instead: `deltaText` is the block
  * and `message` all blocks so far. Blocks are not paced (each is a message of its own, 800–1,200 chars, and already
@@ -98,6 +107,7 @@ export class ChatProjector {
         replace: false,
         blocks: false,
         blockText: "",
+        checkpoints: new TextCheckpoints(),
       };
       this.runs.set(runId, run);
     }
@@ -131,7 +141,10 @@ export class ChatProjector {
   private onBlock(ev: AgentEventOf<"block">): void {
     const run = this.runFor(ev.runId, ev.sessionKey);
     const replace = ev.data.replace === true && run.blockText !== "";
-    if (ev.data.replace) run.blockText = "";
+    if (ev.data.replace) {
+      run.blockText = "";
+      run.checkpoints.reset();
+    }
     run.blockText += ev.data.text;
     const now = this.clock.now();
     this.emit({
@@ -140,7 +153,7 @@ export class ChatProjector {
       seq: ev.seq,
       state: "delta",
       deltaText: ev.data.text,
-      message: message(run.blockText, now),
+      ...(run.checkpoints.carry(run.blockText.length) ? { message: message(run.blockText, now) } : {}),
       ...(replace ? { replace: true } : {}),
     });
   }
@@ -152,6 +165,7 @@ export class ChatProjector {
     const now = this.clock.now();
     const deltaText = run.text.slice(run.sent, sendable);
     const replace = run.replace;
+    if (replace) run.checkpoints.reset();
     run.sent = sendable;
     run.replace = false;
     run.lastFlushAt = now;
@@ -161,7 +175,7 @@ export class ChatProjector {
       seq: run.pendingSeq,
       state: "delta",
       deltaText,
-      message: message(run.text.slice(0, sendable), now),
+      ...(run.checkpoints.carry(sendable) ? { message: message(run.text.slice(0, sendable), now) } : {}),
       ...(replace ? { replace: true } : {}),
     });
   }

@@ -78,11 +78,13 @@ export interface AssistantData {
 
 /**
  * The model's reasoning (stream `thinking`, the name OpenClaw clients read), sent only when the run's reasoning
- * level asks for it. `stream`: one event per delta while it is produced, `text` the block so far. `on`: one event
- * when a thinking block is complete, `text` and `delta` both the whole block. `off`: none.
+ * level asks for it. `stream`: one event per delta while it is produced; `text`, the block so far, rides only on
+ * checkpoints (the first delta of each block, a `replace`, then as the block grows: the rule of `AssistantData.text`),
+ * so long reasoning costs O(n) bytes. `on`: one event when a thinking block is complete, `text` and `delta` both the
+ * whole block. `off`: none.
  */
 export interface ThinkingData {
-  text: string;
+  text?: string;
   delta: string;
   /** the reasoning streamed before this event was thrown away (a retry, compaction or fallback restarted it) */
   replace?: boolean;

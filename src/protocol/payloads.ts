@@ -62,7 +62,9 @@ interface ChatEventBase {
 }
 
 export type ChatEventPayload =
-  | (ChatEventBase & { state: "delta"; deltaText: string; message: ChatMessagePayload; replace?: boolean })
+  /** `message` (the whole reply so far) rides only on checkpoint deltas (gateway/chat-projection.ts); OpenClaw's
+   * ChatEvent schema makes it optional too */
+  | (ChatEventBase & { state: "delta"; deltaText: string; message?: ChatMessagePayload; replace?: boolean })
   | (ChatEventBase & { state: "final"; message?: ChatMessagePayload; usage?: unknown; stopReason?: string })
   | (ChatEventBase & { state: "aborted"; errorMessage?: string; stopReason?: string })
   | (ChatEventBase & {

@@ -109,3 +109,26 @@ describe("a client that joins mid-stream", () => {
     expect(data.map((d) => d.delta).join("")).toBe("Let me look.It is not there.");
   });
 });
+
+describe("streamed reasoning costs linear wire bytes too", () => {
+  it("4,000 reasoning tokens cost at most 2.2 × the thinking-event bytes of 2,000, and the deltas rebuild the block", async () => {
+    const h = await harness();
+    h.enqueue({ thinking: tokens(2000), text: "ok" });
+    const short = await h.send("think 2,000 tokens", { reasoningLevel: "stream" });
+    h.enqueue({ thinking: tokens(4000), text: "ok" });
+    const long = await h.send("think 4,000 tokens", { reasoningLevel: "stream" });
+    const thinkingOf = (runId: string) =>
+      h.events.filter(
+        (e): e is Extract<AgentEvent, { stream: "thinking" }> => e.runId === runId && e.stream === "thinking",
+      );
+    const ratio = wireBytes(thinkingOf(long.runId)) / wireBytes(thinkingOf(short.runId));
+    expect(ratio).toBeGreaterThan(1.8);
+    expect(ratio).toBeLessThanOrEqual(2.2);
+    expect(
+      thinkingOf(long.runId)
+        .map((e) => e.data.delta)
+        .join(""),
+    ).toBe(tokens(4000).join(""));
+    expect(thinkingOf(long.runId)[0].data.text).toBe(tokens(4000)[0]);
+  });
+});

@@ -55,6 +55,7 @@ export class RunProjection {
   readonly parts: ReplyParts = { reasoning: [], toolSummaries: [], messagingSends: [] };
   /** the thinking block being streamed (`stream`), and whether a client was shown reasoning of this attempt */
   private thinkingSoFar = "";
+  private readonly thinkingCheckpoints = new TextCheckpoints();
   private visibleThinking = false;
   private replaceThinking = false;
   /** args of the tool calls in flight, for their summary line */
@@ -202,6 +203,7 @@ export class RunProjection {
     this.visibleText = false;
     this.parts.reasoning.length = 0;
     this.thinkingSoFar = "";
+    this.thinkingCheckpoints.reset();
     if (this.visibleThinking) this.replaceThinking = true;
     this.visibleThinking = false;
     this.checkpoints.reset();
@@ -220,23 +222,30 @@ export class RunProjection {
     return outcome;
   }
 
-  /** `stream`: every delta goes out as it comes, with the block so far. */
+  /** `stream`: every delta goes out as it comes; the block so far rides on checkpoints. */
   private onThinkingDelta(delta: string): void {
     if (this.options.reasoning !== "stream" || delta === "") return;
     this.thinkingSoFar += delta;
-    this.emitThinking(this.thinkingSoFar, delta);
+    if (this.replaceThinking) this.thinkingCheckpoints.reset();
+    const carry = this.thinkingCheckpoints.carry(this.thinkingSoFar.length);
+    this.emitThinking(carry ? this.thinkingSoFar : undefined, delta);
   }
 
   /** `on`: the complete block goes out once, and is kept for the reasoning payload. */
   private onThinkingEnd(thinking: string): void {
     this.thinkingSoFar = "";
+    this.thinkingCheckpoints.reset();
     if (this.options.reasoning !== "on" || !thinking.trim()) return;
     this.parts.reasoning.push(thinking);
     this.emitThinking(thinking, thinking);
   }
 
-  private emitThinking(text: string, delta: string): void {
-    this.events.emit("thinking", { text, delta, ...(this.replaceThinking ? { replace: true } : {}) });
+  private emitThinking(text: string | undefined, delta: string): void {
+    this.events.emit("thinking", {
+      ...(text !== undefined ? { text } : {}),
+      delta,
+      ...(this.replaceThinking ? { replace: true } : {}),
+    });
     this.replaceThinking = false;
     this.visibleThinking = true;
   }
