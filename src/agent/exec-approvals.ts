@@ -35,14 +35,9 @@ export interface ExecApprovalsOptions {
   prompt?: ExecPrompt;
 }
 
-/** One exec call that wants approval, as the run knows it. */
-export interface ExecApprovalContext {
-  command: string;
-  cwd: string;
-  agentId: string;
-  sessionKey: string;
-  runId: string;
-  toolCallId?: string;
+/** One exec call that wants approval, as the run knows it: the request's identifying fields, and how to wait. */
+export interface ExecApprovalContext
+  extends Pick<ExecApprovalRequested, "command" | "cwd" | "agentId" | "sessionKey" | "runId" | "toolCallId"> {
   /** the tool's signal: aborting it ends the wait (denied, status "cancelled") */
   signal: AbortSignal;
   /** called once the run starts waiting (the run reports a lifecycle `waiting` event) */

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { Clock } from "../infra/clock.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import {
   emptyUsage,
@@ -8,37 +7,8 @@ import {
   type ModelStreamEvent,
   ProviderError,
 } from "../providers/types.js";
+import { ManualClock } from "../testing/manual-clock.js";
 import { CLOUD_IDLE_MS, resolveIdleTimeoutMs, SELF_HOSTED_IDLE_MS, withIdleWatchdog } from "./idle-watchdog.js";
-
-/** A clock whose time moves only when the test says so. */
-class ManualClock implements Clock {
-  private time = 0;
-  private nextId = 1;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-  now(): number {
-    return this.time;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.timers.set(id, { at: this.time + ms, fn });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    for (const [id, t] of [...this.timers].sort((a, b) => a[1].at - b[1].at)) {
-      if (t.at <= this.time && this.timers.has(id)) {
-        this.timers.delete(id);
-        t.fn();
-      }
-    }
-  }
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-}
 
 async function flush(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
@@ -106,7 +76,7 @@ function consume(stream: AsyncIterable<ModelStreamEvent>) {
 
 describe("withIdleWatchdog", () => {
   it("a model that stalls is cut off after the idle window with a ProviderError of kind timeout", async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     // the scripted model's delay stands in for a stalled stream; it is never reached because the watchdog fires first
     const stalled = new ScriptedProvider("cloudy", { turns: [{ text: "too late", delayMs: 10 * 60_000 }] });
     const watched = withIdleWatchdog(stalled, 120_000, clock);
@@ -126,7 +96,7 @@ describe("withIdleWatchdog", () => {
   });
 
   it("chunks that keep arriving within the window keep the request alive, however long it takes overall", async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     const model = pacedModel();
     const watched = withIdleWatchdog(model.provider, 1_000, clock);
 
@@ -146,7 +116,7 @@ describe("withIdleWatchdog", () => {
   });
 
   it("silence after some chunks still times out, and what already arrived was delivered", async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     const model = pacedModel();
     const watched = withIdleWatchdog(model.provider, 1_000, clock);
 
@@ -162,7 +132,7 @@ describe("withIdleWatchdog", () => {
   });
 
   it("an abort from outside passes through as an abort, not as a timeout", async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     const stalled = new ScriptedProvider("cloudy", { turns: [{ text: "never", delayMs: 10 * 60_000 }] });
     const watched = withIdleWatchdog(stalled, 120_000, clock);
     const outer = new AbortController();
@@ -178,7 +148,7 @@ describe("withIdleWatchdog", () => {
   });
 
   it("an outer abort with the run's own reason reaches the model as that reason", async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     const model = pacedModel();
     const watched = withIdleWatchdog(model.provider, 1_000, clock);
     const outer = new AbortController();
@@ -193,7 +163,7 @@ describe("withIdleWatchdog", () => {
 
   it("a zero or infinite window leaves the provider unwrapped (no watchdog)", () => {
     const model = pacedModel();
-    const clock = new ManualClock();
+    const clock = new ManualClock(0);
     expect(withIdleWatchdog(model.provider, 0, clock)).toBe(model.provider);
     expect(withIdleWatchdog(model.provider, Number.POSITIVE_INFINITY, clock)).toBe(model.provider);
   });
