@@ -1,5 +1,13 @@
 import { isSilentReply, stripTrailingSilentToken } from "../agent/reply.js";
 import { TextCheckpoints } from "../agent/run/text-checkpoint.js";
+
+/**
+ * Chat deltas are paced (a few tokens each), so a checkpoint's copy of the reply is a bigger share of a chat stream
+ * than of the agent stream: chat checkpoints are spaced wider (the reply must grow by half), which keeps their total
+ * under 3× the reply. A chat client that joins late also has `chat.history`.
+ */
+const CHAT_CHECKPOINT_GROWTH = 0.5;
+
 import { silentTokenTail } from "../agent/silent-prefix.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
@@ -43,8 +51,8 @@ interface RunChat {
  *
  * A delta's `deltaText` is what is new; its `message` (the whole reply so far, which OpenClaw clients may show in
  * place of what they have) rides only on checkpoint deltas: the first, one after a `replace`, and then whenever the
- * reply has grown by max(512 characters, a quarter of its length at the last checkpoint), the rule of the agent
- * event's `text` (agent/run/text-checkpoint.ts). A copy of the whole reply on every delta made a long reply cost
+ * reply has grown by max(512 characters, half its length at the last checkpoint), the agent event's rule
+ * (agent/run/text-checkpoint.ts) spaced wider. A copy of the whole reply on every delta made a long reply cost
  * O(n²) bytes per chat client; the final always carries the whole message.
  *
  * A run that streams blocks (block streaming, SPEC 7) sends one `delta` per block instead: `deltaText` is the block
@@ -107,7 +115,7 @@ export class ChatProjector {
         replace: false,
         blocks: false,
         blockText: "",
-        checkpoints: new TextCheckpoints(),
+        checkpoints: new TextCheckpoints(CHAT_CHECKPOINT_GROWTH),
       };
       this.runs.set(runId, run);
     }

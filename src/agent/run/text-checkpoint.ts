@@ -14,10 +14,13 @@ export class TextCheckpoints {
   /** length of the text at the last checkpoint; undefined before the first delta of a message */
   private last: number | undefined;
 
+  /** `growth`: the share of its length the text must grow by before the next checkpoint (see the file comment) */
+  constructor(private readonly growth = TEXT_CHECKPOINT_GROWTH) {}
+
   /** Whether the delta that brought the message to `length` characters carries `text`. */
   carry(length: number): boolean {
     const last = this.last;
-    if (last !== undefined && length - last < Math.max(TEXT_CHECKPOINT_MIN_CHARS, last * TEXT_CHECKPOINT_GROWTH)) {
+    if (last !== undefined && length - last < Math.max(TEXT_CHECKPOINT_MIN_CHARS, last * this.growth)) {
       return false;
     }
     this.last = length;
