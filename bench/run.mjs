@@ -613,44 +613,31 @@ if (runs("stream")) {
   });
   const L = st.lengths;
   const lenWhy = na ?? st.lengthError ?? "not measured";
-  row({
-    id: "stream.bytes.short",
-    metric: `wire bytes per token, whole ${plan.stream.shortTokens}-token reply: agent events`,
-    value: L?.short?.agentBytesPerToken,
-    unit: "bytes",
-    digits: 1,
-    reason: lenWhy,
-  });
-  row({
-    id: "stream.bytes.long",
-    metric: `wire bytes per token, whole ${plan.stream.longTokens}-token reply: agent events`,
-    value: L?.long?.agentBytesPerToken,
-    unit: "bytes",
-    digits: 1,
-    floorValue: L?.short?.agentBytesPerToken,
-    floorName: "short reply",
-    target: { text: "≤ 1.2 × short reply", pass: (v) => v <= 1.2 * L.short.agentBytesPerToken },
-    reason: lenWhy,
-  });
-  row({
-    id: "stream.bytes.chat.short",
-    metric: `wire bytes per token, whole ${plan.stream.shortTokens}-token reply: chat events`,
-    value: L?.short?.chatBytesPerToken,
-    unit: "bytes",
-    digits: 1,
-    reason: lenWhy,
-  });
-  row({
-    id: "stream.bytes.chat.long",
-    metric: `wire bytes per token, whole ${plan.stream.longTokens}-token reply: chat events`,
-    value: L?.long?.chatBytesPerToken,
-    unit: "bytes",
-    digits: 1,
-    floorValue: L?.short?.chatBytesPerToken,
-    floorName: "short reply",
-    target: { text: "≤ 1.2 × short reply", pass: (v) => v <= 1.2 * L.short.chatBytesPerToken },
-    reason: lenWhy,
-  });
+  // the same two rows for each kind of event: a short reply's bytes per token, and a long one's against it
+  for (const [idPart, kind, field] of [
+    ["", "agent", "agentBytesPerToken"],
+    [".chat", "chat", "chatBytesPerToken"],
+  ]) {
+    row({
+      id: `stream.bytes${idPart}.short`,
+      metric: `wire bytes per token, whole ${plan.stream.shortTokens}-token reply: ${kind} events`,
+      value: L?.short?.[field],
+      unit: "bytes",
+      digits: 1,
+      reason: lenWhy,
+    });
+    row({
+      id: `stream.bytes${idPart}.long`,
+      metric: `wire bytes per token, whole ${plan.stream.longTokens}-token reply: ${kind} events`,
+      value: L?.long?.[field],
+      unit: "bytes",
+      digits: 1,
+      floorValue: L?.short?.[field],
+      floorName: "short reply",
+      target: { text: "≤ 1.2 × short reply", pass: (v) => v <= 1.2 * L.short[field] },
+      reason: lenWhy,
+    });
+  }
 }
 if (runs("idle")) {
   row({
