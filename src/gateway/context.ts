@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { AgentService } from "../agent/service.js";
+import type { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
@@ -36,6 +37,8 @@ export interface GatewayContext {
   now(): number;
   uptimeMs(): number;
   health(): HealthResult;
+  /** the stuck-session monitor, when `diagnostics.enabled` */
+  readonly diagnostics?: DiagnosticsMonitor;
 }
 
 /** The connection as a method handler sees it. */

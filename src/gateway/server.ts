@@ -5,6 +5,8 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { defaultAbortMs } from "../diagnostics/classify.js";
+import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
@@ -22,7 +24,7 @@ import { methodRegistry } from "./methods/index.js";
 import { PreAuthAdmission } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
-import { configuredTokenGrants } from "./token-grants.js";
+import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
 
 export interface GatewayStartInfo {
   url: string;
@@ -111,6 +113,35 @@ function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: st
   setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
 }
 
+/** `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read. */
+function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): boolean {
+  if (!tokens.required) return true;
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  const grant = m ? tokens.match(m[1].trim()) : undefined;
+  return grant !== undefined && (grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin"));
+}
+
+/** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
+function startDiagnostics(
+  service: AgentService,
+  clock: Clock,
+  logger: Logger,
+  broadcaster: Broadcaster,
+): DiagnosticsMonitor | undefined {
+  const cfg = service.rt.config.diagnostics;
+  if (!cfg.enabled) return undefined;
+  const monitor = new DiagnosticsMonitor({
+    queue: service,
+    clock,
+    logger,
+    warnMs: cfg.stuckSessionWarnMs,
+    abortMs: cfg.stuckSessionAbortMs ?? defaultAbortMs(cfg.stuckSessionWarnMs),
+    onDiagnostic: (d) => broadcaster.sendDiagnostic(d),
+  });
+  monitor.start(service.rt.bus, service.rt);
+  return monitor;
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
   let service = opts.service;
@@ -185,6 +216,7 @@ async function listen(
   broadcaster.attachApprovals(rt.execApprovals);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
+  const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
     return {
@@ -194,6 +226,8 @@ async function listen(
       uptimeMs: clock.now() - startedAt,
       activeRuns: service.activeRunCount,
       sessions: rt.store.countSessions(),
+      queueDepth: service.queueDepth,
+      stuckSessions: diagnostics?.stuckSessionCount ?? 0,
     };
   };
 
@@ -209,6 +243,7 @@ async function listen(
     now: () => clock.now(),
     uptimeMs: () => clock.now() - startedAt,
     health,
+    ...(diagnostics ? { diagnostics } : {}),
   };
 
   const connections = new Set<GatewayConnection>();
@@ -227,7 +262,12 @@ async function listen(
     if (path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
-      return send(closing ? 503 : 200, closing ? { ...health(), ok: false, draining: true } : health());
+      const status = closing ? 503 : 200;
+      // with auth configured, only a token that may read gets the details; anyone else learns up or down
+      if (!healthDetailsAllowed(req.headers.authorization, tokens)) {
+        return send(status, { ok: closing ? false : health().ok });
+      }
+      return send(status, closing ? { ...health(), ok: false, draining: true } : health());
     }
     if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
       return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
@@ -265,6 +305,7 @@ async function listen(
     const onError = (err: NodeJS.ErrnoException) => {
       broadcaster.detach();
       runLog.detach();
+      diagnostics?.stop();
       rejectListen(
         new GatewayStartError(
           err.code === "EADDRINUSE"
@@ -318,6 +359,7 @@ async function listen(
         logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
       }
       clearInterval(tick);
+      diagnostics?.stop();
       broadcaster.detach();
       runLog.detach();
       const open = [...connections];

@@ -73,6 +73,7 @@ export const GATEWAY_METHODS = [
   "sessions.delete",
   "exec.approval.list",
   "exec.approval.resolve",
+  "diagnostics.list",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -84,6 +85,7 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "diagnostic",
 ] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];
 

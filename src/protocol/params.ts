@@ -307,6 +307,11 @@ export const execApprovalListParamsSchema = z.strictObject({
   agentId: agentId.optional(),
 });
 
+/** `diagnostics.list`: optionally one session's entries only. */
+export const diagnosticsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+});
+
 export interface ParamIssue {
   path: string;
   message: string;

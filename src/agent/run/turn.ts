@@ -126,7 +126,7 @@ function runInLanes(rt: AgentRuntime, spec: RunSpec, choices: TurnChoices): Prom
     sessionLane,
     globalLane === sessionLane ? "main" : globalLane,
     (wait) => runPhases(rt, spec, choices, wait.sessionWaitMs + wait.globalWaitMs),
-    { signal: spec.signal, label: spec.runId },
+    { signal: spec.signal, label: spec.runId, release: spec.releaseLanes },
   );
 }
 
