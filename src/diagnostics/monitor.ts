@@ -59,7 +59,8 @@ export class DiagnosticsMonitor {
   readonly thresholds: StuckThresholds;
   private readonly tracker: ActivityTracker;
   private readonly reported = new Map<string, Reported>();
-  private readonly recovering = new Set<string>();
+  /** sessionKey → the generation and run an abort was requested for (one abort per stalled run) */
+  private readonly aborting = new Map<string, string>();
   private readonly recent: Diagnostic[] = [];
   private readonly recentLimit: number;
   private current: SessionDiagnostic[] = [];
@@ -119,10 +120,15 @@ export class DiagnosticsMonitor {
     const seen = new Set<string>();
     for (const d of found) {
       seen.add(d.sessionKey);
-      if (this.shouldReport(d)) this.emit(d);
-      this.recover(d);
+      const report = this.shouldReport(d);
+      if (report) this.emit(d);
+      // stale bookkeeping is released when reported (so a session recovery cannot fix is retried with the
+      // reports' backoff); a stalled run is aborted once, when it passes the abort threshold
+      if (d.type === "session.stuck" && report) this.recover(d, "release_session");
+      if (d.type === "session.stalled" && d.idleMs >= this.thresholds.abortMs) this.recover(d, "abort_run");
     }
     for (const key of this.reported.keys()) if (!seen.has(key)) this.reported.delete(key);
+    for (const key of this.aborting.keys()) if (!seen.has(key)) this.aborting.delete(key);
   }
 
   private arm(): void {
@@ -170,12 +176,7 @@ export class DiagnosticsMonitor {
     return true;
   }
 
-  private recover(d: SessionDiagnostic): void {
-    if (d.type === "session.long_running") return;
-    if (d.type === "session.stalled" && d.idleMs < this.thresholds.abortMs) return;
-    const key = `${d.sessionKey}#${d.generation}#${d.runId ?? ""}`;
-    if (this.recovering.has(key)) return;
-    const action: RecoveryAction = d.type === "session.stalled" ? "abort_run" : "release_session";
+  private recover(d: SessionDiagnostic, action: RecoveryAction): void {
     const request = (phase: "requested" | "completed", extra: Partial<SessionRecoveryDiagnostic> = {}) =>
       this.emit({
         type: "session.recovery",
@@ -192,6 +193,11 @@ export class DiagnosticsMonitor {
       const queued = this.opts.queue.inspectSessions().find((q) => q.sessionKey === d.sessionKey)?.queued ?? 0;
       request("completed", { outcome, queued });
     };
+    if (action === "abort_run") {
+      const run = `${d.generation}#${d.runId}`;
+      if (this.aborting.get(d.sessionKey) === run) return;
+      this.aborting.set(d.sessionKey, run);
+    }
     request("requested");
     if (action === "release_session") {
       // stale activity no run owns is forgotten; the queue's own stale state is released by the queue
@@ -199,7 +205,6 @@ export class DiagnosticsMonitor {
       completed(this.opts.queue.releaseStaleSession(d.sessionKey, d.generation));
       return;
     }
-    this.recovering.add(key);
     const reason = `stalled: no progress for ${d.idleMs} ms (diagnostics.stuckSessionAbortMs ${this.thresholds.abortMs})`;
     this.opts.queue
       .abortStalledRun({
@@ -212,8 +217,7 @@ export class DiagnosticsMonitor {
       .then(completed, (err) => {
         this.opts.logger.warn(`stuck-session recovery of ${d.sessionKey} failed: ${(err as Error)?.message ?? err}`);
         completed("nothing_to_do");
-      })
-      .finally(() => this.recovering.delete(key));
+      });
   }
 
   private emit(d: Diagnostic): void {

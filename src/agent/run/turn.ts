@@ -158,6 +158,8 @@ async function runPhases(
       events,
       onLock: (l) => {
         lock = l;
+        // stuck-session recovery gave up on this run (it ignored its abort): the session's next run needs the lock
+        spec.releaseLanes?.addEventListener("abort", () => void l.release().catch(() => {}), { once: true });
       },
     });
     projection = new RunProjection(rt, prepared, events, spec.runId, {

@@ -1,6 +1,7 @@
 import { defaultAbortMs } from "../../diagnostics/classify.js";
 import type { DiagnosticsListResult } from "../../protocol/diagnostics.js";
 import { diagnosticsListParamsSchema } from "../../protocol/params.js";
+import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
 
 /**
@@ -12,11 +13,15 @@ export const diagnosticsListMethod = defineMethod({
   scope: "read",
   params: diagnosticsListParamsSchema,
   handle({ params, conn, gw, reply }) {
-    conn.access.requireRead(params.sessionKey);
+    const only =
+      params.sessionKey === undefined
+        ? undefined
+        : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
+    conn.access.requireRead(only);
     const cfg = gw.service.rt.config.diagnostics;
     const { sessions, recent } = gw.diagnostics?.list() ?? { sessions: [], recent: [] };
     const visible = (key: string) =>
-      conn.access.canSeeSession(key) && (params.sessionKey === undefined || key === params.sessionKey);
+      conn.access.canSeeSession(key) && (only === undefined || key === only);
     const result: DiagnosticsListResult = {
       enabled: gw.diagnostics !== undefined,
       stuckSessionWarnMs: cfg.stuckSessionWarnMs,
