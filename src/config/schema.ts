@@ -255,15 +255,7 @@ export const configSchema = z.strictObject({
       // default max(300000, 3 × stuckSessionWarnMs): diagnostics/classify.ts defaultAbortMs
       stuckSessionAbortMs: positiveInt.optional(),
     })
-    .superRefine((d, ctx) => {
-      if (d.stuckSessionAbortMs !== undefined && d.stuckSessionAbortMs <= d.stuckSessionWarnMs) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["stuckSessionAbortMs"],
-          message: `must be greater than diagnostics.stuckSessionWarnMs (${d.stuckSessionWarnMs})`,
-        });
-      }
-    })
+    // an abort threshold at or below the warn threshold is refused at load (check.ts)
     .prefault({}),
   skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
   hooks: z

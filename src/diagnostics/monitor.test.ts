@@ -289,6 +289,7 @@ describe("progressive backoff of an unchanged classification", () => {
     }
     const reports = seen.filter((d): d is SessionDiagnostic => d.type === "session.stuck").map((d) => d.idleMs);
     expect(reports).toEqual([1000, 2000, 4000, 8000, 16000]);
+    expect(monitor.stuckSessionCount).toBe(1);
     // every report asked for a recovery (which found the session changed by someone else each time)
     expect(seen.filter((d) => d.type === "session.recovery").length).toBe(2 * reports.length);
   });

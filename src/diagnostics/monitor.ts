@@ -63,7 +63,6 @@ export class DiagnosticsMonitor {
   private readonly aborting = new Map<string, string>();
   private readonly recent: Diagnostic[] = [];
   private readonly recentLimit: number;
-  private current: SessionDiagnostic[] = [];
   private timer: unknown;
   private unsubscribe: (() => void) | undefined;
   private detachModelCalls: (() => void) | undefined;
@@ -102,9 +101,9 @@ export class DiagnosticsMonitor {
     return this.tracker;
   }
 
-  /** Sessions the last check classified stalled or stuck (health's stuckSessions). */
+  /** Sessions classified stalled or stuck now (health's stuckSessions): O(sessions with work), in memory. */
   get stuckSessionCount(): number {
-    return this.current.filter((d) => d.type !== "session.long_running").length;
+    return this.classifyAll(this.opts.clock.now()).filter((d) => d.type !== "session.long_running").length;
   }
 
   /** The classification of every session now, and the recent diagnostics (oldest first). */
@@ -116,7 +115,6 @@ export class DiagnosticsMonitor {
   check(): void {
     const now = this.opts.clock.now();
     const found = this.classifyAll(now);
-    this.current = found;
     const seen = new Set<string>();
     for (const d of found) {
       seen.add(d.sessionKey);
