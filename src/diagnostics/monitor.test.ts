@@ -274,10 +274,11 @@ describe("progressive backoff of an unchanged classification", () => {
   it("repeated session.stuck reports of an unchanged session come at max(idle + warn, 2 × idle)", () => {
     const clock = new ManualClock(0);
     const seen: Diagnostic[] = [];
+    const lines: string[] = [];
     const monitor = new DiagnosticsMonitor({
       queue: frozenQueue({ sessionKey: SESSION, generation: 3, processingSince: 0, queued: 1 }),
       clock,
-      logger: silentLogger,
+      logger: { ...silentLogger, warn: (m, fields) => lines.push(`${m} ${JSON.stringify(fields)}`) },
       warnMs: WARN,
       abortMs: ABORT,
       onDiagnostic: (d) => seen.push(d),
@@ -290,6 +291,10 @@ describe("progressive backoff of an unchanged classification", () => {
     const reports = seen.filter((d): d is SessionDiagnostic => d.type === "session.stuck").map((d) => d.idleMs);
     expect(reports).toEqual([1000, 2000, 4000, 8000, 16000]);
     expect(monitor.stuckSessionCount).toBe(1);
+    // one log line per diagnostic, naming its class and session
+    expect(lines).toHaveLength(seen.length);
+    expect(lines[0]).toContain("diagnostic session.stuck");
+    expect(lines[0]).toContain(SESSION);
     // every report asked for a recovery (which found the session changed by someone else each time)
     expect(seen.filter((d) => d.type === "session.recovery").length).toBe(2 * reports.length);
   });
