@@ -33,14 +33,11 @@ export function defaultAbortMs(warnMs: number): number {
  * - An owned model or tool call → `session.long_running` until the abort threshold, `session.stalled` from it.
  * - An owned run doing neither (between calls) without progress past the warn threshold → `session.stalled`.
  */
-export function classifySession(
-  snap: SessionSnapshot,
-  now: number,
-  t: StuckThresholds,
-): SessionDiagnostic | undefined {
+export function classifySession(snap: SessionSnapshot, now: number, t: StuckThresholds): SessionDiagnostic | undefined {
   const q = snap.queue;
   const active = q?.active && q.active.phase !== "ended" ? q.active : undefined;
-  const owns = (a: RunActivity) => active !== undefined && (a.runId === active.runId || active.merged.includes(a.runId));
+  const owns = (a: RunActivity) =>
+    active !== undefined && (a.runId === active.runId || active.merged.includes(a.runId));
   const base = {
     sessionKey: snap.sessionKey,
     generation: q?.generation ?? 0,

@@ -133,8 +133,7 @@ function harness(opts: { held?: (prompt: string) => boolean; clock?: Clock; manu
   return { clock: manual, model, rt, service, monitor, seen, send, store };
 }
 
-const types = (seen: Diagnostic[]) =>
-  seen.map((d) => (d.type === "session.recovery" ? `recovery.${d.phase}` : d.type));
+const types = (seen: Diagnostic[]) => seen.map((d) => (d.type === "session.recovery" ? `recovery.${d.phase}` : d.type));
 
 describe("stuck-session monitor and recovery (fake clock)", () => {
   it("stuck-session recovery never drops queued input: the stalled run is aborted and both messages behind it run", async () => {

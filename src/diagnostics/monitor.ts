@@ -162,8 +162,7 @@ export class DiagnosticsMonitor {
   /** A new or changed classification at once; the same one again at max(idle + warn, 2 × idle). */
   private shouldReport(d: SessionDiagnostic): boolean {
     const last = this.reported.get(d.sessionKey);
-    const changed =
-      !last || last.type !== d.type || last.generation !== d.generation || last.runId !== d.runId;
+    const changed = !last || last.type !== d.type || last.generation !== d.generation || last.runId !== d.runId;
     if (!changed && d.idleMs < last.nextIdleMs) return false;
     this.reported.set(d.sessionKey, {
       type: d.type,

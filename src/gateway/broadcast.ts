@@ -181,7 +181,8 @@ export class Broadcaster {
    */
   sendDiagnostic(d: Diagnostic): void {
     const json = JSON.stringify(d);
-    for (const sink of this.broad) if (sink.canSee(d.sessionKey, d.runId ?? "")) sink.sendEventJson(DIAGNOSTIC_PREFIX, json);
+    for (const sink of this.broad)
+      if (sink.canSee(d.sessionKey, d.runId ?? "")) sink.sendEventJson(DIAGNOSTIC_PREFIX, json);
   }
 
   private sendChat(payload: ChatEventPayload): void {

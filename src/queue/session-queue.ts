@@ -1,11 +1,11 @@
+import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
 import { abortSession } from "./abort.js";
 import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
-import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
-import { acceptMessage } from "./intake.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
+import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";

@@ -84,7 +84,9 @@ describe("loopgate config validate / path", () => {
     const text = await s.run(["config", "validate", "--config", bad]);
     expect(text.code).toBe(2);
     expect(text.stderr).toContain(`invalid config ${bad}`);
-    expect(text.stderr).toContain("diagnostics.stuckSessionAbortMs: must be greater than diagnostics.stuckSessionWarnMs");
+    expect(text.stderr).toContain(
+      "diagnostics.stuckSessionAbortMs: must be greater than diagnostics.stuckSessionWarnMs",
+    );
     expect(text.stderr).toContain('models.providers.s.script: required for api "scripted"');
 
     const json = await s.run(["config", "validate", "--json", "--config", bad]);

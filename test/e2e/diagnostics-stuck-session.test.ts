@@ -105,7 +105,7 @@ describe("stuck-session diagnostics, live", () => {
     // the same story is in diagnostics.list, with the thresholds from the config
     const list = await operator.call("diagnostics.list");
     expect(list.payload).toMatchObject({ enabled: true, stuckSessionWarnMs: WARN_MS, stuckSessionAbortMs: ABORT_MS });
-    const recent = (list.payload?.recent as Array<{ type: string; phase?: string }>).map((d) =>
+    const recent = ((list.payload?.recent ?? []) as Array<{ type: string; phase?: string }>).map((d) =>
       d.type === "session.recovery" ? `${d.type}:${d.phase}` : d.type,
     );
     expect(recent).toContain("session.long_running");
@@ -132,7 +132,11 @@ describe("stuck-session diagnostics, live", () => {
     const final = await operator.response(run, 2);
     expect(final.payload).toMatchObject({ status: "ok" });
     expect(operator.all((f) => f.event === "diagnostic")).toEqual([]);
-    expect((await operator.call("diagnostics.list")).payload).toMatchObject({ enabled: false, sessions: [], recent: [] });
+    expect((await operator.call("diagnostics.list")).payload).toMatchObject({
+      enabled: false,
+      sessions: [],
+      recent: [],
+    });
     operator.close();
     await killHard(gw);
   });

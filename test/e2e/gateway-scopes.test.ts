@@ -259,7 +259,9 @@ describe("one visibility rule: method × scope × grant", () => {
       const unknownApproval = { id: "no-such-approval", decision: "deny" };
       actual["exec.approval.resolve unknown"] = outcome(await client.call("exec.approval.resolve", unknownApproval));
       actual["diagnostics.list"] = outcome(await client.call("diagnostics.list"));
-      actual["diagnostics.list ungranted"] = outcome(await client.call("diagnostics.list", { sessionKey: key.ungranted }));
+      actual["diagnostics.list ungranted"] = outcome(
+        await client.call("diagnostics.list", { sessionKey: key.ungranted }),
+      );
       expect(actual).toEqual(EXPECTED[scope]);
       for (const p of [client, root]) p.close();
     },

@@ -20,8 +20,7 @@ export const diagnosticsListMethod = defineMethod({
     conn.access.requireRead(only);
     const cfg = gw.service.rt.config.diagnostics;
     const { sessions, recent } = gw.diagnostics?.list() ?? { sessions: [], recent: [] };
-    const visible = (key: string) =>
-      conn.access.canSeeSession(key) && (only === undefined || key === only);
+    const visible = (key: string) => conn.access.canSeeSession(key) && (only === undefined || key === only);
     const result: DiagnosticsListResult = {
       enabled: gw.diagnostics !== undefined,
       stuckSessionWarnMs: cfg.stuckSessionWarnMs,
