@@ -48,7 +48,10 @@ export class ActivityTracker implements ModelCallObserver {
       a.waitingFor = ev.data.for === "model" ? undefined : ev.data.for;
       return;
     }
-    a.waitingFor = undefined;
+    // a retry's backoff is a bounded wait of its own (until the next model call starts)
+    a.waitingFor = ev.stream === "lifecycle" && ev.data.phase === "retry" ? "retry" : undefined;
+    // compaction summarizes the history with a model call of its own: owned model work, like the run's calls
+    if (ev.stream === "compaction") a.inModelCall = ev.data.phase === "start";
     if (ev.stream === "tool") {
       if (ev.data.phase === "start") {
         a.openTools++;

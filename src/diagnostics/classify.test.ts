@@ -58,11 +58,17 @@ describe("stuck-session classes on a fake clock (SPEC 13)", () => {
     ["the active run waits for its lanes", "waiting", "lane"],
     ["the active run waits for the session write lock", "waiting", "session_lock"],
     ["the active run waits for an exec approval", "waiting", "approval"],
+    ["the active run waits out a model retry's backoff", "waiting", "retry"],
   ])("session.long_running while %s, however long (a wait is never a stall)", (_what, activity, waitingFor) => {
     const clock = new ManualClock(0);
     const s = session(clock);
     const q = s.queue({ active: running() });
-    if (waitingFor !== "lane") {
+    if (waitingFor === "retry") {
+      s.ev("r1", "lifecycle", { phase: "start", startedAt: 0 });
+      s.tracker.started("r1", KEY);
+      s.tracker.ended("r1", KEY);
+      s.ev("r1", "lifecycle", { phase: "retry", attempt: 1, delayMs: 30_000, reason: "429", model: "m" });
+    } else if (waitingFor !== "lane") {
       s.ev("r1", "lifecycle", { phase: "start", startedAt: 0 });
       s.ev("r1", "lifecycle", { phase: "waiting", for: waitingFor });
     }
@@ -132,6 +138,30 @@ describe("stuck-session classes on a fake clock (SPEC 13)", () => {
     });
     clock.advance(ABORT - WARN);
     expect(classifySession(s.snap(q), clock.now(), T)).toMatchObject({ type: "session.stalled", activity: "tool" });
+  });
+
+  it("history compaction is owned model work: session.long_running until it ends", () => {
+    const clock = new ManualClock(0);
+    const s = session(clock);
+    const q = s.queue({ active: running() });
+    s.ev("r1", "lifecycle", { phase: "start", startedAt: 0 });
+    s.ev("r1", "compaction", { phase: "start", reason: "threshold", tokensBefore: 9000 });
+    clock.advance(WARN);
+    expect(classifySession(s.snap(q), clock.now(), T)).toMatchObject({
+      type: "session.long_running",
+      activity: "model",
+    });
+    s.ev("r1", "compaction", {
+      phase: "end",
+      reason: "threshold",
+      completed: true,
+      willRetry: false,
+      tokensBefore: 9000,
+      tokensAfter: 2000,
+      outcome: "compacted",
+    });
+    clock.advance(WARN);
+    expect(classifySession(s.snap(q), clock.now(), T)).toMatchObject({ type: "session.stalled", activity: "run" });
   });
 
   it("an active run between calls without progress past the warn threshold is session.stalled", () => {

@@ -22,7 +22,7 @@ export type SessionActivityKind =
   | "model"
   /** inside a tool call */
   | "tool"
-  /** waiting for a lane, the session write lock or an exec approval: a phase of its own, never a stall */
+  /** waiting for a lane, the session write lock, an exec approval or a retry's backoff: never a stall */
   | "waiting"
   /** inputs queued and nothing active */
   | "queued";
@@ -35,7 +35,7 @@ export interface SessionDiagnostic {
   activity: SessionActivityKind;
   /** the tool running, for `activity: "tool"` */
   toolName?: string;
-  /** what a `waiting` run waits for: "lane", "session_lock", "approval", "model" */
+  /** what a `waiting` run waits for: "lane", "session_lock", "approval", "retry" (a model retry's backoff) */
   waitingFor?: string;
   /** whether a live run of the session queue owns the activity */
   owned: boolean;
