@@ -120,7 +120,8 @@ export class RunSpans {
     span.setAttribute(ATTR.laneWaitMs, result.laneWaitMs);
     if (result.model) span.setAttribute(ATTR.model, result.model);
     setUsage(span, result.usage);
-    if (result.status === "error") endFailed(span, result.error?.kind ?? "unknown");
+    // a cancelled run is not a failure (status unset; loopgate.run.status says "aborted")
+    if (result.status === "error" || result.status === "timeout") endFailed(span, result.error?.kind ?? result.status);
     else span.end();
   }
 }
