@@ -3,8 +3,15 @@
  * model server on 127.0.0.1, and an SDK tracer provider with the in-memory exporter registered globally, as a user's
  * preloaded SDK would be.
  */
-import { SpanStatusCode, trace } from "@opentelemetry/api";
-import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { context, SpanStatusCode, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import {
+  AlwaysOffSampler,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tracingRegistered } from "../../infra/tracing-gate.js";
 import { type CapturedRequest, type FakeTurn, openAIErrorTurn } from "../../testing/fake-model-server.js";
@@ -262,7 +269,55 @@ describe("OpenTelemetry spans of a run", () => {
   });
 });
 
+describe("spans of other instrumentation", () => {
+  it("with a context manager, the Anthropic SDK's own client span nests under Loopgate's chat span", async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const h = await harness({
+        config: (baseUrl) => ({
+          agents: { defaults: { model: { primary: "anth/claude-x" } } },
+          models: {
+            providers: {
+              anth: {
+                api: "anthropic-messages",
+                baseUrl,
+                apiKey: "x",
+                models: [{ id: "claude-x", contextWindow: 128000, maxTokens: 256 }],
+              },
+            },
+          },
+        }),
+      });
+      const final = await h.send("hello");
+      expect(final.status).toBe("ok");
+      const chat = one("chat claude-x");
+      expect(chat.attributes["gen_ai.provider.name"]).toBe("anthropic");
+      const sdkSpans = spans().filter((s) => s.instrumentationScope.name.startsWith("com.anthropic"));
+      expect(sdkSpans.length).toBeGreaterThan(0);
+      for (const s of sdkSpans) expect(parentOf(s)).toBe(id(chat));
+    } finally {
+      context.disable();
+      manager.disable();
+    }
+  });
+});
+
 describe("tracing off", () => {
+  it("a run whose span the sampler drops has no spans at all", async () => {
+    trace.disable();
+    const dropping = new TracerProvider({
+      sampler: new AlwaysOffSampler(),
+      spanProcessors: [new SimpleSpanProcessor({ exporter })],
+    });
+    trace.setGlobalTracerProvider(dropping);
+    const h = await harness({ tools, respond: toolThenAnswer([{ id: "c1", name: "lookup", arguments: {} }]) });
+    const final = await h.send("hello");
+    expect(final.status).toBe("ok");
+    expect(spans()).toEqual([]);
+    await dropping.shutdown();
+  });
+
   it("without a registered SDK there is nothing to trace, and a run works the same", async () => {
     trace.disable();
     expect(tracingRegistered()).toBe(false);
