@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
+import { flushTracing } from "../infra/tracing-gate.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
 // Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
@@ -30,6 +31,8 @@ async function run(action: () => Promise<number> | number): Promise<void> {
   try {
     const code = await action();
     process.exitCode = code;
+    // a tracing SDK the user preloaded exports in batches: what it still holds goes out before the exit
+    await flushTracing();
     // A command is done when its action returns (the gateway's returns after it has shut down). Exit now rather
     // than when the last idle keep-alive socket or timer lets go: that wait was ~150 ms of every one-shot run.
     // Both streams are flushed first, so piped output is never cut short.

@@ -13,6 +13,7 @@ import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
+import type { AttemptSpans } from "./spans.js";
 import type { RunSpec } from "./spec.js";
 
 /** One try of the inner loop against one model, from a given context. */
@@ -23,6 +24,8 @@ export interface AttemptInput {
   timeoutMs: number;
   signal: AbortSignal;
   transformContext?: LoopPorts["transformContext"];
+  /** this attempt's spans; absent when tracing is off, and then nothing is wrapped */
+  spans?: AttemptSpans;
 }
 
 /** The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call). */
@@ -52,6 +55,8 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
+  const provider = await providerFor(rt, input.model, input.timeoutMs);
+  const spans = input.spans;
   const loop = runAgentLoop(
     {
       model: input.model.modelId,
@@ -63,8 +68,9 @@ export async function runAttempt(
       maxTokens: input.model.model.maxTokens,
     },
     {
-      provider: await providerFor(rt, input.model, input.timeoutMs),
-      tools: rt.tools,
+      // the chat span wraps the watchdog, so a model call it cut off ends as a timeout
+      provider: spans ? spans.provider(provider) : provider,
+      tools: spans ? spans.tools(rt.tools) : rt.tools,
       signal: input.signal,
       toolContext: {
         workspaceDir: prepared.workspaceDir,
