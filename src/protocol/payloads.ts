@@ -101,6 +101,8 @@ export interface HealthResult {
   uptimeMs: number;
   activeRuns: number;
   sessions: number;
+  /** the audit ledger's write queue: rows waiting to be written, and rows dropped because it was full */
+  audit: AuditLedgerState;
 }
 
 /** A session as the gateway shows it: the store record minus internals (the skills snapshot). */

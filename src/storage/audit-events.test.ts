@@ -51,7 +51,12 @@ describe("audit rows in the store", () => {
     ]);
     const all = s.listAuditEvents({ limit: 10 });
     expect(all.map((r) => r.sequence)).toEqual([4, 3, 2, 1]);
-    expect(all[2]).toMatchObject({ kind: "tool_action", toolName: "read", toolCallFingerprint: "ab", redaction: "metadata_only" });
+    expect(all[2]).toMatchObject({
+      kind: "tool_action",
+      toolName: "read",
+      toolCallFingerprint: "ab",
+      redaction: "metadata_only",
+    });
     expect(all[0]).toMatchObject({ status: "failed", code: "timeout" });
     expect(all[3]).not.toHaveProperty("code");
     const seqs = (q: Parameters<SqliteStore["listAuditEvents"]>[0]) => s.listAuditEvents(q).map((r) => r.sequence);
