@@ -96,3 +96,19 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
     `,
   },
 ];
+
+type Migration = (typeof migrations)[number];
+
+/**
+ * The migrations a database at `current` still needs, in version order. Version numbers are reserved per change, so
+ * the list may have gaps and, after branches are merged, need not be in order in the file: order comes from the
+ * numbers, never from the position. Two entries with one number are a merge mistake and refused.
+ */
+export function pendingMigrations(list: ReadonlyArray<Migration>, current: number): Migration[] {
+  const seen = new Set<number>();
+  for (const m of list) {
+    if (seen.has(m.version)) throw new Error(`migrations: version ${m.version} is defined twice`);
+    seen.add(m.version);
+  }
+  return list.filter((m) => m.version > current).sort((a, b) => a.version - b.version);
+}

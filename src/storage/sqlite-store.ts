@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import type { AuditEvent } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
-import { migrations } from "./migrations.js";
+import { migrations, pendingMigrations } from "./migrations.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
   AuditEventInput,
@@ -200,15 +200,14 @@ export class SqliteStore implements Store {
   }
 
   private migrate(): void {
-    const latest = migrations.at(-1)?.version ?? 0;
+    const latest = Math.max(0, ...migrations.map((m) => m.version));
     if ((this.db.pragma("user_version", { simple: true }) as number) >= latest) return;
     // IMMEDIATE takes the write lock before the version is read, so when several processes open a new file at once
     // exactly one migrates and the others then see the new version (instead of failing on CREATE TABLE).
     this.db
       .transaction(() => {
         const current = this.db.pragma("user_version", { simple: true }) as number;
-        for (const m of migrations) {
-          if (m.version <= current) continue;
+        for (const m of pendingMigrations(migrations, current)) {
           this.db.exec(m.sql);
           this.db.pragma(`user_version = ${m.version}`);
         }
