@@ -65,6 +65,19 @@ describe("audit ledger through the gateway", () => {
 });
 
 describe("loopgate audit", () => {
+  it("an embedded run (agent --local) is audited too, under the actor cli, before the command exits", async () => {
+    const s = cliSandbox({ prefix: "audit-local" });
+    const r = await s.agent(["--local", "--message", "hello"]).done;
+    expect(r.code, r.stderr).toBe(0);
+    const db = new Database(path.join(s.tmp, "state", "loopgate.sqlite"), { readonly: true });
+    const rows = db.prepare("SELECT action, status, actor FROM audit_events ORDER BY seq").all();
+    db.close();
+    expect(rows).toEqual([
+      { action: "agent.run.started", status: "started", actor: "cli" },
+      { action: "agent.run.finished", status: "succeeded", actor: "cli" },
+    ]);
+  });
+
   const SECRETS = {
     prompt: "PROMPT-SECRET-7d1e",
     args: "ARGS-SECRET-93fa",
