@@ -9,6 +9,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDeviceIdentity } from "../../src/protocol/device.js";
 import type { AuditEvent, AuditListResult, HealthResult } from "../../src/protocol/payloads.js";
+import { SqliteStore } from "../../src/storage/sqlite-store.js";
 import { type FakeModelServer, openAIErrorTurn, startFakeModelServer } from "../../src/testing/fake-model-server.js";
 import { ManualClock } from "../../src/testing/manual-clock.js";
 import { cliSandbox, useCliSandboxes } from "../fixtures/cli/sandbox.js";
@@ -41,6 +42,19 @@ describe("audit ledger through the gateway", () => {
     expect(list.dropped).toBe(1);
     expect(((await peer.call("health")).payload as unknown as HealthResult).audit).toEqual({ backlog: 0, dropped: 1 });
     peer.close();
+  });
+
+  it("rows still queued when the gateway stops are written before it closes the store", async () => {
+    const clock = new ManualClock(Date.now());
+    const g = await gateway({ gateway: { clock } });
+    const peer = await connectedPeer(g.url, { scopes: ["operator.read", "operator.write"] });
+    await peer.response(peer.send("agent", { message: "hello", idempotencyKey: "late-1" }), 2);
+    expect(((await peer.call("health")).payload as unknown as HealthResult).audit).toEqual({ backlog: 2, dropped: 0 });
+    await g.gw.close();
+    const store = new SqliteStore(path.join(g.stateDir, "loopgate.sqlite"));
+    const rows = store.listAuditEvents({ limit: 10 }).map((e) => e.action);
+    store.close();
+    expect(rows).toEqual(["agent.run.finished", "agent.run.started"]);
   });
 
   it("names who started each run: a verified device as device:<id>, any other client by its client id", async () => {
