@@ -161,6 +161,24 @@ program
   .action((opts) => run(async () => (await import("./health.js")).runHealth(opts)));
 
 program
+  .command("audit")
+  .description(
+    "show a running gateway's audit ledger: who started which run, which tools ran, how each ended (metadata only), oldest first",
+  )
+  .option("--session <key>", "only this session's rows")
+  .option(
+    "--since <time>",
+    "only rows since an ISO time (2026-11-30T18:00:00Z) or a duration back from now (90s, 15m, 1h, 7d)",
+  )
+  .option("--limit <n>", "at most the newest n rows", "100")
+  .option("--json", "print {events, dropped} as JSON")
+  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+  .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+  .option("--no-color", "no colour")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./audit.js")).runAudit(opts)));
+
+program
   .command("gateway")
   .description("run the gateway: WebSocket RPC + HTTP on one port")
   .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")

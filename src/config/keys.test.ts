@@ -264,6 +264,18 @@ const audit: Record<string, Audit> = {
     "test/e2e/exec-cli.test.ts",
     "tools.exec.env passes a named variable through, and nothing else",
   ),
+  "audit.retentionDays": pin(
+    "src/events/audit-retention.test.ts",
+    "a gateway start drops audit rows older than audit.retentionDays and keeps the recent ones",
+  ),
+  "audit.maxRows": pin(
+    "src/events/audit-retention.test.ts",
+    "audit.maxRows keeps only the newest rows, and the pass runs again every hour until stopped",
+  ),
+  "audit.queueSize": pin(
+    "test/e2e/gateway-audit.test.ts",
+    "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
+  ),
 };
 
 describe("every config key is read or rejected", () => {

@@ -279,6 +279,15 @@ export const configSchema = z.strictObject({
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
   tools: z.strictObject({ exec: execToolConfig.prefault({}) }).prefault({}),
+  /** the audit ledger (SPEC 11/20): metadata-only rows of run and tool starts and ends, pruned at start and hourly */
+  audit: z
+    .strictObject({
+      retentionDays: positiveInt.default(30),
+      maxRows: positiveInt.default(100000),
+      /** rows that may wait to be written; beyond it new rows are dropped and counted, and a run never waits */
+      queueSize: positiveInt.default(10000),
+    })
+    .prefault({}),
 });
 
 export type LoopgateConfig = z.infer<typeof configSchema>;

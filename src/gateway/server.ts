@@ -5,6 +5,8 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { AuditLedger } from "../events/audit-ledger.js";
+import { startAuditPruning } from "../events/audit-retention.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
@@ -185,6 +187,15 @@ async function listen(
   broadcaster.attachApprovals(rt.execApprovals);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
+  // attached before recovery, so runs a previous process left are recorded as they are failed
+  const audit = new AuditLedger({
+    store: rt.store,
+    clock,
+    logger,
+    queueSize: rt.config.audit.queueSize,
+    actorOf: (runId) => service.originOf(runId)?.actor,
+  });
+  audit.attach(rt.bus);
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
     return {
@@ -194,6 +205,7 @@ async function listen(
       uptimeMs: clock.now() - startedAt,
       activeRuns: service.activeRunCount,
       sessions: rt.store.countSessions(),
+      audit: audit.state(),
     };
   };
 
@@ -209,6 +221,7 @@ async function listen(
     now: () => clock.now(),
     uptimeMs: () => clock.now() - startedAt,
     health,
+    audit,
   };
 
   const connections = new Set<GatewayConnection>();
@@ -265,6 +278,7 @@ async function listen(
     const onError = (err: NodeJS.ErrnoException) => {
       broadcaster.detach();
       runLog.detach();
+      audit.close();
       rejectListen(
         new GatewayStartError(
           err.code === "EADDRINUSE"
@@ -293,6 +307,7 @@ async function listen(
     }
   }
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
+  const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
   rt.init().catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
 
@@ -310,6 +325,7 @@ async function listen(
       const shutdown: ShutdownEvent = { reason };
       broadcaster.broadcast("shutdown", shutdown);
       pruning.stop();
+      auditPruning.stop();
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {
@@ -320,6 +336,8 @@ async function listen(
       clearInterval(tick);
       broadcaster.detach();
       runLog.detach();
+      // every run has ended (drained or aborted and recorded): its last rows are written before the store closes
+      audit.close();
       const open = [...connections];
       for (const c of open) c.close(1001, "gateway stopping");
       await Promise.race([

@@ -11,6 +11,7 @@ import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./en
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 import { ATTACHMENT_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
+import { AUDIT_ACTIONS, AUDIT_STATUSES } from "./payloads.js";
 
 const nonEmpty = z.string().min(1);
 /** an opaque `nextCursor` from a paginated reply */
@@ -305,6 +306,30 @@ export const execApprovalListParamsSchema = z.strictObject({
   /** only this session's approvals */
   sessionKey: nonEmpty.optional(),
   agentId: agentId.optional(),
+});
+
+/** The most rows one `audit.list` page may ask for (OpenClaw's AuditListParams allows the same). */
+export const AUDIT_LIST_MAX_LIMIT = 500;
+
+/**
+ * `audit.list` (SPEC 20): OpenClaw's AuditListParams names (`after`/`before` are times in ms), plus Loopgate's own
+ * `actor` and `action` filters. Every filter given must match; rows come newest first.
+ */
+export const auditListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  runId: nonEmpty.optional(),
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor: nonEmpty.optional(),
+  action: z.enum(AUDIT_ACTIONS).optional(),
+  status: z.enum(AUDIT_STATUSES).optional(),
+  /** only rows that occurred at or after this time (ms since the epoch) */
+  after: z.number().int().min(0).optional(),
+  /** only rows that occurred before this time (ms since the epoch) */
+  before: z.number().int().min(0).optional(),
+  /** default 100 */
+  limit: z.number().int().min(1).max(AUDIT_LIST_MAX_LIMIT).optional(),
+  /** the previous page's nextCursor */
+  cursor: pageCursor.optional(),
 });
 
 export interface ParamIssue {

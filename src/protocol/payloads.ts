@@ -101,6 +101,8 @@ export interface HealthResult {
   uptimeMs: number;
   activeRuns: number;
   sessions: number;
+  /** the audit ledger's write queue: rows waiting to be written, and rows dropped because it was full */
+  audit: AuditLedgerState;
 }
 
 /** A session as the gateway shows it: the store record minus internals (the skills snapshot). */
@@ -170,4 +172,70 @@ export interface ChatAbortResult {
   ok: true;
   aborted: boolean;
   runIds: string[];
+}
+
+/** What an audit row records (SPEC 11; OpenClaw's AuditEvent action names). */
+export const AUDIT_ACTIONS = [
+  "agent.run.started",
+  "agent.run.finished",
+  "tool.action.started",
+  "tool.action.finished",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** How it went, in OpenClaw's AuditEvent status words. */
+export const AUDIT_STATUSES = [
+  "started",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "blocked",
+  "unknown",
+] as const;
+export type AuditStatus = (typeof AUDIT_STATUSES)[number];
+
+/** The version of the row shape below; a reader can tell rows written by an older gateway. */
+export const AUDIT_SCHEMA_VERSION = 1;
+
+/**
+ * One audit ledger row: metadata only (SPEC 11). It never holds a prompt, a message, tool arguments or results, a
+ * path or an error's text: `code` is a code (a run's stop reason or error kind, a tool's skip reason), and the tool
+ * call is named by a fingerprint of its id. Field names follow OpenClaw's AuditEvent where it has the field.
+ */
+export interface AuditEvent {
+  eventId: string;
+  /** the ledger's own order: increases with every row, never reused (also after rows were pruned) */
+  sequence: number;
+  /** the seq of the run event the row was made from */
+  sourceSequence: number;
+  occurredAt: number;
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" (or "unknown") */
+  actor: string;
+  /** what the row is about: the run, or one of its tool calls (follows from `action`) */
+  kind: "agent_run" | "tool_action";
+  action: AuditAction;
+  status: AuditStatus;
+  code?: string;
+  sessionKey: string;
+  runId: string;
+  toolName?: string;
+  /** the first 16 hex digits of the sha256 of the tool call id */
+  toolCallFingerprint?: string;
+  schemaVersion: number;
+  redaction: "metadata_only";
+}
+
+/** `audit.list`: newest first. `dropped`: rows the ledger lost since the gateway started because its queue was full. */
+export interface AuditListResult {
+  events: AuditEvent[];
+  /** pass as `cursor` for the next (older) page; absent on the last page */
+  nextCursor?: string;
+  dropped: number;
+}
+
+/** The ledger's write queue as `health` reports it. */
+export interface AuditLedgerState {
+  backlog: number;
+  dropped: number;
 }

@@ -11,6 +11,12 @@ import type { QueueMode } from "./modes.js";
 
 export type QueueConfig = LoopgateConfig["messages"]["queue"];
 
+/** Who started a run; the audit ledger records it with each of the run's rows, and the run record keeps it. */
+export interface RunOrigin {
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor: string;
+}
+
 /** A request whose agent id is resolved (the session key names the agent). */
 export type ResolvedRequest = AgentRequest & { agentId: string };
 
@@ -127,6 +133,8 @@ export interface LiveRun {
   controller?: AbortController;
   done: Deferred<AgentFinal>;
   acceptedAt: number;
+  /** who started it (absent: the caller did not say) */
+  origin?: RunOrigin;
 }
 
 export interface ActiveTurn {

@@ -69,10 +69,11 @@ describe("schema and migrations", () => {
 
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
+      expect(db.pragma("user_version", { simple: true })).toBe(Math.max(...migrations.map((m) => m.version)));
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(["blobs", "runs", "sessions", "transcript"]);
+      // sqlite_sequence: audit_events' AUTOINCREMENT keeps the highest sequence there
+      expect(tables).toEqual(["audit_events", "blobs", "runs", "sessions", "sqlite_sequence", "transcript"]);
     } finally {
       db.close();
     }

@@ -2,11 +2,14 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { AuditEvent } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
-import { migrations } from "./migrations.js";
+import { migrations, pendingMigrations } from "./migrations.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
+  AuditEventInput,
+  AuditQuery,
   CompactionEntry,
   RunRecord,
   RunStatus,
@@ -76,6 +79,38 @@ function rowData(row: Omit<TranscriptRow, "seq" | "generation">): Record<string,
   if (row.message) return { message: row.message };
   return row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text };
 }
+
+function toAuditEvent(r: Row): AuditEvent {
+  return {
+    eventId: r.id as string,
+    sequence: r.seq as number,
+    sourceSequence: r.source_seq as number,
+    occurredAt: r.ts as number,
+    actor: r.actor as string,
+    kind: (r.action as string).startsWith("tool.") ? "tool_action" : "agent_run",
+    action: r.action as AuditEvent["action"],
+    status: r.status as AuditEvent["status"],
+    ...(r.code !== null ? { code: r.code as string } : {}),
+    sessionKey: r.session_key as string,
+    runId: r.run_id as string,
+    ...(r.tool_name !== null ? { toolName: r.tool_name as string } : {}),
+    ...(r.tool_call_fp !== null ? { toolCallFingerprint: r.tool_call_fp as string } : {}),
+    schemaVersion: r.schema_version as number,
+    redaction: "metadata_only",
+  };
+}
+
+/** audit.list's filters: query field → the column it compares and how */
+const auditFilters: Array<[keyof AuditQuery, string]> = [
+  ["sessionKey", "session_key = ?"],
+  ["runId", "run_id = ?"],
+  ["actor", "actor = ?"],
+  ["action", "action = ?"],
+  ["status", "status = ?"],
+  ["after", "ts >= ?"],
+  ["before", "ts < ?"],
+  ["beforeSequence", "seq < ?"],
+];
 
 function toRun(r: Row): RunRecord {
   return {
@@ -153,19 +188,26 @@ export class SqliteStore implements Store {
       pruneCount: db.prepare(
         "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
       ),
+      insertAudit: db.prepare(
+        "INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp, schema_version, redaction) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ),
+      pruneAuditAge: db.prepare("DELETE FROM audit_events WHERE ts < ?"),
+      // the rows beyond the newest maxRows: everything below the sequence of the (maxRows)th newest row
+      pruneAuditCount: db.prepare(
+        "DELETE FROM audit_events WHERE seq <= (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+      ),
     };
   }
 
   private migrate(): void {
-    const latest = migrations.at(-1)?.version ?? 0;
+    const latest = Math.max(0, ...migrations.map((m) => m.version));
     if ((this.db.pragma("user_version", { simple: true }) as number) >= latest) return;
     // IMMEDIATE takes the write lock before the version is read, so when several processes open a new file at once
     // exactly one migrates and the others then see the new version (instead of failing on CREATE TABLE).
     this.db
       .transaction(() => {
         const current = this.db.pragma("user_version", { simple: true }) as number;
-        for (const m of migrations) {
-          if (m.version <= current) continue;
+        for (const m of pendingMigrations(migrations, current)) {
           this.db.exec(m.sql);
           this.db.pragma(`user_version = ${m.version}`);
         }
@@ -489,6 +531,54 @@ export class SqliteStore implements Store {
     return this.transaction(
       () =>
         this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
+    );
+  }
+
+  appendAuditEvents(events: AuditEventInput[]): void {
+    if (events.length === 0) return;
+    this.transaction(() => {
+      for (const e of events) {
+        this.stmts.insertAudit.run(
+          e.eventId,
+          e.occurredAt,
+          e.actor,
+          e.action,
+          e.status,
+          e.code ?? null,
+          e.sessionKey,
+          e.runId,
+          e.sourceSequence,
+          e.toolName ?? null,
+          e.toolCallFingerprint ?? null,
+          e.schemaVersion,
+          e.redaction,
+        );
+      }
+    });
+  }
+
+  listAuditEvents(query: AuditQuery): AuditEvent[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    for (const [field, clause] of auditFilters) {
+      const value = query[field];
+      if (value === undefined) continue;
+      where.push(clause);
+      args.push(value);
+    }
+    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const rows = this.prep(`SELECT * FROM audit_events ${clause} ORDER BY seq DESC LIMIT ?`).all(
+      ...args,
+      query.limit,
+    ) as Row[];
+    return rows.map(toAuditEvent);
+  }
+
+  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number {
+    return this.transaction(
+      () =>
+        this.stmts.pruneAuditAge.run(opts.now - opts.maxAgeMs).changes +
+        this.stmts.pruneAuditCount.run(opts.maxRows).changes,
     );
   }
 

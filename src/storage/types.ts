@@ -1,3 +1,4 @@
+import type { AuditAction, AuditEvent, AuditStatus } from "../protocol/payloads.js";
 import type { ChatMessage } from "../providers/types.js";
 import type { StorageFault } from "./storage-fault.js";
 
@@ -85,6 +86,25 @@ export interface RunRecord {
   receipt?: Record<string, unknown>;
 }
 
+/** An audit row before the ledger numbers it (the store assigns `sequence`; `kind` follows from `action`). */
+export type AuditEventInput = Omit<AuditEvent, "sequence" | "kind">;
+
+/** Which audit rows to list: every filter given must match; newest first. */
+export interface AuditQuery {
+  sessionKey?: string;
+  runId?: string;
+  actor?: string;
+  action?: AuditAction;
+  status?: AuditStatus;
+  /** occurredAt >= after */
+  after?: number;
+  /** occurredAt < before */
+  before?: number;
+  /** only rows with a smaller sequence: continues a listing after the last row it returned */
+  beforeSequence?: number;
+  limit: number;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -130,6 +150,16 @@ export interface Store {
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
   /** drops finished run records older than maxAgeMs and beyond maxCount (newest kept) */
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number;
+
+  /**
+   * Appends audit rows in the order given, all or none (one transaction). Each gets the next ledger sequence: a
+   * sequence is larger than every one handed out before, and is never handed out again, also after a prune.
+   */
+  appendAuditEvents(events: AuditEventInput[]): void;
+  /** Rows matching the query, newest (largest sequence) first, at most `limit`. */
+  listAuditEvents(query: AuditQuery): AuditEvent[];
+  /** Drops rows that occurred before `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
+  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number;
 
   transaction<T>(fn: () => T): T;
   close(): void;

@@ -151,6 +151,8 @@ describe("gateway frames against protocol.schema.json", () => {
     await peer.call("exec.approval.resolve", resolveParams);
     await peer.response(exec, 2);
     await peer.call("health");
+    const auditParams = { sessionKey: "schema", limit: 5 };
+    const audit = await peer.call("audit.list", auditParams);
     await peer.call("no.such.method");
     await peer.call("agent", { message: 1 });
     peer.sendRaw("{bad");
@@ -213,6 +215,18 @@ describe("gateway frames against protocol.schema.json", () => {
     expect(issues(hello?.payload, "#/definitions/HelloOk")).toEqual([]);
     expect(issues(del.payload, "#/definitions/SessionsDeleteResult")).toEqual([]);
     expect(issues(resolveParams, "#/definitions/ExecApprovalResolveParams")).toEqual([]);
+    // audit.list takes OpenClaw's AuditListParams names; its rows share AuditEvent's names where they carry the
+    // same thing, and differ where Loopgate records more: actor is who started the run (a string, not {type, id}),
+    // `code` / `toolCallFingerprint` / `schemaVersion` are its own, and rows carry no agentId
+    expect(issues(auditParams, "#/definitions/AuditListParams")).toEqual([]);
+    const auditEvents = (audit.payload as { events: Array<Record<string, unknown>> }).events;
+    expect(auditEvents.length).toBeGreaterThan(0);
+    for (const e of auditEvents) {
+      const { actor, code, toolCallFingerprint, schemaVersion, ...shared } = e;
+      expect(
+        issues({ ...shared, actor: { type: "system", id: actor }, agentId: "main" }, "#/definitions/AuditEvent"),
+      ).toEqual([]);
+    }
     expect((pending.payload as { approvals: unknown[] }).approvals).toEqual([asked.payload]);
     const errors = frames.filter((f) => f.type === "res" && !f.ok);
     expect(errors.map((f) => f.error?.code).sort()).toEqual(

@@ -141,6 +141,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
+    "audit.list granted": "unauthorized",
+    "audit.list ungranted": "unauthorized",
+    "audit.list": "unauthorized",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -164,6 +167,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "exec.approval.resolve unknown": "unauthorized",
     "events granted": "delivered",
     "events ungranted": "none",
+    "audit.list granted": "ok",
+    "audit.list ungranted": "forbidden",
+    "audit.list": "ok: granted sessions only",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -190,6 +196,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
+    "audit.list granted": "ok",
+    "audit.list ungranted": "forbidden",
+    "audit.list": "ok: granted sessions only",
   },
 };
 
@@ -252,6 +261,18 @@ describe("one visibility rule: method × scope × grant", () => {
       actual["exec.approval.list"] = outcome(await client.call("exec.approval.list"));
       const unknownApproval = { id: "no-such-approval", decision: "deny" };
       actual["exec.approval.resolve unknown"] = outcome(await client.call("exec.approval.resolve", unknownApproval));
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`audit.list ${t}`] = outcome(await client.call("audit.list", { sessionKey: key[t] }));
+      }
+      const audit = await client.call("audit.list");
+      const audited = [
+        ...new Set(((audit.payload?.events ?? []) as Array<{ sessionKey: string }>).map((e) => e.sessionKey)),
+      ];
+      actual["audit.list"] = audit.ok
+        ? audited.every((k) => k.startsWith("agent:main:support-")) && audited.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${audited.join(", ")}`
+        : outcome(audit);
       expect(actual).toEqual(EXPECTED[scope]);
       for (const p of [client, root]) p.close();
     },

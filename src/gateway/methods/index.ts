@@ -1,6 +1,7 @@
 import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
+import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
@@ -20,6 +21,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     sessionsDeleteMethod,
     execApprovalListMethod,
     execApprovalResolveMethod,
+    auditListMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
