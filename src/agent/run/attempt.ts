@@ -7,6 +7,7 @@ import {
   type ModelProvider,
   type ThinkingLevel,
 } from "../../providers/types.js";
+import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
@@ -30,6 +31,7 @@ export async function providerFor(
   rt: AgentRuntime,
   model: ResolvedModel,
   runTimeoutMs: number,
+  spec?: Pick<RunSpec, "lane" | "timeout">,
 ): Promise<ModelProvider> {
   const provider = await rt.getProvider(model.providerId);
   return withIdleWatchdog(
@@ -37,8 +39,10 @@ export async function providerFor(
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
-      providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
+      local: rt.isLocal(model),
+      providerTimeoutMs: model.timeoutSeconds !== undefined ? model.timeoutSeconds * 1000 : undefined,
       runTimeoutMs,
+      cronTimeout: spec !== undefined && isCronRunWithTimeout(spec),
     }),
     rt.clock,
   );
@@ -63,7 +67,7 @@ export async function runAttempt(
       maxTokens: input.model.model.maxTokens,
     },
     {
-      provider: await providerFor(rt, input.model, input.timeoutMs),
+      provider: await providerFor(rt, input.model, input.timeoutMs, spec),
       tools: rt.tools,
       signal: input.signal,
       toolContext: {
