@@ -3,12 +3,12 @@ import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
-import type { AcceptedRun } from "../queue/types.js";
+import type { AcceptedRun, RunOrigin } from "../queue/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
-export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus };
+export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, RunOrigin, WaitResult, WireStatus };
 
 /**
  * Slash commands are never steered into a running turn as text: /new and /reset wait their turn (followup);
@@ -75,9 +75,12 @@ export class AgentService {
     return this.queue.busySessionCount;
   }
 
-  /** Durable: the message is a queued run record in the store before this returns; nothing runs before it does. */
-  accept(req: AgentRequest): AcceptedRun {
-    return this.queue.accept(req);
+  /**
+   * Durable: the message is a queued run record in the store before this returns; nothing runs before it does.
+   * `origin` says who started it (a client, a device, the CLI, a cron job).
+   */
+  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+    return this.queue.accept(req, origin);
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */

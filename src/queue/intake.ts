@@ -8,7 +8,7 @@ import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
 import { isQueueMode, type QueueMode, resolveQueueMode } from "./modes.js";
 import { applyCap } from "./overflow.js";
 import { launchTurn } from "./turn.js";
-import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, SessionState } from "./types.js";
+import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, RunOrigin, SessionState } from "./types.js";
 
 /**
  * Durable intake: an accepted message is a run record (status "queued", with its receipt) in the store before
@@ -23,7 +23,7 @@ interface Route {
   queueing: boolean;
 }
 
-export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun {
+export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): AcceptedRun {
   const existing = ctx.deps.store.getRun(req.idempotencyKey);
   if (existing) return existingAnswer(existing);
   if (ctx.draining) throw new ServiceDrainingError();
@@ -36,7 +36,14 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun
   const receipt = receiptOf(ctx, route, state);
   storeAccepted(ctx, full, sessionKey, acceptedAt, receipt);
   ctx.deps.onReceived?.({ runId: req.idempotencyKey, sessionKey, agentId: full.agentId, message: full.message });
-  const run = addLiveRun(ctx, { runId: req.idempotencyKey, sessionKey, req: full, mode: route.mode, acceptedAt });
+  const run = addLiveRun(ctx, {
+    runId: req.idempotencyKey,
+    sessionKey,
+    req: full,
+    mode: route.mode,
+    acceptedAt,
+    origin,
+  });
   const s = state ?? sessionState(ctx, sessionKey);
   s.lastEnqueueAt = acceptedAt;
   // the receipt event goes out first, so a client sees it before the run's own events

@@ -6,7 +6,7 @@ import { finalFromRecord, waitResultOf } from "./finals.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps } from "./types.js";
+import type { AcceptedRun, QueueContext, QueueDeps, RunOrigin } from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -52,8 +52,8 @@ export class SessionQueue {
   }
 
   /** Validates, stores the session and run record, then routes by queue mode; returns at once. */
-  accept(req: AgentRequest): AcceptedRun {
-    return acceptMessage(this.ctx, req);
+  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+    return acceptMessage(this.ctx, req, origin);
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */
