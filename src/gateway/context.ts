@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { AgentService } from "../agent/service.js";
+import type { CronScheduler } from "../cron/scheduler.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
@@ -36,6 +37,8 @@ export interface GatewayContext {
   now(): number;
   uptimeMs(): number;
   health(): HealthResult;
+  /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */
+  readonly cron: CronScheduler;
 }
 
 /** The connection as a method handler sees it. */

@@ -5,6 +5,7 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { CronScheduler } from "../cron/scheduler.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
@@ -185,6 +186,7 @@ async function listen(
   broadcaster.attachApprovals(rt.execApprovals);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
+  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
     return {
@@ -194,6 +196,7 @@ async function listen(
       uptimeMs: clock.now() - startedAt,
       activeRuns: service.activeRunCount,
       sessions: rt.store.countSessions(),
+      ...(cron.enabled ? { cron: cron.health() } : {}),
     };
   };
 
@@ -209,6 +212,7 @@ async function listen(
     now: () => clock.now(),
     uptimeMs: () => clock.now() - startedAt,
     health,
+    cron,
   };
 
   const connections = new Set<GatewayConnection>();
@@ -292,6 +296,8 @@ async function listen(
       if (run) runLog.follow(runId, run.sessionKey);
     }
   }
+  // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
+  cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
   rt.init().catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
@@ -310,6 +316,8 @@ async function listen(
       const shutdown: ShutdownEvent = { reason };
       broadcaster.broadcast("shutdown", shutdown);
       pruning.stop();
+      // no job starts during the drain
+      cron.stop();
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {

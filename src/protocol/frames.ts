@@ -73,6 +73,10 @@ export const GATEWAY_METHODS = [
   "sessions.delete",
   "exec.approval.list",
   "exec.approval.resolve",
+  "cron.list",
+  "cron.add",
+  "cron.remove",
+  "cron.run",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

@@ -2,12 +2,15 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { CronRunInfo, CronRunStatus } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations } from "./migrations.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
   CompactionEntry,
+  CronJobRecord,
+  CronRunRecord,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -76,6 +79,27 @@ function rowData(row: Omit<TranscriptRow, "seq" | "generation">): Record<string,
   if (row.message) return { message: row.message };
   return row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text };
 }
+
+function toCronRun(r: Row): CronRunRecord {
+  return {
+    id: r.id as number,
+    jobId: r.job_id as string,
+    scheduledAt: r.scheduled_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    runId: opt(r.run_id),
+    status: r.status as CronRunStatus,
+    errorKind: opt(r.error_kind),
+  };
+}
+
+const cronRunColumns: Record<string, string> = {
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  runId: "run_id",
+  status: "status",
+  errorKind: "error_kind",
+};
 
 function toRun(r: Row): RunRecord {
   return {
@@ -490,6 +514,80 @@ export class SqliteStore implements Store {
       () =>
         this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
     );
+  }
+
+  listCronJobs(): CronJobRecord[] {
+    const rows = this.prep("SELECT spec, created_at FROM cron_jobs ORDER BY created_at, id").all() as Row[];
+    return rows.map((r) => ({ spec: JSON.parse(r.spec as string), createdAt: r.created_at as number }));
+  }
+
+  addCronJob(job: CronJobRecord): boolean {
+    const sql = "INSERT OR IGNORE INTO cron_jobs (id, spec, created_at) VALUES (?, ?, ?)";
+    return (
+      this.faults.guard(() => this.prep(sql).run(job.spec.id, JSON.stringify(job.spec), job.createdAt)).changes > 0
+    );
+  }
+
+  removeCronJob(id: string): boolean {
+    return this.transaction(() => {
+      this.prep("DELETE FROM cron_runs WHERE job_id = ?").run(id);
+      return this.prep("DELETE FROM cron_jobs WHERE id = ?").run(id).changes > 0;
+    });
+  }
+
+  addCronRun(run: CronRunInfo): number {
+    const sql =
+      "INSERT INTO cron_runs (job_id, scheduled_at, started_at, ended_at, run_id, status, error_kind) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    const info = this.faults.guard(() =>
+      this.prep(sql).run(
+        run.jobId,
+        run.scheduledAt,
+        run.startedAt ?? null,
+        run.endedAt ?? null,
+        run.runId ?? null,
+        run.status,
+        run.errorKind ?? null,
+      ),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = cronRunColumns[k];
+      if (!col) throw new Error(`updateCronRun: unknown field ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v ?? null);
+    }
+    if (sets.length === 0) return;
+    this.faults.guard(() => this.prep(`UPDATE cron_runs SET ${sets.join(", ")} WHERE id = ?`).run(...values, id));
+  }
+
+  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]> {
+    const out = new Map<string, CronRunRecord[]>();
+    if (jobIds.length === 0 || limit <= 0) return out;
+    // a window per job: one statement for the whole listing, however many jobs
+    const sql = `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n
+      FROM cron_runs WHERE job_id IN (${jobIds.map(() => "?").join(", ")})) WHERE n <= ? ORDER BY job_id, n`;
+    for (const r of this.prep(sql).all(...jobIds, limit) as Row[]) {
+      const run = toCronRun(r);
+      const list = out.get(run.jobId);
+      if (list) list.push(run);
+      else out.set(run.jobId, [run]);
+    }
+    return out;
+  }
+
+  runningCronRuns(): CronRunRecord[] {
+    return (this.prep("SELECT * FROM cron_runs WHERE status = 'running' ORDER BY id").all() as Row[]).map(toCronRun);
+  }
+
+  pruneCronRuns(keep: number): number {
+    const sql = `DELETE FROM cron_runs WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER
+      (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) WHERE n > ?)`;
+    return this.faults.guard(() => this.prep(sql).run(Math.max(0, keep)).changes);
   }
 
   /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */

@@ -2,6 +2,7 @@ import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
+import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
 
@@ -20,6 +21,10 @@ export function methodRegistry(): Map<string, AnyMethod> {
     sessionsDeleteMethod,
     execApprovalListMethod,
     execApprovalResolveMethod,
+    cronListMethod,
+    cronAddMethod,
+    cronRemoveMethod,
+    cronRunMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
