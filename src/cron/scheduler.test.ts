@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
-import { parseConfig } from "../config/load.js";
+import { type ConfigError, parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
@@ -96,6 +96,33 @@ function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(o
   return { dir, clock, store, rt, service, scheduler, accepted, settle, advance, runs, stall };
 }
 
+describe("cron config", () => {
+  it("a bad schedule, a bad time zone and a duplicate id are config errors naming the key", () => {
+    const problems = (() => {
+      try {
+        parseConfig({
+          cron: {
+            jobs: [
+              { id: "a", schedule: "0 9 * *", message: "m" },
+              { id: "b", schedule: "0 25 * * *", message: "m" },
+              { id: "c", schedule: "0 9 * * *", tz: "Mars/Olympus", message: "m" },
+              { id: "a", schedule: "0 9 * * *", message: "m" },
+            ],
+          },
+        });
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+      return [];
+    })();
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[0\]\.schedule: expected 5 cron fields/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[1\]\.schedule: not a cron schedule/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[2\]\.tz: unknown time zone "Mars\/Olympus"/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[3\]\.id: duplicate job id "a" \(also cron\.jobs\[0\]\)/);
+    expect(problems).toHaveLength(4);
+  });
+});
+
 describe("cron scheduler (fake clock)", () => {
   it("a job every 2 seconds runs exactly 5 times in 10 seconds, each as a cron-lane turn of its own session", async () => {
     const h = harness({ jobs: [{ id: "tick", schedule: "*/2 * * * * *", message: "ping" }] });
@@ -158,7 +185,7 @@ describe("cron scheduler (fake clock)", () => {
     expect(first.accepted).toHaveLength(2);
   });
 
-  it('catchUp "skip" records the missed runs as one skipped entry and runs nothing at start', async () => {
+  it("catchUp skip records the missed runs as one skipped entry and runs nothing at start", async () => {
     const h = harness({ catchUp: "skip", jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] });
     h.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
     h.scheduler.start();
@@ -190,6 +217,25 @@ describe("cron scheduler (fake clock)", () => {
     await off.advance(3);
     expect(off.accepted).toHaveLength(0);
     expect(off.clock.pendingTimers).toBe(0);
+  });
+
+  it("tz: a job at 09:00 in Asia/Tokyo is next due at 00:00 UTC", () => {
+    const h = harness({ jobs: [{ id: "tokyo", schedule: "0 9 * * *", tz: "Asia/Tokyo", message: "m" }] });
+    h.scheduler.start();
+    // T0 is 2023-11-14T22:13:20Z, so 09:00 in Tokyo (UTC+9) next comes at 2023-11-15T00:00Z
+    expect(new Date(h.scheduler.list()[0].nextRunAt ?? 0).toISOString()).toBe("2023-11-15T00:00:00.000Z");
+  });
+
+  it("a job that names an agent and a session runs there and keeps that session's history", async () => {
+    const h = harness({
+      jobs: [{ id: "digest", schedule: "*/5 * * * * *", message: "digest", agentId: "main", sessionKey: "inbox" }],
+    });
+    h.scheduler.start();
+    await h.advance(10);
+    await Promise.all(h.accepted.map((a) => h.service.final(a.runId)));
+    expect(h.accepted.map((a) => a.sessionKey)).toEqual(["agent:main:inbox", "agent:main:inbox"]);
+    expect(h.store.getSession("agent:main:inbox")?.generation).toBe(1);
+    expect(h.store.readTranscript("agent:main:inbox", { kinds: ["message"] })).toHaveLength(4);
   });
 
   it("RPC jobs persist; a config job's id is refused, and a config job cannot be removed", () => {
