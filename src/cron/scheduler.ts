@@ -6,6 +6,7 @@ import type { Logger } from "../infra/logger.js";
 import type { CronJobSpec } from "../protocol/params.js";
 import type { CronHealth, CronJobInfo, CronRunInfo, CronRunStatus } from "../protocol/payloads.js";
 import { CRON_LANE } from "../queue/types.js";
+import { normalizeSessionKey } from "../session/keys.js";
 import type { CronRunRecord } from "../storage/types.js";
 import { CronSchedule, scheduleProblem, timeZoneProblem } from "./schedule.js";
 
@@ -140,6 +141,7 @@ export class CronScheduler {
     if (problem) throw new CronJobError("invalid_params", `params.schedule: ${problem}`);
     const tzProblem = spec.tz !== undefined ? timeZoneProblem(spec.tz) : undefined;
     if (tzProblem) throw new CronJobError("invalid_params", `params.tz: ${tzProblem}`);
+    this.sessionKeyFor(spec);
     const existing = this.jobs.get(spec.id);
     if (existing) {
       throw new CronJobError(
@@ -178,7 +180,17 @@ export class CronScheduler {
   /** The session a job runs in (for access checks), or undefined for an unknown job. */
   sessionKeyOf(id: string): string | undefined {
     const job = this.jobs.get(id);
-    return job ? sessionKeyOf(job.spec) : undefined;
+    return job ? this.sessionKeyFor(job.spec) : undefined;
+  }
+
+  /** The full session key of a job's runs: `cron:<id>`, or its sessionKey as the agent's (`agent:<agent>:<key>`). */
+  sessionKeyFor(spec: CronJobSpec): string {
+    const agentId = spec.agentId ?? this.deps.service.rt.defaultAgentId;
+    try {
+      return normalizeSessionKey(spec.sessionKey ?? `cron:${spec.id}`, agentId).key;
+    } catch (err) {
+      throw new CronJobError("invalid_params", `params.sessionKey: ${(err as Error).message}`);
+    }
   }
 
   /** cron.run: the job runs now (also a disabled one), outside its schedule. */
@@ -223,7 +235,7 @@ export class CronScheduler {
       ...(spec.tz !== undefined ? { tz: spec.tz } : {}),
       message: spec.message,
       ...(spec.agentId !== undefined ? { agentId: spec.agentId } : {}),
-      sessionKey: sessionKeyOf(spec),
+      sessionKey: this.sessionKeyFor(spec),
       ...(spec.timeoutSeconds !== undefined ? { timeoutSeconds: spec.timeoutSeconds } : {}),
       ...(spec.model !== undefined ? { model: spec.model } : {}),
       enabled: this.isEnabled(job),
@@ -273,7 +285,7 @@ export class CronScheduler {
       this.record(job, { scheduledAt, status: "skipped", errorKind: "overlap", endedAt: now });
       return undefined;
     }
-    const sessionKey = sessionKeyOf(spec);
+    const sessionKey = this.sessionKeyFor(spec);
     const runId = this.newId();
     let recordId: number | undefined;
     try {
@@ -384,10 +396,6 @@ export class CronScheduler {
   private record(job: Job, run: Omit<CronRunInfo, "jobId">): number {
     return this.store.addCronRun({ jobId: job.spec.id, ...run });
   }
-}
-
-export function sessionKeyOf(spec: CronJobSpec): string {
-  return spec.sessionKey ?? `cron:${spec.id}`;
 }
 
 function lastAt(r: CronRunInfo): number {

@@ -1,4 +1,4 @@
-import { CronJobError, sessionKeyOf } from "../../cron/scheduler.js";
+import { CronJobError } from "../../cron/scheduler.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
   cronAddParamsSchema,
@@ -67,7 +67,7 @@ export const cronAddMethod = defineMethod({
   scope: "admin",
   params: cronAddParamsSchema,
   handle({ params, conn, gw, reply }) {
-    conn.access.requireAdmin(sessionKeyOf(params));
+    conn.access.requireAdmin(call(() => scheduler(gw).sessionKeyFor(params)));
     const result: CronAddResult = { job: call(() => scheduler(gw).add(params)) };
     reply.ok(result);
   },
