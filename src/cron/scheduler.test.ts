@@ -185,6 +185,26 @@ describe("cron scheduler (fake clock)", () => {
     expect(first.accepted).toHaveLength(2);
   });
 
+  it("a run left running by a stopped gateway is recorded as an error at the next start", async () => {
+    const h = harness({ jobs: [{ id: "daily", schedule: "0 9 * * *", message: "m" }] });
+    h.store.addCronRun({ jobId: "daily", scheduledAt: T0 - 5_000, status: "running", runId: "old-run" });
+    h.scheduler.start();
+    expect(h.runs("daily")).toEqual([
+      {
+        jobId: "daily",
+        scheduledAt: T0 - 5_000,
+        runId: "old-run",
+        status: "error",
+        errorKind: "gateway_restart",
+        endedAt: T0,
+      },
+    ]);
+    expect(h.scheduler.health()).toEqual({
+      jobs: 1,
+      last: [{ jobId: "daily", status: "error", at: T0, runId: "old-run" }],
+    });
+  });
+
   it("catchUp skip records the missed runs as one skipped entry and runs nothing at start", async () => {
     const h = harness({ catchUp: "skip", jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] });
     h.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
