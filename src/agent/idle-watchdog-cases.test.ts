@@ -89,6 +89,7 @@ async function idleWindowSeconds(
   const controller = new AbortController();
   const ended = provider
     .stream({ model: model.modelId, messages: [], tools: [], signal: controller.signal })
+    [Symbol.asyncIterator]()
     .next()
     .then(
       () => "answered",
