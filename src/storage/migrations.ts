@@ -78,7 +78,7 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
         created_at INTEGER NOT NULL
       );
       CREATE TABLE cron_runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         job_id TEXT NOT NULL,
         scheduled_at INTEGER NOT NULL,
         started_at INTEGER,
