@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { AgentService } from "../agent/service.js";
+import type { CronScheduler } from "../cron/scheduler.js";
 import type { AuditLedger } from "../events/audit-ledger.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
@@ -39,6 +40,8 @@ export interface GatewayContext {
   health(): HealthResult;
   /** the audit ledger's writer: audit.list flushes it before reading and reports its drop count */
   readonly audit: AuditLedger;
+  /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */
+  readonly cron: CronScheduler;
 }
 
 /** The connection as a method handler sees it. */

@@ -5,6 +5,7 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { CronScheduler } from "../cron/scheduler.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import { startAuditPruning } from "../events/audit-retention.js";
 import { type Clock, systemClock } from "../infra/clock.js";
@@ -196,6 +197,7 @@ async function listen(
     actorOf: (runId) => service.originOf(runId)?.actor,
   });
   audit.attach(rt.bus);
+  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
     return {
@@ -206,6 +208,7 @@ async function listen(
       activeRuns: service.activeRunCount,
       sessions: rt.store.countSessions(),
       audit: audit.state(),
+      ...(cron.enabled ? { cron: cron.health() } : {}),
     };
   };
 
@@ -222,6 +225,7 @@ async function listen(
     uptimeMs: () => clock.now() - startedAt,
     health,
     audit,
+    cron,
   };
 
   const connections = new Set<GatewayConnection>();
@@ -306,6 +310,8 @@ async function listen(
       if (run) runLog.follow(runId, run.sessionKey);
     }
   }
+  // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
+  cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
@@ -326,6 +332,8 @@ async function listen(
       broadcaster.broadcast("shutdown", shutdown);
       pruning.stop();
       auditPruning.stop();
+      // no job starts during the drain
+      cron.stop();
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {

@@ -74,6 +74,10 @@ export const GATEWAY_METHODS = [
   "exec.approval.list",
   "exec.approval.resolve",
   "audit.list",
+  "cron.list",
+  "cron.add",
+  "cron.remove",
+  "cron.run",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

@@ -410,3 +410,65 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: 
     },
   };
 }
+
+/**
+ * One cron job (SPEC 17), as config `cron.jobs[]` and `cron.add` take it. The schedule (5 cron fields, or 6 with
+ * seconds) and the IANA `tz` are checked where jobs are accepted (cron/schedule.ts), so this leaf imports no parser.
+ */
+export const cronJobSchema = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/i, { message: "expected a job id: letters, digits, ., - and _" }),
+  schedule: nonEmpty,
+  tz: nonEmpty.optional(),
+  message: nonEmpty,
+  agentId: agentId.optional(),
+  /** default `cron:<id>`, a fresh transcript generation per run; a named session keeps its history */
+  sessionKey: nonEmpty.max(512).optional(),
+  /** the scheduler's deadline for a run, from its start; also the run's own timeout */
+  timeoutSeconds: z.number().int().positive().optional(),
+  /** "<provider>/<model>" for this job's runs */
+  model: nonEmpty.optional(),
+  enabled: z.boolean().optional(),
+});
+export type CronJobSpec = z.infer<typeof cronJobSchema>;
+
+/** OpenClaw's cron.list filters, accepted and ignored: Loopgate lists every job (a handful, from config and RPC). */
+const cronListIgnored = [
+  "includeDisabled",
+  "limit",
+  "offset",
+  "query",
+  "enabled",
+  "scheduleKind",
+  "lastRunStatus",
+  "trigger",
+  "sortBy",
+  "sortDir",
+  "agentId",
+  "compact",
+  "includeDeliveryPreviews",
+] as const;
+export const cronListParamsSchema = ignoring(
+  cronListIgnored,
+  z.strictObject({
+    /** how many recent runs to list per job (newest first); default 10 */
+    runs: z.number().int().min(0).max(100).optional(),
+  }),
+);
+
+/** cron.remove / cron.run name the job as `id` or `jobId` (OpenClaw accepts both). */
+const cronJobRef = z
+  .strictObject({
+    id: nonEmpty.optional(),
+    jobId: nonEmpty.optional(),
+    // OpenClaw's cron.run options; Loopgate always runs the job now
+    mode: z.enum(["due", "force", "if-enabled"]).optional(),
+    expectedProcessInstanceId: nonEmpty.optional(),
+  })
+  .superRefine((p, ctx) => {
+    if (p.id === undefined && p.jobId === undefined)
+      ctx.addIssue({ code: "custom", message: "required", path: ["id"] });
+  })
+  .transform((p) => ({ id: (p.id ?? p.jobId) as string }));
+export const cronAddParamsSchema = cronJobSchema;
+export const cronRemoveParamsSchema = cronJobRef;
+export const cronRunParamsSchema = cronJobRef;

@@ -103,6 +103,8 @@ export interface HealthResult {
   sessions: number;
   /** the audit ledger's write queue: rows waiting to be written, and rows dropped because it was full */
   audit: AuditLedgerState;
+  /** the scheduler's jobs and the last result of each (absent when cron is off) */
+  cron?: CronHealth;
 }
 
 /** A session as the gateway shows it: the store record minus internals (the skills snapshot). */
@@ -238,4 +240,64 @@ export interface AuditListResult {
 export interface AuditLedgerState {
   backlog: number;
   dropped: number;
+}
+
+/** How a cron job's run ended: `running` until then; `skipped` when it was due but did not start (why: errorKind). */
+export type CronRunStatus = "running" | "ok" | "error" | "timeout" | "skipped";
+
+/** One run of a cron job, as cron.list and health show it. */
+export interface CronRunInfo {
+  jobId: string;
+  /** the fire time it was due at (for `cron.run`: when it was asked for) */
+  scheduledAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  runId?: string;
+  status: CronRunStatus;
+  /** error / skip reason kind: timeout, gateway_restart, overlap, missed, the run's error kind */
+  errorKind?: string;
+}
+
+export interface CronJobInfo {
+  id: string;
+  schedule: string;
+  tz?: string;
+  message: string;
+  agentId?: string;
+  sessionKey: string;
+  timeoutSeconds?: number;
+  model?: string;
+  enabled: boolean;
+  /** config jobs cannot be removed by RPC */
+  source: "config" | "rpc";
+  nextRunAt?: number;
+  /** newest first */
+  runs: CronRunInfo[];
+}
+
+export interface CronListResult {
+  enabled: boolean;
+  jobs: CronJobInfo[];
+}
+
+export interface CronAddResult {
+  job: CronJobInfo;
+}
+
+export interface CronRemoveResult {
+  ok: true;
+  id: string;
+  removed: boolean;
+}
+
+export interface CronRunResult {
+  ok: true;
+  id: string;
+  runId: string;
+}
+
+/** health.cron: the job count and the last result of each job (bounded). */
+export interface CronHealth {
+  jobs: number;
+  last: Array<{ jobId: string; status: CronRunStatus; at: number; runId?: string }>;
 }

@@ -95,6 +95,31 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       CREATE INDEX audit_events_ts ON audit_events (ts);
     `,
   },
+  {
+    version: 4,
+    name: "cron jobs and runs",
+    // Only jobs added by RPC are stored (config jobs come from the config at each start). A run row is written when
+    // the job is due, ended when its run ends; scheduled_at is what catch-up after a restart reads.
+    sql: `
+      CREATE TABLE cron_jobs (
+        id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE cron_runs (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        scheduled_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        run_id TEXT,
+        status TEXT NOT NULL,
+        error_kind TEXT
+      );
+      CREATE INDEX cron_runs_job ON cron_runs (job_id, scheduled_at);
+      CREATE INDEX cron_runs_status ON cron_runs (status);
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

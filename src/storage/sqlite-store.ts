@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import type { AuditEvent } from "../protocol/payloads.js";
+import type { AuditEvent, CronRunInfo, CronRunStatus } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations, pendingMigrations } from "./migrations.js";
@@ -11,6 +11,8 @@ import type {
   AuditEventInput,
   AuditQuery,
   CompactionEntry,
+  CronJobRecord,
+  CronRunRecord,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -111,6 +113,26 @@ const auditFilters: Array<[keyof AuditQuery, string]> = [
   ["before", "ts < ?"],
   ["beforeSequence", "seq < ?"],
 ];
+function toCronRun(r: Row): CronRunRecord {
+  return {
+    id: r.id as number,
+    jobId: r.job_id as string,
+    scheduledAt: r.scheduled_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    runId: opt(r.run_id),
+    status: r.status as CronRunStatus,
+    errorKind: opt(r.error_kind),
+  };
+}
+
+const cronRunColumns: Record<string, string> = {
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  runId: "run_id",
+  status: "status",
+  errorKind: "error_kind",
+};
 
 function toRun(r: Row): RunRecord {
   return {
@@ -580,6 +602,80 @@ export class SqliteStore implements Store {
         this.stmts.pruneAuditAge.run(opts.now - opts.maxAgeMs).changes +
         this.stmts.pruneAuditCount.run(opts.maxRows).changes,
     );
+  }
+
+  listCronJobs(): CronJobRecord[] {
+    const rows = this.prep("SELECT spec, created_at FROM cron_jobs ORDER BY created_at, id").all() as Row[];
+    return rows.map((r) => ({ spec: JSON.parse(r.spec as string), createdAt: r.created_at as number }));
+  }
+
+  addCronJob(job: CronJobRecord): boolean {
+    const sql = "INSERT OR IGNORE INTO cron_jobs (id, spec, created_at) VALUES (?, ?, ?)";
+    return (
+      this.faults.guard(() => this.prep(sql).run(job.spec.id, JSON.stringify(job.spec), job.createdAt)).changes > 0
+    );
+  }
+
+  removeCronJob(id: string): boolean {
+    return this.transaction(() => {
+      this.prep("DELETE FROM cron_runs WHERE job_id = ?").run(id);
+      return this.prep("DELETE FROM cron_jobs WHERE id = ?").run(id).changes > 0;
+    });
+  }
+
+  addCronRun(run: CronRunInfo): number {
+    const sql =
+      "INSERT INTO cron_runs (job_id, scheduled_at, started_at, ended_at, run_id, status, error_kind) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    const info = this.faults.guard(() =>
+      this.prep(sql).run(
+        run.jobId,
+        run.scheduledAt,
+        run.startedAt ?? null,
+        run.endedAt ?? null,
+        run.runId ?? null,
+        run.status,
+        run.errorKind ?? null,
+      ),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = cronRunColumns[k];
+      if (!col) throw new Error(`updateCronRun: unknown field ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v ?? null);
+    }
+    if (sets.length === 0) return;
+    this.faults.guard(() => this.prep(`UPDATE cron_runs SET ${sets.join(", ")} WHERE id = ?`).run(...values, id));
+  }
+
+  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]> {
+    const out = new Map<string, CronRunRecord[]>();
+    if (jobIds.length === 0 || limit <= 0) return out;
+    // a window per job: one statement for the whole listing, however many jobs
+    const sql = `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n
+      FROM cron_runs WHERE job_id IN (${jobIds.map(() => "?").join(", ")})) WHERE n <= ? ORDER BY job_id, n`;
+    for (const r of this.prep(sql).all(...jobIds, limit) as Row[]) {
+      const run = toCronRun(r);
+      const list = out.get(run.jobId);
+      if (list) list.push(run);
+      else out.set(run.jobId, [run]);
+    }
+    return out;
+  }
+
+  runningCronRuns(): CronRunRecord[] {
+    return (this.prep("SELECT * FROM cron_runs WHERE status = 'running' ORDER BY id").all() as Row[]).map(toCronRun);
+  }
+
+  pruneCronRuns(keep: number): number {
+    const sql = `DELETE FROM cron_runs WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER
+      (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) WHERE n > ?)`;
+    return this.faults.guard(() => this.prep(sql).run(Math.max(0, keep)).changes);
   }
 
   /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */

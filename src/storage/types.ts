@@ -1,4 +1,5 @@
-import type { AuditAction, AuditEvent, AuditStatus } from "../protocol/payloads.js";
+import type { CronJobSpec } from "../protocol/params.js";
+import type { AuditAction, AuditEvent, AuditStatus, CronRunInfo } from "../protocol/payloads.js";
 import type { ChatMessage } from "../providers/types.js";
 import type { StorageFault } from "./storage-fault.js";
 
@@ -160,7 +161,34 @@ export interface Store {
   listAuditEvents(query: AuditQuery): AuditEvent[];
   /** Drops rows that occurred before `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
   pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number;
+  /** Cron jobs added by RPC (config jobs live in the config), oldest first. */
+  listCronJobs(): CronJobRecord[];
+  /** Adds a job; false (and nothing written) when a job with that id is already stored. */
+  addCronJob(job: CronJobRecord): boolean;
+  /** Removes a job and its run history; false when no job had that id. */
+  removeCronJob(id: string): boolean;
+  /** Records a run of a job (also one that was skipped) and returns its id, unique in this store. */
+  addCronRun(run: CronRunInfo): number;
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void;
+  /**
+   * The newest `limit` runs of each of `jobIds` (by scheduledAt, then id; newest first), grouped by job; jobs with
+   * no run are absent. One call for a whole listing.
+   */
+  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]>;
+  /** Runs still `running` (left by a process that stopped): recovery ends them. */
+  runningCronRuns(): CronRunRecord[];
+  /** Keeps the newest `keep` runs of each job; drops the older ones. */
+  pruneCronRuns(keep: number): number;
 
   transaction<T>(fn: () => T): T;
   close(): void;
 }
+
+/** A cron job added by RPC, as stored. */
+export interface CronJobRecord {
+  spec: CronJobSpec;
+  createdAt: number;
+}
+
+/** A stored run of a cron job. */
+export type CronRunRecord = CronRunInfo & { id: number };

@@ -18,6 +18,12 @@ import { GatewayClient } from "../../src/client/gateway-client.js";
 import { createDeviceIdentity } from "../../src/protocol/device.js";
 import { GATEWAY_EVENTS } from "../../src/protocol/frames.js";
 import {
+  cronListParamsSchema,
+  cronRemoveParamsSchema,
+  cronRunParamsSchema,
+  parseParams,
+} from "../../src/protocol/params.js";
+import {
   connectedPeer,
   deferred,
   type Frame,
@@ -294,5 +300,23 @@ describe("gateway frames against protocol.schema.json", () => {
     expect(issues(agent, "#/definitions/RequestFrame")).toEqual([]);
     expect(issues(agent.params, "#/definitions/AgentParams")).toEqual([]);
     expect(pkg.validateAgentParams(agent.params)).toBe(true);
+  });
+
+  it("cron.list, cron.remove and cron.run take OpenClaw's params (cron.add is Loopgate's flat job)", () => {
+    // what `loopgate cron` sends validates against OpenClaw's schema
+    expect(issues({}, "#/definitions/CronListParams")).toEqual([]);
+    expect(issues({ id: "nightly" }, "#/definitions/CronRemoveParams")).toEqual([]);
+    expect(issues({ id: "nightly" }, "#/definitions/CronRunParams")).toEqual([]);
+    // and what an OpenClaw client sends is accepted (its list filters and run mode are ignored)
+    expect(parseParams(cronListParamsSchema, { includeDisabled: true, sortBy: "name" }).ok).toBe(true);
+    expect(parseParams(cronRemoveParamsSchema, { jobId: "nightly" })).toEqual({ ok: true, value: { id: "nightly" } });
+    expect(parseParams(cronRunParamsSchema, { id: "nightly", mode: "force" })).toEqual({
+      ok: true,
+      value: { id: "nightly" },
+    });
+    expect(parseParams(cronRunParamsSchema, {})).toMatchObject({
+      ok: false,
+      error: { message: "params.id: required" },
+    });
   });
 });

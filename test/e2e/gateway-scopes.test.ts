@@ -105,7 +105,12 @@ const TOKENS = {
 /** A gateway whose tenant tokens grant one scope each inside `support-*`; "root" is the single full token. */
 async function tenantGateway(): Promise<TestGateway> {
   const tokens = Object.entries(TOKENS).map(([scope, token]) => ({ token, scopes: [scope], sessions: [GRANTED] }));
-  return gateway({ config: { gateway: { auth: { token: "root", tokens } } } });
+  // a job that runs inside the grant, and one that runs in its own cron:<id> session, outside it
+  const jobs = [
+    { id: "in", schedule: "0 0 1 1 *", message: "x", sessionKey: "support-cron" },
+    { id: "out", schedule: "0 0 1 1 *", message: "x" },
+  ];
+  return gateway({ config: { gateway: { auth: { token: "root", tokens } }, cron: { jobs } } });
 }
 
 /** The outcome of one cell: "ok" or the error code. */
@@ -138,6 +143,13 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "cron.list": "unauthorized",
+    "cron.add granted": "unauthorized",
+    "cron.add ungranted": "unauthorized",
+    "cron.run granted": "unauthorized",
+    "cron.run ungranted": "unauthorized",
+    "cron.remove granted": "unauthorized",
+    "cron.remove ungranted": "unauthorized",
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
@@ -165,6 +177,13 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "cron.list": "ok: in",
+    "cron.add granted": "unauthorized",
+    "cron.add ungranted": "unauthorized",
+    "cron.run granted": "unauthorized",
+    "cron.run ungranted": "unauthorized",
+    "cron.remove granted": "unauthorized",
+    "cron.remove ungranted": "unauthorized",
     "events granted": "delivered",
     "events ungranted": "none",
     "audit.list granted": "ok",
@@ -193,6 +212,13 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "forbidden",
     "exec.approval.list": "ok",
     "exec.approval.resolve unknown": "not_found",
+    "cron.list": "ok: in",
+    "cron.add granted": "ok",
+    "cron.add ungranted": "forbidden",
+    "cron.run granted": "ok",
+    "cron.run ungranted": "forbidden",
+    "cron.remove granted": "ok",
+    "cron.remove ungranted": "forbidden",
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
@@ -273,6 +299,27 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${audited.join(", ")}`
         : outcome(audit);
+      // cron: jobs are listed, added, run and removed only inside the sessions the token grants
+      const cronList = await client.call("cron.list");
+      actual["cron.list"] = cronList.ok
+        ? `ok: ${((cronList.payload?.jobs ?? []) as Array<{ id: string }>).map((j) => j.id).join(", ")}`
+        : outcome(cronList);
+      const newJob = { schedule: "0 0 1 1 *", message: "x" };
+      const cronAdd = {
+        granted: { id: "new-in", sessionKey: "support-y", ...newJob },
+        ungranted: { id: "new-out", ...newJob },
+      };
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.add ${t}`] = outcome(await client.call("cron.add", cronAdd[t]));
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.run ${t}`] = outcome(await client.call("cron.run", { id: t === "granted" ? "in" : "out" }));
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.remove ${t}`] = outcome(
+          await client.call("cron.remove", { id: t === "granted" ? "new-in" : "out" }),
+        );
+      }
       expect(actual).toEqual(EXPECTED[scope]);
       for (const p of [client, root]) p.close();
     },

@@ -7,6 +7,7 @@ import {
   type ModelProvider,
   type ThinkingLevel,
 } from "../../providers/types.js";
+import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
@@ -33,6 +34,7 @@ export async function providerFor(
   rt: AgentRuntime,
   model: ResolvedModel,
   runTimeoutMs: number,
+  spec?: Pick<RunSpec, "lane" | "timeout">,
 ): Promise<ModelProvider> {
   const provider = await rt.getProvider(model.providerId);
   return withIdleWatchdog(
@@ -40,8 +42,10 @@ export async function providerFor(
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
-      providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
+      local: rt.isLocal(model),
+      providerTimeoutMs: model.timeoutSeconds !== undefined ? model.timeoutSeconds * 1000 : undefined,
       runTimeoutMs,
+      cronTimeout: spec !== undefined && isCronRunWithTimeout(spec),
     }),
     rt.clock,
   );
@@ -55,7 +59,7 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
-  const provider = await providerFor(rt, input.model, input.timeoutMs);
+  const provider = await providerFor(rt, input.model, input.timeoutMs, spec);
   const spans = input.spans;
   const loop = runAgentLoop(
     {

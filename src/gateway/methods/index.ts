@@ -3,6 +3,7 @@ import { agentMethod, agentWaitMethod } from "./agent.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
+import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
 
@@ -22,6 +23,10 @@ export function methodRegistry(): Map<string, AnyMethod> {
     execApprovalListMethod,
     execApprovalResolveMethod,
     auditListMethod,
+    cronListMethod,
+    cronAddMethod,
+    cronRemoveMethod,
+    cronRunMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
