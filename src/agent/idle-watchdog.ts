@@ -3,17 +3,30 @@ import { type ModelProvider, type ModelRequest, type ModelStreamEvent, ProviderE
 
 export const CLOUD_IDLE_MS = 120_000;
 export const SELF_HOSTED_IDLE_MS = 300_000;
+/** A cron run with an explicit timeout gives a silent cloud model at most this long, so a fallback still has time. */
+export const CRON_CLOUD_IDLE_CAP_MS = 60_000;
 
 /**
  * The model idle window (SPEC 13): cloud 120 s, self-hosted 300 s; `models.providers.<id>.timeoutSeconds` sets it
  * for that provider, but never above a lower finite run timeout. Unlimited runs (0) keep the idle watchdog.
+ * Special cases: a cron run with an explicit timeout caps a cloud model's silence at 60 s (self-hosted models keep
+ * their 300 s: they are slow to start, not stuck); a truly local endpoint (loopback `baseUrl`) whose provider sets
+ * `timeoutSeconds: 0` has no idle watchdog at all (0 = off; only the run timeout then stops a silent model).
  */
 export function resolveIdleTimeoutMs(opts: {
   selfHosted: boolean;
+  /** the endpoint is on this machine (loopback); implies selfHosted */
+  local?: boolean;
+  /** the provider's timeoutSeconds in ms; 0 turns the watchdog off for a local endpoint */
   providerTimeoutMs?: number;
   runTimeoutMs: number;
+  /** a cron run whose job set timeoutSeconds (queue/types.ts `isCronRunWithTimeout`) */
+  cronTimeout?: boolean;
 }): number {
-  let idle = opts.providerTimeoutMs ?? (opts.selfHosted ? SELF_HOSTED_IDLE_MS : CLOUD_IDLE_MS);
+  if (opts.local && opts.providerTimeoutMs === 0) return 0;
+  const selfHosted = opts.selfHosted || opts.local === true;
+  let idle = opts.providerTimeoutMs || (selfHosted ? SELF_HOSTED_IDLE_MS : CLOUD_IDLE_MS);
+  if (opts.cronTimeout && !selfHosted) idle = Math.min(idle, CRON_CLOUD_IDLE_CAP_MS);
   if (opts.runTimeoutMs > 0) idle = Math.min(idle, opts.runTimeoutMs);
   return idle;
 }

@@ -12,6 +12,7 @@ import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
+import { isLoopbackBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
@@ -209,8 +210,18 @@ export class AgentRuntime {
     return resolveModelRef(providers, ref);
   }
 
+  /**
+   * Self-hosted models get the longer idle window (SPEC 13): `models.providers.<id>.selfHosted` says so (either
+   * way); without it, a loopback, private-network or `.local` baseUrl, or the scripted api, counts as self-hosted.
+   */
   isSelfHosted(model: ResolvedModel): boolean {
+    if (model.selfHosted !== undefined) return model.selfHosted;
     return model.api === "scripted" || isSelfHostedBaseUrl(model.baseUrl);
+  }
+
+  /** A truly local endpoint (loopback baseUrl): it may turn the idle watchdog off with `timeoutSeconds: 0`. */
+  isLocal(model: ResolvedModel): boolean {
+    return isLoopbackBaseUrl(model.baseUrl);
   }
 
   /** Provider instances are created once per provider id and reused by every run. */

@@ -4,12 +4,12 @@ import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
-import type { AcceptedRun, QueueSessionView } from "../queue/types.js";
+import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
-export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus };
+export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, RunOrigin, WaitResult, WireStatus };
 
 /**
  * Slash commands are never steered into a running turn as text: /new and /reset wait their turn (followup);
@@ -76,9 +76,17 @@ export class AgentService {
     return this.queue.busySessionCount;
   }
 
-  /** Durable: the message is a queued run record in the store before this returns; nothing runs before it does. */
-  accept(req: AgentRequest): AcceptedRun {
-    return this.queue.accept(req);
+  /**
+   * Durable: the message is a queued run record in the store before this returns; nothing runs before it does.
+   * `origin` says who started the run (the audit ledger's actor); the run record keeps it across a restart.
+   */
+  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+    return this.queue.accept(req, origin);
+  }
+
+  /** Who started the run, as `accept` was told (undefined: nobody said, or the run is unknown). */
+  originOf(runId: string): RunOrigin | undefined {
+    return this.queue.originOf(runId);
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */

@@ -5,6 +5,7 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
 import { loadConfigCached } from "../config/cached.js";
 import type { LoadedConfig } from "../config/load.js";
+import { AuditLedger } from "../events/audit-ledger.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
 import { openStore } from "../storage/sqlite-store.js";
@@ -35,7 +36,24 @@ export async function openLocal(opts: {
       opts.execPrompt ??
       terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
   });
-  return { service: new AgentService(rt), loaded, close: () => store.close() };
+  const service = new AgentService(rt);
+  // an embedded run is audited like a gateway run (actor "cli"); the gateway prunes the ledger
+  const audit = new AuditLedger({
+    store,
+    clock: rt.clock,
+    logger: rt.logger,
+    queueSize: loaded.config.audit.queueSize,
+    actorOf: (runId) => service.originOf(runId)?.actor,
+  });
+  audit.attach(rt.bus);
+  return {
+    service,
+    loaded,
+    close: () => {
+      audit.close();
+      store.close();
+    },
+  };
 }
 
 /**
@@ -54,7 +72,7 @@ export async function runLocalTurn(
   });
   try {
     // the same intake as the gateway's: images scaled and text files inlined before the durable accept
-    const accepted = service.accept(await prepareAttachments({ ...req, idempotencyKey: runId }));
+    const accepted = service.accept(await prepareAttachments({ ...req, idempotencyKey: runId }), { actor: "cli" });
     const onAbort = () => service.abort(accepted.sessionKey, runId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {

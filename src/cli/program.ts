@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
+import { flushTracing } from "../infra/tracing-gate.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
 // Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
@@ -30,6 +31,8 @@ async function run(action: () => Promise<number> | number): Promise<void> {
   try {
     const code = await action();
     process.exitCode = code;
+    // a tracing SDK the user preloaded exports in batches: what it still holds goes out before the exit
+    await flushTracing();
     // A command is done when its action returns (the gateway's returns after it has shut down). Exit now rather
     // than when the last idle keep-alive socket or timer lets go: that wait was ~150 ms of every one-shot run.
     // Both streams are flushed first, so piped output is never cut short.
@@ -156,6 +159,71 @@ program
   .option("--no-color", "no colour")
   .option("--config <path>", "config file")
   .action((opts) => run(async () => (await import("./health.js")).runHealth(opts)));
+
+const gatewayOpts = (cmd: Command) =>
+  cmd
+    .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+    .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+    .option("--config <path>", "config file");
+const cron = program
+  .command("cron")
+  .description("scheduled agent turns of a running gateway: list, add, rm, run (jobs also come from cron.jobs)");
+gatewayOpts(
+  cron
+    .command("list", { isDefault: true })
+    .description("list the jobs (config and added ones), their next run and recent results (the default)")
+    .option("--json", "print the gateway's answer as JSON")
+    .option("--runs <n>", "recent runs to fetch per job, 0-100 (default 10)"),
+).action((opts) => run(async () => (await import("./cron.js")).runCronList(opts)));
+gatewayOpts(
+  cron
+    .command("add")
+    .description("add a job; it is stored and survives restarts (needs operator.admin)")
+    .requiredOption("--id <id>", "job id: letters, digits, ., - and _ (not the id of a config job)")
+    .requiredOption(
+      "--schedule <cron>",
+      'cron schedule: 5 fields (minute hour day month weekday), or 6 with seconds first, e.g. "0 9 * * 1-5"',
+    )
+    .requiredOption("-m, --message <text>", "the message each run sends to the agent")
+    .option("--tz <zone>", "IANA time zone of the schedule (default: the gateway's)")
+    .option("--agent <id>", "agent id (default: the default agent)")
+    .option(
+      "-s, --session-key <key>",
+      "run in this session, keeping its history (default cron:<id>, a fresh transcript per run)",
+    )
+    .option("--timeout <seconds>", "abort a run this long after it starts; it is recorded as timeout")
+    .option("--model <provider/model>", "model for this job's runs")
+    .option("--disabled", "add it without scheduling it (cron run still runs it)"),
+).action((opts) => run(async () => (await import("./cron.js")).runCronAdd(opts)));
+gatewayOpts(
+  cron
+    .command("rm <id>")
+    .description("remove an added job and its run history (config jobs are removed in the config)"),
+).action((id, opts) => run(async () => (await import("./cron.js")).runCronRemove(id, opts)));
+gatewayOpts(
+  cron
+    .command("run <id>")
+    .description("run a job now, outside its schedule; prints the run id (needs operator.admin)")
+    .option("--json", "print {ok, id, runId}"),
+).action((id, opts) => run(async () => (await import("./cron.js")).runCronRun(id, opts)));
+
+program
+  .command("audit")
+  .description(
+    "show a running gateway's audit ledger: who started which run, which tools ran, how each ended (metadata only), oldest first",
+  )
+  .option("--session <key>", "only this session's rows")
+  .option(
+    "--since <time>",
+    "only rows since an ISO time (2026-11-30T18:00:00Z) or a duration back from now (90s, 15m, 1h, 7d)",
+  )
+  .option("--limit <n>", "at most the newest n rows", "100")
+  .option("--json", "print {events, dropped} as JSON")
+  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+  .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+  .option("--no-color", "no colour")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./audit.js")).runAudit(opts)));
 
 program
   .command("gateway")

@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { isLoopbackBaseUrl } from "../providers/loopback.js";
 import { ConfigError } from "./errors.js";
 import type { LoopgateConfig } from "./schema.js";
 import { finishConfig } from "./source.js";
@@ -26,6 +27,11 @@ function providerProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): strin
     const at = `models.providers.${id}`;
     for (const name of unsetEnvRefs(provider.apiKey, env)) {
       problems.push(`${at}.apiKey: references \${${name}}, which is not set in the environment`);
+    }
+    if (provider.timeoutSeconds === 0 && !isLoopbackBaseUrl(provider.baseUrl)) {
+      problems.push(
+        `${at}.timeoutSeconds: 0 turns the model idle watchdog off, which only a truly local endpoint may do (a loopback baseUrl such as http://127.0.0.1:11434/v1)`,
+      );
     }
     if (provider.api !== "scripted") continue;
     if (!provider.script) problems.push(`${at}.script: required for api "scripted" (the JSON5 script to play)`);

@@ -124,6 +124,22 @@ const T = {
     "src/agent/run/compaction-death-spiral.test.ts",
     "a summarizer that returns more than its input ends the run with context_length after at most 3 attempts",
   ),
+  cronEvery2s: pin(
+    "src/cron/scheduler.test.ts",
+    "a job every 2 seconds runs exactly 5 times in 10 seconds, each as a cron-lane turn of its own session",
+  ),
+  cronStall: pin(
+    "src/cron/scheduler.test.ts",
+    "a job whose model stalls past its timeout is recorded as timeout, and the next job in the lane runs",
+  ),
+  cronOff: pin(
+    "src/cron/scheduler.test.ts",
+    "a stopped scheduler starts nothing, and disabled jobs and cron.enabled: false never run",
+  ),
+  cronTarget: pin(
+    "src/cron/scheduler.test.ts",
+    "a job that names an agent and a session runs there and keeps that session's history",
+  ),
   quickCheck: pin(
     "test/e2e/storage-corruption.test.ts",
     "storage.quickCheckOnStart: false skips the check (for huge stores), so the same file starts",
@@ -161,6 +177,10 @@ const audit: Record<string, Audit> = {
   "models.providers.*.apiKey": T.provider,
   "models.providers.*.headers": T.provider,
   "models.providers.*.timeoutSeconds": T.provider,
+  "models.providers.*.selfHosted": pin(
+    "src/agent/idle-watchdog-cases.test.ts",
+    "models.providers.<id>.selfHosted: a network hostname gets 300 s by config, and a private address without it",
+  ),
   "models.providers.*.models[].id": T.request,
   "models.providers.*.models[].name": T.modelFacts,
   "models.providers.*.models[].cost.input": T.modelFacts,
@@ -268,6 +288,32 @@ const audit: Record<string, Audit> = {
     "test/e2e/exec-cli.test.ts",
     "tools.exec.env passes a named variable through, and nothing else",
   ),
+  "audit.retentionDays": pin(
+    "src/events/audit-retention.test.ts",
+    "a gateway start drops audit rows older than audit.retentionDays and keeps the recent ones",
+  ),
+  "audit.maxRows": pin(
+    "src/events/audit-retention.test.ts",
+    "audit.maxRows keeps only the newest rows, and the pass runs again every hour until stopped",
+  ),
+  "audit.queueSize": pin(
+    "test/e2e/gateway-audit.test.ts",
+    "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
+  ),
+  "cron.enabled": T.cronOff,
+  "cron.catchUp": pin(
+    "src/cron/scheduler.test.ts",
+    "catchUp skip records the missed runs as one skipped entry and runs nothing at start",
+  ),
+  "cron.jobs[].id": T.cronEvery2s,
+  "cron.jobs[].schedule": T.cronEvery2s,
+  "cron.jobs[].tz": pin("src/cron/scheduler.test.ts", "tz: a job at 09:00 in Asia/Tokyo is next due at 00:00 UTC"),
+  "cron.jobs[].message": T.cronEvery2s,
+  "cron.jobs[].agentId": T.cronTarget,
+  "cron.jobs[].sessionKey": T.cronTarget,
+  "cron.jobs[].timeoutSeconds": T.cronStall,
+  "cron.jobs[].model": T.cronStall,
+  "cron.jobs[].enabled": T.cronOff,
 };
 
 describe("every config key is read or rejected", () => {

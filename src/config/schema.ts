@@ -1,6 +1,8 @@
 import os from "node:os";
 import { z } from "zod";
+import { checkJobTimes } from "../cron/schedule.js";
 import { OPERATOR_SCOPES } from "../protocol/frames.js";
+import { cronJobSchema } from "../protocol/params.js";
 
 /**
  * The one schema that carries every config default. Key names follow OpenClaw's so its users recognise them.
@@ -159,7 +161,13 @@ const providerConfig = z.strictObject({
   /** literal key, or "${ENV_VAR}" resolved when the provider is first used */
   apiKey: z.string().optional(),
   headers: z.record(z.string(), z.string()).optional(),
-  timeoutSeconds: positiveInt.optional(),
+  /**
+   * the provider's request timeout and its model idle window; 0 (a loopback baseUrl only, config/check.ts): no idle
+   * watchdog for a truly local model
+   */
+  timeoutSeconds: nonNegativeInt.optional(),
+  /** self-hosted: the 300 s idle window instead of the cloud 120 s; default from the baseUrl (private, loopback) */
+  selfHosted: z.boolean().optional(),
   models: z.array(providerModel).default([]),
   /** scripted provider only: path of the JSON5 script (relative to the config file) */
   script: z.string().optional(),
@@ -280,10 +288,43 @@ export const configSchema = z.strictObject({
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
   tools: z.strictObject({ exec: execToolConfig.prefault({}) }).prefault({}),
+  /** the audit ledger (SPEC 11/20): metadata-only rows of run and tool starts and ends, pruned at start and hourly */
+  audit: z
+    .strictObject({
+      retentionDays: positiveInt.default(30),
+      maxRows: positiveInt.default(100000),
+      /** rows that may wait to be written; beyond it new rows are dropped and counted, and a run never waits */
+      queueSize: positiveInt.default(10000),
+    })
+    .prefault({}),
+  /** SPEC 17: scheduled isolated turns in the `cron` lane (cron/scheduler.ts) */
+  cron: z
+    .strictObject({
+      /** false: the gateway runs no job (config or RPC); cron.list still answers */
+      enabled: z.boolean().default(true),
+      /** runs missed while the gateway was down: "once" runs each such job once at start, "skip" records them skipped */
+      catchUp: z.enum(["once", "skip"]).default("once"),
+      jobs: z.array(cronJobSchema.superRefine(checkJobTimes)).default([]),
+    })
+    .superRefine((cron, ctx) => {
+      const seen = new Map<string, number>();
+      cron.jobs.forEach((job, i) => {
+        const first = seen.get(job.id);
+        if (first !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            message: `duplicate job id "${job.id}" (also cron.jobs[${first}])`,
+            path: ["jobs", i, "id"],
+          });
+        } else seen.set(job.id, i);
+      });
+    })
+    .prefault({}),
 });
 
 export type LoopgateConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerConfig>;
 export type ExecToolConfig = z.infer<typeof execToolConfig>;
+export type CronConfig = LoopgateConfig["cron"];
 export type QueueMode = (typeof queueModes)[number];
 export type DropPolicy = (typeof dropPolicies)[number];

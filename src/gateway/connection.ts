@@ -52,6 +52,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly onAuthenticated: (() => void) | undefined;
   /** requests dispatched and not answered yet */
   private inFlight = 0;
+  /** who started this connection's runs, for the audit ledger; set by a successful `connect` */
+  actor = "unknown";
   /** who connected, for the log lines; set by a successful `connect` */
   private peer: { client: string; mode: string; role: string } | undefined;
   /** why we closed the socket (the disconnect line's reason); unset means the client closed it */
@@ -348,6 +350,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
     this.state = "ready";
     this.gw.broadcaster.add(this);
     this.peer = { client: params.client.id, mode: params.client.mode, role };
+    // a device block got here only if authenticate() verified it: the key-bound id says more than a chosen name
+    this.actor = params.device ? `device:${params.device.id.toLowerCase()}` : params.client.id;
     this.gw.logger.info("connect", {
       conn: this.connId,
       client: params.client.id,

@@ -1,6 +1,8 @@
 import type { z } from "zod";
 import type { AgentService } from "../agent/service.js";
+import type { CronScheduler } from "../cron/scheduler.js";
 import type { DiagnosticsMonitor } from "../diagnostics/monitor.js";
+import type { AuditLedger } from "../events/audit-ledger.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
@@ -37,6 +39,10 @@ export interface GatewayContext {
   now(): number;
   uptimeMs(): number;
   health(): HealthResult;
+  /** the audit ledger's writer: audit.list flushes it before reading and reports its drop count */
+  readonly audit: AuditLedger;
+  /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */
+  readonly cron: CronScheduler;
   /** the stuck-session monitor, when `diagnostics.enabled` */
   readonly diagnostics?: DiagnosticsMonitor;
 }
@@ -47,6 +53,8 @@ export interface CallerConnection {
   readonly scopes: readonly string[];
   /** what this client may see and control: the one visibility rule (access.ts) */
   readonly access: ClientAccess;
+  /** who this client is for the audit ledger: "device:<id>" when a device identity was verified, else its client id */
+  readonly actor: string;
 }
 
 /** A request's answer channel. `agent` answers twice (accepted, then final) with the same id. */

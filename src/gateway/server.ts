@@ -5,8 +5,11 @@ import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
+import { CronScheduler } from "../cron/scheduler.js";
 import { defaultAbortMs } from "../diagnostics/classify.js";
 import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
+import { AuditLedger } from "../events/audit-ledger.js";
+import { startAuditPruning } from "../events/audit-retention.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
@@ -216,6 +219,16 @@ async function listen(
   broadcaster.attachApprovals(rt.execApprovals);
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
+  // attached before recovery, so runs a previous process left are recorded as they are failed
+  const audit = new AuditLedger({
+    store: rt.store,
+    clock,
+    logger,
+    queueSize: rt.config.audit.queueSize,
+    actorOf: (runId) => service.originOf(runId)?.actor,
+  });
+  audit.attach(rt.bus);
+  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
   const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
@@ -226,6 +239,8 @@ async function listen(
       uptimeMs: clock.now() - startedAt,
       activeRuns: service.activeRunCount,
       sessions: rt.store.countSessions(),
+      audit: audit.state(),
+      ...(cron.enabled ? { cron: cron.health() } : {}),
       queueDepth: service.queueDepth,
       stuckSessions: diagnostics?.stuckSessionCount ?? 0,
     };
@@ -243,6 +258,8 @@ async function listen(
     now: () => clock.now(),
     uptimeMs: () => clock.now() - startedAt,
     health,
+    audit,
+    cron,
     ...(diagnostics ? { diagnostics } : {}),
   };
 
@@ -305,6 +322,7 @@ async function listen(
     const onError = (err: NodeJS.ErrnoException) => {
       broadcaster.detach();
       runLog.detach();
+      audit.close();
       diagnostics?.stop();
       rejectListen(
         new GatewayStartError(
@@ -333,7 +351,10 @@ async function listen(
       if (run) runLog.follow(runId, run.sessionKey);
     }
   }
+  // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
+  cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
+  const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
   rt.init().catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
 
@@ -351,6 +372,9 @@ async function listen(
       const shutdown: ShutdownEvent = { reason };
       broadcaster.broadcast("shutdown", shutdown);
       pruning.stop();
+      auditPruning.stop();
+      // no job starts during the drain
+      cron.stop();
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {
@@ -362,6 +386,8 @@ async function listen(
       diagnostics?.stop();
       broadcaster.detach();
       runLog.detach();
+      // every run has ended (drained or aborted and recorded): its last rows are written before the store closes
+      audit.close();
       const open = [...connections];
       for (const c of open) c.close(1001, "gateway stopping");
       await Promise.race([

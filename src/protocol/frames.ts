@@ -73,6 +73,11 @@ export const GATEWAY_METHODS = [
   "sessions.delete",
   "exec.approval.list",
   "exec.approval.resolve",
+  "audit.list",
+  "cron.list",
+  "cron.add",
+  "cron.remove",
+  "cron.run",
   "diagnostics.list",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];

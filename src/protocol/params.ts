@@ -11,6 +11,7 @@ import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./en
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 import { ATTACHMENT_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
+import { AUDIT_ACTIONS, AUDIT_STATUSES } from "./payloads.js";
 
 const nonEmpty = z.string().min(1);
 /** an opaque `nextCursor` from a paginated reply */
@@ -307,6 +308,30 @@ export const execApprovalListParamsSchema = z.strictObject({
   agentId: agentId.optional(),
 });
 
+/** The most rows one `audit.list` page may ask for (OpenClaw's AuditListParams allows the same). */
+export const AUDIT_LIST_MAX_LIMIT = 500;
+
+/**
+ * `audit.list` (SPEC 20): OpenClaw's AuditListParams names (`after`/`before` are times in ms), plus Loopgate's own
+ * `actor` and `action` filters. Every filter given must match; rows come newest first.
+ */
+export const auditListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  runId: nonEmpty.optional(),
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor: nonEmpty.optional(),
+  action: z.enum(AUDIT_ACTIONS).optional(),
+  status: z.enum(AUDIT_STATUSES).optional(),
+  /** only rows that occurred at or after this time (ms since the epoch) */
+  after: z.number().int().min(0).optional(),
+  /** only rows that occurred before this time (ms since the epoch) */
+  before: z.number().int().min(0).optional(),
+  /** default 100 */
+  limit: z.number().int().min(1).max(AUDIT_LIST_MAX_LIMIT).optional(),
+  /** the previous page's nextCursor */
+  cursor: pageCursor.optional(),
+});
+
 /** `diagnostics.list`: optionally one session's entries only. */
 export const diagnosticsListParamsSchema = z.strictObject({
   sessionKey: nonEmpty.optional(),
@@ -390,3 +415,65 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: 
     },
   };
 }
+
+/**
+ * One cron job (SPEC 17), as config `cron.jobs[]` and `cron.add` take it. The schedule (5 cron fields, or 6 with
+ * seconds) and the IANA `tz` are checked where jobs are accepted (cron/schedule.ts), so this leaf imports no parser.
+ */
+export const cronJobSchema = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/i, { message: "expected a job id: letters, digits, ., - and _" }),
+  schedule: nonEmpty,
+  tz: nonEmpty.optional(),
+  message: nonEmpty,
+  agentId: agentId.optional(),
+  /** default `cron:<id>`, a fresh transcript generation per run; a named session keeps its history */
+  sessionKey: nonEmpty.max(512).optional(),
+  /** the scheduler's deadline for a run, from its start; also the run's own timeout */
+  timeoutSeconds: z.number().int().positive().optional(),
+  /** "<provider>/<model>" for this job's runs */
+  model: nonEmpty.optional(),
+  enabled: z.boolean().optional(),
+});
+export type CronJobSpec = z.infer<typeof cronJobSchema>;
+
+/** OpenClaw's cron.list filters, accepted and ignored: Loopgate lists every job (a handful, from config and RPC). */
+const cronListIgnored = [
+  "includeDisabled",
+  "limit",
+  "offset",
+  "query",
+  "enabled",
+  "scheduleKind",
+  "lastRunStatus",
+  "trigger",
+  "sortBy",
+  "sortDir",
+  "agentId",
+  "compact",
+  "includeDeliveryPreviews",
+] as const;
+export const cronListParamsSchema = ignoring(
+  cronListIgnored,
+  z.strictObject({
+    /** how many recent runs to list per job (newest first); default 10 */
+    runs: z.number().int().min(0).max(100).optional(),
+  }),
+);
+
+/** cron.remove / cron.run name the job as `id` or `jobId` (OpenClaw accepts both). */
+const cronJobRef = z
+  .strictObject({
+    id: nonEmpty.optional(),
+    jobId: nonEmpty.optional(),
+    // OpenClaw's cron.run options; Loopgate always runs the job now
+    mode: z.enum(["due", "force", "if-enabled"]).optional(),
+    expectedProcessInstanceId: nonEmpty.optional(),
+  })
+  .superRefine((p, ctx) => {
+    if (p.id === undefined && p.jobId === undefined)
+      ctx.addIssue({ code: "custom", message: "required", path: ["id"] });
+  })
+  .transform((p) => ({ id: (p.id ?? p.jobId) as string }));
+export const cronAddParamsSchema = cronJobSchema;
+export const cronRemoveParamsSchema = cronJobRef;
+export const cronRunParamsSchema = cronJobRef;

@@ -101,6 +101,10 @@ export interface HealthResult {
   uptimeMs: number;
   activeRuns: number;
   sessions: number;
+  /** the audit ledger's write queue: rows waiting to be written, and rows dropped because it was full */
+  audit: AuditLedgerState;
+  /** the scheduler's jobs and the last result of each (absent when cron is off) */
+  cron?: CronHealth;
   /** inputs accepted and waiting behind an active run or a quiet window (not yet started) */
   queueDepth: number;
   /** sessions the stuck-session diagnostics currently classify as stalled or stuck (0 when they are off) */
@@ -174,4 +178,130 @@ export interface ChatAbortResult {
   ok: true;
   aborted: boolean;
   runIds: string[];
+}
+
+/** What an audit row records (SPEC 11; OpenClaw's AuditEvent action names). */
+export const AUDIT_ACTIONS = [
+  "agent.run.started",
+  "agent.run.finished",
+  "tool.action.started",
+  "tool.action.finished",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** How it went, in OpenClaw's AuditEvent status words. */
+export const AUDIT_STATUSES = [
+  "started",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "blocked",
+  "unknown",
+] as const;
+export type AuditStatus = (typeof AUDIT_STATUSES)[number];
+
+/** The version of the row shape below; a reader can tell rows written by an older gateway. */
+export const AUDIT_SCHEMA_VERSION = 1;
+
+/**
+ * One audit ledger row: metadata only (SPEC 11). It never holds a prompt, a message, tool arguments or results, a
+ * path or an error's text: `code` is a code (a run's stop reason or error kind, a tool's skip reason), and the tool
+ * call is named by a fingerprint of its id. Field names follow OpenClaw's AuditEvent where it has the field.
+ */
+export interface AuditEvent {
+  eventId: string;
+  /** the ledger's own order: increases with every row, never reused (also after rows were pruned) */
+  sequence: number;
+  /** the seq of the run event the row was made from */
+  sourceSequence: number;
+  occurredAt: number;
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" (or "unknown") */
+  actor: string;
+  /** what the row is about: the run, or one of its tool calls (follows from `action`) */
+  kind: "agent_run" | "tool_action";
+  action: AuditAction;
+  status: AuditStatus;
+  code?: string;
+  sessionKey: string;
+  runId: string;
+  toolName?: string;
+  /** the first 16 hex digits of the sha256 of the tool call id */
+  toolCallFingerprint?: string;
+  schemaVersion: number;
+  redaction: "metadata_only";
+}
+
+/** `audit.list`: newest first. `dropped`: rows the ledger lost since the gateway started because its queue was full. */
+export interface AuditListResult {
+  events: AuditEvent[];
+  /** pass as `cursor` for the next (older) page; absent on the last page */
+  nextCursor?: string;
+  dropped: number;
+}
+
+/** The ledger's write queue as `health` reports it. */
+export interface AuditLedgerState {
+  backlog: number;
+  dropped: number;
+}
+
+/** How a cron job's run ended: `running` until then; `skipped` when it was due but did not start (why: errorKind). */
+export type CronRunStatus = "running" | "ok" | "error" | "timeout" | "skipped";
+
+/** One run of a cron job, as cron.list and health show it. */
+export interface CronRunInfo {
+  jobId: string;
+  /** the fire time it was due at (for `cron.run`: when it was asked for) */
+  scheduledAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  runId?: string;
+  status: CronRunStatus;
+  /** error / skip reason kind: timeout, gateway_restart, overlap, missed, the run's error kind */
+  errorKind?: string;
+}
+
+export interface CronJobInfo {
+  id: string;
+  schedule: string;
+  tz?: string;
+  message: string;
+  agentId?: string;
+  sessionKey: string;
+  timeoutSeconds?: number;
+  model?: string;
+  enabled: boolean;
+  /** config jobs cannot be removed by RPC */
+  source: "config" | "rpc";
+  nextRunAt?: number;
+  /** newest first */
+  runs: CronRunInfo[];
+}
+
+export interface CronListResult {
+  enabled: boolean;
+  jobs: CronJobInfo[];
+}
+
+export interface CronAddResult {
+  job: CronJobInfo;
+}
+
+export interface CronRemoveResult {
+  ok: true;
+  id: string;
+  removed: boolean;
+}
+
+export interface CronRunResult {
+  ok: true;
+  id: string;
+  runId: string;
+}
+
+/** health.cron: the job count and the last result of each job (bounded). */
+export interface CronHealth {
+  jobs: number;
+  last: Array<{ jobId: string; status: CronRunStatus; at: number; runId?: string }>;
 }

@@ -82,6 +82,7 @@ async function* streamMessages(
   const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   let stopReason: StopReason | undefined;
   let toolCallCount = 0;
+  let answeredBy: string | undefined;
 
   try {
     const anthropic = await getClient();
@@ -91,6 +92,7 @@ async function* streamMessages(
       switch (event.type) {
         case "message_start": {
           const u = event.message.usage;
+          answeredBy = event.message.model || undefined;
           usage.input = u.input_tokens ?? 0;
           usage.output = u.output_tokens ?? 0;
           usage.cacheRead = u.cache_read_input_tokens ?? 0;
@@ -171,7 +173,7 @@ async function* streamMessages(
     if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
     if (stopReason === undefined) throw streamEndedEarly(ctx);
     const result: Usage = usageOf(usage);
-    yield { type: "done", stopReason, usage: result };
+    yield { type: "done", stopReason, usage: result, model: answeredBy };
   } catch (err) {
     throw toProviderError(err, { ...ctx, timedOut: guard.timedOut });
   } finally {

@@ -89,6 +89,8 @@ interface ChunkUsage {
 interface ChatChunk {
   choices?: Array<{ delta?: ChunkDelta | null; finish_reason?: string | null }> | null;
   usage?: ChunkUsage | null;
+  /** the model that answers (tracing records it) */
+  model?: string;
   /** an error reported in the middle of the stream instead of a chunk */
   error?: unknown;
 }
@@ -215,6 +217,7 @@ async function* streamChat(
     if (!response.body) throw providerError(ctx, "bad_response", "the response has no body");
 
     let sawDone = false;
+    let answeredBy: string | undefined;
     for await (const event of readSseEvents(response.body)) {
       if (guard.signal.aborted) break;
       // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
@@ -227,7 +230,8 @@ async function* streamChat(
       if (!isRecord(chunk)) {
         throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
       }
-      const { error, usage: chunkUsage, choices } = chunk as ChatChunk;
+      const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
+      if (typeof model === "string" && model) answeredBy = model;
       if (error) throw new ChatCompletionsApiError(undefined, error, undefined);
       guard.touch();
       if (chunkUsage) usage = mapUsage(chunkUsage);
@@ -266,7 +270,7 @@ async function* streamChat(
     if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
     if (finishReason === undefined) throw streamEndedEarly(ctx);
     // some servers (vLLM, Ollama) report "stop" on a turn that did call tools
-    yield { type: "done", stopReason: mapFinishReason(finishReason, toolCallCount > 0), usage };
+    yield { type: "done", stopReason: mapFinishReason(finishReason, toolCallCount > 0), usage, model: answeredBy };
   } catch (err) {
     throw toProviderError(err, { ...ctx, timedOut: guard.timedOut });
   } finally {

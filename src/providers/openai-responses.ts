@@ -72,6 +72,7 @@ async function* streamResponses(
   let toolCallCount = 0;
   let stopReason: StopReason | undefined;
   let usage: Usage = emptyUsage();
+  let answeredBy: string | undefined;
 
   const finishCall = (index: number, final?: { call_id?: string; name?: string; arguments?: string }) => {
     const call = calls.get(index);
@@ -148,6 +149,7 @@ async function* streamResponses(
         case "response.incomplete": {
           yield* flushAll();
           if (event.response.usage) usage = mapUsage(event.response.usage);
+          answeredBy = event.response.model || undefined;
           stopReason = mapStatus(event, toolCallCount > 0);
           break;
         }
@@ -163,7 +165,7 @@ async function* streamResponses(
     // short stream here; it must surface as what it is.
     if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
     if (stopReason === undefined) throw streamEndedEarly(ctx);
-    yield { type: "done", stopReason, usage };
+    yield { type: "done", stopReason, usage, model: answeredBy };
   } catch (err) {
     throw toProviderError(err, { ...ctx, timedOut: guard.timedOut });
   } finally {

@@ -165,7 +165,14 @@ describe.each(cases)("$name provider", (c) => {
       type: "done",
       stopReason: "stop",
       usage: { input: 120, output: 7, cacheRead: 30, cacheWrite: 0, total: 157 },
+      model: "test-model",
     });
+  });
+
+  it("names the model that answered as the API reports it (a dated snapshot of the one asked for)", async () => {
+    server.enqueue({ text: "ok", model: "test-model-2026-11-30" });
+    const events = await collect(provider.stream(request()));
+    expect(events.at(-1)).toMatchObject({ type: "done", model: "test-model-2026-11-30" });
   });
 
   it("reports a turn cut off by the output token limit as length", async () => {

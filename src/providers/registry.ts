@@ -22,6 +22,8 @@ export interface ResolvedModel {
   model: ProviderModelConfig & { contextWindow: number; maxTokens: number };
   baseUrl?: string;
   timeoutSeconds?: number;
+  /** models.providers.<id>.selfHosted, when the config says */
+  selfHosted?: boolean;
 }
 
 export function splitModelRef(ref: string): { providerId: string; modelId: string } {
@@ -56,6 +58,7 @@ export function resolveModelRef(providers: Record<string, ProviderConfig>, ref: 
     model,
     baseUrl: provider.baseUrl,
     timeoutSeconds: provider.timeoutSeconds,
+    ...(provider.selfHosted !== undefined ? { selfHosted: provider.selfHosted } : {}),
   };
 }
 

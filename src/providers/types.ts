@@ -164,7 +164,8 @@ export type ModelStreamEvent =
       /** set when the arguments could not be parsed (e.g. cut off by the output limit): the call must not run */
       invalid?: string;
     }
-  | { type: "done"; stopReason: StopReason; usage: Usage };
+  /** The answer is complete; `model` is the model the API says answered, when it says (tracing records it). */
+  | { type: "done"; stopReason: StopReason; usage: Usage; model?: string };
 
 export interface ModelProvider {
   /** provider id from config, e.g. "openai", "local" */

@@ -8,7 +8,7 @@ import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
 import { isQueueMode, type QueueMode, resolveQueueMode } from "./modes.js";
 import { applyCap } from "./overflow.js";
 import { launchTurn } from "./turn.js";
-import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, SessionState } from "./types.js";
+import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, RunOrigin, SessionState } from "./types.js";
 
 /**
  * Durable intake: an accepted message is a run record (status "queued", with its receipt) in the store before
@@ -23,7 +23,19 @@ interface Route {
   queueing: boolean;
 }
 
-export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun {
+/**
+ * The run record's params keep who started the run under this key, beside the wire params: the `agent` params
+ * schema is strict, so no wire field can be named so, and a run recovered after a restart keeps its origin.
+ */
+export const ORIGIN_PARAM = "origin";
+
+/** The origin a stored run record carries (see ORIGIN_PARAM), if any. */
+export function originOfRecord(run: RunRecord): RunOrigin | undefined {
+  const origin = run.params[ORIGIN_PARAM] as { actor?: unknown } | undefined;
+  return typeof origin?.actor === "string" ? { actor: origin.actor } : undefined;
+}
+
+export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): AcceptedRun {
   const existing = ctx.deps.store.getRun(req.idempotencyKey);
   if (existing) return existingAnswer(existing);
   if (ctx.draining) throw new ServiceDrainingError();
@@ -34,9 +46,16 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest): AcceptedRun
   const route = routeOf(ctx, full, sessionKey, state);
   refuseWhenFull(ctx, req, sessionKey, route, state);
   const receipt = receiptOf(ctx, route, state);
-  storeAccepted(ctx, full, sessionKey, acceptedAt, receipt);
+  storeAccepted(ctx, full, sessionKey, acceptedAt, receipt, origin);
   ctx.deps.onReceived?.({ runId: req.idempotencyKey, sessionKey, agentId: full.agentId, message: full.message });
-  const run = addLiveRun(ctx, { runId: req.idempotencyKey, sessionKey, req: full, mode: route.mode, acceptedAt });
+  const run = addLiveRun(ctx, {
+    runId: req.idempotencyKey,
+    sessionKey,
+    req: full,
+    mode: route.mode,
+    acceptedAt,
+    ...(origin ? { origin: { actor: origin.actor } } : {}),
+  });
   const s = state ?? sessionState(ctx, sessionKey);
   s.lastEnqueueAt = acceptedAt;
   // the receipt event goes out first, so a client sees it before the run's own events
@@ -125,7 +144,14 @@ function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Recei
 }
 
 /** The receipt is known before anything runs, so it is stored with the run record in the same commit. */
-function storeAccepted(ctx: QueueContext, req: ResolvedRequest, key: string, acceptedAt: number, receipt: Receipt) {
+function storeAccepted(
+  ctx: QueueContext,
+  req: ResolvedRequest,
+  key: string,
+  acceptedAt: number,
+  receipt: Receipt,
+  origin: RunOrigin | undefined,
+) {
   const { store } = ctx.deps;
   store.transaction(() => {
     store.ensureSession(key, req.agentId, acceptedAt);
@@ -136,7 +162,11 @@ function storeAccepted(ctx: QueueContext, req: ResolvedRequest, key: string, acc
       acceptedAt,
       receipt: receipt as unknown as Record<string, unknown>,
       // The accepting process is recorded so recovery in another process never takes over a live owner's runs.
-      params: { ...req, owner: currentProcessIdentity() } as unknown as Record<string, unknown>,
+      params: {
+        ...req,
+        owner: currentProcessIdentity(),
+        ...(origin ? { [ORIGIN_PARAM]: { actor: origin.actor } } : {}),
+      } as unknown as Record<string, unknown>,
     });
   });
 }

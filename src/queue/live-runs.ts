@@ -1,7 +1,7 @@
 import type { AgentFinal, Receipt } from "../protocol/run.js";
 import { endedFinal } from "./finals.js";
 import type { QueueMode } from "./modes.js";
-import type { Deferred, LiveRun, QueueContext, ResolvedRequest, SessionState } from "./types.js";
+import type { Deferred, LiveRun, QueueContext, ResolvedRequest, RunOrigin, SessionState } from "./types.js";
 
 /** Bookkeeping of accepted messages that have not ended: creating them, giving receipts, ending them. */
 
@@ -16,7 +16,14 @@ function deferred<T>(): Deferred<T> {
 /** Registers a message that waits in its session queue. */
 export function addLiveRun(
   ctx: QueueContext,
-  init: { runId: string; sessionKey: string; req: ResolvedRequest; mode: QueueMode; acceptedAt: number },
+  init: {
+    runId: string;
+    sessionKey: string;
+    req: ResolvedRequest;
+    mode: QueueMode;
+    acceptedAt: number;
+    origin?: RunOrigin;
+  },
 ): LiveRun {
   const run: LiveRun = { ...init, phase: "pending", done: deferred() };
   ctx.live.set(run.runId, run);

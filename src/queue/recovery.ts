@@ -1,6 +1,7 @@
 import { isSameLiveProcess } from "../infra/process-liveness.js";
 import type { RunRecord } from "../storage/types.js";
 import { endedFinal } from "./finals.js";
+import { originOfRecord } from "./intake.js";
 import { addLiveRun, sessionState } from "./live-runs.js";
 import type { QueueContext, ResolvedRequest } from "./types.js";
 
@@ -56,7 +57,15 @@ function failInterrupted(ctx: QueueContext, run: RunRecord): void {
 function requeue(ctx: QueueContext, rec: RunRecord): void {
   const req = rec.params as unknown as ResolvedRequest;
   const mode = req.queueMode === "collect" ? "collect" : "followup";
-  const run = addLiveRun(ctx, { runId: rec.runId, sessionKey: rec.sessionKey, req, mode, acceptedAt: rec.acceptedAt });
+  const origin = originOfRecord(rec);
+  const run = addLiveRun(ctx, {
+    runId: rec.runId,
+    sessionKey: rec.sessionKey,
+    req,
+    mode,
+    acceptedAt: rec.acceptedAt,
+    ...(origin ? { origin } : {}),
+  });
   const s = sessionState(ctx, rec.sessionKey);
   s.pending.push(run);
   s.immediate = true;

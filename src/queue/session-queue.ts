@@ -5,11 +5,11 @@ import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
-import { acceptMessage } from "./intake.js";
+import { acceptMessage, originOfRecord } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView } from "./types.js";
+import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -84,8 +84,16 @@ export class SessionQueue {
   }
 
   /** Validates, stores the session and run record, then routes by queue mode; returns at once. */
-  accept(req: AgentRequest): AcceptedRun {
-    return acceptMessage(this.ctx, req);
+  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+    return acceptMessage(this.ctx, req, origin);
+  }
+
+  /** Who started the run: from memory while it is live, else from its record (e.g. a run failed by recovery). */
+  originOf(runId: string): RunOrigin | undefined {
+    const live = this.ctx.live.get(runId);
+    if (live) return live.origin;
+    const rec = this.ctx.deps.store.getRun(runId);
+    return rec ? originOfRecord(rec) : undefined;
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */

@@ -11,6 +11,12 @@ import type { QueueMode } from "./modes.js";
 
 export type QueueConfig = LoopgateConfig["messages"]["queue"];
 
+/** Who started a run; the audit ledger records it with each of the run's rows, and the run record keeps it. */
+export interface RunOrigin {
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor: string;
+}
+
 /** A request whose agent id is resolved (the session key names the agent). */
 export type ResolvedRequest = AgentRequest & { agentId: string };
 
@@ -129,6 +135,8 @@ export interface LiveRun {
   controller?: AbortController;
   done: Deferred<AgentFinal>;
   acceptedAt: number;
+  /** who started it (AgentService.accept's origin) */
+  origin?: RunOrigin;
 }
 
 export interface ActiveTurn {
@@ -177,6 +185,24 @@ export interface QueueContext {
   generations: number;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
   schedule(s: SessionState): void;
+}
+
+/** Who started a run, told to `AgentService.accept` by the entry point. */
+export interface RunOrigin {
+  /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor: string;
+}
+
+/** The global lane the cron scheduler's runs take (one at a time unless configured). */
+export const CRON_LANE = "cron";
+
+/**
+ * A cron run with an explicit timeout (the job set timeoutSeconds): the scheduler submits it in the `cron` lane
+ * with `timeout`, both stored with the run's params, so a recovered run is still recognised. Its model idle
+ * watchdog caps a cloud model's silence (agent/idle-watchdog.ts).
+ */
+export function isCronRunWithTimeout(spec: Pick<RunSpec, "lane" | "timeout">): boolean {
+  return spec.lane === CRON_LANE && spec.timeout !== undefined && spec.timeout > 0;
 }
 
 /** The queue's view of one session with work, for the stuck-session diagnostics (queue/inspect.ts). */

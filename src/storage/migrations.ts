@@ -66,4 +66,74 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       );
     `,
   },
+  {
+    version: 3,
+    name: "audit ledger",
+    // The audit ledger (SPEC 11/20): metadata only, never content. `seq` is the ledger's own order (AUTOINCREMENT,
+    // so a pruned seq is never handed out again and a cursor stays meaningful); `source_seq` is the run event's seq.
+    // The indexes serve audit.list's filters, each newest first, and the age prune (ts).
+    sql: `
+      CREATE TABLE audit_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        ts INTEGER NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        status TEXT NOT NULL,
+        code TEXT,
+        session_key TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        source_seq INTEGER NOT NULL,
+        tool_name TEXT,
+        tool_call_fp TEXT,
+        schema_version INTEGER NOT NULL,
+        redaction TEXT NOT NULL
+      );
+      CREATE INDEX audit_events_session ON audit_events (session_key, seq);
+      CREATE INDEX audit_events_run ON audit_events (run_id, seq);
+      CREATE INDEX audit_events_actor ON audit_events (actor, seq);
+      CREATE INDEX audit_events_ts ON audit_events (ts);
+    `,
+  },
+  {
+    version: 4,
+    name: "cron jobs and runs",
+    // Only jobs added by RPC are stored (config jobs come from the config at each start). A run row is written when
+    // the job is due, ended when its run ends; scheduled_at is what catch-up after a restart reads.
+    sql: `
+      CREATE TABLE cron_jobs (
+        id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE cron_runs (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        scheduled_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        run_id TEXT,
+        status TEXT NOT NULL,
+        error_kind TEXT
+      );
+      CREATE INDEX cron_runs_job ON cron_runs (job_id, scheduled_at);
+      CREATE INDEX cron_runs_status ON cron_runs (status);
+    `,
+  },
 ];
+
+type Migration = (typeof migrations)[number];
+
+/**
+ * The migrations a database at `current` still needs, in version order. Version numbers are reserved per change, so
+ * the list may have gaps and, after branches are merged, need not be in order in the file: order comes from the
+ * numbers, never from the position. Two entries with one number are a merge mistake and refused.
+ */
+export function pendingMigrations(list: ReadonlyArray<Migration>, current: number): Migration[] {
+  const seen = new Set<number>();
+  for (const m of list) {
+    if (seen.has(m.version)) throw new Error(`migrations: version ${m.version} is defined twice`);
+    seen.add(m.version);
+  }
+  return list.filter((m) => m.version > current).sort((a, b) => a.version - b.version);
+}

@@ -69,10 +69,20 @@ describe("schema and migrations", () => {
 
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
+      expect(db.pragma("user_version", { simple: true })).toBe(Math.max(...migrations.map((m) => m.version)));
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(["blobs", "runs", "sessions", "transcript"]);
+      // sqlite_sequence: audit_events' AUTOINCREMENT keeps the highest sequence there
+      expect(tables).toEqual([
+        "audit_events",
+        "blobs",
+        "cron_jobs",
+        "cron_runs",
+        "runs",
+        "sessions",
+        "sqlite_sequence",
+        "transcript",
+      ]);
     } finally {
       db.close();
     }
@@ -83,6 +93,39 @@ describe("schema and migrations", () => {
     open.push(s);
     expect(s.file).toBe(path.join(dir, "state", "loopgate.sqlite"));
     expect(fs.existsSync(s.file)).toBe(true);
+  });
+});
+
+describe("cron jobs and runs", () => {
+  it("stores added jobs once, lists each job's newest runs, prunes the oldest and removes a job with its runs", () => {
+    const s = store();
+    const spec = { id: "nightly", schedule: "0 3 * * *", message: "report" };
+    expect(s.addCronJob({ spec, createdAt: 5 })).toBe(true);
+    expect(s.addCronJob({ spec: { ...spec, message: "other" }, createdAt: 6 })).toBe(false);
+    expect(s.listCronJobs()).toEqual([{ spec, createdAt: 5 }]);
+    for (const at of [100, 300, 200]) s.addCronRun({ jobId: "nightly", scheduledAt: at, status: "ok" });
+    const id = s.addCronRun({ jobId: "other", scheduledAt: 50, status: "running", runId: "r-1" });
+    s.updateCronRun(id, { status: "timeout", errorKind: "timeout", endedAt: 60 });
+    const recent = s.recentCronRuns(["nightly", "other", "none"], 2);
+    expect(recent.get("nightly")?.map((r) => r.scheduledAt)).toEqual([300, 200]);
+    expect(recent.get("other")?.[0]).toMatchObject({
+      status: "timeout",
+      errorKind: "timeout",
+      endedAt: 60,
+      runId: "r-1",
+    });
+    expect(recent.has("none")).toBe(false);
+    expect(s.runningCronRuns()).toEqual([]);
+    expect(s.pruneCronRuns(1)).toBe(2);
+    expect(
+      s
+        .recentCronRuns(["nightly"], 10)
+        .get("nightly")
+        ?.map((r) => r.scheduledAt),
+    ).toEqual([300]);
+    expect(s.removeCronJob("nightly")).toBe(true);
+    expect(s.recentCronRuns(["nightly"], 10).size).toBe(0);
+    expect(s.removeCronJob("nightly")).toBe(false);
   });
 });
 

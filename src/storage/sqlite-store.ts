@@ -2,12 +2,17 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { AuditEvent, CronRunInfo, CronRunStatus } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
-import { migrations } from "./migrations.js";
+import { migrations, pendingMigrations } from "./migrations.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
+  AuditEventInput,
+  AuditQuery,
   CompactionEntry,
+  CronJobRecord,
+  CronRunRecord,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -76,6 +81,58 @@ function rowData(row: Omit<TranscriptRow, "seq" | "generation">): Record<string,
   if (row.message) return { message: row.message };
   return row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text };
 }
+
+function toAuditEvent(r: Row): AuditEvent {
+  return {
+    eventId: r.id as string,
+    sequence: r.seq as number,
+    sourceSequence: r.source_seq as number,
+    occurredAt: r.ts as number,
+    actor: r.actor as string,
+    kind: (r.action as string).startsWith("tool.") ? "tool_action" : "agent_run",
+    action: r.action as AuditEvent["action"],
+    status: r.status as AuditEvent["status"],
+    ...(r.code !== null ? { code: r.code as string } : {}),
+    sessionKey: r.session_key as string,
+    runId: r.run_id as string,
+    ...(r.tool_name !== null ? { toolName: r.tool_name as string } : {}),
+    ...(r.tool_call_fp !== null ? { toolCallFingerprint: r.tool_call_fp as string } : {}),
+    schemaVersion: r.schema_version as number,
+    redaction: "metadata_only",
+  };
+}
+
+/** audit.list's filters: query field → the column it compares and how */
+const auditFilters: Array<[keyof AuditQuery, string]> = [
+  ["sessionKey", "session_key = ?"],
+  ["runId", "run_id = ?"],
+  ["actor", "actor = ?"],
+  ["action", "action = ?"],
+  ["status", "status = ?"],
+  ["after", "ts >= ?"],
+  ["before", "ts < ?"],
+  ["beforeSequence", "seq < ?"],
+];
+function toCronRun(r: Row): CronRunRecord {
+  return {
+    id: r.id as number,
+    jobId: r.job_id as string,
+    scheduledAt: r.scheduled_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    runId: opt(r.run_id),
+    status: r.status as CronRunStatus,
+    errorKind: opt(r.error_kind),
+  };
+}
+
+const cronRunColumns: Record<string, string> = {
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  runId: "run_id",
+  status: "status",
+  errorKind: "error_kind",
+};
 
 function toRun(r: Row): RunRecord {
   return {
@@ -153,19 +210,26 @@ export class SqliteStore implements Store {
       pruneCount: db.prepare(
         "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
       ),
+      insertAudit: db.prepare(
+        "INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp, schema_version, redaction) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ),
+      pruneAuditAge: db.prepare("DELETE FROM audit_events WHERE ts < ?"),
+      // the rows beyond the newest maxRows: everything below the sequence of the (maxRows)th newest row
+      pruneAuditCount: db.prepare(
+        "DELETE FROM audit_events WHERE seq <= (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+      ),
     };
   }
 
   private migrate(): void {
-    const latest = migrations.at(-1)?.version ?? 0;
+    const latest = Math.max(0, ...migrations.map((m) => m.version));
     if ((this.db.pragma("user_version", { simple: true }) as number) >= latest) return;
     // IMMEDIATE takes the write lock before the version is read, so when several processes open a new file at once
     // exactly one migrates and the others then see the new version (instead of failing on CREATE TABLE).
     this.db
       .transaction(() => {
         const current = this.db.pragma("user_version", { simple: true }) as number;
-        for (const m of migrations) {
-          if (m.version <= current) continue;
+        for (const m of pendingMigrations(migrations, current)) {
           this.db.exec(m.sql);
           this.db.pragma(`user_version = ${m.version}`);
         }
@@ -490,6 +554,128 @@ export class SqliteStore implements Store {
       () =>
         this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
     );
+  }
+
+  appendAuditEvents(events: AuditEventInput[]): void {
+    if (events.length === 0) return;
+    this.transaction(() => {
+      for (const e of events) {
+        this.stmts.insertAudit.run(
+          e.eventId,
+          e.occurredAt,
+          e.actor,
+          e.action,
+          e.status,
+          e.code ?? null,
+          e.sessionKey,
+          e.runId,
+          e.sourceSequence,
+          e.toolName ?? null,
+          e.toolCallFingerprint ?? null,
+          e.schemaVersion,
+          e.redaction,
+        );
+      }
+    });
+  }
+
+  listAuditEvents(query: AuditQuery): AuditEvent[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    for (const [field, clause] of auditFilters) {
+      const value = query[field];
+      if (value === undefined) continue;
+      where.push(clause);
+      args.push(value);
+    }
+    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const rows = this.prep(`SELECT * FROM audit_events ${clause} ORDER BY seq DESC LIMIT ?`).all(
+      ...args,
+      query.limit,
+    ) as Row[];
+    return rows.map(toAuditEvent);
+  }
+
+  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number {
+    return this.transaction(
+      () =>
+        this.stmts.pruneAuditAge.run(opts.now - opts.maxAgeMs).changes +
+        this.stmts.pruneAuditCount.run(opts.maxRows).changes,
+    );
+  }
+
+  listCronJobs(): CronJobRecord[] {
+    const rows = this.prep("SELECT spec, created_at FROM cron_jobs ORDER BY created_at, id").all() as Row[];
+    return rows.map((r) => ({ spec: JSON.parse(r.spec as string), createdAt: r.created_at as number }));
+  }
+
+  addCronJob(job: CronJobRecord): boolean {
+    const sql = "INSERT OR IGNORE INTO cron_jobs (id, spec, created_at) VALUES (?, ?, ?)";
+    return (
+      this.faults.guard(() => this.prep(sql).run(job.spec.id, JSON.stringify(job.spec), job.createdAt)).changes > 0
+    );
+  }
+
+  removeCronJob(id: string): boolean {
+    return this.transaction(() => {
+      this.prep("DELETE FROM cron_runs WHERE job_id = ?").run(id);
+      return this.prep("DELETE FROM cron_jobs WHERE id = ?").run(id).changes > 0;
+    });
+  }
+
+  addCronRun(run: CronRunInfo): number {
+    const sql =
+      "INSERT INTO cron_runs (job_id, scheduled_at, started_at, ended_at, run_id, status, error_kind) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    const info = this.faults.guard(() =>
+      this.prep(sql).run(
+        run.jobId,
+        run.scheduledAt,
+        run.startedAt ?? null,
+        run.endedAt ?? null,
+        run.runId ?? null,
+        run.status,
+        run.errorKind ?? null,
+      ),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = cronRunColumns[k];
+      if (!col) throw new Error(`updateCronRun: unknown field ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v ?? null);
+    }
+    if (sets.length === 0) return;
+    this.faults.guard(() => this.prep(`UPDATE cron_runs SET ${sets.join(", ")} WHERE id = ?`).run(...values, id));
+  }
+
+  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]> {
+    const out = new Map<string, CronRunRecord[]>();
+    if (jobIds.length === 0 || limit <= 0) return out;
+    // a window per job: one statement for the whole listing, however many jobs
+    const sql = `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n
+      FROM cron_runs WHERE job_id IN (${jobIds.map(() => "?").join(", ")})) WHERE n <= ? ORDER BY job_id, n`;
+    for (const r of this.prep(sql).all(...jobIds, limit) as Row[]) {
+      const run = toCronRun(r);
+      const list = out.get(run.jobId);
+      if (list) list.push(run);
+      else out.set(run.jobId, [run]);
+    }
+    return out;
+  }
+
+  runningCronRuns(): CronRunRecord[] {
+    return (this.prep("SELECT * FROM cron_runs WHERE status = 'running' ORDER BY id").all() as Row[]).map(toCronRun);
+  }
+
+  pruneCronRuns(keep: number): number {
+    const sql = `DELETE FROM cron_runs WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER
+      (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) WHERE n > ?)`;
+    return this.faults.guard(() => this.prep(sql).run(Math.max(0, keep)).changes);
   }
 
   /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */

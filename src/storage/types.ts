@@ -1,3 +1,5 @@
+import type { CronJobSpec } from "../protocol/params.js";
+import type { AuditAction, AuditEvent, AuditStatus, CronRunInfo } from "../protocol/payloads.js";
 import type { ChatMessage } from "../providers/types.js";
 import type { StorageFault } from "./storage-fault.js";
 
@@ -85,6 +87,25 @@ export interface RunRecord {
   receipt?: Record<string, unknown>;
 }
 
+/** An audit row before the ledger numbers it (the store assigns `sequence`; `kind` follows from `action`). */
+export type AuditEventInput = Omit<AuditEvent, "sequence" | "kind">;
+
+/** Which audit rows to list: every filter given must match; newest first. */
+export interface AuditQuery {
+  sessionKey?: string;
+  runId?: string;
+  actor?: string;
+  action?: AuditAction;
+  status?: AuditStatus;
+  /** occurredAt >= after */
+  after?: number;
+  /** occurredAt < before */
+  before?: number;
+  /** only rows with a smaller sequence: continues a listing after the last row it returned */
+  beforeSequence?: number;
+  limit: number;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -131,6 +152,43 @@ export interface Store {
   /** drops finished run records older than maxAgeMs and beyond maxCount (newest kept) */
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number;
 
+  /**
+   * Appends audit rows in the order given, all or none (one transaction). Each gets the next ledger sequence: a
+   * sequence is larger than every one handed out before, and is never handed out again, also after a prune.
+   */
+  appendAuditEvents(events: AuditEventInput[]): void;
+  /** Rows matching the query, newest (largest sequence) first, at most `limit`. */
+  listAuditEvents(query: AuditQuery): AuditEvent[];
+  /** Drops rows that occurred before `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
+  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number;
+  /** Cron jobs added by RPC (config jobs live in the config), oldest first. */
+  listCronJobs(): CronJobRecord[];
+  /** Adds a job; false (and nothing written) when a job with that id is already stored. */
+  addCronJob(job: CronJobRecord): boolean;
+  /** Removes a job and its run history; false when no job had that id. */
+  removeCronJob(id: string): boolean;
+  /** Records a run of a job (also one that was skipped) and returns its id, unique in this store. */
+  addCronRun(run: CronRunInfo): number;
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void;
+  /**
+   * The newest `limit` runs of each of `jobIds` (by scheduledAt, then id; newest first), grouped by job; jobs with
+   * no run are absent. One call for a whole listing.
+   */
+  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]>;
+  /** Runs still `running` (left by a process that stopped): recovery ends them. */
+  runningCronRuns(): CronRunRecord[];
+  /** Keeps the newest `keep` runs of each job; drops the older ones. */
+  pruneCronRuns(keep: number): number;
+
   transaction<T>(fn: () => T): T;
   close(): void;
 }
+
+/** A cron job added by RPC, as stored. */
+export interface CronJobRecord {
+  spec: CronJobSpec;
+  createdAt: number;
+}
+
+/** A stored run of a cron job. */
+export type CronRunRecord = CronRunInfo & { id: number };

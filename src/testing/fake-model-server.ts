@@ -46,6 +46,8 @@ export interface FakeToolCall {
 export interface FakeTurn {
   /** the answer text; an array is streamed as one delta per element */
   text?: string | string[];
+  /** the model the answer says it came from (default: the one requested) */
+  model?: string;
   /** reasoning streamed before the answer (`reasoning_content`, reasoning summary, or an Anthropic thinking block) */
   thinking?: string | string[];
   /** Anthropic only: the thinking block's signature (default `"fake-signature"`) */
@@ -303,7 +305,7 @@ function scriptOf(
   for (const call of calls) for (const fragment of call.fragments) outChars += fragment.length;
   return {
     id: ids.next(),
-    model: typeof body.model === "string" ? body.model : "fake-model",
+    model: turn.model ?? (typeof body.model === "string" ? body.model : "fake-model"),
     thinking,
     signature: turn.thinkingSignature ?? "fake-signature",
     text,

@@ -18,6 +18,12 @@ import { GatewayClient } from "../../src/client/gateway-client.js";
 import { createDeviceIdentity } from "../../src/protocol/device.js";
 import { GATEWAY_EVENTS } from "../../src/protocol/frames.js";
 import {
+  cronListParamsSchema,
+  cronRemoveParamsSchema,
+  cronRunParamsSchema,
+  parseParams,
+} from "../../src/protocol/params.js";
+import {
   connectedPeer,
   deferred,
   type Frame,
@@ -155,6 +161,8 @@ describe("gateway frames against protocol.schema.json", () => {
     await peer.call("exec.approval.resolve", resolveParams);
     await peer.response(exec, 2);
     await peer.call("health");
+    const auditParams = { sessionKey: "schema", limit: 5 };
+    const audit = await peer.call("audit.list", auditParams);
     await peer.call("no.such.method");
     await peer.call("agent", { message: 1 });
     peer.sendRaw("{bad");
@@ -222,6 +230,18 @@ describe("gateway frames against protocol.schema.json", () => {
     expect(issues(hello?.payload, "#/definitions/HelloOk")).toEqual([]);
     expect(issues(del.payload, "#/definitions/SessionsDeleteResult")).toEqual([]);
     expect(issues(resolveParams, "#/definitions/ExecApprovalResolveParams")).toEqual([]);
+    // audit.list takes OpenClaw's AuditListParams names; its rows share AuditEvent's names where they carry the
+    // same thing, and differ where Loopgate records more: actor is who started the run (a string, not {type, id}),
+    // `code` / `toolCallFingerprint` / `schemaVersion` are its own, and rows carry no agentId
+    expect(issues(auditParams, "#/definitions/AuditListParams")).toEqual([]);
+    const auditEvents = (audit.payload as { events: Array<Record<string, unknown>> }).events;
+    expect(auditEvents.length).toBeGreaterThan(0);
+    for (const e of auditEvents) {
+      const { actor, code, toolCallFingerprint, schemaVersion, ...shared } = e;
+      expect(
+        issues({ ...shared, actor: { type: "system", id: actor }, agentId: "main" }, "#/definitions/AuditEvent"),
+      ).toEqual([]);
+    }
     expect((pending.payload as { approvals: unknown[] }).approvals).toEqual([asked.payload]);
     const errors = frames.filter((f) => f.type === "res" && !f.ok);
     expect(errors.map((f) => f.error?.code).sort()).toEqual(
@@ -289,5 +309,23 @@ describe("gateway frames against protocol.schema.json", () => {
     expect(issues(agent, "#/definitions/RequestFrame")).toEqual([]);
     expect(issues(agent.params, "#/definitions/AgentParams")).toEqual([]);
     expect(pkg.validateAgentParams(agent.params)).toBe(true);
+  });
+
+  it("cron.list, cron.remove and cron.run take OpenClaw's params (cron.add is Loopgate's flat job)", () => {
+    // what `loopgate cron` sends validates against OpenClaw's schema
+    expect(issues({}, "#/definitions/CronListParams")).toEqual([]);
+    expect(issues({ id: "nightly" }, "#/definitions/CronRemoveParams")).toEqual([]);
+    expect(issues({ id: "nightly" }, "#/definitions/CronRunParams")).toEqual([]);
+    // and what an OpenClaw client sends is accepted (its list filters and run mode are ignored)
+    expect(parseParams(cronListParamsSchema, { includeDisabled: true, sortBy: "name" }).ok).toBe(true);
+    expect(parseParams(cronRemoveParamsSchema, { jobId: "nightly" })).toEqual({ ok: true, value: { id: "nightly" } });
+    expect(parseParams(cronRunParamsSchema, { id: "nightly", mode: "force" })).toEqual({
+      ok: true,
+      value: { id: "nightly" },
+    });
+    expect(parseParams(cronRunParamsSchema, {})).toMatchObject({
+      ok: false,
+      error: { message: "params.id: required" },
+    });
   });
 });

@@ -105,7 +105,12 @@ const TOKENS = {
 /** A gateway whose tenant tokens grant one scope each inside `support-*`; "root" is the single full token. */
 async function tenantGateway(): Promise<TestGateway> {
   const tokens = Object.entries(TOKENS).map(([scope, token]) => ({ token, scopes: [scope], sessions: [GRANTED] }));
-  return gateway({ config: { gateway: { auth: { token: "root", tokens } } } });
+  // a job that runs inside the grant, and one that runs in its own cron:<id> session, outside it
+  const jobs = [
+    { id: "in", schedule: "0 0 1 1 *", message: "x", sessionKey: "support-cron" },
+    { id: "out", schedule: "0 0 1 1 *", message: "x" },
+  ];
+  return gateway({ config: { gateway: { auth: { token: "root", tokens } }, cron: { jobs } } });
 }
 
 /** The outcome of one cell: "ok" or the error code. */
@@ -138,11 +143,21 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "cron.list": "unauthorized",
+    "cron.add granted": "unauthorized",
+    "cron.add ungranted": "unauthorized",
+    "cron.run granted": "unauthorized",
+    "cron.run ungranted": "unauthorized",
+    "cron.remove granted": "unauthorized",
+    "cron.remove ungranted": "unauthorized",
     "diagnostics.list": "unauthorized",
     "diagnostics.list ungranted": "unauthorized",
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
+    "audit.list granted": "unauthorized",
+    "audit.list ungranted": "unauthorized",
+    "audit.list": "unauthorized",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -164,10 +179,20 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "cron.list": "ok: in",
+    "cron.add granted": "unauthorized",
+    "cron.add ungranted": "unauthorized",
+    "cron.run granted": "unauthorized",
+    "cron.run ungranted": "unauthorized",
+    "cron.remove granted": "unauthorized",
+    "cron.remove ungranted": "unauthorized",
     "diagnostics.list": "ok",
     "diagnostics.list ungranted": "forbidden",
     "events granted": "delivered",
     "events ungranted": "none",
+    "audit.list granted": "ok",
+    "audit.list ungranted": "forbidden",
+    "audit.list": "ok: granted sessions only",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -191,11 +216,21 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "forbidden",
     "exec.approval.list": "ok",
     "exec.approval.resolve unknown": "not_found",
+    "cron.list": "ok: in",
+    "cron.add granted": "ok",
+    "cron.add ungranted": "forbidden",
+    "cron.run granted": "ok",
+    "cron.run ungranted": "forbidden",
+    "cron.remove granted": "ok",
+    "cron.remove ungranted": "forbidden",
     "diagnostics.list": "ok",
     "diagnostics.list ungranted": "forbidden",
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
+    "audit.list granted": "ok",
+    "audit.list ungranted": "forbidden",
+    "audit.list": "ok: granted sessions only",
   },
 };
 
@@ -258,6 +293,39 @@ describe("one visibility rule: method × scope × grant", () => {
       actual["exec.approval.list"] = outcome(await client.call("exec.approval.list"));
       const unknownApproval = { id: "no-such-approval", decision: "deny" };
       actual["exec.approval.resolve unknown"] = outcome(await client.call("exec.approval.resolve", unknownApproval));
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`audit.list ${t}`] = outcome(await client.call("audit.list", { sessionKey: key[t] }));
+      }
+      const audit = await client.call("audit.list");
+      const audited = [
+        ...new Set(((audit.payload?.events ?? []) as Array<{ sessionKey: string }>).map((e) => e.sessionKey)),
+      ];
+      actual["audit.list"] = audit.ok
+        ? audited.every((k) => k.startsWith("agent:main:support-")) && audited.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${audited.join(", ")}`
+        : outcome(audit);
+      // cron: jobs are listed, added, run and removed only inside the sessions the token grants
+      const cronList = await client.call("cron.list");
+      actual["cron.list"] = cronList.ok
+        ? `ok: ${((cronList.payload?.jobs ?? []) as Array<{ id: string }>).map((j) => j.id).join(", ")}`
+        : outcome(cronList);
+      const newJob = { schedule: "0 0 1 1 *", message: "x" };
+      const cronAdd = {
+        granted: { id: "new-in", sessionKey: "support-y", ...newJob },
+        ungranted: { id: "new-out", ...newJob },
+      };
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.add ${t}`] = outcome(await client.call("cron.add", cronAdd[t]));
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.run ${t}`] = outcome(await client.call("cron.run", { id: t === "granted" ? "in" : "out" }));
+      }
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`cron.remove ${t}`] = outcome(
+          await client.call("cron.remove", { id: t === "granted" ? "new-in" : "out" }),
+        );
+      }
       actual["diagnostics.list"] = outcome(await client.call("diagnostics.list"));
       actual["diagnostics.list ungranted"] = outcome(
         await client.call("diagnostics.list", { sessionKey: key.ungranted }),

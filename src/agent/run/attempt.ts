@@ -9,12 +9,14 @@ import {
   type ModelStreamEvent,
   type ThinkingLevel,
 } from "../../providers/types.js";
+import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
 import type { AgentRuntime, ModelCallObserver } from "../runtime.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
+import type { AttemptSpans } from "./spans.js";
 import type { RunSpec } from "./spec.js";
 
 /** One try of the inner loop against one model, from a given context. */
@@ -25,6 +27,8 @@ export interface AttemptInput {
   timeoutMs: number;
   signal: AbortSignal;
   transformContext?: LoopPorts["transformContext"];
+  /** this attempt's spans; absent when tracing is off, and then nothing is wrapped */
+  spans?: AttemptSpans;
 }
 
 /** The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call). */
@@ -32,6 +36,7 @@ export async function providerFor(
   rt: AgentRuntime,
   model: ResolvedModel,
   runTimeoutMs: number,
+  spec?: Pick<RunSpec, "lane" | "timeout">,
 ): Promise<ModelProvider> {
   const provider = await rt.getProvider(model.providerId);
   return withIdleWatchdog(
@@ -39,8 +44,10 @@ export async function providerFor(
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
-      providerTimeoutMs: model.timeoutSeconds ? model.timeoutSeconds * 1000 : undefined,
+      local: rt.isLocal(model),
+      providerTimeoutMs: model.timeoutSeconds !== undefined ? model.timeoutSeconds * 1000 : undefined,
       runTimeoutMs,
+      cronTimeout: spec !== undefined && isCronRunWithTimeout(spec),
     }),
     rt.clock,
   );
@@ -79,6 +86,8 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
+  const provider = await providerFor(rt, input.model, input.timeoutMs, spec);
+  const spans = input.spans;
   const loop = runAgentLoop(
     {
       model: input.model.modelId,
@@ -90,8 +99,10 @@ export async function runAttempt(
       maxTokens: input.model.model.maxTokens,
     },
     {
-      provider: observedModelCalls(rt, spec, await providerFor(rt, input.model, input.timeoutMs)),
-      tools: rt.tools,
+      // the chat span wraps the watchdog, so a model call it cut off ends as a timeout; the stuck-session
+      // diagnostics' observer (when on) sees each call start and end
+      provider: observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
+      tools: spans ? spans.tools(rt.tools) : rt.tools,
       signal: input.signal,
       toolContext: {
         workspaceDir: prepared.workspaceDir,

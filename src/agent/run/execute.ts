@@ -2,15 +2,17 @@ import type { ResolvedModel } from "../../providers/registry.js";
 import { addUsage, type ChatMessage, emptyUsage, ProviderError, type Usage } from "../../providers/types.js";
 import type { LoopOutcome, LoopPorts } from "../loop.js";
 import type { AgentRuntime } from "../runtime.js";
-import { runAttempt } from "./attempt.js";
+import { type AttemptInput, runAttempt } from "./attempt.js";
 import type { CompactionResult } from "./compaction.js";
 import { CompactionFailedError } from "./context-guard.js";
+import { errorKind } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import { runWithFallback } from "./fallback.js";
 import { retryPolicyFor, withModelRetries } from "./model-retry.js";
 import { runModelChain } from "./models.js";
 import type { PreparedRun, TurnChoices } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
+import type { RunSpans } from "./spans.js";
 import type { RunSpec } from "./spec.js";
 
 /** How the execute phase ended; finish classifies it. */
@@ -41,6 +43,8 @@ export interface ExecuteContext {
   events: RunEmitter;
   projection: RunProjection;
   context?: ContextGuard;
+  /** the run's spans (SPEC 20); absent when tracing is off */
+  spans?: RunSpans;
 }
 
 /** Execute: the user's message goes down, a plugin may claim the turn, else the attempt loop runs the model. */
@@ -107,6 +111,7 @@ async function attemptLoop(ctx: ExecuteContext, context: ChatMessage[]): Promise
       attempt: (ref) => attemptsOnModel(ctx, state, ref),
       onFallback: (n) => {
         ctx.projection.discard();
+        ctx.spans?.nextAttemptCause({ reason: "fallback", fallbackReason: n.reason, from: n.from });
         ctx.events.emit("lifecycle", { phase: "fallback", from: n.from, to: n.to, reason: n.reason });
       },
     });
@@ -129,6 +134,7 @@ async function attemptsOnModel(ctx: ExecuteContext, state: AttemptState, ref: st
     call: () => attemptWithCompaction(ctx, state, model),
     onRetry: (n) => {
       ctx.projection.discard();
+      ctx.spans?.nextAttemptCause({ reason: "retry", retryReason: n.reason });
       ctx.events.emit("lifecycle", {
         phase: "retry",
         attempt: n.attempt,
@@ -147,7 +153,7 @@ async function attemptWithCompaction(
   model: ResolvedModel,
 ): Promise<LoopOutcome> {
   while (true) {
-    const outcome = await runAttempt(ctx.rt, ctx.spec, ctx.prepared, ctx.projection, {
+    const outcome = await tracedAttempt(ctx, model, {
       model,
       messages: state.context,
       thinking: ctx.choices.thinking,
@@ -166,8 +172,29 @@ async function attemptWithCompaction(
       err instanceof ProviderError && err.kind === "context_length" && !(err instanceof CompactionFailedError);
     if (!overflow || !ctx.context || ctx.signal.aborted) throw err;
     ctx.projection.discard();
+    ctx.spans?.nextAttemptCause({ reason: "compaction" });
     state.context = await ctx.context!.afterOverflow(state.context, model);
   }
+}
+
+/** One run of the loop inside its attempt span (when tracing is on): the span ends with how the loop ended. */
+async function tracedAttempt(ctx: ExecuteContext, model: ResolvedModel, input: AttemptInput): Promise<LoopOutcome> {
+  const spans = ctx.spans?.attempt(model);
+  if (!spans) return runAttempt(ctx.rt, ctx.spec, ctx.prepared, ctx.projection, input);
+  let outcome: LoopOutcome;
+  try {
+    outcome = await runAttempt(ctx.rt, ctx.spec, ctx.prepared, ctx.projection, { ...input, spans });
+  } catch (err) {
+    spans.end("error", errorType(err));
+    throw err;
+  }
+  spans.end(outcome.stopReason, outcome.stopReason === "error" ? errorType(outcome.error) : undefined);
+  return outcome;
+}
+
+/** A failure's kind for `error.type`: the provider error kind, else the run's error kind (never the message). */
+function errorType(err: unknown): string {
+  return err instanceof ProviderError ? err.kind : errorKind(err);
 }
 
 /** The run's outcome when the chain gave up: the last attempt's, with the error that ended it (all models listed). */

@@ -10,6 +10,7 @@ import { silentLogger } from "../../infra/logger.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { type CapturedRequest, type FakeTurn, startFakeModelServer } from "../../testing/fake-model-server.js";
+import type { Tool } from "../../tools/types.js";
 import { AgentRuntime } from "../runtime.js";
 import { AgentService } from "../service.js";
 
@@ -43,6 +44,8 @@ export async function startRunHarness(opts: {
   window?: number;
   respond?: (req: CapturedRequest) => FakeTurn;
   config?: (baseUrl: string) => Record<string, unknown>;
+  /** tools beside the built-ins */
+  tools?: Tool[];
 }): Promise<RunHarness> {
   const server = await startFakeModelServer({ respond: opts.respond });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-run-"));
@@ -69,6 +72,7 @@ export async function startRunHarness(opts: {
     // These tests are about runs, not the exec policy (exec-approvals tests cover it): exec runs as in `--local`,
     // unless a test's config sets tools.exec.security.
     execSecurityDefault: "full",
+    tools: opts.tools,
   });
   const service = new AgentService(rt);
   const events: AgentEvent[] = [];

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { tracingRegistered } from "../../infra/tracing-gate.js";
 import { resolveSkillSnapshot, type SkillSnapshot } from "../../prompt/skills.js";
 import type { ThinkingLevel } from "../../providers/types.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
@@ -14,6 +15,7 @@ import { type ExecuteResult, executeRun } from "./execute.js";
 import { emitTerminal, finishRun } from "./finish.js";
 import { type PreparedRun, prepareRun, type SessionLock, type TurnChoices } from "./prepare.js";
 import { RunProjection } from "./projection.js";
+import type { RunSpans } from "./spans.js";
 import type { RunResult, RunSpec } from "./spec.js";
 
 /**
@@ -26,22 +28,39 @@ export async function runTurn(rt: AgentRuntime, spec: RunSpec): Promise<RunResul
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) ended = true;
   });
   const startedAt = rt.clock.now();
+  let result: RunResult;
+  let spans: RunSpans | undefined;
   try {
+    // the one check per run: without a tracing SDK, spans stay undefined and nothing else is traced
+    if (tracingRegistered()) spans = await startRunSpans(rt, spec);
     await rt.init();
-    return await turnBody(rt, spec, startedAt);
+    result = await turnBody(rt, spec, startedAt, spans);
   } catch (err) {
-    const result = failedTurn(spec, startedAt, rt.clock.now(), err);
+    result = failedTurn(spec, startedAt, rt.clock.now(), err);
     if (!ended) emitTerminal(runEmitter(rt.bus, spec.runId, spec.sessionKey), result);
-    return result;
   } finally {
     unsubscribe();
   }
+  spans?.end(result);
+  return result;
 }
 
-async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Promise<RunResult> {
+/** The run span (the tracing module is loaded on the first traced run only). */
+async function startRunSpans(rt: AgentRuntime, spec: RunSpec): Promise<RunSpans | undefined> {
+  const { RunSpans } = await import("./spans.js");
+  return RunSpans.start(spec, rt.config.agents.list.find((a) => a.id === spec.agentId)?.name);
+}
+
+async function turnBody(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  startedAt: number,
+  spans: RunSpans | undefined,
+): Promise<RunResult> {
   const hooks = rt.pluginHooks;
   const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
   const session = rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
+  spans?.conversation(session.sessionId);
   let message = spec.message;
   let reset = false;
   const slash = parseSlashCommand(message);
@@ -51,7 +70,7 @@ async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Pro
     if (slash.command === "stop") return synthetic(rt, spec, startedAt, "Stopped.");
     if (slash.command === "compact") {
       const choices = await resolveChoices(rt, spec, session, false);
-      return runInLanes(rt, spec, { ...choices, compact: { instructions: slash.rest || undefined } });
+      return runInLanes(rt, spec, { ...choices, compact: { instructions: slash.rest || undefined } }, spans);
     }
     await withTranscriptLock(rt, spec.sessionKey, () =>
       rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
@@ -74,7 +93,7 @@ async function turnBody(rt: AgentRuntime, spec: RunSpec, startedAt: number): Pro
   }
   const turnSpec = message === spec.message ? spec : { ...spec, message };
   const choices = await resolveChoices(rt, turnSpec, session, reset);
-  return runInLanes(rt, turnSpec, choices);
+  return runInLanes(rt, turnSpec, choices, spans);
 }
 
 type SessionRow = ReturnType<AgentRuntime["store"]["ensureSession"]>;
@@ -118,14 +137,19 @@ async function resolveChoices(
 }
 
 /** The run holds its session lane, then the global lane (SPEC 3). */
-function runInLanes(rt: AgentRuntime, spec: RunSpec, choices: TurnChoices): Promise<RunResult> {
+function runInLanes(
+  rt: AgentRuntime,
+  spec: RunSpec,
+  choices: TurnChoices,
+  spans: RunSpans | undefined,
+): Promise<RunResult> {
   const sessionLane = sessionLaneName(spec.sessionKey);
   const globalLane = spec.lane ?? "main";
   return runInSessionAndGlobalLanes(
     rt.lanes,
     sessionLane,
     globalLane === sessionLane ? "main" : globalLane,
-    (wait) => runPhases(rt, spec, choices, wait.sessionWaitMs + wait.globalWaitMs),
+    (wait) => runPhases(rt, spec, choices, wait.sessionWaitMs + wait.globalWaitMs, spans),
     { signal: spec.signal, label: spec.runId, release: spec.releaseLanes },
   );
 }
@@ -136,6 +160,7 @@ async function runPhases(
   spec: RunSpec,
   choices: TurnChoices,
   laneWaitMs: number,
+  spans: RunSpans | undefined,
 ): Promise<RunResult> {
   const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
   const startedAt = rt.clock.now();
@@ -162,6 +187,7 @@ async function runPhases(
         spec.releaseLanes?.addEventListener("abort", () => void l.release().catch(() => {}), { once: true });
       },
     });
+    spans?.model(prepared.model);
     projection = new RunProjection(rt, prepared, events, spec.runId, {
       reasoning: choices.reasoning,
       verbose: choices.verbose,
@@ -176,7 +202,17 @@ async function runPhases(
       runId: spec.runId,
       timeoutMs: choices.timeoutMs,
     });
-    exec = await executeRun({ rt, spec, prepared, choices, signal: control.signal, events, projection, context });
+    exec = await executeRun({
+      rt,
+      spec,
+      prepared,
+      choices,
+      signal: control.signal,
+      events,
+      projection,
+      context,
+      spans,
+    });
   } catch (err) {
     setupError = err instanceof Error ? err : new Error(String(err));
   } finally {

@@ -1,7 +1,9 @@
 import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
+import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
+import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
 import { diagnosticsListMethod } from "./diagnostics.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
@@ -21,6 +23,11 @@ export function methodRegistry(): Map<string, AnyMethod> {
     sessionsDeleteMethod,
     execApprovalListMethod,
     execApprovalResolveMethod,
+    auditListMethod,
+    cronListMethod,
+    cronAddMethod,
+    cronRemoveMethod,
+    cronRunMethod,
     diagnosticsListMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));

@@ -21,7 +21,7 @@ export async function acceptRun(
   const req = await prepareAttachments(params);
   gw.broadcaster.hold();
   try {
-    const accepted = gw.service.accept(req);
+    const accepted = gw.service.accept(req, { actor: conn.actor });
     if (!accepted.existing) {
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);

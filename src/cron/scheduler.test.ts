@@ -1,0 +1,289 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { AgentRuntime } from "../agent/runtime.js";
+import { AgentService } from "../agent/service.js";
+import { type ConfigError, parseConfig } from "../config/load.js";
+import { silentLogger } from "../infra/logger.js";
+import { ScriptedProvider } from "../providers/scripted.js";
+import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
+import type { RunOrigin } from "../queue/types.js";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import { ManualClock } from "../testing/manual-clock.js";
+import { CronScheduler } from "./scheduler.js";
+
+// 2023-11-14T22:13:20Z: an even second, 20 s past the minute
+const T0 = 1_700_000_000_000;
+
+const dirs: string[] = [];
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A model that never sends a chunk and ignores abort: the stale child the seed warns about. */
+function stallingProvider(): ModelProvider & { release(): void; waiting: number } {
+  let release = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const p = {
+    id: "stall",
+    api: "scripted" as const,
+    waiting: 0,
+    release: () => release(),
+    async *stream(_req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+      p.waiting++;
+      await gate;
+      yield { type: "error", error: new Error("released") } as unknown as ModelStreamEvent;
+    },
+  };
+  return p;
+}
+
+function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"))) {
+  if (!dirs.includes(dir)) dirs.push(dir);
+  const clock = new ManualClock(T0);
+  const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
+  const stall = stallingProvider();
+  const rt = new AgentRuntime({
+    config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
+    stateDir: dir,
+    store,
+    clock,
+    logger: silentLogger,
+    providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall },
+  });
+  const service = new AgentService(rt);
+  const accepted: Array<{ runId: string; sessionKey: string; lane?: string; origin?: RunOrigin }> = [];
+  const ended = new Set<string>();
+  const accept = service.accept.bind(service);
+  service.accept = (req, origin) => {
+    const a = accept(req, origin);
+    accepted.push({ runId: a.runId, sessionKey: a.sessionKey, lane: req.lane, origin });
+    void service.final(a.runId).then(() => ended.add(a.runId));
+    return a;
+  };
+  const scheduler = new CronScheduler({ service, config: rt.config.cron, clock, logger: silentLogger });
+  cleanups.push(() => {
+    scheduler.stop();
+    stall.release();
+    store.close();
+  });
+  /**
+   * Lets the runs the clock started get as far as they can without time passing (they do real file and SQLite
+   * work): until every run has ended, waits on the stalled model, or waits in the cron lane.
+   */
+  const settle = async () => {
+    const quiet = () => {
+      const open = accepted.filter((a) => !ended.has(a.runId)).length;
+      return open === stall.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
+    };
+    for (let i = 0; i < 100_000 && !quiet(); i++) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    if (!quiet()) throw new Error("runs did not settle");
+  };
+  /** moves time in 1 s steps, letting runs proceed between them */
+  const advance = async (seconds: number) => {
+    for (let i = 0; i < seconds; i++) {
+      clock.advance(1000);
+      await settle();
+    }
+  };
+  const runs = (jobId: string) => (scheduler.list(100).find((j) => j.id === jobId)?.runs ?? []).slice().reverse();
+  return { dir, clock, store, rt, service, scheduler, accepted, settle, advance, runs, stall };
+}
+
+describe("cron config", () => {
+  it("a bad schedule, a bad time zone and a duplicate id are config errors naming the key", () => {
+    const problems = (() => {
+      try {
+        parseConfig({
+          cron: {
+            jobs: [
+              { id: "a", schedule: "0 9 * *", message: "m" },
+              { id: "b", schedule: "0 25 * * *", message: "m" },
+              { id: "c", schedule: "0 9 * * *", tz: "Mars/Olympus", message: "m" },
+              { id: "a", schedule: "0 9 * * *", message: "m" },
+            ],
+          },
+        });
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+      return [];
+    })();
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[0\]\.schedule: expected 5 cron fields/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[1\]\.schedule: not a cron schedule/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[2\]\.tz: unknown time zone "Mars\/Olympus"/);
+    expect(problems.join("\n")).toMatch(/cron\.jobs\[3\]\.id: duplicate job id "a" \(also cron\.jobs\[0\]\)/);
+    expect(problems).toHaveLength(4);
+  });
+});
+
+describe("cron scheduler (fake clock)", () => {
+  it("a job every 2 seconds runs exactly 5 times in 10 seconds, each as a cron-lane turn of its own session", async () => {
+    const h = harness({ jobs: [{ id: "tick", schedule: "*/2 * * * * *", message: "ping" }] });
+    h.scheduler.start();
+    await h.advance(10);
+    await Promise.all(h.accepted.map((a) => h.service.final(a.runId)));
+    await h.settle();
+    const runs = h.runs("tick");
+    expect(runs.map((r) => r.scheduledAt - T0)).toEqual([2000, 4000, 6000, 8000, 10000]);
+    expect(runs.map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+    expect(h.accepted.map((a) => [a.sessionKey, a.lane, a.origin?.actor])).toEqual(
+      Array(5).fill(["cron:tick", "cron", "cron:tick"]),
+    );
+    // isolated: every run starts a new transcript generation, so no run sees the previous ones
+    expect(h.store.getSession("cron:tick")?.generation).toBe(5);
+    expect(h.store.readTranscript("cron:tick", { kinds: ["message"] }).map((r) => r.message?.role)).toEqual([
+      "user",
+      "assistant",
+    ]);
+  });
+
+  it("a job whose model stalls past its timeout is recorded as timeout, and the next job in the lane runs", async () => {
+    const h = harness({
+      jobs: [
+        // due at T0+10 (the 30th second); its model never answers and ignores the abort
+        { id: "stuck", schedule: "30 * * * * *", message: "hang", model: "stall/m", timeoutSeconds: 3 },
+        // due at T0+15, while "stuck" still holds the cron lane
+        { id: "after", schedule: "35 * * * * *", message: "next" },
+      ],
+    });
+    h.scheduler.start();
+    await h.advance(16);
+    expect(h.runs("after").map((r) => r.status)).toEqual(["running"]); // waiting behind "stuck" in the lane
+    await h.advance(3); // deadline at T0+13, then at most 5 s of cleanup: T0+18
+    const [stuck] = h.runs("stuck");
+    expect(stuck).toMatchObject({ status: "timeout", errorKind: "timeout", startedAt: T0 + 10_000 });
+    expect(stuck.endedAt).toBe(T0 + 18_000);
+    await h.service.final(h.accepted[1].runId);
+    await h.settle();
+    const [after] = h.runs("after");
+    expect(after).toMatchObject({ status: "ok", scheduledAt: T0 + 15_000 });
+    expect(after.startedAt).toBeGreaterThanOrEqual(T0 + 18_000);
+  });
+
+  it("missed runs while the gateway was down run once at start, not once per missed time", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"));
+    const first = harness({ jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] }, dir);
+    // the last run was due 100 s before this start: ten fire times were missed since
+    first.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
+    first.scheduler.start();
+    await first.settle();
+    await Promise.all(first.accepted.map((a) => first.service.final(a.runId)));
+    expect(first.accepted).toHaveLength(1);
+    expect(first.runs("tenner").map((r) => [r.scheduledAt - T0, r.status])).toEqual([
+      [-100_000, "ok"],
+      [-90_000, "ok"],
+    ]);
+    // and the schedule goes on from now: the next run is the next fire time, T0+10
+    await first.advance(10);
+    expect(first.accepted).toHaveLength(2);
+  });
+
+  it("a run left running by a stopped gateway is recorded as an error at the next start", async () => {
+    const h = harness({ jobs: [{ id: "daily", schedule: "0 9 * * *", message: "m" }] });
+    h.store.addCronRun({ jobId: "daily", scheduledAt: T0 - 5_000, status: "running", runId: "old-run" });
+    h.scheduler.start();
+    expect(h.runs("daily")).toEqual([
+      {
+        jobId: "daily",
+        scheduledAt: T0 - 5_000,
+        runId: "old-run",
+        status: "error",
+        errorKind: "gateway_restart",
+        endedAt: T0,
+      },
+    ]);
+    expect(h.scheduler.health()).toEqual({
+      jobs: 1,
+      last: [{ jobId: "daily", status: "error", at: T0, runId: "old-run" }],
+    });
+  });
+
+  it("catchUp skip records the missed runs as one skipped entry and runs nothing at start", async () => {
+    const h = harness({ catchUp: "skip", jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] });
+    h.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
+    h.scheduler.start();
+    await h.settle();
+    expect(h.accepted).toHaveLength(0);
+    expect(h.runs("tenner").map((r) => [r.status, r.errorKind ?? null])).toEqual([
+      ["ok", null],
+      ["skipped", "missed"],
+    ]);
+  });
+
+  it("a stopped scheduler starts nothing, and disabled jobs and cron.enabled: false never run", async () => {
+    const h = harness({
+      jobs: [
+        { id: "on", schedule: "* * * * * *", message: "m" },
+        { id: "off", schedule: "* * * * * *", message: "m", enabled: false },
+      ],
+    });
+    h.scheduler.start();
+    await h.advance(1);
+    h.scheduler.stop();
+    expect(h.rt.clock).toBe(h.clock);
+    expect(h.clock.pendingTimers).toBe(0);
+    await h.advance(5);
+    expect(h.accepted.map((a) => a.sessionKey)).toEqual(["cron:on"]);
+
+    const off = harness({ enabled: false, jobs: [{ id: "x", schedule: "* * * * * *", message: "m" }] });
+    off.scheduler.start();
+    await off.advance(3);
+    expect(off.accepted).toHaveLength(0);
+    expect(off.clock.pendingTimers).toBe(0);
+  });
+
+  it("tz: a job at 09:00 in Asia/Tokyo is next due at 00:00 UTC", () => {
+    const h = harness({ jobs: [{ id: "tokyo", schedule: "0 9 * * *", tz: "Asia/Tokyo", message: "m" }] });
+    h.scheduler.start();
+    // T0 is 2023-11-14T22:13:20Z, so 09:00 in Tokyo (UTC+9) next comes at 2023-11-15T00:00Z
+    expect(new Date(h.scheduler.list()[0].nextRunAt ?? 0).toISOString()).toBe("2023-11-15T00:00:00.000Z");
+  });
+
+  it("a job that names an agent and a session runs there and keeps that session's history", async () => {
+    const h = harness({
+      jobs: [{ id: "digest", schedule: "*/5 * * * * *", message: "digest", agentId: "main", sessionKey: "inbox" }],
+    });
+    h.scheduler.start();
+    await h.advance(10);
+    await Promise.all(h.accepted.map((a) => h.service.final(a.runId)));
+    expect(h.accepted.map((a) => a.sessionKey)).toEqual(["agent:main:inbox", "agent:main:inbox"]);
+    expect(h.store.getSession("agent:main:inbox")?.generation).toBe(1);
+    expect(h.store.readTranscript("agent:main:inbox", { kinds: ["message"] })).toHaveLength(4);
+  });
+
+  it("RPC jobs persist; a config job's id is refused, and a config job cannot be removed", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"));
+    const cfg = { jobs: [{ id: "cfg", schedule: "0 9 * * *", message: "m" }] };
+    const h = harness(cfg, dir);
+    h.scheduler.add({ id: "mine", schedule: "0 8 * * 1-5", tz: "Europe/Berlin", message: "standup" });
+    expect(() => h.scheduler.add({ id: "cfg", schedule: "0 9 * * *", message: "x" })).toThrow(
+      /params\.id: "cfg" is a job from the config/,
+    );
+    expect(() => h.scheduler.remove("cfg")).toThrow(/params\.id: "cfg" is a job from the config/);
+    expect(() => h.scheduler.add({ id: "bad", schedule: "61 * * * *", message: "x" })).toThrow(/^params\.schedule:/);
+    expect(() => h.scheduler.add({ id: "bad", schedule: "0 9 * * *", tz: "Mars/Base", message: "x" })).toThrow(
+      /^params\.tz: unknown time zone "Mars\/Base"/,
+    );
+    expect(() => h.scheduler.remove("nope")).toThrow(/params\.id: no cron job "nope"/);
+    // a new scheduler over the same store (a restart) has the RPC job back
+    const again = new CronScheduler({
+      service: h.service,
+      config: h.rt.config.cron,
+      clock: h.clock,
+      logger: silentLogger,
+    });
+    expect(again.list().map((j) => [j.id, j.source, j.tz ?? null])).toEqual([
+      ["cfg", "config", null],
+      ["mine", "rpc", "Europe/Berlin"],
+    ]);
+    expect(again.remove("mine")).toBe(true);
+    expect(h.store.listCronJobs()).toEqual([]);
+  });
+});

@@ -1,0 +1,143 @@
+/**
+ * The audit ledger's writer (SPEC 11/20): it listens to the event bus, projects the events it records
+ * (audit-projection.ts) into a bounded in-memory queue, and writes that queue to the store in batches, one
+ * transaction per batch, on a timer. A run never waits for it: the bus listener only pushes a small row, and when
+ * the queue is full the row is dropped and counted instead (the count goes to the log, rate-limited, to `health` and
+ * to `audit.list`). Closing writes what is left.
+ */
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../infra/clock.js";
+import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { Logger } from "../infra/logger.js";
+import type { AuditLedgerState } from "../protocol/payloads.js";
+import type { AuditEventInput, Store } from "../storage/types.js";
+import { auditRowOf } from "./audit-projection.js";
+
+/** Rows wait this long for more to join their batch (a run's start, its tool calls and its end usually do). */
+export const AUDIT_FLUSH_DELAY_MS = 100;
+/** Rows per transaction; a longer queue is written over several timer turns, so one flush never holds the loop long. */
+export const AUDIT_BATCH_ROWS = 500;
+/** At most one "dropped" log line per this window; drops in between are summed into the next line. */
+export const AUDIT_DROP_LOG_INTERVAL_MS = 60_000;
+
+export interface AuditLedgerOptions {
+  store: Pick<Store, "appendAuditEvents">;
+  clock: Clock;
+  logger: Logger;
+  /** rows that may wait to be written; beyond it new rows are dropped and counted (config audit.queueSize) */
+  queueSize: number;
+  /** who started the run (AgentService.originOf); undefined is recorded as "unknown" */
+  actorOf(runId: string): string | undefined;
+  newId?: () => string;
+}
+
+export class AuditLedger {
+  private readonly opts: AuditLedgerOptions;
+  private readonly newId: () => string;
+  private queue: AuditEventInput[] = [];
+  private timer: unknown;
+  private droppedTotal = 0;
+  /** drops not reported in a log line yet, and why the last one happened */
+  private unreported = 0;
+  private unreportedReason = "";
+  private lastReportAt: number | undefined;
+  private reportTimer: unknown;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(opts: AuditLedgerOptions) {
+    this.opts = opts;
+    this.newId = opts.newId ?? randomUUID;
+  }
+
+  /** Starts recording the bus's events. */
+  attach(bus: AgentEventBus): void {
+    this.unsubscribe?.();
+    this.unsubscribe = bus.subscribe((event) => this.offer(event));
+  }
+
+  /** Rows waiting to be written, and rows lost since this ledger started. */
+  state(): AuditLedgerState {
+    return { backlog: this.queue.length, dropped: this.droppedTotal };
+  }
+
+  /** Takes one event: a row for the queue if the ledger records it, or nothing. Never blocks, never throws. */
+  offer(event: AgentEvent): void {
+    if (event.stream !== "lifecycle" && event.stream !== "tool") return;
+    const draft = auditRowOf(event);
+    if (!draft) return;
+    if (this.queue.length >= this.opts.queueSize) {
+      this.drop(1, `the write queue is full (${this.opts.queueSize} rows; audit.queueSize)`);
+      return;
+    }
+    const actor = this.opts.actorOf(event.runId) ?? "unknown";
+    this.queue.push({ ...draft, actor, eventId: this.newId() });
+    this.timer ??= this.opts.clock.setTimeout(() => this.writeBatch(), AUDIT_FLUSH_DELAY_MS);
+  }
+
+  /** Writes everything waiting now (audit.list reads its own writes; shutdown loses nothing). */
+  flush(): void {
+    this.cancelTimer();
+    while (this.queue.length > 0) this.writeOne();
+  }
+
+  /** Stops listening, writes what is left, and reports drops not logged yet. */
+  close(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.flush();
+    if (this.reportTimer !== undefined) this.opts.clock.clearTimeout(this.reportTimer);
+    this.reportTimer = undefined;
+    this.report();
+  }
+
+  private writeBatch(): void {
+    this.timer = undefined;
+    this.writeOne();
+    if (this.queue.length > 0) this.timer = this.opts.clock.setTimeout(() => this.writeBatch(), 0);
+  }
+
+  /** One transaction of at most AUDIT_BATCH_ROWS rows. A batch the store refuses is counted as dropped. */
+  private writeOne(): void {
+    const batch = this.queue.splice(0, AUDIT_BATCH_ROWS);
+    if (batch.length === 0) return;
+    try {
+      this.opts.store.appendAuditEvents(batch);
+    } catch (err) {
+      this.drop(batch.length, `the store refused the write: ${(err as Error)?.message ?? String(err)}`);
+    }
+  }
+
+  private cancelTimer(): void {
+    if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private drop(rows: number, reason: string): void {
+    this.droppedTotal += rows;
+    this.unreported += rows;
+    this.unreportedReason = reason;
+    const now = this.opts.clock.now();
+    if (this.lastReportAt === undefined || now - this.lastReportAt >= AUDIT_DROP_LOG_INTERVAL_MS) {
+      this.report();
+      return;
+    }
+    // within the window: one line at its end sums up what was dropped meanwhile
+    this.reportTimer ??= this.opts.clock.setTimeout(
+      () => {
+        this.reportTimer = undefined;
+        this.report();
+      },
+      this.lastReportAt + AUDIT_DROP_LOG_INTERVAL_MS - now,
+    );
+  }
+
+  private report(): void {
+    if (this.unreported === 0) return;
+    this.opts.logger.warn(`audit ledger: dropped ${this.unreported} row(s): ${this.unreportedReason}`, {
+      droppedTotal: this.droppedTotal,
+      backlog: this.queue.length,
+    });
+    this.unreported = 0;
+    this.lastReportAt = this.opts.clock.now();
+  }
+}

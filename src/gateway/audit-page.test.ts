@@ -1,0 +1,90 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { AuditAction } from "../protocol/payloads.js";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import type { AuditEventInput } from "../storage/types.js";
+import { readAuditPage } from "./audit-page.js";
+import { GatewayError } from "./errors.js";
+
+const stores: SqliteStore[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+});
+
+function store(): SqliteStore {
+  const s = new SqliteStore(":memory:");
+  stores.push(s);
+  return s;
+}
+
+let n = 0;
+function row(over: Partial<AuditEventInput> = {}): AuditEventInput {
+  n++;
+  return {
+    eventId: `e${n}`,
+    sourceSequence: 1,
+    occurredAt: 1000 * n,
+    actor: "cli",
+    action: "agent.run.started" as AuditAction,
+    status: "started",
+    sessionKey: "agent:main:main",
+    runId: "r1",
+    schemaVersion: 1,
+    redaction: "metadata_only",
+    ...over,
+  };
+}
+
+describe("audit.list pages", () => {
+  const everyone = () => true;
+
+  it("a cursor walks every row exactly once, newest first, even while new rows arrive", () => {
+    const s = store();
+    s.appendAuditEvents(Array.from({ length: 7 }, () => row()));
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = readAuditPage(s, { query: {}, limit: 3, cursor, canSee: everyone });
+      seen.push(...page.events.map((e) => e.sequence));
+      cursor = page.nextCursor;
+      pages++;
+      // a row written between two pages lands before the first page, not in the next one
+      if (pages === 1) s.appendAuditEvents([row()]);
+    } while (cursor !== undefined && pages < 10);
+    expect(seen).toEqual([7, 6, 5, 4, 3, 2, 1]);
+    expect(pages).toBe(3);
+  });
+
+  it("a page that ends exactly at the last row has no next cursor", () => {
+    const s = store();
+    s.appendAuditEvents(Array.from({ length: 3 }, () => row()));
+    const page = readAuditPage(s, { query: {}, limit: 3, canSee: everyone });
+    expect(page.events).toHaveLength(3);
+    expect(page.nextCursor).toBeUndefined();
+  });
+
+  it("leaves out sessions the caller may not see and still fills the page", () => {
+    const s = store();
+    s.appendAuditEvents(
+      Array.from({ length: 9 }, (_, i) => row({ sessionKey: i % 3 === 0 ? "agent:main:mine" : "agent:main:other" })),
+    );
+    const page = readAuditPage(s, { query: {}, limit: 2, canSee: (k) => k === "agent:main:mine" });
+    expect(page.events.map((e) => e.sessionKey)).toEqual(["agent:main:mine", "agent:main:mine"]);
+    const rest = readAuditPage(s, {
+      query: {},
+      limit: 2,
+      cursor: page.nextCursor,
+      canSee: (k) => k === "agent:main:mine",
+    });
+    expect(rest.events).toHaveLength(1);
+    expect(rest.nextCursor).toBeUndefined();
+  });
+
+  it("refuses a cursor it did not make, naming the param", () => {
+    const s = store();
+    expect(() => readAuditPage(s, { query: {}, limit: 2, cursor: "bm9wZQ", canSee: everyone })).toThrow(GatewayError);
+    expect(() => readAuditPage(s, { query: {}, limit: 2, cursor: "bm9wZQ", canSee: everyone })).toThrow(
+      /params\.cursor/,
+    );
+  });
+});

@@ -1,0 +1,98 @@
+import { CronJobError } from "../../cron/scheduler.js";
+import { ErrorCodes } from "../../protocol/frames.js";
+import {
+  cronAddParamsSchema,
+  cronListParamsSchema,
+  cronRemoveParamsSchema,
+  cronRunParamsSchema,
+} from "../../protocol/params.js";
+import type { CronAddResult, CronListResult, CronRemoveResult, CronRunResult } from "../../protocol/payloads.js";
+import { type CallerConnection, defineMethod, type GatewayContext } from "../context.js";
+import { GatewayError } from "../errors.js";
+
+/*
+ * cron.* (SPEC 17). Scopes follow OpenClaw's schema: listing is a read (operator.read sees every job and its run
+ * history, as it sees every run); adding, removing and running a job now are admin, because a job runs as the
+ * gateway with no client behind it, in sessions no token grant names.
+ */
+
+function scheduler(gw: GatewayContext) {
+  return gw.cron;
+}
+
+/** The scheduler's refusals as gateway errors; CRON_JOB_NOT_FOUND is OpenClaw's detail code. */
+function call<T>(fn: () => T, jobId?: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof CronJobError)) throw err;
+    const code =
+      err.code === "not_found"
+        ? ErrorCodes.notFound
+        : err.code === "conflict"
+          ? ErrorCodes.conflict
+          : err.code === "unavailable"
+            ? ErrorCodes.unavailable
+            : ErrorCodes.invalidParams;
+    throw new GatewayError({
+      code,
+      message: err.message,
+      ...(err.code === "not_found" && jobId ? { details: { code: "CRON_JOB_NOT_FOUND", jobId } } : {}),
+    });
+  }
+}
+
+/** A job is changed or run only by a client whose token grants the session it runs in. */
+function requireJobSession(conn: CallerConnection, gw: GatewayContext, id: string): void {
+  const key = scheduler(gw).sessionKeyOf(id);
+  if (key !== undefined) conn.access.requireAdmin(key);
+}
+
+export const cronListMethod = defineMethod({
+  name: "cron.list",
+  scope: "read",
+  params: cronListParamsSchema,
+  handle({ params, conn, gw, reply }) {
+    conn.access.requireRead(undefined);
+    const cron = scheduler(gw);
+    // a token confined to some sessions sees the jobs that run in them
+    const jobs = cron.list(params.runs ?? 10).filter((j) => conn.access.canSeeSession(j.sessionKey));
+    const result: CronListResult = { enabled: cron.enabled, jobs };
+    reply.ok(result);
+  },
+});
+
+export const cronAddMethod = defineMethod({
+  name: "cron.add",
+  scope: "admin",
+  params: cronAddParamsSchema,
+  handle({ params, conn, gw, reply }) {
+    conn.access.requireAdmin(call(() => scheduler(gw).sessionKeyFor(params)));
+    const result: CronAddResult = { job: call(() => scheduler(gw).add(params)) };
+    reply.ok(result);
+  },
+});
+
+export const cronRemoveMethod = defineMethod({
+  name: "cron.remove",
+  scope: "admin",
+  params: cronRemoveParamsSchema,
+  handle({ params, conn, gw, reply }) {
+    requireJobSession(conn, gw, params.id);
+    const removed = call(() => scheduler(gw).remove(params.id), params.id);
+    const result: CronRemoveResult = { ok: true, id: params.id, removed };
+    reply.ok(result);
+  },
+});
+
+export const cronRunMethod = defineMethod({
+  name: "cron.run",
+  scope: "admin",
+  params: cronRunParamsSchema,
+  handle({ params, conn, gw, reply }) {
+    requireJobSession(conn, gw, params.id);
+    const { runId } = call(() => scheduler(gw).runNow(params.id), params.id);
+    const result: CronRunResult = { ok: true, id: params.id, runId };
+    reply.ok(result);
+  },
+});
