@@ -35,7 +35,12 @@ export async function openLocal(opts: {
       opts.execPrompt ??
       terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
   });
-  return { service: new AgentService(rt), loaded, close: () => store.close() };
+  const close = () => {
+    // the run events still buffered go to the store before it closes
+    rt.runEvents.close();
+    store.close();
+  };
+  return { service: new AgentService(rt), loaded, close };
 }
 
 /**
