@@ -73,6 +73,7 @@ export const GATEWAY_METHODS = [
   "sessions.delete",
   "exec.approval.list",
   "exec.approval.resolve",
+  "agent.events",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

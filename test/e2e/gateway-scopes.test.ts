@@ -141,6 +141,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
+    "agent.events own": "ok",
+    "agent.events granted": "forbidden",
+    "agent.events ungranted": "forbidden",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -164,6 +167,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "exec.approval.resolve unknown": "unauthorized",
     "events granted": "delivered",
     "events ungranted": "none",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -190,6 +195,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
+    "agent.events own": "ok",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
 };
 
@@ -232,6 +240,7 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
         const abort = { sessionKey: key[t], runId: runOf[t] };
         actual[`chat.abort ${t}`] = outcome(await client.call("chat.abort", abort));
+        actual[`agent.events ${t}`] = outcome(await client.call("agent.events", { runId: runOf[t] }));
       }
       for (const t of ["granted", "ungranted"] as const) {
         actual[`chat.history ${t}`] = outcome(await client.call("chat.history", { sessionKey: key[t] }));

@@ -1,5 +1,6 @@
 import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
+import { agentEventsMethod } from "./agent-events.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { healthMethod } from "./health.js";
@@ -20,6 +21,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     sessionsDeleteMethod,
     execApprovalListMethod,
     execApprovalResolveMethod,
+    agentEventsMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
