@@ -2,10 +2,10 @@
  * Persisted events (SPEC 15 "runs have cursors"): every agent event of every run is stored with its run seq, so a
  * client can re-attach to a run and replay it from a seq (`agent.events`, gateway/methods/agent-events.ts).
  *
- * Off the hot path: the bus listener only appends the event to an in-memory buffer. The buffer is written in one
- * transaction per batch, after a short delay on the injected clock (or at once on the next turn of the event loop
- * when a batch is full), so a streamed token costs an array push and a run never waits for the disk. The JSON is
- * the broadcaster's (events/event-json.ts): nothing is serialized twice.
+ * Off the hot path: the bus listener only appends the event (with its wire JSON) to an in-memory buffer. The buffer
+ * is written in one transaction per batch, after a short delay on the injected clock (or on the next turn of the
+ * event loop when a batch is full), so a streamed token costs an array push and a run never waits for the disk. The
+ * JSON is made once for the writer and the gateway's broadcaster together (events/event-json.ts).
  *
  * Faults never reach the run: a listener that throws would only be logged by the bus, but a failed write is handled
  * here. A storage fault (disk full, I/O error) keeps the events buffered and retries with backoff; the buffer is
@@ -63,7 +63,7 @@ export class RunEventWriter {
   private readonly batchSize: number;
   private readonly maxBuffered: number;
   private readonly defer: (fn: () => void) => void;
-  private buffer: AgentEvent[] = [];
+  private buffer: StoredRunEvent[] = [];
   private timer: unknown;
   private timerArmed = false;
   private soon = false;
@@ -92,7 +92,7 @@ export class RunEventWriter {
   /** The hot path: one push, and a timer armed once per batch. */
   add(event: AgentEvent): void {
     if (this.closed) return;
-    this.buffer.push(event);
+    this.buffer.push(toStored(event));
     if (this.buffer.length > this.maxBuffered) this.dropOldest();
     if (!this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
     if (this.buffer.length >= this.batchSize && !this.soon && this.retryDelayMs === 0) {
@@ -138,7 +138,7 @@ export class RunEventWriter {
     for (const ev of this.buffer) {
       if (stored.length >= limit) break;
       if (ev.runId !== runId || ev.seq <= last) continue;
-      stored.push(toStored(ev));
+      stored.push(ev);
       last = ev.seq;
     }
     return stored;
@@ -175,9 +175,9 @@ export class RunEventWriter {
   }
 
   /** Writes one batch; false when it must be retried later (the batch is back at the head of the buffer). */
-  private write(batch: AgentEvent[]): boolean {
+  private write(batch: StoredRunEvent[]): boolean {
     try {
-      const { ignored } = this.store.appendRunEvents(batch.map(toStored));
+      const { ignored } = this.store.appendRunEvents(batch);
       this.counts.stored += batch.length - ignored;
       if (ignored > 0) this.noteDuplicates(ignored);
       if (this.retryDelayMs > 0) {
