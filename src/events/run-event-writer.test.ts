@@ -161,6 +161,18 @@ describe("a store that fails", () => {
     expect(lines.some((l) => l.includes("dropping the oldest"))).toBe(true);
   });
 
+  it("a database another process keeps locked is retried like a full disk, not dropped", () => {
+    const { clock, writer, stream } = setup();
+    vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
+      throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+    });
+    stream("r1", 3);
+    clock.advance(50);
+    expect(writer.stats).toMatchObject({ dropped: 0, buffered: 3, failedWrites: 1 });
+    clock.advance(50);
+    expect(seqs("r1")).toEqual([1, 2, 3]);
+  });
+
   it("a batch that fails for another reason is dropped (counted, logged), and the next batch is written", () => {
     const { clock, writer, lines, stream } = setup();
     vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {

@@ -8,9 +8,10 @@
  * JSON is made once for the writer and the gateway's broadcaster together (events/event-json.ts).
  *
  * Faults never reach the run: a listener that throws would only be logged by the bus, but a failed write is handled
- * here. A storage fault (disk full, I/O error) keeps the events buffered and retries with backoff; the buffer is
- * bounded, and what no longer fits is dropped oldest first, counted and logged. Any other write error drops that
- * batch (counted, logged) so one bad batch cannot block the ones behind it.
+ * here. A storage fault (disk full, I/O error) or a database another process keeps locked past busy_timeout keeps
+ * the events buffered and retries with backoff; the buffer is bounded, and what no longer fits is dropped oldest
+ * first, counted and logged. Any other write error drops that batch (counted, logged) so one bad batch cannot block
+ * the ones behind it.
  *
  * Events not written yet are still readable: `read` returns the stored events followed by the buffered ones, which
  * is what `agent.events` replays.
@@ -187,7 +188,7 @@ export class RunEventWriter {
       return true;
     } catch (err) {
       this.counts.failedWrites++;
-      if (isStorageFault(err) || err instanceof StorageUnavailableError) {
+      if (retryable(err)) {
         if (this.retryDelayMs === 0) {
           this.logger.warn("run events: cannot write to the store; keeping them in memory and retrying", {
             error: (err as Error).message,
@@ -230,6 +231,13 @@ export class RunEventWriter {
       this.logger.warn("run events: seqs already stored were written again; the stored ones were kept", { count });
     }
   }
+}
+
+/** Worth retrying: the disk is full or failing, or another process held the database longer than busy_timeout. */
+function retryable(err: unknown): boolean {
+  if (isStorageFault(err) || err instanceof StorageUnavailableError) return true;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
 }
 
 function toStored(ev: AgentEvent): StoredRunEvent {
