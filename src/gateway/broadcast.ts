@@ -162,7 +162,7 @@ export class Broadcaster {
 
   private deliver(ev: AgentEvent): void {
     if (ev.stream === "lifecycle") this.trackLifecycle(ev);
-    // made once and kept with the event: the event store writer stores the same text (events/event-json.ts)
+    // made once per event: the event store writer, which heard this event first, made it (events/event-json.ts)
     this.send(AGENT_PREFIX, agentEventJson(ev), ev.sessionKey, ev.runId);
     this.chat.onAgentEvent(ev);
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) this.forgetRun(ev.runId);
