@@ -78,6 +78,27 @@ describe("schema and migrations", () => {
     }
   });
 
+  it("a database an older version made (schema 2) gains the run events table on open, its data kept", () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const old = new Database(file);
+    for (const m of migrations.filter((m) => m.version <= 2)) old.exec(m.sql);
+    old.pragma("user_version = 2");
+    old
+      .prepare("INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('r1', 'k', 'ok', 1, '{}')")
+      .run();
+    old.close();
+    const s = store();
+    expect(s.getRun("r1")?.status).toBe("ok");
+    s.appendRunEvents([{ runId: "r1", seq: 1, ts: 1, sessionKey: "k", stream: "lifecycle", json: "{}" }]);
+    expect(s.lastRunEventSeq("r1")).toBe(1);
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
+    } finally {
+      db.close();
+    }
+  });
+
   it("openStore puts the database in the state directory", () => {
     const s = openStore(path.join(dir, "state"));
     open.push(s);
