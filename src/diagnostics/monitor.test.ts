@@ -26,9 +26,12 @@ const SESSION = "agent:main:s";
 
 const dirs: string[] = [];
 const stores: SqliteStore[] = [];
+const runtimes: AgentRuntime[] = [];
 const monitors: DiagnosticsMonitor[] = [];
 afterEach(() => {
   for (const m of monitors.splice(0)) m.stop();
+  // the runtime's event writer flushes before its store closes (what the gateway's close does)
+  for (const rt of runtimes.splice(0)) rt.runEvents.close();
   for (const s of stores.splice(0)) s.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
@@ -116,6 +119,7 @@ function harness(opts: { held?: (prompt: string) => boolean; clock?: Clock; manu
     logger: silentLogger,
     providers: { m: model },
   });
+  runtimes.push(rt);
   const service = new AgentService(rt);
   const seen: Diagnostic[] = [];
   const monitor = new DiagnosticsMonitor({
