@@ -3,6 +3,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
+import type { EventBusPort } from "../events/bus-port.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
@@ -34,7 +35,8 @@ export interface RuntimeOptions {
   config: LoopgateConfig;
   stateDir: string;
   store: Store;
-  bus?: AgentEventBus;
+  /** the event bus port; default: an in-process AgentEventBus */
+  bus?: EventBusPort;
   clock?: Clock;
   logger?: Logger;
   /** Provider instances by provider id; they win over config (tests, embedding apps). */
@@ -58,7 +60,7 @@ export class AgentRuntime {
   readonly config: LoopgateConfig;
   readonly stateDir: string;
   readonly store: Store;
-  readonly bus: AgentEventBus;
+  readonly bus: EventBusPort;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly lanes: LaneScheduler;
