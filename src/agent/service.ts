@@ -7,6 +7,7 @@ import { SessionQueue } from "../queue/session-queue.js";
 import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
+import { SessionService } from "./session-service.js";
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
 export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, RunOrigin, WaitResult, WireStatus };
@@ -44,10 +45,13 @@ function messageReceived(rt: AgentRuntime, m: { runId: string; sessionKey: strin
  */
 export class AgentService {
   readonly rt: AgentRuntime;
+  /** sessions, runs and audit rows as the gateway's handlers read and change them (never the store directly) */
+  readonly sessions: SessionService;
   private readonly queue: SessionQueue;
 
   constructor(rt: AgentRuntime) {
     this.rt = rt;
+    this.sessions = new SessionService(rt.store, rt.sessionLocks);
     this.queue = new SessionQueue({
       store: rt.store,
       bus: rt.bus,

@@ -66,7 +66,7 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
 
     it("continues a run's numbering after resumeSeq (events stored before a restart)", async () => {
       t.bus.resumeSeq("r", 41);
-      expect(t.bus.emit("r", "s", "lifecycle", { phase: "start" }).seq).toBe(42);
+      expect(t.bus.emit("r", "s", "lifecycle", { phase: "start", startedAt: 1 }).seq).toBe(42);
     });
 
     it("a listener that throws stops neither the other listeners nor the emit (a warning is expected here)", async () => {
@@ -86,13 +86,13 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
       t.peer.onRunEnd("r", () => ended++);
       const stopOther = t.peer.onRunEnd("r", () => other++);
       stopOther();
-      t.bus.emit("r", "s", "lifecycle", { phase: "start" });
+      t.bus.emit("r", "s", "lifecycle", { phase: "start", startedAt: 1 });
       t.bus.endRun("r");
       t.bus.endRun("r");
       await t.settle();
       expect(ended).toBe(1);
       expect(other).toBe(0);
-      expect(t.bus.emit("r", "s", "lifecycle", { phase: "start" }).seq).toBe(1);
+      expect(t.bus.emit("r", "s", "lifecycle", { phase: "start", startedAt: 1 }).seq).toBe(1);
     });
   });
 }

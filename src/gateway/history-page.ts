@@ -4,9 +4,9 @@
  * rows costs one page of memory, not the whole transcript.
  */
 
+import type { SessionRecord, SessionService, TranscriptRow } from "../agent/session-service.js";
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
-import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
 import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { GatewayError } from "./errors.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
@@ -55,7 +55,11 @@ function startPoint(session: SessionRecord, req: HistoryPageRequest): { generati
   return { generation: c.g, before: c.b };
 }
 
-export function readHistoryPage(store: Store, session: SessionRecord, req: HistoryPageRequest): ChatHistoryResult {
+export async function readHistoryPage(
+  store: Pick<SessionService, "readTranscript">,
+  session: SessionRecord,
+  req: HistoryPageRequest,
+): Promise<ChatHistoryResult> {
   const { generation, before } = startPoint(session, req);
   const head = { sessionKey: session.key, sessionId: session.sessionId, generation };
   const envelope = JSON.stringify({ ...head, messages: [], nextBefore: Number.MAX_SAFE_INTEGER });
@@ -65,7 +69,7 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   let more = false;
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
-    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
+    const rows = await store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
@@ -85,7 +89,7 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   }
   const oldest = picked.at(-1)?.seq;
   if (!more && oldest !== undefined && picked.length === req.limit) {
-    more = store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest }).length > 0;
+    more = (await store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest })).length > 0;
   }
   const page: ChatHistoryResult = { ...head, messages: picked.reverse() };
   if (more && oldest !== undefined) {

@@ -1,3 +1,4 @@
+import type { SessionRecord } from "../../agent/session-service.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
   sessionsDeleteParamsSchema,
@@ -13,8 +14,6 @@ import type {
   SessionsResetResult,
 } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
-import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
-import type { SessionRecord } from "../../storage/types.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 import { readSessionsPage } from "../sessions-page.js";
@@ -45,25 +44,10 @@ function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: stri
   return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
 }
 
-function requireSession(gw: GatewayContext, key: string): SessionRecord {
-  const s = gw.service.rt.store.getSession(key);
+async function requireSession(gw: GatewayContext, key: string): Promise<SessionRecord> {
+  const s = await gw.service.sessions.get(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
-}
-
-/** A reset marker or a delete rewrites transcript rows: it holds the session write lock like a run does (SPEC 3). */
-async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): Promise<T> {
-  const rt = gw.service.rt;
-  const lock = await acquireSessionWriteLock(rt.sessionLockPath(key), {
-    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
-      rt.logger.warn(m),
-    ),
-  });
-  try {
-    return fn();
-  } finally {
-    await lock.release();
-  }
 }
 
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
@@ -84,9 +68,9 @@ export const sessionsListMethod = defineMethod({
   name: "sessions.list",
   scope: "read",
   params: sessionsListParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const result: SessionsListResult = readSessionsPage(gw.service.rt.store, {
+    const result: SessionsListResult = await readSessionsPage(gw.service.sessions, {
       limit: params.limit ?? DEFAULT_LIST_LIMIT,
       agentId: params.agentId,
       cursor: params.cursor,
@@ -102,10 +86,10 @@ export const sessionsGetMethod = defineMethod({
   name: "sessions.get",
   scope: "read",
   params: sessionsGetParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireRead(key);
-    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key)) };
+    const result: SessionsGetResult = { session: sessionInfo(await requireSession(gw, key)) };
     reply.ok(result);
   },
 });
@@ -117,12 +101,10 @@ export const sessionsResetMethod = defineMethod({
   async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
-    requireSession(gw, key);
+    await requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
-    // a new transcript generation; the old rows stay (SPEC 4)
-    const generation = await withWriteLock(gw, key, () =>
-      gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`),
-    );
+    // a new transcript generation; the old rows stay (SPEC 4); under the session lock, like a run
+    const generation = await gw.service.sessions.reset(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
   },
@@ -136,7 +118,7 @@ export const sessionsDeleteMethod = defineMethod({
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
-    const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
+    const deleted = await gw.service.sessions.delete(key);
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);
   },
