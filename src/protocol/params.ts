@@ -472,3 +472,14 @@ const cronJobRef = z
 export const cronAddParamsSchema = cronJobSchema;
 export const cronRemoveParamsSchema = cronJobRef;
 export const cronRunParamsSchema = cronJobRef;
+
+/** The most runs one `runs.list` answer may hold. */
+export const RUNS_LIST_MAX_LIMIT = 200;
+
+/** `runs.list` (the web console's Runs page): the newest runs, of one session when `sessionKey` is given. */
+export const runsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+  /** default 50 */
+  limit: z.number().int().min(1).max(RUNS_LIST_MAX_LIMIT).optional(),
+});

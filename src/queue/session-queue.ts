@@ -51,6 +51,13 @@ export class SessionQueue {
     return ids;
   }
 
+  /** What the session is doing now: the run of its active turn (if any) and how many messages wait behind it. */
+  activity(sessionKey: string): { activeRunId?: string; queued: number } {
+    const s = this.ctx.sessions.get(sessionKey);
+    if (!s) return { queued: 0 };
+    return { ...(s.active ? { activeRunId: s.active.host.runId } : {}), queued: s.pending.length };
+  }
+
   /** Validates, stores the session and run record, then routes by queue mode; returns at once. */
   accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
     return acceptMessage(this.ctx, req, origin);

@@ -156,6 +156,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "unauthorized",
     "audit.list ungranted": "unauthorized",
     "audit.list": "unauthorized",
+    "runs.list granted": "unauthorized",
+    "runs.list ungranted": "unauthorized",
+    "runs.list": "unauthorized",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -189,6 +192,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -225,6 +231,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
   },
 };
 
@@ -299,6 +308,18 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${audited.join(", ")}`
         : outcome(audit);
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`runs.list ${t}`] = outcome(await client.call("runs.list", { sessionKey: key[t] }));
+      }
+      const runList = await client.call("runs.list");
+      const runSessions = [
+        ...new Set(((runList.payload?.runs ?? []) as Array<{ sessionKey: string }>).map((r) => r.sessionKey)),
+      ];
+      actual["runs.list"] = runList.ok
+        ? runSessions.every((k) => k.startsWith("agent:main:support-")) && runSessions.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${runSessions.join(", ")}`
+        : outcome(runList);
       // cron: jobs are listed, added, run and removed only inside the sessions the token grants
       const cronList = await client.call("cron.list");
       actual["cron.list"] = cronList.ok

@@ -5,6 +5,7 @@ import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
 import { healthMethod } from "./health.js";
+import { runsListMethod } from "./runs.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
 
 /** Every method the gateway serves, by name. `hello-ok.features.methods` is built from the same list. */
@@ -27,6 +28,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     cronAddMethod,
     cronRemoveMethod,
     cronRunMethod,
+    runsListMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

@@ -6,6 +6,7 @@ import {
   sessionsResetParamsSchema,
 } from "../../protocol/params.js";
 import type {
+  SessionActivity,
   SessionInfo,
   SessionsDeleteResult,
   SessionsGetResult,
@@ -22,7 +23,14 @@ import { readSessionsPage } from "../sessions-page.js";
 /** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
 const DEFAULT_LIST_LIMIT = 1000;
 
-export function sessionInfo(s: SessionRecord): SessionInfo {
+/** What the session is doing now, from the service's queue (memory: idle sessions are not held there). */
+function activityOf(gw: GatewayContext, key: string): SessionActivity {
+  const { activeRunId, queued } = gw.service.sessionActivity(key);
+  const state = activeRunId ? "running" : queued > 0 ? "queued" : "idle";
+  return { state, ...(activeRunId ? { activeRunId } : {}), queued };
+}
+
+export function sessionInfo(s: SessionRecord, activity?: SessionActivity): SessionInfo {
   return {
     key: s.key,
     sessionId: s.sessionId,
@@ -38,6 +46,7 @@ export function sessionInfo(s: SessionRecord): SessionInfo {
     outputTokens: s.outputTokens,
     totalTokens: s.totalTokens,
     compactionCount: s.compactionCount,
+    ...(activity ? { activity } : {}),
   };
 }
 
@@ -92,7 +101,7 @@ export const sessionsListMethod = defineMethod({
       cursor: params.cursor,
       maxBytes: gw.limits.maxPageBytes,
       canSee: (key) => conn.access.canSeeSession(key),
-      info: sessionInfo,
+      info: (s) => sessionInfo(s, activityOf(gw, s.key)),
     });
     reply.ok(result);
   },
@@ -105,7 +114,7 @@ export const sessionsGetMethod = defineMethod({
   handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireRead(key);
-    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key)) };
+    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key), activityOf(gw, key)) };
     reply.ok(result);
   },
 });
