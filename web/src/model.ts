@@ -1,0 +1,345 @@
+/**
+ * What the console knows, fed by the gateway's events and replies: the session list, the runs it watched live (text,
+ * reasoning, tool calls, blocks, retries and fallbacks), pending exec approvals, and stuck-session diagnostics. Views
+ * subscribe with `useModel`; every change bumps one version number.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { type EventFrame, type GatewayClient, RpcError } from "./gateway";
+
+export interface SessionActivity {
+  state: "idle" | "running" | "queued";
+  activeRunId?: string;
+  queued: number;
+}
+
+export interface SessionInfo {
+  key: string;
+  sessionId: string;
+  agentId: string;
+  generation: number;
+  createdAt: number;
+  updatedAt: number;
+  label?: string;
+  model?: string;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  compactionCount: number;
+  activity?: SessionActivity;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+  partial?: string;
+  result?: string;
+  isError?: boolean;
+  skipped?: string;
+}
+
+export type RunState = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+
+export interface LiveRun {
+  runId: string;
+  sessionKey: string;
+  state: RunState;
+  startedAt?: number;
+  endedAt?: number;
+  model?: string;
+  text: string;
+  thinking: string;
+  blocks: string[];
+  tools: ToolCall[];
+  retries: number;
+  fallbacks: string[];
+  waiting?: string;
+  stopReason?: string;
+  error?: string;
+  /** the last run seq applied: replays after a reconnect start here, and nothing is applied twice */
+  lastSeq: number;
+}
+
+export interface Approval {
+  id: string;
+  command: string;
+  cwd: string;
+  sessionKey: string;
+  runId: string;
+  reason: string;
+  expiresAtMs: number;
+}
+
+export interface Diagnostic {
+  kind: string;
+  sessionKey?: string;
+  ts: number;
+  [k: string]: unknown;
+}
+
+type Listener = () => void;
+
+/** The newest live runs kept in memory (older ones are read back from the gateway when asked for). */
+const MAX_LIVE_RUNS = 200;
+
+export class ConsoleModel {
+  version = 0;
+  sessions: SessionInfo[] = [];
+  sessionsError: string | undefined;
+  readonly runs = new Map<string, LiveRun>();
+  approvals: Approval[] = [];
+  diagnostics: Diagnostic[] = [];
+  /** sessions whose newest diagnostic said stuck/stalled (cleared when one of their runs ends) */
+  readonly stuck = new Map<string, string>();
+  /** bumped per session when its transcript may have changed (a run ended, a reset): the page re-reads it */
+  readonly historyVersion = new Map<string, number>();
+  private readonly listeners = new Set<Listener>();
+  private refreshTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(readonly gw: GatewayClient) {
+    gw.onEvent((e) => this.onEvent(e));
+    gw.onOpen((reconnect) => void this.onOpen(reconnect));
+  }
+
+  subscribe(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  changed(): void {
+    this.version++;
+    for (const fn of this.listeners) fn();
+  }
+
+  has(method: string): boolean {
+    return this.gw.methods.includes(method);
+  }
+
+  private async onOpen(reconnect: boolean): Promise<void> {
+    await Promise.all([this.refreshSessions(), this.refreshApprovals(), this.refreshDiagnostics()]);
+    if (reconnect) await this.replayLiveRuns();
+    for (const key of this.historyVersion.keys()) this.bumpHistory(key);
+    this.changed();
+  }
+
+  /** After a reconnect: every run that was live continues from its last seen seq (where the gateway can replay). */
+  private async replayLiveRuns(): Promise<void> {
+    if (!this.has("agent.events")) return;
+    const live = [...this.runs.values()].filter((r) => r.state === "running" || r.state === "queued");
+    await Promise.all(
+      live.map(async (run) => {
+        try {
+          const res = await this.gw.call<{ events?: Array<Record<string, unknown>> }>("agent.events", {
+            runId: run.runId,
+            afterSeq: run.lastSeq,
+          });
+          for (const e of res.events ?? []) this.applyAgentEvent(e);
+        } catch {
+          // the run was pruned or is not visible any more: its record is read with the session
+        }
+      }),
+    );
+  }
+
+  async refreshSessions(): Promise<void> {
+    try {
+      const res = await this.gw.call<{ sessions: SessionInfo[] }>("sessions.list", { limit: 500 });
+      this.sessions = res.sessions;
+      this.sessionsError = undefined;
+    } catch (err) {
+      this.sessionsError = (err as Error).message;
+    }
+    this.changed();
+  }
+
+  async refreshApprovals(): Promise<void> {
+    if (!this.has("exec.approval.list") || !this.canApprove()) return;
+    try {
+      const res = await this.gw.call<{ approvals: Approval[] }>("exec.approval.list", {});
+      this.approvals = res.approvals;
+    } catch (err) {
+      if (!(err instanceof RpcError)) throw err;
+    }
+    this.changed();
+  }
+
+  async refreshDiagnostics(): Promise<void> {
+    if (!this.has("diagnostics.list")) return;
+    try {
+      const res = await this.gw.call<{ diagnostics?: Diagnostic[]; events?: Diagnostic[] }>("diagnostics.list", {});
+      this.diagnostics = res.diagnostics ?? res.events ?? [];
+      for (const d of this.diagnostics) this.noteDiagnostic(d);
+    } catch {
+      // read scope missing or the method refused: the page says so when it is opened
+    }
+    this.changed();
+  }
+
+  canApprove(): boolean {
+    const s = this.gw.scopes;
+    return s.includes("operator.admin") || s.includes("operator.approvals");
+  }
+
+  /** Sessions change often while runs stream: one re-read per 300 ms at most. */
+  private scheduleSessionsRefresh(): void {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined;
+      void this.refreshSessions();
+    }, 300);
+  }
+
+  bumpHistory(sessionKey: string): void {
+    this.historyVersion.set(sessionKey, (this.historyVersion.get(sessionKey) ?? 0) + 1);
+  }
+
+  private onEvent(e: EventFrame): void {
+    const p = e.payload ?? {};
+    switch (e.event) {
+      case "agent":
+        this.applyAgentEvent(p);
+        break;
+      case "exec.approval.requested":
+        this.approvals = [...this.approvals.filter((a) => a.id !== p.id), p as unknown as Approval];
+        break;
+      case "exec.approval.resolved":
+        this.approvals = this.approvals.filter((a) => a.id !== p.id);
+        break;
+      case "diagnostic":
+        this.diagnostics = [p as unknown as Diagnostic, ...this.diagnostics].slice(0, 500);
+        this.noteDiagnostic(p as unknown as Diagnostic);
+        break;
+      case "shutdown":
+        break;
+      default:
+        return;
+    }
+    this.changed();
+  }
+
+  private noteDiagnostic(d: Diagnostic): void {
+    const key = d.sessionKey;
+    if (!key) return;
+    const kind = String(d.kind ?? d.type ?? "");
+    if (kind === "session.stuck" || kind === "session.stalled") this.stuck.set(key, kind.slice("session.".length));
+  }
+
+  applyAgentEvent(p: Record<string, unknown>): void {
+    const runId = String(p.runId ?? "");
+    const sessionKey = String(p.sessionKey ?? "");
+    const seq = Number(p.seq ?? 0);
+    if (!runId) return;
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = {
+        runId,
+        sessionKey,
+        state: "queued",
+        text: "",
+        thinking: "",
+        blocks: [],
+        tools: [],
+        retries: 0,
+        fallbacks: [],
+        lastSeq: 0,
+      };
+      this.runs.set(runId, run);
+      if (this.runs.size > MAX_LIVE_RUNS) this.runs.delete(this.runs.keys().next().value as string);
+      this.scheduleSessionsRefresh();
+    }
+    if (seq && seq <= run.lastSeq) return;
+    if (seq) run.lastSeq = seq;
+    const data = (p.data ?? {}) as Record<string, unknown>;
+    switch (p.stream) {
+      case "lifecycle":
+        this.applyLifecycle(run, data);
+        break;
+      case "assistant": {
+        const delta = String(data.delta ?? "");
+        if (data.replace) run.text = "";
+        else if (data.text !== undefined && data.text === delta && run.text) run.text += "\n\n";
+        run.text += delta;
+        break;
+      }
+      case "thinking": {
+        const delta = String(data.delta ?? "");
+        if (data.replace) run.thinking = "";
+        run.thinking += delta;
+        break;
+      }
+      case "block":
+        if (data.replace) run.blocks = [];
+        run.blocks[Number(data.index ?? run.blocks.length)] = String(data.text ?? "");
+        break;
+      case "tool":
+        this.applyTool(run, data);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private applyLifecycle(run: LiveRun, d: Record<string, unknown>): void {
+    switch (d.phase) {
+      case "start":
+        run.state = "running";
+        run.startedAt = Number(d.startedAt ?? Date.now());
+        if (typeof d.model === "string") run.model = d.model;
+        run.waiting = undefined;
+        this.stuck.delete(run.sessionKey);
+        this.scheduleSessionsRefresh();
+        break;
+      case "end":
+      case "error":
+        run.state = d.phase === "end" ? "ok" : ((d.status as RunState) ?? "error");
+        run.endedAt = Number(d.endedAt ?? Date.now());
+        run.stopReason = typeof d.stopReason === "string" ? d.stopReason : undefined;
+        run.error = typeof d.error === "string" ? d.error : undefined;
+        if (typeof d.model === "string") run.model = d.model;
+        run.waiting = undefined;
+        this.stuck.delete(run.sessionKey);
+        this.bumpHistory(run.sessionKey);
+        this.scheduleSessionsRefresh();
+        break;
+      case "retry":
+        run.retries++;
+        break;
+      case "fallback":
+        run.fallbacks.push(`${d.from} → ${d.to}`);
+        if (typeof d.to === "string") run.model = d.to;
+        break;
+      case "waiting":
+        run.waiting = d.for === "approval" ? `approval of ${String(d.command ?? "a command")}` : String(d.for);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private applyTool(run: LiveRun, d: Record<string, unknown>): void {
+    const id = String(d.toolCallId ?? "");
+    let call = run.tools.find((t) => t.id === id);
+    if (!call) {
+      call = { id, name: String(d.name ?? "tool"), args: d.args };
+      run.tools.push(call);
+    }
+    if (d.phase === "update") call.partial = String(d.partialResult ?? "");
+    if (d.phase === "result") {
+      call.result = String(d.result ?? "");
+      call.isError = Boolean(d.isError);
+      if (typeof d.skipped === "string") call.skipped = d.skipped;
+    }
+  }
+
+  /** Runs of a session this console watched, oldest first. */
+  runsOf(sessionKey: string): LiveRun[] {
+    return [...this.runs.values()].filter((r) => r.sessionKey === sessionKey);
+  }
+}
+
+/** Re-renders the calling component whenever the model changes. */
+export function useModel(model: ConsoleModel): number {
+  const [, setVersion] = useState(model.version);
+  useEffect(() => model.subscribe(() => setVersion(model.version)), [model]);
+  return model.version;
+}
