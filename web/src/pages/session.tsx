@@ -21,6 +21,9 @@ interface History {
   messages: HistoryEntry[];
 }
 
+/** The first line of a collected turn (src/queue/collect.ts). */
+const COLLECT_HEADER = "[Queued messages while agent was busy]";
+
 type Part = { type: string; text?: string; thinking?: string; id?: string; name?: string; arguments?: unknown };
 
 function textOf(content: unknown): string {
@@ -97,10 +100,15 @@ function Transcript(props: { entries: HistoryEntry[] }) {
         const m = e.message;
         if (!m || m.role === "toolResult") return null;
         if (m.role === "user") {
+          const text = textOf(m.content);
+          // collect mode (SPEC 2): the messages queued behind a run arrive as one turn that lists each of them
+          const collected = text.startsWith(COLLECT_HEADER) ? (text.match(/^Queued #\d+$/gm) ?? []).length : 0;
           return (
-            <li key={e.seq} class="row user" data-testid="user-message">
-              <div class="who">You · {time(e.createdAt)}</div>
-              <div class="text">{textOf(m.content)}</div>
+            <li key={e.seq} class="row user" data-testid={collected ? "collected-turn" : "user-message"}>
+              <div class="who">
+                {collected ? `Collected turn · ${collected} messages` : "You"} · {time(e.createdAt)}
+              </div>
+              <div class="text">{text}</div>
             </li>
           );
         }
@@ -226,10 +234,11 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
     };
   }, [sessionKey, hv, open]);
 
-  const inHistory = new Set(history?.messages.map((m) => m.runId).filter(Boolean));
+  // a finished run stays shown live until the transcript has its answer (an aborted or failed run may have none)
+  const answered = new Set(history?.messages.filter((m) => m.message?.role === "assistant").map((m) => m.runId));
   const liveRuns = model
     .runsOf(sessionKey)
-    .filter((r) => r.state === "running" || r.state === "queued" || !inHistory.has(r.runId));
+    .filter((r) => r.state === "running" || r.state === "queued" || !answered.has(r.runId));
   const session = model.sessions.find((s) => s.key === sessionKey);
   const busy = (session?.activity && session.activity.state !== "idle") || liveRuns.some((r) => r.state === "running");
 
@@ -287,7 +296,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
       )}
       <form
         class="composer"
-        aria-label="Send a message"
+        aria-label="Composer"
         onSubmit={async (e) => {
           e.preventDefault();
           const text = message.trim();

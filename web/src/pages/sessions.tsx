@@ -14,6 +14,14 @@ export function sessionStatus(model: ConsoleModel, s: SessionInfo): { kind: Filt
   return { kind: "queued", label: `queued ${a.queued}` };
 }
 
+/** The model the session's newest watched run used (the record names only an override). */
+function lastModel(model: ConsoleModel, key: string): string | undefined {
+  return model
+    .runsOf(key)
+    .reverse()
+    .find((r) => r.model)?.model;
+}
+
 export function SessionsPage(props: { model: ConsoleModel }) {
   const { model } = props;
   useModel(model);
@@ -84,7 +92,7 @@ export function SessionsPage(props: { model: ConsoleModel }) {
               </td>
               <td data-label="Last activity">{ago(s.updatedAt)}</td>
               <td data-label="Model" class="wide">
-                {s.model ?? "default"}
+                {s.model ?? lastModel(model, s.key) ?? "default"}
               </td>
               <td data-label="Tokens" class="num">
                 {tokens(s.totalTokens)}
