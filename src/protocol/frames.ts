@@ -79,6 +79,7 @@ export const GATEWAY_METHODS = [
   "cron.remove",
   "cron.run",
   "runs.list",
+  "agent.events",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

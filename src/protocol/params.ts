@@ -483,3 +483,14 @@ export const runsListParamsSchema = z.strictObject({
   /** default 50 */
   limit: z.number().int().min(1).max(RUNS_LIST_MAX_LIMIT).optional(),
 });
+
+/**
+ * agent.events (SPEC 15, 20): a run's stored events after `afterSeq`, then its live ones. `cursor` (the previous
+ * reply's nextCursor) continues a paged replay; it replaces `afterSeq`.
+ */
+export const agentEventsParamsSchema = z.strictObject({
+  runId: nonEmpty,
+  afterSeq: z.number().int().min(0).optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+  cursor: pageCursor.optional(),
+});

@@ -159,6 +159,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "unauthorized",
     "runs.list ungranted": "unauthorized",
     "runs.list": "unauthorized",
+    "agent.events own": "ok",
+    "agent.events granted": "forbidden",
+    "agent.events ungranted": "forbidden",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -195,6 +198,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "ok",
     "runs.list ungranted": "forbidden",
     "runs.list": "ok: granted sessions only",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -234,6 +239,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "ok",
     "runs.list ungranted": "forbidden",
     "runs.list": "ok: granted sessions only",
+    "agent.events own": "ok",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
 };
 
@@ -276,6 +284,7 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
         const abort = { sessionKey: key[t], runId: runOf[t] };
         actual[`chat.abort ${t}`] = outcome(await client.call("chat.abort", abort));
+        actual[`agent.events ${t}`] = outcome(await client.call("agent.events", { runId: runOf[t] }));
       }
       for (const t of ["granted", "ungranted"] as const) {
         actual[`chat.history ${t}`] = outcome(await client.call("chat.history", { sessionKey: key[t] }));
