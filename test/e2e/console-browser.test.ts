@@ -5,6 +5,7 @@
  * console error. The screenshots in docs/screenshots/ are written here.
  */
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -18,11 +19,16 @@ import {
   READ_TOKEN,
   runCliAgent,
   startGatewayChild,
+  startProxy,
   watchConsole,
 } from "../fixtures/console/browser.js";
 
 const run = browserAvailable();
-const SHOTS = path.resolve(import.meta.dirname, "../../docs/screenshots");
+/** LOOPGATE_UPDATE_SCREENSHOTS=1 writes them into docs/screenshots (the README shows two); else a temp dir */
+const SHOTS =
+  process.env.LOOPGATE_UPDATE_SCREENSHOTS === "1"
+    ? path.resolve(import.meta.dirname, "../../docs/screenshots")
+    : fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-console-shots-"));
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 /** every wait is bounded: a broken console fails a test instead of hanging the suite */
@@ -78,6 +84,7 @@ describe.runIf(run)("the web console in chromium", () => {
     await browser?.close();
     await gw?.dispose();
     await model?.close();
+    console.log(`console screenshots: ${SHOTS}`);
   });
 
   afterEach(() => {
@@ -220,15 +227,19 @@ describe.runIf(run)("the web console in chromium", () => {
   });
 
   it("shows every session's status on the sessions page, on a desktop and on a phone", async () => {
+    await openSession("agent:main:busy-demo");
+    await send("long answer");
+    await page.locator('[data-testid="live-run"].running').waitFor(WAIT);
     await page.evaluate(() => {
       location.hash = "#/sessions";
     });
-    await page.locator('tr[data-session="agent:main:stop-demo"]').waitFor(WAIT);
+    await page.locator('tr[data-session="agent:main:busy-demo"] .status.running').waitFor(WAIT);
+    await page.locator('tr[data-session="agent:main:stop-demo"] .status.idle').waitFor(WAIT);
     await page.screenshot({ path: path.join(SHOTS, "console-sessions-desktop.png") });
     const phone = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });
     const p = await newPage(phone, "phone");
     await login(p, FULL_TOKEN);
-    await p.locator('tr[data-session="agent:main:collect-demo"]').waitFor(WAIT);
+    await p.locator('tr[data-session="agent:main:busy-demo"] .status.running').waitFor(WAIT);
     // no sideways scrolling on a phone
     expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
     await p.screenshot({ path: path.join(SHOTS, "console-sessions-phone.png") });
@@ -264,6 +275,47 @@ describe.runIf(run)("the web console in chromium", () => {
     await detail.getByText("fake/m").waitFor(WAIT);
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
+  });
+
+  it("picks a live run up again after its connection drops, without a gap or a repeat", async () => {
+    const proxy = await startProxy(() => gw.port);
+    const ctx = await browser.newContext({ viewport: DESKTOP });
+    const p = await newPage(ctx, "replay");
+    await p.goto(proxy.url);
+    await p.getByLabel("Gateway token").fill(FULL_TOKEN);
+    await p.getByRole("button", { name: "Connect" }).click();
+    await p.getByTestId("conn-state").filter({ hasText: "connected" }).waitFor(WAIT);
+    await p.evaluate(() => {
+      location.hash = "#/session/agent%3Amain%3Areplay-demo";
+    });
+    await p.getByLabel("Message").fill("long story please");
+    await p.getByRole("button", { name: "Send" }).click();
+    const live = p.getByTestId("live-text");
+    await live.filter({ hasText: "part-2 " }).waitFor(WAIT);
+    proxy.cut();
+    const atCut = (await live.textContent()) ?? "";
+    const cutAt = atCut.match(/part-\d+/g)?.length ?? 0;
+    await p.getByTestId("conn-state").filter({ hasText: "connected" }).waitFor(WAIT);
+    // after the reconnect, while the run still streams: every part from the first, in order, each once
+    const seen = await p.waitForFunction(
+      (after) => {
+        const run = document.querySelector('[data-testid="live-run"]');
+        const text = run?.querySelector('[data-testid="live-text"]')?.textContent ?? "";
+        const parts = text.match(/part-\d+/g) ?? [];
+        return parts.length > after + 2 ? text : false;
+      },
+      cutAt,
+      WAIT,
+    );
+    const text = String(await seen.jsonValue());
+    const parts = text.trim().split(/\s+/);
+    expect(parts).toEqual(parts.map((_, i) => `part-${i + 1}`));
+    await p.getByTestId("assistant-message").filter({ hasText: "part-40" }).waitFor(WAIT);
+    await ctx.close();
+    proxy.close();
+    // the browser logs the dropped socket; that is the cut this test made
+    const w = watched.find((x) => x.name === "replay")!;
+    w.errors.splice(0, w.errors.length, ...w.errors.filter((e) => !/WebSocket connection to .* failed/.test(e)));
   });
 
   it("survives a gateway restart: says it is unreachable, reconnects by itself and keeps working", async () => {

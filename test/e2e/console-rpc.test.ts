@@ -47,7 +47,11 @@ describe("runs.list and session activity for the console", () => {
       queueMode: "followup",
     });
     const busy = await peer.call("sessions.get", { sessionKey: "act" });
-    expect((busy.payload?.session as { activity?: unknown }).activity).toEqual({ state: "running", activeRunId: "busy-1", queued: 1 });
+    expect((busy.payload?.session as { activity?: unknown }).activity).toEqual({
+      state: "running",
+      activeRunId: "busy-1",
+      queued: 1,
+    });
     const listed = await peer.call("sessions.list");
     const row = (listed.payload?.sessions as Array<{ key: string; activity?: unknown }>).find(
       (s) => s.key === "agent:main:act",

@@ -186,7 +186,7 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
           <ApprovalsPage model={model} />
         ) : page === "audit" ? (
           <AuditPage model={model} />
-        ) : page === "diagnostics" ? (
+        ) : page === "diagnostics" && has("diagnostics.list") ? (
           <DiagnosticsPage model={model} />
         ) : (
           <SessionsPage model={model} />

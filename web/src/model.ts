@@ -94,6 +94,8 @@ export class ConsoleModel {
   /** bumped per session when its transcript may have changed (a run ended, a reset): the page re-reads it */
   readonly historyVersion = new Map<string, number>();
   private readonly listeners = new Set<Listener>();
+  /** runId → live events that arrived while the run's replay was under way */
+  private readonly replaying = new Map<string, Array<Record<string, unknown>>>();
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly gw: GatewayClient) {
@@ -116,26 +118,51 @@ export class ConsoleModel {
   }
 
   private async onOpen(reconnect: boolean): Promise<void> {
+    // From now until its replay is applied, a live run's events wait: the replay holds the older ones, and applying
+    // a newer live event first would leave a gap (or put text out of order).
+    const replay = reconnect
+      ? [...this.runs.values()].filter((r) => r.state === "running" || r.state === "queued").map((r) => r.runId)
+      : [];
+    if (this.has("agent.events")) for (const id of replay) this.replaying.set(id, []);
     await Promise.all([this.refreshSessions(), this.refreshApprovals(), this.refreshDiagnostics()]);
-    if (reconnect) await this.replayLiveRuns();
+    // runs that were going on before this page opened (or that started while it was away) are read from the start
+    for (const s of this.sessions) {
+      const id = s.activity?.activeRunId;
+      if (id && !this.runs.has(id)) {
+        this.applyAgentEvent({ runId: id, sessionKey: s.key });
+        replay.push(id);
+        if (this.has("agent.events")) this.replaying.set(id, []);
+      }
+    }
+    await this.replayRuns(replay);
     for (const key of this.historyVersion.keys()) this.bumpHistory(key);
     this.changed();
   }
 
-  /** After a reconnect: every run that was live continues from its last seen seq (where the gateway can replay). */
-  private async replayLiveRuns(): Promise<void> {
+  /** Each run continues from its last seen seq (agent.events, paged), then the live events that waited meanwhile. */
+  private async replayRuns(runIds: string[]): Promise<void> {
     if (!this.has("agent.events")) return;
-    const live = [...this.runs.values()].filter((r) => r.state === "running" || r.state === "queued");
     await Promise.all(
-      live.map(async (run) => {
+      runIds.map(async (runId) => {
         try {
-          const res = await this.gw.call<{ events?: Array<Record<string, unknown>> }>("agent.events", {
-            runId: run.runId,
-            afterSeq: run.lastSeq,
-          });
-          for (const e of res.events ?? []) this.applyAgentEvent(e);
+          let params: Record<string, unknown> = { runId, afterSeq: this.runs.get(runId)?.lastSeq ?? 0 };
+          for (;;) {
+            const res = await this.gw.call<{ events: Array<Record<string, unknown>>; nextCursor?: string }>(
+              "agent.events",
+              params,
+            );
+            for (const e of res.events) this.applyAgentEvent(e);
+            if (!res.nextCursor) break;
+            params = { runId, cursor: res.nextCursor };
+          }
         } catch {
           // the run was pruned or is not visible any more: its record is read with the session
+        } finally {
+          const waited = this.replaying.get(runId) ?? [];
+          this.replaying.delete(runId);
+          // in seq order; what the replay already applied is skipped by seq
+          waited.sort((a, b) => Number(a.seq) - Number(b.seq));
+          for (const e of waited) this.applyAgentEvent(e);
         }
       }),
     );
@@ -196,9 +223,12 @@ export class ConsoleModel {
   private onEvent(e: EventFrame): void {
     const p = e.payload ?? {};
     switch (e.event) {
-      case "agent":
-        this.applyAgentEvent(p);
+      case "agent": {
+        const waiting = this.replaying.get(String(p.runId));
+        if (waiting) waiting.push(p);
+        else this.applyAgentEvent(p);
         break;
+      }
       case "exec.approval.requested":
         this.approvals = [...this.approvals.filter((a) => a.id !== p.id), p as unknown as Approval];
         break;
@@ -247,6 +277,7 @@ export class ConsoleModel {
       if (this.runs.size > MAX_LIVE_RUNS) this.runs.delete(this.runs.keys().next().value as string);
       this.scheduleSessionsRefresh();
     }
+    if (p.stream === undefined) return;
     if (seq && seq <= run.lastSeq) return;
     if (seq) run.lastSeq = seq;
     const data = (p.data ?? {}) as Record<string, unknown>;
