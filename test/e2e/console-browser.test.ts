@@ -184,7 +184,7 @@ describe.runIf(run)("the web console in chromium", () => {
       [...document.querySelectorAll("input, select, textarea, button")]
         .filter(
           (el) =>
-            !(el as HTMLElement).innerText?.trim() &&
+            !(el as HTMLElement).textContent?.trim() &&
             !(el as HTMLInputElement).labels?.length &&
             !el.getAttribute("aria-label"),
         )
@@ -273,6 +273,8 @@ describe.runIf(run)("the web console in chromium", () => {
     await runs.locator("tbody tr").filter({ hasText: "stream-demo" }).getByRole("button").first().click();
     const detail = page.getByTestId("run-detail");
     await detail.getByText("fake/m").waitFor(WAIT);
+    // the gateway verified the console's signed connect: its runs are started by the device, not a bare client id
+    expect(await detail.textContent()).toMatch(/Started by\s*device:[0-9a-f]{64}/);
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
   });

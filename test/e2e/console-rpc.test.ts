@@ -16,7 +16,7 @@ describe("runs.list and session activity for the console", () => {
     }
     await peer.response(peer.send("agent", { message: "x", idempotencyKey: "other-1", sessionKey: "elsewhere" }), 2);
     const all = await peer.call("runs.list", { limit: 3 });
-    const runs = all.payload?.runs as Array<Record<string, unknown>>;
+    const runs = all.payload!.runs as Array<Record<string, unknown>>;
     expect(runs.map((r) => r.runId)).toEqual(["other-1", "r-3", "r-2"]);
     expect(runs[1]).toMatchObject({
       sessionKey: "agent:main:rl",
@@ -27,7 +27,7 @@ describe("runs.list and session activity for the console", () => {
     expect(typeof runs[1].durationMs).toBe("number");
     expect(JSON.stringify(runs)).not.toContain("secret");
     const one = await peer.call("runs.list", { sessionKey: "rl" });
-    expect((one.payload?.runs as Array<{ runId: string }>).map((r) => r.runId)).toEqual(["r-3", "r-2", "r-1"]);
+    expect((one.payload!.runs as Array<{ runId: string }>).map((r) => r.runId)).toEqual(["r-3", "r-2", "r-1"]);
     const bad = await peer.call("runs.list", { limit: 1000 });
     expect(bad.error?.code).toBe("invalid_params");
     expect(bad.error?.message).toContain("params.limit");
@@ -47,13 +47,13 @@ describe("runs.list and session activity for the console", () => {
       queueMode: "followup",
     });
     const busy = await peer.call("sessions.get", { sessionKey: "act" });
-    expect((busy.payload?.session as { activity?: unknown }).activity).toEqual({
+    expect((busy.payload!.session as { activity?: unknown }).activity).toEqual({
       state: "running",
       activeRunId: "busy-1",
       queued: 1,
     });
     const listed = await peer.call("sessions.list");
-    const row = (listed.payload?.sessions as Array<{ key: string; activity?: unknown }>).find(
+    const row = (listed.payload!.sessions as Array<{ key: string; activity?: unknown }>).find(
       (s) => s.key === "agent:main:act",
     );
     expect(row?.activity).toEqual({ state: "running", activeRunId: "busy-1", queued: 1 });
@@ -62,6 +62,6 @@ describe("runs.list and session activity for the console", () => {
     await peer.seen(isLifecycleEnd("busy-2"));
     await peer.call("agent.wait", { runId: "busy-2" });
     const idle = await peer.call("sessions.get", { sessionKey: "act" });
-    expect((idle.payload?.session as { activity?: unknown }).activity).toEqual({ state: "idle", queued: 0 });
+    expect((idle.payload!.session as { activity?: unknown }).activity).toEqual({ state: "idle", queued: 0 });
   });
 });
