@@ -279,6 +279,26 @@ describe.runIf(run)("the web console in chromium", () => {
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
   });
 
+  it("answers an exec approval from the approvals page", async () => {
+    await openSession("agent:main:approve-demo");
+    await send("please clean up");
+    const nav = page.getByRole("link", { name: "Approvals (1)" });
+    await nav.waitFor(WAIT);
+    await nav.click();
+    const card = page.getByTestId("approval");
+    await card.filter({ hasText: "rm -rf build" }).waitFor(WAIT);
+    await card.getByRole("button", { name: "Deny" }).click();
+    await page.getByText("No command is waiting for approval.").waitFor(WAIT);
+    await openSession("agent:main:approve-demo");
+    const answer = page.getByTestId("assistant-message").filter({ hasText: "The command was answered." });
+    await answer.waitFor(WAIT);
+    // the tool call is folded with its result: the denial
+    const tool = page.getByTestId("tool").filter({ hasText: "exec" });
+    await tool.locator("summary").click();
+    expect(await tool.textContent()).toContain("rm -rf build");
+    expect(await tool.locator("summary").textContent()).toContain("error");
+  });
+
   it("picks a live run up again after its connection drops, without a gap or a repeat", async () => {
     const proxy = await startProxy(() => gw.port);
     const ctx = await browser.newContext({ viewport: DESKTOP });
