@@ -70,11 +70,22 @@ export interface Approval {
   expiresAtMs: number;
 }
 
+/** A `diagnostic` event / an entry of `diagnostics.list` (src/protocol/diagnostics.ts): a classification or a recovery. */
 export interface Diagnostic {
-  kind: string;
-  sessionKey?: string;
+  type: string;
+  sessionKey: string;
+  runId?: string;
   ts: number;
-  [k: string]: unknown;
+  /** classifications */
+  activity?: string;
+  reason?: string;
+  idleMs?: number;
+  queued?: number;
+  /** recoveries */
+  phase?: "requested" | "completed";
+  action?: string;
+  outcome?: string;
+  cause?: string;
 }
 
 type Listener = () => void;
@@ -88,8 +99,10 @@ export class ConsoleModel {
   sessionsError: string | undefined;
   readonly runs = new Map<string, LiveRun>();
   approvals: Approval[] = [];
+  /** newest first */
   diagnostics: Diagnostic[] = [];
-  /** sessions whose newest diagnostic said stuck/stalled (cleared when one of their runs ends) */
+  diagnosticsEnabled = false;
+  /** sessions whose newest classification said stalled or stuck (cleared by a recovery or when a run of theirs ends) */
   readonly stuck = new Map<string, string>();
   /** bumped per session when its transcript may have changed (a run ended, a reset): the page re-reads it */
   readonly historyVersion = new Map<string, number>();
@@ -193,11 +206,16 @@ export class ConsoleModel {
   async refreshDiagnostics(): Promise<void> {
     if (!this.has("diagnostics.list")) return;
     try {
-      const res = await this.gw.call<{ diagnostics?: Diagnostic[]; events?: Diagnostic[] }>("diagnostics.list", {});
-      this.diagnostics = res.diagnostics ?? res.events ?? [];
-      for (const d of this.diagnostics) this.noteDiagnostic(d);
+      const res = await this.gw.call<{ enabled: boolean; sessions: Diagnostic[]; recent: Diagnostic[] }>(
+        "diagnostics.list",
+        {},
+      );
+      this.diagnosticsEnabled = res.enabled;
+      this.diagnostics = [...res.recent].reverse();
+      this.stuck.clear();
+      for (const d of res.sessions) this.noteDiagnostic(d);
     } catch {
-      // read scope missing or the method refused: the page says so when it is opened
+      // the token lacks read scope: the page is not offered then
     }
     this.changed();
   }
@@ -237,6 +255,7 @@ export class ConsoleModel {
         break;
       case "diagnostic":
         this.diagnostics = [p as unknown as Diagnostic, ...this.diagnostics].slice(0, 500);
+        this.diagnosticsEnabled = true;
         this.noteDiagnostic(p as unknown as Diagnostic);
         break;
       case "shutdown":
@@ -248,10 +267,9 @@ export class ConsoleModel {
   }
 
   private noteDiagnostic(d: Diagnostic): void {
-    const key = d.sessionKey;
-    if (!key) return;
-    const kind = String(d.kind ?? d.type ?? "");
-    if (kind === "session.stuck" || kind === "session.stalled") this.stuck.set(key, kind.slice("session.".length));
+    if (!d.sessionKey) return;
+    if (d.type === "session.stalled" || d.type === "session.stuck") this.stuck.set(d.sessionKey, d.type.slice(8));
+    else if (d.type === "session.recovery" && d.phase === "completed") this.stuck.delete(d.sessionKey);
   }
 
   applyAgentEvent(p: Record<string, unknown>): void {

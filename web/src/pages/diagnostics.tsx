@@ -1,28 +1,54 @@
 import { useState } from "preact/hooks";
-import { sessionHref, shortKey, time } from "../format";
-import { type ConsoleModel, useModel } from "../model";
+import { duration, sessionHref, shortKey, time } from "../format";
+import { type ConsoleModel, type Diagnostic, useModel } from "../model";
 
-/** Stuck-session diagnostics (diagnostics.list + the `diagnostic` event), read-only, filtered by kind. */
+const TYPES = ["session.long_running", "session.stalled", "session.stuck", "session.recovery"];
+
+function what(d: Diagnostic): string {
+  if (d.type === "session.recovery") {
+    return `${d.phase} ${d.action ?? ""}${d.outcome ? ` → ${d.outcome}` : ""} (cause ${d.cause ?? "?"})`;
+  }
+  const idle = d.idleMs !== undefined ? `, idle ${duration(d.idleMs)}` : "";
+  const queued = d.queued ? `, ${d.queued} queued` : "";
+  return `${d.activity ?? ""}${idle}${queued}: ${d.reason ?? ""}`;
+}
+
+/** Stuck-session diagnostics (diagnostics.list + the `diagnostic` event), read-only, filtered by type and session. */
 export function DiagnosticsPage(props: { model: ConsoleModel }) {
   const { model } = props;
   useModel(model);
-  const [kind, setKind] = useState("");
-  const kinds = [...new Set(model.diagnostics.map((d) => String(d.kind ?? d.type ?? "")))].filter(Boolean).sort();
-  const rows = model.diagnostics.filter((d) => !kind || String(d.kind ?? d.type) === kind);
+  const [type, setType] = useState("");
+  const [session, setSession] = useState("");
+  const q = session.trim().toLowerCase();
+  const rows = model.diagnostics.filter(
+    (d) => (!type || d.type === type) && (!q || d.sessionKey.toLowerCase().includes(q)),
+  );
   return (
     <section aria-labelledby="diag-h">
       <h1 id="diag-h">Diagnostics</h1>
+      {!model.diagnosticsEnabled && model.diagnostics.length === 0 && (
+        <p class="hint">Stuck-session diagnostics are off on this gateway (config diagnostics.enabled).</p>
+      )}
       <div class="filters">
         <label>
-          Kind
-          <select value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+          Type
+          <select value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
             <option value="">any</option>
-            {kinds.map((k) => (
-              <option key={k} value={k}>
-                {k}
+            {TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
               </option>
             ))}
           </select>
+        </label>
+        <label>
+          Session
+          <input
+            type="search"
+            value={session}
+            placeholder="session key"
+            onInput={(e) => setSession((e.target as HTMLInputElement).value)}
+          />
         </label>
       </div>
       <table class="list" data-testid="diagnostics">
@@ -30,33 +56,32 @@ export function DiagnosticsPage(props: { model: ConsoleModel }) {
         <thead>
           <tr>
             <th scope="col">Time</th>
-            <th scope="col">Kind</th>
+            <th scope="col">Type</th>
             <th scope="col">Session</th>
             <th scope="col" class="wide">
-              Details
+              What
             </th>
           </tr>
         </thead>
         <tbody>
-          {rows.map((d, i) => {
-            const { kind: k, type: _t, ts, sessionKey, ...rest } = d;
-            return (
-              <tr key={`${ts}-${i}`}>
-                <td data-label="Time">{time(Number(ts))}</td>
-                <td data-label="Kind">{String(k ?? d.type)}</td>
-                <td data-label="Session">
-                  {sessionKey ? <a href={sessionHref(sessionKey)}>{shortKey(sessionKey)}</a> : "—"}
-                </td>
-                <td data-label="Details" class="wide">
-                  <code>{JSON.stringify(rest)}</code>
-                </td>
-              </tr>
-            );
-          })}
+          {rows.map((d, i) => (
+            <tr key={`${d.ts}-${d.type}-${i}`}>
+              <td data-label="Time">{time(d.ts)}</td>
+              <td data-label="Type">
+                <span class={`status ${d.type.slice(8)}`}>{d.type}</span>
+              </td>
+              <td data-label="Session">
+                <a href={sessionHref(d.sessionKey)}>{shortKey(d.sessionKey)}</a>
+              </td>
+              <td data-label="What" class="wide">
+                {what(d)}
+              </td>
+            </tr>
+          ))}
           {rows.length === 0 && (
             <tr>
               <td colSpan={4} class="empty">
-                No diagnostics: no session has been stuck.
+                No diagnostics match.
               </td>
             </tr>
           )}

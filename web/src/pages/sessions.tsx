@@ -7,7 +7,7 @@ type Filter = "all" | "running" | "queued" | "idle" | "stuck";
 /** idle / running / queued N / stuck, as the list shows it */
 export function sessionStatus(model: ConsoleModel, s: SessionInfo): { kind: Filter; label: string } {
   const stuck = model.stuck.get(s.key);
-  if (stuck) return { kind: "stuck", label: stuck };
+  if (stuck) return { kind: "stuck", label: stuck === "stuck" ? "stuck" : `stuck (${stuck})` };
   const a = s.activity;
   if (!a || a.state === "idle") return { kind: "idle", label: "idle" };
   if (a.state === "running") return { kind: "running", label: a.queued ? `running, queued ${a.queued}` : "running" };
