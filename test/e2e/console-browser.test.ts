@@ -166,6 +166,10 @@ describe.runIf(run)("the web console in chromium", () => {
     }, WAIT);
     await page.getByTestId("assistant-message").filter({ hasText: "chunk-10" }).waitFor(WAIT);
     expect(await page.getByTestId("user-message").filter({ hasText: "slow please" }).count()).toBe(1);
+    // /new starts a new transcript generation: the page follows it, the old rows stay in the store
+    await page.getByRole("button", { name: "/new" }).click();
+    await page.locator(".meta").filter({ hasText: "generation 2" }).waitFor(WAIT);
+    expect(await page.getByTestId("user-message").count()).toBe(0);
   });
 
   it("keeps a keyboard focus order through the composer, with labelled controls", async () => {
@@ -270,7 +274,13 @@ describe.runIf(run)("the web console in chromium", () => {
     await page.getByRole("link", { name: "Runs", exact: true }).click();
     const runs = page.getByTestId("runs");
     await runs.locator("tbody tr").filter({ hasText: "stop-demo" }).first().waitFor(WAIT);
-    await runs.locator("tbody tr").filter({ hasText: "stream-demo" }).getByRole("button").first().click();
+    await runs
+      .locator("tbody tr")
+      .filter({ hasText: "stream-demo" })
+      .filter({ hasText: "fake/m" })
+      .getByRole("button")
+      .first()
+      .click();
     const detail = page.getByTestId("run-detail");
     await detail.getByText("fake/m").waitFor(WAIT);
     // the gateway verified the console's signed connect: its runs are started by the device, not a bare client id
