@@ -80,6 +80,7 @@ export const GATEWAY_METHODS = [
   "cron.run",
   "runs.list",
   "agent.events",
+  "diagnostics.list",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -91,6 +92,7 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "diagnostic",
 ] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];
 
