@@ -309,6 +309,25 @@ describe.runIf(run)("the web console in chromium", () => {
     expect(await tool.locator("summary").textContent()).toContain("error");
   });
 
+  it("shows a silent model call on the diagnostics page, filtered by type", async () => {
+    await openSession("agent:main:diag-demo");
+    await send("stall for the monitor");
+    await page.locator('[data-testid="live-run"].running').waitFor(WAIT);
+    await page.getByRole("link", { name: "Diagnostics" }).click();
+    const table = page.getByTestId("diagnostics");
+    await table
+      .locator("tbody tr")
+      .filter({ hasText: "diag-demo" })
+      .filter({ hasText: "session.long_running" })
+      .waitFor(WAIT);
+    await page.getByLabel("Type").selectOption("session.stuck");
+    expect(await table.locator("tbody tr").filter({ hasText: "diag-demo" }).count()).toBe(0);
+    await page.getByLabel("Type").selectOption("");
+    await openSession("agent:main:diag-demo");
+    await page.getByRole("button", { name: "Stop" }).click();
+    await page.locator('[data-testid="live-run"].aborted').waitFor(WAIT);
+  });
+
   it("picks a live run up again after its connection drops, without a gap or a repeat", async () => {
     const proxy = await startProxy(() => gw.port);
     const ctx = await browser.newContext({ viewport: DESKTOP });
