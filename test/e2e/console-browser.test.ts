@@ -84,7 +84,8 @@ describe.runIf(run)("the web console in chromium", () => {
     await browser?.close();
     await gw?.dispose();
     await model?.close();
-    console.log(`console screenshots: ${SHOTS}`);
+    if (process.env.LOOPGATE_UPDATE_SCREENSHOTS === "1") console.log(`console screenshots: ${SHOTS}`);
+    else fs.rmSync(SHOTS, { recursive: true, force: true });
   });
 
   afterEach(() => {
