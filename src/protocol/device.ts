@@ -7,35 +7,8 @@ import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign,
 /** DER SPKI header of an Ed25519 public key; the raw 32 key bytes follow it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
-export interface DeviceAuthFields {
-  deviceId: string;
-  clientId: string;
-  clientMode: string;
-  role: string;
-  scopes: readonly string[];
-  signedAt: number;
-  token: string;
-  nonce: string;
-  platform: string;
-  deviceFamily: string;
-}
-
-/** `v3|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>|<platform>|<deviceFamily>` */
-export function deviceAuthPayload(f: DeviceAuthFields): string {
-  return [
-    "v3",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-    f.platform,
-    f.deviceFamily.toLowerCase(),
-  ].join("|");
-}
+// the payload is built in a module without node:crypto, so the web console signs exactly what is verified here
+export { type DeviceAuthFields, deviceAuthPayload } from "./device-payload.js";
 
 export function deviceIdForPublicKey(raw: Buffer): string {
   return createHash("sha256").update(raw).digest("hex");

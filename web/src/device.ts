@@ -1,8 +1,11 @@
 /**
  * The console's device identity (SPEC 14): an Ed25519 key pair made once with WebCrypto and kept in IndexedDB. The
  * private key is not extractable, so the page can sign with it but never read it. A browser without WebCrypto
- * Ed25519 (or without IndexedDB) connects without a device block; the gateway accepts that.
+ * Ed25519 (or without IndexedDB) connects without a device block; the gateway accepts that. The signed string is
+ * built by the gateway's own function (src/protocol/device-payload.ts), bundled in.
  */
+
+export { deviceAuthPayload } from "../../src/protocol/device-payload";
 
 export interface DeviceIdentity {
   /** hex SHA-256 of the raw public key */
@@ -80,32 +83,4 @@ export function deviceIdentity(): Promise<DeviceIdentity | undefined> {
     }
   })();
   return cached;
-}
-
-/** The v3 payload the gateway verifies (src/protocol/device.ts builds the same string). */
-export function deviceAuthPayload(f: {
-  deviceId: string;
-  clientId: string;
-  clientMode: string;
-  role: string;
-  scopes: readonly string[];
-  signedAt: number;
-  token: string;
-  nonce: string;
-  platform: string;
-  deviceFamily: string;
-}): string {
-  return [
-    "v3",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-    f.platform,
-    f.deviceFamily.toLowerCase(),
-  ].join("|");
 }

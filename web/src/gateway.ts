@@ -4,6 +4,9 @@
  * hands events to listeners, and reconnects by itself with a growing delay when the socket drops. A refused token
  * stops it: trying the same token again cannot help.
  */
+import type { ResponseFrame, EventFrame as WireEventFrame } from "../../src/protocol/frames";
+import type { ConnectParams } from "../../src/protocol/params";
+import type { HelloOk } from "../../src/protocol/payloads";
 import { deviceAuthPayload, deviceIdentity } from "./device";
 
 export const CLIENT_ID = "loopgate-console";
@@ -20,20 +23,8 @@ export type ConnState =
   | { kind: "unreachable"; attempt: number; retryInMs: number }
   | { kind: "refused"; message: string };
 
-export interface EventFrame {
-  type: "event";
-  event: string;
-  payload?: Record<string, unknown>;
-  seq?: number;
-}
-
-interface ResponseFrame {
-  type: "res";
-  id: string;
-  ok: boolean;
-  payload?: unknown;
-  error?: { code: string; message: string };
-}
+/** An event as the console reads it (the wire's EventFrame with an object payload). */
+export type EventFrame = WireEventFrame<Record<string, unknown>>;
 
 export class RpcError extends Error {
   readonly code: string;
@@ -147,16 +138,12 @@ export class GatewayClient {
           refused = frame.error?.message ?? "connect refused";
           return;
         }
-        const hello = frame.payload as {
-          auth?: { scopes?: string[] };
-          server?: { version?: string };
-          features?: { methods?: string[] };
-        };
-        this.methods = hello.features?.methods ?? [];
+        const hello = frame.payload as HelloOk;
+        this.methods = hello.features.methods;
         const reconnect = this.everOpened;
         this.everOpened = true;
         this.attempt = 0;
-        this.setState({ kind: "open", scopes: hello.auth?.scopes ?? [], server: hello.server?.version ?? "" });
+        this.setState({ kind: "open", scopes: hello.auth.scopes, server: hello.server.version });
         for (const fn of this.openListeners) fn(reconnect);
         return;
       }
@@ -192,7 +179,7 @@ export class GatewayClient {
     };
     const role = "operator";
     const device = await deviceIdentity();
-    let deviceBlock: Record<string, unknown> | undefined;
+    let deviceBlock: ConnectParams["device"];
     if (device) {
       const signedAt = Date.now();
       const payload = deviceAuthPayload({
@@ -216,7 +203,7 @@ export class GatewayClient {
       };
     }
     if (ws.readyState !== WebSocket.OPEN) return;
-    const params = {
+    const params: ConnectParams = {
       minProtocol: PROTOCOL,
       maxProtocol: PROTOCOL,
       client,

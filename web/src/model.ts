@@ -4,29 +4,15 @@
  * subscribe with `useModel`; every change bumps one version number.
  */
 import { useEffect, useState } from "preact/hooks";
+import type { Diagnostic, DiagnosticsListResult } from "../../src/protocol/diagnostics";
+import type { ExecApprovalRequested as Approval, ExecApprovalListResult } from "../../src/protocol/exec-approvals";
+import type { SessionInfo, SessionsListResult } from "../../src/protocol/payloads";
 import { type EventFrame, type GatewayClient, RpcError } from "./gateway";
 
-export interface SessionActivity {
-  state: "idle" | "running" | "queued";
-  activeRunId?: string;
-  queued: number;
-}
-
-export interface SessionInfo {
-  key: string;
-  sessionId: string;
-  agentId: string;
-  generation: number;
-  createdAt: number;
-  updatedAt: number;
-  label?: string;
-  model?: string;
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  compactionCount: number;
-  activity?: SessionActivity;
-}
+export type { Diagnostic } from "../../src/protocol/diagnostics";
+export type { ExecApprovalRequested as Approval } from "../../src/protocol/exec-approvals";
+// wire shapes: the gateway's own definitions (type-only imports, nothing of src/ is bundled)
+export type { SessionActivity, SessionInfo } from "../../src/protocol/payloads";
 
 export interface ToolCall {
   id: string;
@@ -58,34 +44,6 @@ export interface LiveRun {
   error?: string;
   /** the last run seq applied: replays after a reconnect start here, and nothing is applied twice */
   lastSeq: number;
-}
-
-export interface Approval {
-  id: string;
-  command: string;
-  cwd: string;
-  sessionKey: string;
-  runId: string;
-  reason: string;
-  expiresAtMs: number;
-}
-
-/** A `diagnostic` event / an entry of `diagnostics.list` (src/protocol/diagnostics.ts): a classification or a recovery. */
-export interface Diagnostic {
-  type: string;
-  sessionKey: string;
-  runId?: string;
-  ts: number;
-  /** classifications */
-  activity?: string;
-  reason?: string;
-  idleMs?: number;
-  queued?: number;
-  /** recoveries */
-  phase?: "requested" | "completed";
-  action?: string;
-  outcome?: string;
-  cause?: string;
 }
 
 type Listener = () => void;
@@ -183,7 +141,7 @@ export class ConsoleModel {
 
   async refreshSessions(): Promise<void> {
     try {
-      const res = await this.gw.call<{ sessions: SessionInfo[] }>("sessions.list", { limit: 500 });
+      const res = await this.gw.call<SessionsListResult>("sessions.list", { limit: 500 });
       this.sessions = res.sessions;
       this.sessionsError = undefined;
     } catch (err) {
@@ -195,7 +153,7 @@ export class ConsoleModel {
   async refreshApprovals(): Promise<void> {
     if (!this.has("exec.approval.list") || !this.canApprove()) return;
     try {
-      const res = await this.gw.call<{ approvals: Approval[] }>("exec.approval.list", {});
+      const res = await this.gw.call<ExecApprovalListResult>("exec.approval.list", {});
       this.approvals = res.approvals;
     } catch (err) {
       if (!(err instanceof RpcError)) throw err;
@@ -206,10 +164,7 @@ export class ConsoleModel {
   async refreshDiagnostics(): Promise<void> {
     if (!this.has("diagnostics.list")) return;
     try {
-      const res = await this.gw.call<{ enabled: boolean; sessions: Diagnostic[]; recent: Diagnostic[] }>(
-        "diagnostics.list",
-        {},
-      );
+      const res = await this.gw.call<DiagnosticsListResult>("diagnostics.list", {});
       this.diagnosticsEnabled = res.enabled;
       this.diagnostics = [...res.recent].reverse();
       this.stuck.clear();

@@ -1,19 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
+import type { AuditEvent, AuditListResult } from "../../../src/protocol/payloads";
 import { sessionHref, shortKey, time } from "../format";
 import type { ConsoleModel } from "../model";
-
-interface AuditEvent {
-  eventId: string;
-  sequence: number;
-  occurredAt: number;
-  actor: string;
-  action: string;
-  status: string;
-  code?: string;
-  sessionKey: string;
-  runId: string;
-  toolName?: string;
-}
 
 const ACTIONS = ["", "agent.run.started", "agent.run.finished", "tool.action.started", "tool.action.finished"];
 const STATUSES = ["", "started", "succeeded", "failed", "cancelled", "timed_out", "blocked", "unknown"];
@@ -31,7 +19,7 @@ export function AuditPage(props: { model: ConsoleModel }) {
   const open = model.gw.state.kind === "open";
   const load = async (more: boolean) => {
     try {
-      const res = await model.gw.call<{ events: AuditEvent[]; nextCursor?: string; dropped: number }>("audit.list", {
+      const res = await model.gw.call<AuditListResult>("audit.list", {
         limit: 100,
         ...(session.trim() ? { sessionKey: session.trim() } : {}),
         ...(action ? { action } : {}),

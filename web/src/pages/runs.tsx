@@ -1,32 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
+import type { RunInfo, RunsListResult } from "../../../src/protocol/payloads";
+import type { WaitResult } from "../../../src/protocol/run";
 import { duration, sessionHref, shortKey, time, tokens } from "../format";
 import { type ConsoleModel, useModel } from "../model";
-
-interface RunInfo {
-  runId: string;
-  sessionKey: string;
-  status: string;
-  acceptedAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  durationMs?: number;
-  model?: string;
-  usage?: { input: number; output: number; total: number };
-  stopReason?: string;
-  error?: string;
-  receipt?: string;
-  actor?: string;
-}
-
-interface WaitResult {
-  runId: string;
-  status: string;
-  startedAt?: number;
-  endedAt?: number;
-  error?: string;
-  stopReason?: string;
-  model?: string;
-}
 
 /** Recent runs (runs.list) with what this console saw live of each: retries and fallbacks. */
 export function RunsPage(props: { model: ConsoleModel }) {
@@ -42,7 +18,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
   useEffect(() => {
     if (!open) return;
     model.gw
-      .call<{ runs: RunInfo[] }>("runs.list", { limit: 100 })
+      .call<RunsListResult>("runs.list", { limit: 100 })
       .then((r) => {
         setRuns(r.runs);
         setError(undefined);
@@ -55,7 +31,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
     model.gw
       .call<WaitResult>("agent.wait", { runId: selected, timeoutMs: 0 })
       .then(setDetail)
-      .catch((err: Error) => setDetail({ runId: selected, status: "unknown", error: err.message }));
+      .catch((err: Error) => setDetail({ runId: selected, status: "error", error: err.message }));
   }, [selected, open]);
   return (
     <section aria-labelledby="runs-h">

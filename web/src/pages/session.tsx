@@ -3,22 +3,23 @@
  * their results), the runs streaming into it live, and the composer (queue mode, receipt, stop, /new, /reset).
  */
 import { useEffect, useState } from "preact/hooks";
+import type { AgentAccepted, ChatAbortResult, ChatHistoryResult, HistoryEntry } from "../../../src/protocol/payloads";
+import type { Receipt } from "../../../src/protocol/run";
 import { shortKey, time } from "../format";
 import { newIdempotencyKey } from "../gateway";
 import { type ConsoleModel, type LiveRun, type ToolCall, useModel } from "../model";
 
-interface HistoryEntry {
-  seq: number;
-  kind: "message" | "compaction" | "reset";
-  runId?: string;
-  createdAt: number;
-  message?: { role: string; content: unknown; toolCallId?: string; toolName?: string; isError?: boolean };
-  text?: string;
+/** A transcript row's message as chat.history returns it (providers/types.ts ChatMessage, images by reference). */
+interface RowMessage {
+  role: string;
+  content: unknown;
+  toolCallId?: string;
+  toolName?: string;
+  isError?: boolean;
 }
 
-interface History {
-  generation: number;
-  messages: HistoryEntry[];
+function messageOf(e: HistoryEntry): RowMessage | undefined {
+  return e.message as RowMessage | undefined;
 }
 
 /** The first line of a collected turn (src/queue/collect.ts). */
@@ -75,7 +76,8 @@ function ToolView(props: { call: ToolCall; live?: boolean }) {
 function Transcript(props: { entries: HistoryEntry[] }) {
   const results = new Map<string, HistoryEntry>();
   for (const e of props.entries) {
-    if (e.message?.role === "toolResult" && e.message.toolCallId) results.set(e.message.toolCallId, e);
+    const m = messageOf(e);
+    if (m?.role === "toolResult" && m.toolCallId) results.set(m.toolCallId, e);
   }
   return (
     <ol class="transcript" aria-label="Transcript">
@@ -97,7 +99,7 @@ function Transcript(props: { entries: HistoryEntry[] }) {
             </li>
           );
         }
-        const m = e.message;
+        const m = messageOf(e);
         if (!m || m.role === "toolResult") return null;
         if (m.role === "user") {
           const text = textOf(m.content);
@@ -141,8 +143,8 @@ function Transcript(props: { entries: HistoryEntry[] }) {
                     id: String(c.id),
                     name: String(c.name),
                     args: c.arguments,
-                    result: r ? textOf(r.message?.content) : undefined,
-                    isError: r?.message?.isError,
+                    result: r ? textOf(messageOf(r)?.content) : undefined,
+                    isError: r ? messageOf(r)?.isError : undefined,
                   }}
                 />
               );
@@ -185,7 +187,7 @@ function LiveRunView(props: { run: LiveRun }) {
 
 const MODES = ["followup", "steer", "collect", "interrupt"] as const;
 
-function receiptText(r: Record<string, unknown> | undefined): string {
+function receiptText(r: Receipt | undefined): string {
   if (!r) return "accepted";
   switch (r.kind) {
     case "started":
@@ -200,15 +202,13 @@ function receiptText(r: Record<string, unknown> | undefined): string {
       return `dropped: ${r.reason}`;
     case "rejected":
       return `rejected: ${r.reason}`;
-    default:
-      return String(r.kind);
   }
 }
 
 export function SessionPage(props: { model: ConsoleModel; sessionKey: string; writable: boolean }) {
   const { model, sessionKey, writable } = props;
   useModel(model);
-  const [history, setHistory] = useState<History | undefined>();
+  const [history, setHistory] = useState<ChatHistoryResult | undefined>();
   const [historyError, setHistoryError] = useState<string | undefined>();
   const [message, setMessage] = useState("");
   const [mode, setMode] = useState<(typeof MODES)[number]>("followup");
@@ -222,10 +222,10 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
     if (!open) return;
     let live = true;
     model.gw
-      .call<History>("chat.history", { sessionKey, limit: 200 })
+      .call<ChatHistoryResult>("chat.history", { sessionKey, limit: 200 })
       .then((h) => {
         if (!live) return;
-        setHistory({ generation: h.generation, messages: [...h.messages].sort((a, b) => a.seq - b.seq) });
+        setHistory({ ...h, messages: [...h.messages].sort((a, b) => a.seq - b.seq) });
         setHistoryError(undefined);
       })
       .catch((err: Error) => live && setHistoryError(err.message));
@@ -235,7 +235,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   }, [sessionKey, hv, open]);
 
   // a finished run stays shown live until the transcript has its answer (an aborted or failed run may have none)
-  const answered = new Set(history?.messages.filter((m) => m.message?.role === "assistant").map((m) => m.runId));
+  const answered = new Set(history?.messages.filter((m) => messageOf(m)?.role === "assistant").map((m) => m.runId));
   const liveRuns = model
     .runsOf(sessionKey)
     .filter((r) => r.state === "running" || r.state === "queued" || !answered.has(r.runId));
@@ -245,7 +245,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   const send = async (text: string, queueMode?: string) => {
     setSendError(undefined);
     try {
-      const res = await model.gw.call<{ runId: string; receipt?: Record<string, unknown> }>("chat.send", {
+      const res = await model.gw.call<AgentAccepted>("chat.send", {
         sessionKey,
         message: text,
         idempotencyKey: newIdempotencyKey(),
@@ -262,7 +262,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   const stop = async () => {
     setSendError(undefined);
     try {
-      const res = await model.gw.call<{ aborted: boolean; runIds: string[] }>("chat.abort", { sessionKey });
+      const res = await model.gw.call<ChatAbortResult>("chat.abort", { sessionKey });
       setReceipt(res.aborted ? `stopped ${res.runIds.length} run(s)` : "nothing to stop");
     } catch (err) {
       setSendError((err as Error).message);
