@@ -229,6 +229,8 @@ export const chatHistoryParamsSchema = ignoring(
     cursor: pageCursor.optional(),
     /** seq cursor: only rows with a smaller seq */
     before: z.number().int().min(1).optional(),
+    /** Loopgate's own: an earlier transcript generation (one kept by /new, /reset, sessions.reset); default current */
+    generation: z.number().int().min(1).optional(),
   }),
 );
 

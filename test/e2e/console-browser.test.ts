@@ -171,6 +171,10 @@ describe.runIf(run)("the web console in chromium", () => {
     await page.getByRole("button", { name: "/new" }).click();
     await page.locator(".meta").filter({ hasText: "generation 2" }).waitFor(WAIT);
     expect(await page.getByTestId("user-message").count()).toBe(0);
+    await page.getByLabel("Generation").selectOption("1");
+    await page.getByTestId("user-message").filter({ hasText: "slow please" }).waitFor(WAIT);
+    await page.getByLabel("Generation").selectOption("2");
+    await expect.poll(() => page.getByTestId("user-message").count(), WAIT).toBe(0);
   });
 
   it("keeps a keyboard focus order through the composer, with labelled controls", async () => {

@@ -8,6 +8,27 @@ import { connectedPeer, deferred, isLifecycleEnd, TestProvider, useTestGateways 
 const gateway = useTestGateways();
 
 describe("runs.list and session activity for the console", () => {
+  it("reads an earlier transcript generation with chat.history's generation", async () => {
+    const { url } = await gateway();
+    const peer = await connectedPeer(url);
+    await peer.response(peer.send("agent", { message: "first life", idempotencyKey: "g-1", sessionKey: "gen" }), 2);
+    await peer.call("sessions.reset", { sessionKey: "gen" });
+    await peer.response(peer.send("agent", { message: "second life", idempotencyKey: "g-2", sessionKey: "gen" }), 2);
+    const texts = (res: { payload?: Record<string, unknown> }) =>
+      JSON.stringify((res.payload!.messages as unknown[]) ?? []);
+    const current = await peer.call("chat.history", { sessionKey: "gen" });
+    expect(current.payload?.generation).toBe(2);
+    expect(texts(current)).toContain("second life");
+    expect(texts(current)).not.toContain("first life");
+    const earlier = await peer.call("chat.history", { sessionKey: "gen", generation: 1 });
+    expect(earlier.payload?.generation).toBe(1);
+    expect(texts(earlier)).toContain("first life");
+    expect(texts(earlier)).not.toContain("second life");
+    const beyond = await peer.call("chat.history", { sessionKey: "gen", generation: 3 });
+    expect(beyond.error?.code).toBe("invalid_params");
+    expect(beyond.error?.message).toContain("params.generation");
+  });
+
   it("lists the newest runs first with status, model and tokens, and never the message", async () => {
     const { url } = await gateway();
     const peer = await connectedPeer(url);

@@ -209,6 +209,8 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   const { model, sessionKey, writable } = props;
   useModel(model);
   const [history, setHistory] = useState<ChatHistoryResult | undefined>();
+  /** an earlier transcript generation to read; undefined follows the current one */
+  const [generation, setGeneration] = useState<number | undefined>();
   const [historyError, setHistoryError] = useState<string | undefined>();
   const [message, setMessage] = useState("");
   const [mode, setMode] = useState<(typeof MODES)[number]>("followup");
@@ -222,7 +224,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
     if (!open) return;
     let live = true;
     model.gw
-      .call<ChatHistoryResult>("chat.history", { sessionKey, limit: 200 })
+      .call<ChatHistoryResult>("chat.history", { sessionKey, limit: 200, ...(generation ? { generation } : {}) })
       .then((h) => {
         if (!live) return;
         setHistory({ ...h, messages: [...h.messages].sort((a, b) => a.seq - b.seq) });
@@ -232,7 +234,9 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
     return () => {
       live = false;
     };
-  }, [sessionKey, hv, open]);
+  }, [sessionKey, hv, open, generation]);
+  // another session: back to its current generation
+  useEffect(() => setGeneration(undefined), [sessionKey]);
 
   // a finished run stays shown live until the transcript has its answer (an aborted or failed run may have none)
   const answered = new Set(history?.messages.filter((m) => messageOf(m)?.role === "assistant").map((m) => m.runId));
@@ -280,6 +284,24 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
         {history && <> · generation {history.generation}</>}
         {session && <> · {session.totalTokens} tokens</>}
       </p>
+      {session && session.generation > 1 && (
+        <label class="generation">
+          Generation{" "}
+          <select
+            value={generation ?? session.generation}
+            onChange={(e) => {
+              const g = Number((e.target as HTMLSelectElement).value);
+              setGeneration(g === session.generation ? undefined : g);
+            }}
+          >
+            {Array.from({ length: session.generation }, (_, i) => session.generation - i).map((g) => (
+              <option key={g} value={g}>
+                {g === session.generation ? `${g} (current)` : g}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
       {historyError && (
         <p class="error" role="alert">
           {historyError}
@@ -287,7 +309,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
       )}
       {history && history.messages.length === 0 && liveRuns.length === 0 && <p class="empty">No messages yet.</p>}
       {history && <Transcript entries={history.messages} />}
-      {liveRuns.length > 0 && (
+      {liveRuns.length > 0 && generation === undefined && (
         <ol class="transcript live-runs" aria-label="Live runs">
           {liveRuns.map((r) => (
             <LiveRunView key={r.runId} run={r} />
