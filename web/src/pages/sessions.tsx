@@ -1,4 +1,4 @@
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { ago, sessionHref, shortKey, tokens } from "../format";
 import { type ConsoleModel, type SessionInfo, useModel } from "../model";
 
@@ -27,6 +27,12 @@ export function SessionsPage(props: { model: ConsoleModel }) {
   useModel(model);
   const [search, setSearch] = useState("");
   const [filter, setFilter] = useState<Filter>("all");
+  // "12 s ago" keeps counting while nothing else changes
+  const [, setNow] = useState(0);
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 10_000);
+    return () => clearInterval(t);
+  }, []);
   const rows = useMemo(() => {
     const q = search.trim().toLowerCase();
     return model.sessions
