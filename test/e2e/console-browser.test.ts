@@ -276,6 +276,10 @@ describe.runIf(run)("the web console in chromium", () => {
   });
 
   it("lists recent runs and the audit ledger", async () => {
+    // a run the model failed once: the session page shows the retry live, the run's detail counts it
+    await openSession("agent:main:retry-demo");
+    await send("flaky please");
+    await page.getByTestId("assistant-message").filter({ hasText: "Echo: flaky please" }).waitFor(WAIT);
     await page.getByRole("link", { name: "Runs", exact: true }).click();
     const runs = page.getByTestId("runs");
     await runs.locator("tbody tr").filter({ hasText: "stop-demo" }).first().waitFor(WAIT);
@@ -290,6 +294,10 @@ describe.runIf(run)("the web console in chromium", () => {
     await detail.getByText("fake/m").waitFor(WAIT);
     // the gateway verified the console's signed connect: its runs are started by the device, not a bare client id
     expect(await detail.textContent()).toMatch(/Started by\s*device:[0-9a-f]{64}/);
+    await page.getByRole("button", { name: "Close" }).click();
+    await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).getByRole("button").first().click();
+    await detail.getByTestId("retries").filter({ hasText: "1" }).waitFor(WAIT);
+    expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).textContent()).toContain("1 / —");
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
   });

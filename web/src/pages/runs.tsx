@@ -1,8 +1,35 @@
 import { useEffect, useState } from "preact/hooks";
-import type { RunInfo, RunsListResult } from "../../../src/protocol/payloads";
+import type { AgentEventsResult, RunInfo, RunsListResult } from "../../../src/protocol/payloads";
 import type { WaitResult } from "../../../src/protocol/run";
 import { duration, sessionHref, shortKey, time, tokens } from "../format";
 import { type ConsoleModel, useModel } from "../model";
+
+interface Attempts {
+  retries: number;
+  fallbacks: string[];
+}
+
+/** A run's retries and fallbacks, from its stored lifecycle events (agent.events pages; a long run: the first 20). */
+async function readAttempts(model: ConsoleModel, runId: string): Promise<Attempts | undefined> {
+  const found: Attempts = { retries: 0, fallbacks: [] };
+  try {
+    let params: Record<string, unknown> = { runId, afterSeq: 0, limit: 1000 };
+    for (let page = 0; page < 20; page++) {
+      const res = await model.gw.call<AgentEventsResult>("agent.events", params);
+      for (const e of res.events) {
+        if (e.stream !== "lifecycle") continue;
+        if (e.data.phase === "retry") found.retries++;
+        if (e.data.phase === "fallback") found.fallbacks.push(`${e.data.from} → ${e.data.to}`);
+      }
+      if (!res.nextCursor) break;
+      params = { runId, cursor: res.nextCursor };
+    }
+    return found;
+  } catch {
+    // pruned, or not visible to this token: the detail shows what agent.wait says
+    return undefined;
+  }
+}
 
 /** Recent runs (runs.list) with what this console saw live of each: retries and fallbacks. */
 export function RunsPage(props: { model: ConsoleModel }) {
@@ -25,13 +52,16 @@ export function RunsPage(props: { model: ConsoleModel }) {
       })
       .catch((err: Error) => setError(err.message));
   }, [open, liveKey]);
+  const [attempts, setAttempts] = useState<Attempts | undefined>();
   useEffect(() => {
     if (!selected || !open) return;
     setDetail(undefined);
+    setAttempts(undefined);
     model.gw
       .call<WaitResult>("agent.wait", { runId: selected, timeoutMs: 0 })
       .then(setDetail)
       .catch((err: Error) => setDetail({ runId: selected, status: "error", error: err.message }));
+    if (model.has("agent.events")) void readAttempts(model, selected).then(setAttempts);
   }, [selected, open]);
   return (
     <section aria-labelledby="runs-h">
@@ -94,7 +124,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
                   {r.model ?? live?.model ?? "—"}
                 </td>
                 <td data-label="Retries / fallback" class="wide">
-                  {live ? `${live.retries}${live.fallbacks.length ? ` / ${live.fallbacks.join(", ")}` : ""}` : "—"}
+                  {live ? `${live.retries} / ${live.fallbacks.join(", ") || "—"}` : "—"}
                 </td>
               </tr>
             );
@@ -121,6 +151,14 @@ export function RunsPage(props: { model: ConsoleModel }) {
               <dd>{time(detail.endedAt)}</dd>
               <dt>Model</dt>
               <dd>{detail.model ?? "—"}</dd>
+              {attempts && (
+                <>
+                  <dt>Retries</dt>
+                  <dd data-testid="retries">{attempts.retries}</dd>
+                  <dt>Fallback</dt>
+                  <dd>{attempts.fallbacks.join(", ") || "—"}</dd>
+                </>
+              )}
               <dt>Stop reason</dt>
               <dd>{detail.stopReason ?? "—"}</dd>
               {detail.error && (
