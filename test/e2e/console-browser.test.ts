@@ -223,6 +223,20 @@ describe.runIf(run)("the web console in chromium", () => {
     await page.screenshot({ path: path.join(SHOTS, "console-session-desktop.png") });
   });
 
+  it("shows the model's reasoning collapsed, when the message asks to stream it", async () => {
+    await openSession("agent:main:think-demo");
+    await page.getByLabel("Stream reasoning").check();
+    await send("think first");
+    const answer = page.getByTestId("assistant-message").filter({ hasText: "Decided." });
+    await answer.waitFor(WAIT);
+    const reasoning = answer.locator("details.thinking");
+    expect(await reasoning.getAttribute("open")).toBeNull();
+    expect(await reasoning.locator("pre").isVisible()).toBe(false);
+    await reasoning.locator("summary").click();
+    expect(await reasoning.locator("pre").textContent()).toBe("Weighing the options.");
+    await page.getByLabel("Stream reasoning").uncheck();
+  });
+
   it("stops a running run", async () => {
     await openSession("agent:main:stop-demo");
     await send("stall here");

@@ -215,6 +215,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   const [message, setMessage] = useState("");
   const [mode, setMode] = useState<(typeof MODES)[number]>("followup");
   const [receipt, setReceipt] = useState<string | undefined>();
+  const [reasoning, setReasoning] = useState(false);
   const [sendError, setSendError] = useState<string | undefined>();
   const hv = model.historyVersion.get(sessionKey) ?? 0;
   const open = model.gw.state.kind === "open";
@@ -254,6 +255,8 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
         message: text,
         idempotencyKey: newIdempotencyKey(),
         ...(queueMode ? { queueMode } : {}),
+        // the model's reasoning reaches clients only when the run asks for it (shown collapsed)
+        ...(reasoning ? { reasoningLevel: "stream" } : {}),
       });
       setReceipt(`${receiptText(res.receipt)} · run ${res.runId.slice(0, 18)}`);
       return true;
@@ -370,6 +373,15 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
           <button type="button" disabled={!writable || !open} onClick={() => send("/reset")}>
             /reset
           </button>
+          <label>
+            <input
+              type="checkbox"
+              checked={reasoning}
+              disabled={!writable}
+              onChange={(e) => setReasoning((e.target as HTMLInputElement).checked)}
+            />{" "}
+            Stream reasoning
+          </label>
         </div>
         <p class="receipt" role="status" aria-live="polite" data-testid="receipt">
           {receipt}
