@@ -1,4 +1,5 @@
 import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
+import { agentEventJson } from "../events/event-json.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
 import type { ChatEventPayload } from "../protocol/payloads.js";
@@ -161,7 +162,8 @@ export class Broadcaster {
 
   private deliver(ev: AgentEvent): void {
     if (ev.stream === "lifecycle") this.trackLifecycle(ev);
-    this.send(AGENT_PREFIX, JSON.stringify(ev), ev.sessionKey, ev.runId);
+    // made once per event: the event store writer, which heard this event first, made it (events/event-json.ts)
+    this.send(AGENT_PREFIX, agentEventJson(ev), ev.sessionKey, ev.runId);
     this.chat.onAgentEvent(ev);
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) this.forgetRun(ev.runId);
   }

@@ -78,6 +78,7 @@ export const GATEWAY_METHODS = [
   "cron.add",
   "cron.remove",
   "cron.run",
+  "agent.events",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

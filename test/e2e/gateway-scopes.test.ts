@@ -156,6 +156,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "unauthorized",
     "audit.list ungranted": "unauthorized",
     "audit.list": "unauthorized",
+    "agent.events own": "ok",
+    "agent.events granted": "forbidden",
+    "agent.events ungranted": "forbidden",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -189,6 +192,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -225,6 +230,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "agent.events own": "ok",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
 };
 
@@ -267,6 +275,7 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
         const abort = { sessionKey: key[t], runId: runOf[t] };
         actual[`chat.abort ${t}`] = outcome(await client.call("chat.abort", abort));
+        actual[`agent.events ${t}`] = outcome(await client.call("agent.events", { runId: runOf[t] }));
       }
       for (const t of ["granted", "ungranted"] as const) {
         actual[`chat.history ${t}`] = outcome(await client.call("chat.history", { sessionKey: key[t] }));
