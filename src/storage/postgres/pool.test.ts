@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
-import { checkSchemaName, connectionConfig, createPostgresPool, postgresUrlFrom } from "./pool.js";
+import { checkSchemaName, connectionConfig, createPostgresPool, inTransaction, postgresUrlFrom } from "./pool.js";
 
 describe("which Postgres a node uses", () => {
   it("takes storage.postgres.url first, then LOOPGATE_POSTGRES_URL, else none", () => {
@@ -52,7 +52,7 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
 
   it("an idle connection killed by the server is reported, not thrown, and the next query gets a new one", async () => {
     const idleErrors: Error[] = [];
-    const pool = createPostgresPool({ ...ts.options, poolMax: 1, onIdleError: (e) => idleErrors.push(e) });
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1, onConnectionError: (e) => idleErrors.push(e) });
     const admin = createPostgresPool(ts.options);
     try {
       const { rows } = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
@@ -62,6 +62,28 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
       expect(idleErrors.length).toBe(1);
       const again = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
       expect(again.rows[0].pid).not.toBe(rows[0].pid);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
+  });
+
+  it("a connection killed in the middle of a transaction fails that transaction only; the process keeps serving", async () => {
+    const errors: Error[] = [];
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1, onConnectionError: (e) => errors.push(e) });
+    const admin = createPostgresPool(ts.options);
+    try {
+      const tx = inTransaction(pool, async (c) => {
+        const { rows } = await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+        // bounded: until the client has heard of it (without a listener this 'error' event would end the process)
+        for (let i = 0; i < 200 && errors.length === 0; i++) await admin.query("SELECT 1");
+        await c.query("SELECT 1");
+      });
+      await expect(tx).rejects.toThrow();
+      // reported (the server's FATAL, then the socket closing), not thrown
+      expect(errors[0]?.message).toMatch(/terminating connection due to administrator command/);
+      expect((await pool.query("SELECT 2 AS two")).rows).toEqual([{ two: 2 }]);
     } finally {
       await pool.end();
       await admin.end();

@@ -16,8 +16,11 @@ export interface PostgresOptions {
   schema?: string;
   /** Giving up on a connection attempt. Default 10000 ms. */
   connectTimeoutMs?: number;
-  /** An idle pooled connection failed (server restart, pg_terminate_backend): the pool drops it and carries on. */
-  onIdleError?: (err: Error) => void;
+  /**
+   * A pooled connection failed (server restart, pg_terminate_backend, network), idle or checked out: reported here,
+   * never thrown. The pool drops the connection; a query that was using it fails, the next one gets a new one.
+   */
+  onConnectionError?: (err: Error) => void;
 }
 
 export const POSTGRES_DEFAULTS = {
@@ -79,14 +82,18 @@ export function connectionConfig(opts: PostgresOptions): pg.ClientConfig {
   };
 }
 
-/** The node's pool. Idle-connection errors are reported, never thrown: the process keeps serving. */
+/** The node's pool. Connection errors are reported, never thrown: the process keeps serving. */
 export function createPostgresPool(opts: PostgresOptions): pg.Pool {
   const pool = new pg.Pool({
     ...connectionConfig(opts),
     max: opts.poolMax ?? POSTGRES_DEFAULTS.poolMax,
     idleTimeoutMillis: 30_000,
   });
-  pool.on("error", (err) => opts.onIdleError?.(err));
+  // The pool listens only to its idle connections; a checked-out connection whose server goes away emits 'error'
+  // with nobody listening, and an unhandled 'error' event ends the process. So every connection gets a listener.
+  pool.on("connect", (client) => client.on("error", (err) => opts.onConnectionError?.(err)));
+  // ...which also hears the idle case; the pool's own 'error' event then needs a listener only so it is not fatal
+  pool.on("error", () => {});
   return pool;
 }
 
