@@ -111,6 +111,19 @@ describe.skipIf(!testPostgresUrl)("LISTEN/NOTIFY pointers across nodes", () => {
     expect(errors.length).toBeGreaterThanOrEqual(1); // the termination was reported, not thrown
   });
 
+  it("a subscriber that throws is reported and does not stop the others", async () => {
+    const before = errors.length;
+    const offBad = listener.subscribe(() => {
+      throw new Error("subscriber bug");
+    });
+    const got = next<NotifyPointer>((fn) => listener.subscribe(fn), "notification past a throwing subscriber");
+    await notify(writer, channel, { sessionKey: "main" });
+    expect(await got).toEqual({ sessionKey: "main" });
+    offBad();
+    expect(errors.slice(before).map((e) => e.message)).toEqual(["subscriber bug"]);
+    expect(listener.listening).toBe(true);
+  });
+
   it("ignores other channels and payloads that are not JSON objects", async () => {
     const seen: NotifyPointer[] = [];
     const off = listener.subscribe((p) => seen.push(p));

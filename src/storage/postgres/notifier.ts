@@ -96,7 +96,9 @@ export class PgNotifier {
   private async connect(): Promise<void> {
     const client = new pg.Client(connectionConfig(this.opts.connection));
     // only an established connection reconnects when lost; a failed attempt is handled by whoever awaited it
+    let gone = false;
     const onLost = (err?: Error) => {
+      gone = true;
       if (this.client !== client) return;
       this.client = undefined;
       client.removeAllListeners("notification");
@@ -115,7 +117,7 @@ export class PgNotifier {
         return;
       }
       if (pointer === null || typeof pointer !== "object" || Array.isArray(pointer)) return;
-      for (const fn of this.listeners) fn(pointer as NotifyPointer);
+      this.deliver(this.listeners, pointer as NotifyPointer);
     });
     try {
       await client.connect();
@@ -132,6 +134,19 @@ export class PgNotifier {
     }
     this.client = client;
     this.failures = 0;
+    // lost between LISTEN's reply and here: nobody would notice (the handler saw no established connection yet)
+    if (gone) onLost();
+  }
+
+  /** A listener that throws is reported; it must not stop the others, nor reach the socket's event handlers. */
+  private deliver<T>(listeners: Set<Listener<T>>, value: T): void {
+    for (const fn of listeners) {
+      try {
+        fn(value);
+      } catch (err) {
+        this.opts.onError?.(err as Error);
+      }
+    }
   }
 
   private scheduleReconnect(): void {
@@ -145,7 +160,7 @@ export class PgNotifier {
       this.connect().then(
         () => {
           if (this.stopped || !this.client) return;
-          for (const fn of this.reconnectListeners) fn();
+          this.deliver(this.reconnectListeners, undefined);
         },
         (err: Error) => {
           this.failures++;
