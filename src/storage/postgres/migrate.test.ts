@@ -55,6 +55,25 @@ describe.skipIf(!testPostgresUrl)("postgres migrations on a real server", () => 
     expect(await migratePostgres(pool())).toEqual([]);
   });
 
+  it("a failing migration names its version, keeps the ones before it, and runs again on the next start", async () => {
+    const side = await createTestSchema(testPostgresUrl as string);
+    const p = createPostgresPool(side.options);
+    try {
+      const good = { version: 1, name: "t", sql: "CREATE TABLE t (a INT)" };
+      const bad = { version: 2, name: "broken", sql: "ALTER TABLE nope ADD COLUMN b INT" };
+      await expect(migratePostgres(p, [good, bad])).rejects.toThrow(/postgres migration 2 \(broken\) failed: .*nope/);
+      const fixed = { version: 2, name: "fixed", sql: "ALTER TABLE t ADD COLUMN b INT" };
+      expect(await migratePostgres(p, [good, fixed])).toEqual([2]);
+      expect((await p.query("SELECT version FROM schema_migrations ORDER BY version")).rows).toEqual([
+        { version: 1 },
+        { version: 2 },
+      ]);
+    } finally {
+      await p.end();
+      await side.drop();
+    }
+  });
+
   it("has every table and column the SQLite schema has", async () => {
     const lite = new Database(":memory:");
     for (const mig of [...sqliteMigrations].sort((x, y) => x.version - y.version)) lite.exec(mig.sql);
