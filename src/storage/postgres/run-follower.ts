@@ -59,8 +59,8 @@ export class RunEventFollower {
   /** Delivers the run's events after `afterSeq`, then each new one as it is stored. Returns the unfollow function. */
   follow(runId: string, afterSeq: number, deliver: (e: FollowedEvent) => void): () => void {
     const f: Follow = { lastSeq: afterSeq, deliver, reading: false, again: false, closed: false };
-    let set = this.follows.get(runId);
-    if (!set) this.follows.set(runId, (set = new Set()));
+    const set = this.follows.get(runId) ?? new Set<Follow>();
+    this.follows.set(runId, set);
     set.add(f);
     this.read(runId, f);
     return () => {
