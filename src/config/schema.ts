@@ -255,15 +255,16 @@ export const configSchema = z.strictObject({
       shutdownGraceMs: nonNegativeInt.default(10000),
     })
     .prefault({}),
+  // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing
   diagnostics: z
     .strictObject({
-      // every key here is not yet supported
       enabled: z.boolean().default(false),
       stuckSessionWarnMs: positiveInt.default(120000),
+      // default max(300000, 3 × stuckSessionWarnMs): diagnostics/classify.ts defaultAbortMs
       stuckSessionAbortMs: positiveInt.optional(),
     })
-    .prefault({})
-    .describe(notYetSupported),
+    // an abort threshold at or below the warn threshold is refused at load (check.ts)
+    .prefault({}),
   skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
   hooks: z
     .strictObject({

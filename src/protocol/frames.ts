@@ -79,6 +79,7 @@ export const GATEWAY_METHODS = [
   "cron.remove",
   "cron.run",
   "agent.events",
+  "diagnostics.list",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -90,6 +91,7 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "diagnostic",
 ] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];
 

@@ -5,6 +5,7 @@ import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.j
 import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
+import { diagnosticsListMethod } from "./diagnostics.js";
 import { healthMethod } from "./health.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
 
@@ -29,6 +30,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     cronRemoveMethod,
     cronRunMethod,
     agentEventsMethod,
+    diagnosticsListMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
