@@ -248,7 +248,6 @@ export const sessionsListParamsSchema = ignoring(
     "involvingMe",
     "involvingProfileId",
     "includePeople",
-    "spawnedBy",
     "search",
     "archived",
   ],

@@ -103,9 +103,15 @@ function deviceKey() {
 
 describe("an operator client written from the published schema", () => {
   it("connects with a v2 signature, follows a session, chats, patches the model, resets and reads the history", async () => {
+    const requests: Array<{ model: string; thinking?: string }> = [];
     const provider = new TestProvider((req) => {
-      const last = [...req.messages].reverse().find((m) => m.role === "user");
-      return { before: [`${req.model} says: `, "reply to ", String(last?.content ?? "")] };
+      requests.push({ model: req.model, thinking: req.thinking });
+      const last = String([...req.messages].reverse().find((m) => m.role === "user")?.content ?? "");
+      // the second message makes the model read a file first, so the history has a tool call and its result
+      if (last === "again" && !req.messages.some((m) => m.role === "toolResult")) {
+        return { toolCalls: [{ id: "call_1", name: "read", arguments: { path: "notes.txt" } }] };
+      }
+      return { before: [`${req.model} says: `, "reply to ", last] };
     });
     const g = await startTestGateway({ provider, gateway: { token: "shared-secret", chatDeltaIntervalMs: 1 } });
     const client = new SchemaClient(g.url);
@@ -196,6 +202,10 @@ describe("an operator client written from the published schema", () => {
       "final 2",
     );
     expect(JSON.stringify(final2.payload?.message)).toContain("other says: reply to again");
+    // the patch reached the run: its model and thinking level, and verbose mode's tool summary in the result
+    expect(requests.at(0)).toEqual({ model: "m", thinking: "off" });
+    expect(requests.at(-1)).toEqual({ model: "other", thinking: "low" });
+    expect(JSON.stringify(g.gw.service.rt.store.getRun("oc-2")?.result)).toContain("read: notes.txt");
 
     // the history, in the schema's message shape, before and after a reset
     const history = await client.call("chat.history", { sessionKey: key, limit: 50 }, "ChatHistoryParams");
@@ -205,8 +215,15 @@ describe("an operator client written from the published schema", () => {
       ["assistant", "number"],
       ["user", "number"],
       ["assistant", "number"],
+      ["toolResult", "number"],
+      ["assistant", "number"],
     ]);
-    expect(messages[3].content).toEqual([{ type: "text", text: "other says: reply to again" }]);
+    // a tool call and its result render from the message itself
+    expect(messages[3].content).toEqual([
+      { type: "toolCall", id: "call_1", name: "read", arguments: { path: "notes.txt" } },
+    ]);
+    expect(messages[4]).toMatchObject({ toolCallId: "call_1", toolName: "read", isError: true });
+    expect(messages[5].content).toEqual([{ type: "text", text: "other says: reply to again" }]);
     const reset = await client.call("sessions.reset", { key, reason: "new" }, "SessionsResetParams");
     expect(reset.ok).toBe(true);
     await client.seen((f) => f.event === "sessions.changed" && f.payload?.reason === "reset", "reset");
