@@ -145,6 +145,8 @@ const accounted =
   pieces.storeCalls +
   pieces.modelCalls +
   pieces.noopTool;
+// the run events still buffered are written before the store closes, as the gateway and the CLI do
+rt.runEvents.close();
 store.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult({

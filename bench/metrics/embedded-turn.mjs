@@ -58,6 +58,8 @@ for (let i = warmup; i < warmup + turns; i++) {
 }
 const cpu = process.cpuUsage(cpu0);
 await stopProfile();
+// the run events still buffered are written before the store closes, as the gateway and the CLI do
+rt.runEvents.close();
 store.close();
 if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
 // CPU time per turn is much less disturbed by other load on the machine than wall time

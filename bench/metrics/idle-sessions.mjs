@@ -99,6 +99,8 @@ const result = {
   before,
   after,
 };
+// the run events still buffered are written before the store closes, as the gateway and the CLI do
+rt.runEvents.close();
 store.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult(result);

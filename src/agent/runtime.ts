@@ -3,6 +3,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
+import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
 import { PluginHookRunner } from "../hooks/plugin-hooks.js";
@@ -75,6 +76,11 @@ export class AgentRuntime {
   readonly sessionEvents = new SessionEvents();
   readonly bootstrap = new BootstrapCache();
   private toolChars?: number;
+  /**
+   * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Whoever closes the
+   * store calls `runEvents.close()` (or `flush()`) first.
+   */
+  readonly runEvents: RunEventWriter;
 
   constructor(opts: RuntimeOptions) {
     this.config = opts.config;
@@ -107,6 +113,8 @@ export class AgentRuntime {
     this.hookLogger = { info: (m) => log.info(m), warn: (m) => log.warn(m), error: (m) => log.error(m) };
     this.pluginHooks = new PluginHookRunner({ logger: this.hookLogger, clock: this.clock });
     this.internalHooks = new InternalHookRegistry(this.hookLogger);
+    this.runEvents = new RunEventWriter({ store: this.store, clock: this.clock, logger: this.logger });
+    this.runEvents.attach(this.bus);
   }
 
   /**

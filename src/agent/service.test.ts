@@ -785,6 +785,59 @@ describe("durability and recovery", () => {
   });
 });
 
+describe("stored run events across a restart", () => {
+  it("the restart's error event follows the run's stored events: the stored seq is the source of truth", () => {
+    const h = harness();
+    h.store.ensureSession(SESSION, "main", 1);
+    h.store.createRun({
+      runId: "was-running",
+      sessionKey: SESSION,
+      status: "running",
+      acceptedAt: 1,
+      startedAt: 2,
+      params: { message: "lost", idempotencyKey: "was-running", sessionKey: SESSION, agentId: "main" },
+    });
+    // what the previous process had written of its events
+    h.store.appendRunEvents(
+      [1, 2, 3].map((seq) => ({
+        runId: "was-running",
+        seq,
+        ts: seq,
+        sessionKey: SESSION,
+        stream: "assistant",
+        json: "{}",
+      })),
+    );
+    h.service.recover();
+    expect(h.events.filter((e) => e.runId === "was-running").map((e) => [e.seq, e.stream])).toEqual([[4, "lifecycle"]]);
+    h.rt.runEvents.flush();
+    expect(h.store.readRunEvents("was-running").map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("a message still queued at shutdown numbers its events after the receipt stored before the restart", async () => {
+    const first = harness({ queue: { mode: "followup" } });
+    const a = first.send("hold");
+    await first.gate.whenStarted(1);
+    const b = first.send("queued");
+    const drained = first.service.drain(0);
+    first.clock.advance(0);
+    await drained;
+    first.rt.runEvents.close(); // what the gateway's close does before it closes the store
+    const before = first.store.readRunEvents(b.runId).map((e) => e.seq);
+    expect(before.length).toBeGreaterThan(0);
+    expect(first.store.getRun(a.runId)?.status).toBe("aborted");
+
+    const second = harness({ dir: first.dir, queue: { mode: "followup" } });
+    expect(second.service.recover().requeued).toEqual([b.runId]);
+    await second.pump(second.service.final(b.runId));
+    second.rt.runEvents.flush();
+    const all = second.store.readRunEvents(b.runId).map((e) => e.seq);
+    expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
+    expect(all.length).toBeGreaterThan(before.length);
+    expect(second.rt.runEvents.stats.duplicates).toBe(0);
+  });
+});
+
 describe("agent.wait", () => {
   it("reports pending for a queued run and timeout for a running one, and never stops either", async () => {
     const h = harness({ queue: { mode: "followup" } });

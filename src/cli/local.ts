@@ -51,6 +51,8 @@ export async function openLocal(opts: {
     loaded,
     close: () => {
       audit.close();
+      // the run events still buffered go to the store before it closes
+      rt.runEvents.close();
       store.close();
     },
   };

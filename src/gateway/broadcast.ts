@@ -1,4 +1,5 @@
 import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
+import { agentEventJson } from "../events/event-json.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
@@ -225,7 +226,8 @@ export class Broadcaster {
       const phase = ev.data.phase;
       if (phase === "start" || phase === "end" || phase === "error") this.sessionChanged(ev.sessionKey, "status");
     }
-    this.send(AGENT_PREFIX, JSON.stringify(ev), ev.sessionKey, ev.runId);
+    // made once per event: the event store writer, which heard this event first, made it (events/event-json.ts)
+    this.send(AGENT_PREFIX, agentEventJson(ev), ev.sessionKey, ev.runId);
     this.chat.onAgentEvent(ev);
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) this.forgetRun(ev.runId);
   }

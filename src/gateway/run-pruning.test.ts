@@ -64,6 +64,15 @@ describe("run record pruning", () => {
     seed.createRun(record("old-ok", "ok", now - 48 * HOUR));
     seed.createRun(record("old-aborted", "aborted", now - 30 * HOUR));
     seed.createRun(record("recent-ok", "ok", now - HOUR));
+    const event = (runId: string, seq: number) => ({
+      runId,
+      seq,
+      ts: now,
+      sessionKey: "agent:main:main",
+      stream: "assistant",
+      json: "{}",
+    });
+    seed.appendRunEvents([event("old-ok", 1), event("old-ok", 2), event("recent-ok", 1)]);
     seed.close();
 
     const gw = await startGateway({
@@ -75,6 +84,9 @@ describe("run record pruning", () => {
     await gw.close();
     const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
     expect(ids(store)).toEqual(["recent-ok"]);
+    // a run's stored events go with its record
+    expect(store.readRunEvents("old-ok")).toEqual([]);
+    expect(store.readRunEvents("recent-ok").map((e) => e.seq)).toEqual([1]);
     store.close();
   });
 

@@ -123,7 +123,10 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   try {
     return await listen(service, opts, ownedStore);
   } catch (err) {
-    ownedStore?.close();
+    if (ownedStore) {
+      service.rt.runEvents.close();
+      ownedStore.close();
+    }
     throw err;
   }
 }
@@ -354,7 +357,11 @@ async function listen(
       wss.close();
       server.closeAllConnections();
       await serverClosed;
-      ownedStore?.close();
+      // the drained runs' last events are written before the store closes (an injected runtime keeps its writer)
+      if (ownedStore) {
+        rt.runEvents.close();
+        ownedStore.close();
+      } else rt.runEvents.flush();
     })();
     return closing;
   };

@@ -102,6 +102,7 @@ export const GATEWAY_METHODS = [
   "cron.status",
   "plugin.approval.list",
   "question.list",
+  "agent.events",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

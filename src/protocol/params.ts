@@ -660,3 +660,14 @@ export const commandsListParamsSchema = z.strictObject({
 
 /** status and plugin.approval.list have no published params definition; OpenClaw clients send none */
 export const looseEmptyParamsSchema = z.looseObject({});
+
+/**
+ * agent.events (SPEC 15, 20): a run's stored events after `afterSeq`, then its live ones. `cursor` (the previous
+ * reply's nextCursor) continues a paged replay; it replaces `afterSeq`.
+ */
+export const agentEventsParamsSchema = z.strictObject({
+  runId: nonEmpty,
+  afterSeq: z.number().int().min(0).optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+  cursor: pageCursor.optional(),
+});

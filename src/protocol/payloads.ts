@@ -434,3 +434,22 @@ export interface ConfigGetResult {
   config: unknown;
   redacted: string[];
 }
+
+/**
+ * One page of `agent.events`: the run's events with `afterSeq < seq ≤ lastSeq`, oldest first. Exactly once: the
+ * pages of one replay reach `lastSeq`, and (unless `done`) the run's later events arrive as `agent` events after
+ * this reply, none of them at or below `lastSeq`.
+ */
+export interface AgentEventsResult {
+  runId: string;
+  sessionKey: string;
+  /** the run's status as of this reply */
+  status: "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+  /** the run has ended: nothing of it follows live */
+  done: boolean;
+  events: AgentEventPayload[];
+  /** where this replay ends; the live events continue after it */
+  lastSeq: number;
+  /** the replay has more events up to lastSeq: call again with `{ runId, cursor }` */
+  nextCursor?: string;
+}

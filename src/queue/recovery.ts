@@ -36,6 +36,8 @@ function failInterrupted(ctx: QueueContext, run: RunRecord): void {
   const now = clock.now();
   const error = "the gateway stopped while this run was active (it did not finish); send the message again";
   const final = endedFinal(run.runId, "failed", "gateway_restart", error);
+  // the stored events are the source of truth for the run's numbering: the error event follows the last of them
+  bus.resumeSeq(run.runId, store.lastRunEventSeq(run.runId));
   store.updateRun(run.runId, {
     status: "error",
     endedAt: now,
@@ -66,6 +68,8 @@ function requeue(ctx: QueueContext, rec: RunRecord): void {
     acceptedAt: rec.acceptedAt,
     ...(origin ? { origin } : {}),
   });
+  // its receipt was numbered and stored before the restart: the run goes on after the last stored seq
+  ctx.deps.bus.resumeSeq(rec.runId, ctx.deps.store.lastRunEventSeq(rec.runId));
   const s = sessionState(ctx, rec.sessionKey);
   s.pending.push(run);
   s.immediate = true;

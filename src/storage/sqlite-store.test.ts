@@ -78,11 +78,33 @@ describe("schema and migrations", () => {
         "blobs",
         "cron_jobs",
         "cron_runs",
+        "run_events",
         "runs",
         "sessions",
         "sqlite_sequence",
         "transcript",
       ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("a database an older version made (schema 2) gains the run events table on open, its data kept", () => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const old = new Database(file);
+    for (const m of migrations.filter((m) => m.version <= 2)) old.exec(m.sql);
+    old.pragma("user_version = 2");
+    old
+      .prepare("INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('r1', 'k', 'ok', 1, '{}')")
+      .run();
+    old.close();
+    const s = store();
+    expect(s.getRun("r1")?.status).toBe("ok");
+    s.appendRunEvents([{ runId: "r1", seq: 1, ts: 1, sessionKey: "k", stream: "lifecycle", json: "{}" }]);
+    expect(s.lastRunEventSeq("r1")).toBe(1);
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.pragma("user_version", { simple: true })).toBe(migrations.at(-1)?.version);
     } finally {
       db.close();
     }
@@ -478,6 +500,81 @@ describe("runs", () => {
         .map((r) => r.runId)
         .sort(),
     ).toEqual(["ancient-queued", "ancient-running", "recent-2", "recent-3"].sort());
+  });
+});
+
+describe("run events", () => {
+  const ev = (runId: string, seq: number, sessionKey = "agent:main:main") => ({
+    runId,
+    seq,
+    ts: 1000 + seq,
+    sessionKey,
+    stream: "assistant",
+    json: JSON.stringify({ runId, seq, stream: "assistant", ts: 1000 + seq, sessionKey, data: { delta: `d${seq}` } }),
+  });
+  const finished = (runId: string, sessionKey: string, at: number): RunRecord => ({
+    runId,
+    sessionKey,
+    status: "ok",
+    acceptedAt: at,
+    endedAt: at,
+    params: {},
+  });
+
+  it("stores events of several runs in one call and reads a run's back in seq order after a seq, up to a limit", () => {
+    const s = store();
+    // out of order and interleaved, as a batch of several concurrent runs comes
+    s.appendRunEvents([ev("a", 2), ev("b", 1), ev("a", 1), ev("a", 3), ev("b", 2)]);
+    expect(s.readRunEvents("a").map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(s.readRunEvents("a", { afterSeq: 1 }).map((e) => e.seq)).toEqual([2, 3]);
+    expect(s.readRunEvents("a", { afterSeq: 0, limit: 2 }).map((e) => e.seq)).toEqual([1, 2]);
+    expect(s.readRunEvents("b")).toEqual([ev("b", 1), ev("b", 2)]);
+    expect(s.readRunEvents("nobody")).toEqual([]);
+    expect(s.lastRunEventSeq("a")).toBe(3);
+    expect(s.lastRunEventSeq("nobody")).toBe(0);
+  });
+
+  it("keeps the first write of a seq and says how many were already there", () => {
+    const s = store();
+    s.appendRunEvents([ev("a", 1)]);
+    const again = { ...ev("a", 1), json: '{"changed":true}' };
+    expect(s.appendRunEvents([again, ev("a", 2)])).toEqual({ ignored: 1 });
+    expect(s.readRunEvents("a").map((e) => e.json)).toEqual([ev("a", 1).json, ev("a", 2).json]);
+  });
+
+  it("a run's events go when run pruning removes the run, and stay while it is kept", () => {
+    const s = store();
+    const DAY = 86_400_000;
+    const now = 100 * DAY;
+    s.createRun(finished("old", "agent:main:main", 1));
+    s.createRun(finished("surplus", "agent:main:main", now - 3 * DAY));
+    s.createRun(finished("kept", "agent:main:main", now - DAY));
+    s.createRun({ ...finished("ancient-but-running", "agent:main:main", 2), status: "running" });
+    s.appendRunEvents(["old", "surplus", "kept", "ancient-but-running"].flatMap((id) => [ev(id, 1), ev(id, 2)]));
+    expect(s.pruneRuns({ now, maxAgeMs: 7 * DAY, maxCount: 1 })).toBe(2);
+    expect(s.readRunEvents("old")).toEqual([]);
+    expect(s.readRunEvents("surplus")).toEqual([]);
+    expect(s.readRunEvents("kept").map((e) => e.seq)).toEqual([1, 2]);
+    expect(s.readRunEvents("ancient-but-running").map((e) => e.seq)).toEqual([1, 2]);
+  });
+
+  it("deleting a session deletes the events of its runs, not those of other sessions", () => {
+    const s = store();
+    s.ensureSession("agent:main:gone", "main", 1);
+    s.ensureSession("agent:main:stays", "main", 1);
+    s.createRun(finished("g1", "agent:main:gone", 1));
+    s.createRun(finished("s1", "agent:main:stays", 1));
+    s.appendRunEvents([ev("g1", 1, "agent:main:gone"), ev("s1", 1, "agent:main:stays")]);
+    expect(s.deleteSession("agent:main:gone")).toBe(true);
+    expect(s.readRunEvents("g1")).toEqual([]);
+    expect(s.readRunEvents("s1").map((e) => e.seq)).toEqual([1]);
+  });
+
+  it("a batch is one transaction: when one event cannot be written, none of the batch is", () => {
+    const s = store();
+    const broken = { ...ev("a", 2), json: null as unknown as string }; // NOT NULL refuses it
+    expect(() => s.appendRunEvents([ev("a", 1), broken])).toThrow();
+    expect(s.readRunEvents("a")).toEqual([]);
   });
 });
 

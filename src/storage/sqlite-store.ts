@@ -18,6 +18,7 @@ import type {
   SessionListPoint,
   SessionRecord,
   Store,
+  StoredRunEvent,
   TranscriptKind,
   TranscriptReadOptions,
   TranscriptRow,
@@ -220,6 +221,25 @@ export class SqliteStore implements Store {
       pruneAuditCount: db.prepare(
         "DELETE FROM audit_events WHERE seq <= (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1 OFFSET ?)",
       ),
+      // the events of the runs the two statements above delete, by the same conditions (run first, then its events)
+      pruneAgeEvents: db.prepare(
+        "DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') AND coalesce(ended_at, accepted_at) < ?)",
+      ),
+      pruneCountEvents: db.prepare(
+        "DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE status NOT IN ('queued', 'running') ORDER BY accepted_at DESC LIMIT -1 OFFSET ?)",
+      ),
+      // through the runs table (indexed by session) rather than a second index on run_events every insert would pay
+      deleteSessionEvents: db.prepare(
+        "DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE session_key = ?)",
+      ),
+      insertRunEvent: db.prepare(
+        // only a (run_id, seq) already stored is skipped; OR IGNORE would also swallow a NOT NULL violation
+        "INSERT INTO run_events (run_id, seq, ts, session_key, stream, event) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING",
+      ),
+      readRunEvents: db.prepare(
+        "SELECT run_id, seq, ts, session_key, stream, event FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+      ),
+      lastRunEventSeq: db.prepare("SELECT max(seq) AS m FROM run_events WHERE run_id = ?"),
     };
   }
 
@@ -339,6 +359,7 @@ export class SqliteStore implements Store {
 
   deleteSession(key: string): boolean {
     return this.transaction(() => {
+      this.stmts.deleteSessionEvents.run(key);
       this.stmts.deleteTranscript.run(key);
       this.stmts.deleteBlobs.run(key);
       return this.stmts.deleteSession.run(key).changes > 0;
@@ -552,10 +573,41 @@ export class SqliteStore implements Store {
   }
 
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {
-    return this.transaction(
-      () =>
-        this.stmts.pruneAge.run(opts.now - opts.maxAgeMs).changes + this.stmts.pruneCount.run(opts.maxCount).changes,
-    );
+    return this.transaction(() => {
+      const before = opts.now - opts.maxAgeMs;
+      this.stmts.pruneAgeEvents.run(before);
+      const byAge = this.stmts.pruneAge.run(before).changes;
+      this.stmts.pruneCountEvents.run(opts.maxCount);
+      return byAge + this.stmts.pruneCount.run(opts.maxCount).changes;
+    });
+  }
+
+  appendRunEvents(events: readonly StoredRunEvent[]): { ignored: number } {
+    if (events.length === 0) return { ignored: 0 };
+    const insert = this.stmts.insertRunEvent;
+    return this.transaction(() => {
+      let ignored = 0;
+      for (const e of events) {
+        if (insert.run(e.runId, e.seq, e.ts, e.sessionKey, e.stream, e.json).changes === 0) ignored++;
+      }
+      return { ignored };
+    });
+  }
+
+  readRunEvents(runId: string, opts: { afterSeq?: number; limit?: number } = {}): StoredRunEvent[] {
+    const rows = this.stmts.readRunEvents.all(runId, opts.afterSeq ?? 0, opts.limit ?? -1) as Row[];
+    return rows.map((r) => ({
+      runId: r.run_id as string,
+      seq: r.seq as number,
+      ts: r.ts as number,
+      sessionKey: r.session_key as string,
+      stream: r.stream as string,
+      json: r.event as string,
+    }));
+  }
+
+  lastRunEventSeq(runId: string): number {
+    return (this.stmts.lastRunEventSeq.get(runId) as { m: number | null }).m ?? 0;
   }
 
   appendAuditEvents(events: AuditEventInput[]): void {

@@ -123,6 +123,7 @@ export interface Store {
   /** newest update first (ties by key); `after` continues a listing after that session */
   listSessions(opts?: { limit?: number; agentId?: string; after?: SessionListPoint }): SessionRecord[];
   countSessions(): number;
+  /** deletes the session, its transcript and blobs, and the stored events of its runs, in one transaction */
   deleteSession(key: string): boolean;
   /** starts a new transcript generation (reset marker row in the old one); returns the new generation */
   resetSession(key: string, now: number, reason: string): number;
@@ -151,7 +152,10 @@ export interface Store {
   getRun(runId: string): RunRecord | undefined;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void;
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
-  /** drops finished run records older than maxAgeMs and beyond maxCount (newest kept) */
+  /**
+   * drops finished run records older than maxAgeMs and beyond maxCount (newest kept), and the stored events of the
+   * runs it drops, in one transaction
+   */
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number;
 
   /**
@@ -181,6 +185,16 @@ export interface Store {
   runningCronRuns(): CronRunRecord[];
   /** Keeps the newest `keep` runs of each job; drops the older ones. */
   pruneCronRuns(keep: number): number;
+  /**
+   * Stores run events, all in one transaction (all or none). An event whose (runId, seq) is already stored is left
+   * as it is: the first write wins, and the count of such events is returned so the caller can report them.
+   * Events need not belong to one run nor come in order.
+   */
+  appendRunEvents(events: readonly StoredRunEvent[]): { ignored: number };
+  /** A run's stored events with a seq above `afterSeq` (default 0), in seq order, at most `limit` of them. */
+  readRunEvents(runId: string, opts?: { afterSeq?: number; limit?: number }): StoredRunEvent[];
+  /** The highest stored seq of the run; 0 when none is stored. */
+  lastRunEventSeq(runId: string): number;
 
   transaction<T>(fn: () => T): T;
   close(): void;
@@ -194,3 +208,17 @@ export interface CronJobRecord {
 
 /** A stored run of a cron job. */
 export type CronRunRecord = CronRunInfo & { id: number };
+
+/**
+ * One agent event as stored (SPEC 15 "runs have cursors"): the fields a query needs, and the event's wire JSON
+ * (`{runId, seq, stream, ts, sessionKey, data}`), kept as sent so a replay needs no re-serialization.
+ * `deleteSession` drops the events of the session's runs; `pruneRuns` drops those of the runs it prunes.
+ */
+export interface StoredRunEvent {
+  runId: string;
+  seq: number;
+  ts: number;
+  sessionKey: string;
+  stream: string;
+  json: string;
+}

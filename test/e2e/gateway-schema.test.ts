@@ -147,6 +147,7 @@ describe("gateway frames against protocol.schema.json", () => {
     await peer.seen(isLifecycleEnd("sch-chat"));
     await peer.call("agent.wait", { runId: "sch-ok" });
     await peer.call("agent.wait", { runId: "missing" });
+    const replay = await peer.call("agent.events", { runId: "sch-ok" });
     await peer.call("chat.history", { sessionKey: "schema", limit: 2 });
     await peer.call("sessions.list", { limit: 10 });
     await peer.call("sessions.get", { sessionKey: "schema" });
@@ -232,6 +233,10 @@ describe("gateway frames against protocol.schema.json", () => {
     const hello = peer.frames.find((f) => f.type === "res" && (f.payload as { type?: string })?.type === "hello-ok");
     expect(issues(hello?.payload, "#/definitions/HelloOk")).toEqual([]);
     expect(issues(del.payload, "#/definitions/SessionsDeleteResult")).toEqual([]);
+    // agent.events (no OpenClaw method of that name) replays agent events: each as the live ones validate
+    const replayed = (replay.payload as { events: Array<Record<string, unknown>> }).events;
+    expect(replayed.length).toBeGreaterThan(2);
+    for (const { sessionKey: _, ...rest } of replayed) expect(issues(rest, "#/definitions/AgentEvent")).toEqual([]);
     expect(issues(resolveParams, "#/definitions/ExecApprovalResolveParams")).toEqual([]);
     // audit.list takes OpenClaw's AuditListParams names; its rows share AuditEvent's names where they carry the
     // same thing, and differ where Loopgate records more: actor is who started the run (a string, not {type, id}),

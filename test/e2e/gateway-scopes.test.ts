@@ -166,6 +166,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create ungranted": "forbidden",
     "config.get": "unauthorized",
     status: "unauthorized",
+    "agent.events own": "ok",
+    "agent.events granted": "forbidden",
+    "agent.events ungranted": "forbidden",
   },
   "operator.read": {
     "agent granted": "unauthorized",
@@ -209,6 +212,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create ungranted": "unauthorized",
     "config.get": "unauthorized",
     status: "ok",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
   "operator.admin": {
     "agent granted": "ok",
@@ -255,6 +260,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create ungranted": "forbidden",
     "config.get": "ok",
     status: "ok",
+    "agent.events own": "ok",
+    "agent.events granted": "ok",
+    "agent.events ungranted": "forbidden",
   },
 };
 
@@ -297,6 +305,7 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
         const abort = { sessionKey: key[t], runId: runOf[t] };
         actual[`chat.abort ${t}`] = outcome(await client.call("chat.abort", abort));
+        actual[`agent.events ${t}`] = outcome(await client.call("agent.events", { runId: runOf[t] }));
       }
       for (const t of ["granted", "ungranted"] as const) {
         actual[`chat.history ${t}`] = outcome(await client.call("chat.history", { sessionKey: key[t] }));

@@ -1,5 +1,6 @@
 import type { AnyMethod } from "../context.js";
 import { agentMethod, agentWaitMethod } from "./agent.js";
+import { agentEventsMethod } from "./agent-events.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
@@ -74,6 +75,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     cronStatusMethod,
     pluginApprovalListMethod,
     questionListMethod,
+    agentEventsMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

@@ -1,0 +1,202 @@
+/*
+ * The event store writer over a real SQLite file: batching off the hot path, reading what is not written yet, and
+ * what a failing store does to it (and does not do to the run). Time is a ManualClock; the "next turn of the event
+ * loop" is a queue the test runs by hand.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AgentEventBus } from "../infra/events.js";
+import type { Logger } from "../infra/logger.js";
+import { SqliteStore } from "../storage/sqlite-store.js";
+import { ManualClock } from "../testing/manual-clock.js";
+import { agentEventJson } from "./event-json.js";
+import { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer.js";
+
+let dir: string;
+let store: SqliteStore;
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-events-"));
+  store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
+});
+
+afterEach(() => {
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function recordingLogger() {
+  const lines: string[] = [];
+  const logger: Logger = {
+    debug() {},
+    info: (m) => lines.push(`info ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    error: (m) => lines.push(`error ${m}`),
+  };
+  return { logger, lines };
+}
+
+function setup(opts: Partial<RunEventWriterOptions> = {}) {
+  const clock = new ManualClock();
+  const bus = new AgentEventBus({ now: () => clock.now() });
+  const soon: Array<() => void> = [];
+  const { logger, lines } = recordingLogger();
+  const writer = new RunEventWriter({ store, clock, logger, defer: (fn) => soon.push(fn), ...opts });
+  writer.attach(bus);
+  const stream = (runId: string, n: number) => {
+    for (let i = 0; i < n; i++) bus.emit(runId, "agent:main:main", "assistant", { delta: `t${i}` });
+  };
+  const runSoon = () => {
+    for (const fn of soon.splice(0)) fn();
+  };
+  return { clock, bus, writer, lines, stream, runSoon };
+}
+
+const seqs = (runId: string) => store.readRunEvents(runId).map((e) => e.seq);
+const diskFull = () => Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
+
+describe("writing run events off the hot path", () => {
+  it("a streamed reply reaches the store in one transaction after the flush delay, not one write per token", () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    stream("r1", 100);
+    expect(append).not.toHaveBeenCalled();
+    expect(seqs("r1")).toEqual([]);
+    clock.advance(50);
+    expect(append).toHaveBeenCalledTimes(1);
+    expect(seqs("r1")).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    expect(writer.stats).toMatchObject({ stored: 100, buffered: 0, dropped: 0 });
+  });
+
+  it("a full batch is written on the next turn of the event loop without waiting for the delay", () => {
+    const { writer, stream, runSoon } = setup({ flushDelayMs: 60_000, batchSize: 10 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    stream("r1", 25);
+    expect(append).not.toHaveBeenCalled(); // never inside the emit
+    runSoon();
+    expect(append.mock.calls.map(([events]) => events.length)).toEqual([10, 10, 5]);
+    expect(writer.stats.stored).toBe(25);
+  });
+
+  it("serializes each event once: the writer and the broadcaster share the JSON, and the store keeps it as sent", () => {
+    const { clock, bus, writer } = setup();
+    const stringify = vi.spyOn(JSON, "stringify");
+    const sent = bus.emit("r1", "agent:main:main", "lifecycle", { phase: "start", startedAt: 5 });
+    const wire = agentEventJson(sent); // what the broadcaster does when it delivers the event
+    clock.advance(50);
+    expect(stringify).toHaveBeenCalledTimes(1);
+    stringify.mockRestore();
+    expect(store.readRunEvents("r1")).toEqual([
+      { runId: "r1", seq: 1, ts: sent.ts, sessionKey: "agent:main:main", stream: "lifecycle", json: wire },
+    ]);
+    expect(JSON.parse(wire)).toEqual(sent);
+    expect(writer.stats.stored).toBe(1);
+  });
+
+  it("events not written yet are readable: stored ones first, then the buffered ones, in seq order", () => {
+    const { clock, writer, stream } = setup();
+    stream("r1", 3);
+    stream("other", 2);
+    clock.advance(50);
+    stream("r1", 2);
+    expect(seqs("r1")).toEqual([1, 2, 3]);
+    expect(writer.read("r1").map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(writer.read("r1", { afterSeq: 2 }).map((e) => e.seq)).toEqual([3, 4, 5]);
+    expect(writer.read("r1", { afterSeq: 1, limit: 3 }).map((e) => e.seq)).toEqual([2, 3, 4]);
+    expect(writer.read("r1", { afterSeq: 4 }).map((e) => JSON.parse(e.json).data)).toEqual([{ delta: "t1" }]);
+    expect(writer.lastSeq("r1")).toBe(5);
+    expect(writer.lastSeq("other")).toBe(2);
+    expect(writer.lastSeq("nobody")).toBe(0);
+  });
+
+  it("close writes what is buffered and stops listening", () => {
+    const { bus, writer, stream } = setup();
+    stream("r1", 4);
+    writer.close();
+    expect(seqs("r1")).toEqual([1, 2, 3, 4]);
+    bus.emit("r1", "agent:main:main", "assistant", { delta: "after close" });
+    expect(writer.stats.buffered).toBe(0);
+  });
+});
+
+describe("a store that fails", () => {
+  it("a full disk keeps the events in memory and retries; the run's emits never fail and nothing is lost", () => {
+    const { clock, bus, writer, lines, stream } = setup({ flushDelayMs: 50 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    append.mockImplementationOnce(() => {
+      throw diskFull();
+    });
+    append.mockImplementationOnce(() => {
+      throw diskFull();
+    });
+    stream("r1", 5);
+    clock.advance(50);
+    expect(writer.stats).toMatchObject({ stored: 0, buffered: 5, failedWrites: 1, dropped: 0 });
+    // the run goes on: more events while the disk is full
+    expect(bus.emit("r1", "agent:main:main", "assistant", { delta: "still streaming" }).seq).toBe(6);
+    expect(writer.read("r1").map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    clock.advance(100); // the retry backs off: 50 ms, then 100 ms
+    expect(writer.stats.failedWrites).toBe(2);
+    clock.advance(200);
+    expect(seqs("r1")).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(writer.stats).toMatchObject({ stored: 6, buffered: 0, failedWrites: 2, dropped: 0 });
+    // one line when the fault starts (not one per retry), one when it ends
+    expect(lines).toEqual([
+      "warn run events: cannot write to the store; keeping them in memory and retrying",
+      "info run events: the store takes writes again",
+    ]);
+  });
+
+  it("while the store cannot be written the buffer stays bounded: the oldest events are dropped and counted", () => {
+    const { clock, writer, lines, stream } = setup({ maxBuffered: 5 });
+    vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw diskFull();
+    });
+    stream("r1", 8);
+    clock.advance(50);
+    expect(writer.stats).toMatchObject({ buffered: 5, dropped: 3, stored: 0 });
+    expect(writer.read("r1").map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
+    expect(lines.some((l) => l.includes("dropping the oldest"))).toBe(true);
+  });
+
+  it("a database another process keeps locked is retried like a full disk, not dropped", () => {
+    const { clock, writer, stream } = setup();
+    vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
+      throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+    });
+    stream("r1", 3);
+    clock.advance(50);
+    expect(writer.stats).toMatchObject({ dropped: 0, buffered: 3, failedWrites: 1 });
+    clock.advance(50);
+    expect(seqs("r1")).toEqual([1, 2, 3]);
+  });
+
+  it("a batch that fails for another reason is dropped (counted, logged), and the next batch is written", () => {
+    const { clock, writer, lines, stream } = setup();
+    vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
+      throw new Error("something unexpected");
+    });
+    stream("r1", 3);
+    clock.advance(50);
+    expect(writer.stats).toMatchObject({ dropped: 3, buffered: 0, failedWrites: 1 });
+    expect(lines).toEqual([expect.stringMatching(/^warn run events: 3 event\(s\) not stored: .*something unexpected/)]);
+    stream("r1", 2);
+    clock.advance(50);
+    expect(seqs("r1")).toEqual([4, 5]);
+  });
+
+  it("a seq written twice keeps the first and is reported once, not per event", () => {
+    const { clock, bus, writer, lines } = setup();
+    bus.emit("r1", "agent:main:main", "assistant", { delta: "first" });
+    clock.advance(50);
+    bus.endRun("r1"); // a bug that numbers the run from 1 again
+    bus.emit("r1", "agent:main:main", "assistant", { delta: "again" });
+    bus.emit("r1", "agent:main:main", "assistant", { delta: "new" });
+    clock.advance(50);
+    expect(store.readRunEvents("r1").map((e) => JSON.parse(e.json).data.delta)).toEqual(["first", "new"]);
+    expect(writer.stats).toMatchObject({ duplicates: 1, stored: 2 });
+    expect(lines.filter((l) => l.includes("already stored"))).toHaveLength(1);
+  });
+});
