@@ -189,7 +189,6 @@ export const chatSendParamsSchema = ignoring(
     "originatingThreadId",
     "replyToId",
     "toolBindings",
-    "timeoutMs",
     "systemInputProvenance",
     "systemProvenanceReceipt",
     "suppressCommandInterpretation",
@@ -211,6 +210,8 @@ export const chatSendParamsSchema = ignoring(
     /** Loopgate's own, as on `agent` */
     blockStreaming: z.enum(["on", "off"]).optional(),
     deliver: z.boolean().optional(),
+    /** OpenClaw's run timeout in ms: the run's `timeout`, in whole seconds rounded up (0: unlimited) */
+    timeoutMs: z.number().int().min(0).optional(),
     attachments,
   }),
 );

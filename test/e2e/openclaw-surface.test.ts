@@ -207,6 +207,8 @@ describe("the OpenClaw method surface", () => {
           attachments: [],
         },
         paramsDef: "ChatSendParams",
+        // timeoutMs becomes the run's timeout
+        check: () => expect(g.gw.service.rt.store.getRun("every-param")?.params).toMatchObject({ timeout: 30 }),
       },
       {
         method: "chat.history",
