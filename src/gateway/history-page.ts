@@ -54,7 +54,8 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   let more = false;
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
-    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
+    // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references)
+    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point, imageData: true });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent

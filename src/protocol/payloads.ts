@@ -168,8 +168,8 @@ export interface SessionsDeleteResult {
 
 /**
  * One transcript row as chat clients read it. A message row is OpenClaw's (pi-ai) message shape, spread: `role`
- * ("user" | "assistant" | "toolResult"), `content` (text, `thinking`, `toolCall` and `image` blocks; an image is a
- * reference to a stored blob, its bytes are not sent), the tool result's `toolCallId` / `toolName` / `isError`, and
+ * ("user" | "assistant" | "toolResult"), `content` (text, `thinking`, `toolCall` and `image` blocks; a small image
+ * carries its bytes, a big one is a reference `{blob, bytes, omitted: true}`: gateway/history-entry.ts), the tool result's `toolCallId` / `toolName` / `isError`, and
  * `timestamp`; Loopgate adds the row's `seq`, `kind`, `createdAt` and `runId`. Compaction and reset rows carry `text`.
  */
 export interface HistoryEntry {

@@ -10,6 +10,7 @@ import { createHash, generateKeyPairSync, sign } from "node:crypto";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { removeTempDirs, startTestGateway, TestProvider } from "../fixtures/gateway/harness.js";
@@ -106,7 +107,9 @@ describe("an operator client written from the published schema", () => {
     const requests: Array<{ model: string; thinking?: string }> = [];
     const provider = new TestProvider((req) => {
       requests.push({ model: req.model, thinking: req.thinking });
-      const last = String([...req.messages].reverse().find((m) => m.role === "user")?.content ?? "");
+      const content = [...req.messages].reverse().find((m) => m.role === "user")?.content ?? "";
+      const last =
+        typeof content === "string" ? content : content.map((p) => (p.type === "text" ? p.text : "")).join("");
       // the second message makes the model read a file first, so the history has a tool call and its result
       if (last === "again" && !req.messages.some((m) => m.role === "toolResult")) {
         return { toolCalls: [{ id: "call_1", name: "read", arguments: { path: "notes.txt" } }] };
@@ -170,7 +173,19 @@ describe("an operator client written from the published schema", () => {
     expect(follow.ok).toBe(true);
 
     // send: chat deltas and a final, and session.message for the user's and the assistant's rows
-    const send1 = { sessionKey: key, message: "hello", idempotencyKey: "oc-1", deliver: false, timeoutMs: 30000 };
+    // a small picture rides along (ChatSendParams.attachments: base64 content)
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#c00" } })
+      .png()
+      .toBuffer();
+    const picture = { type: "image", mimeType: "image/png", fileName: "dot.png", content: png.toString("base64") };
+    const send1 = {
+      sessionKey: key,
+      message: "hello",
+      idempotencyKey: "oc-1",
+      deliver: false,
+      timeoutMs: 30000,
+      attachments: [picture],
+    };
     const sent = await client.call("chat.send", send1, "ChatSendParams");
     expect(sent.ok).toBe(true);
     const final1 = await client.seen(
@@ -186,9 +201,13 @@ describe("an operator client written from the published schema", () => {
       "assistant session.message",
     );
     expect(reply1.payload).toMatchObject({ key, message: { role: "assistant" } });
-    expect(
-      client.frames.some((f) => f.event === "session.message" && (f.payload?.message as Json)?.content === "hello"),
-    ).toBe(true);
+    const asked = client.frames.find(
+      (f) => f.event === "session.message" && (f.payload?.message as Json)?.role === "user",
+    );
+    expect((asked?.payload?.message as Json)?.content).toEqual([
+      { type: "text", text: "hello" },
+      expect.objectContaining({ type: "image", mimeType: "image/png", data: expect.any(String) }),
+    ]);
 
     // patch the model: the next run uses it
     const patch = { key, model: "t/other", thinkingLevel: "low", verboseLevel: "on" };
@@ -219,6 +238,8 @@ describe("an operator client written from the published schema", () => {
       ["assistant", "number"],
     ]);
     // a tool call and its result render from the message itself
+    // the picture is in the history with its bytes, so the client can show it
+    expect((messages[0].content as Json[])[1]).toMatchObject({ type: "image", data: expect.any(String) });
     expect(messages[3].content).toEqual([
       { type: "toolCall", id: "call_1", name: "read", arguments: { path: "notes.txt" } },
     ]);
