@@ -312,8 +312,10 @@ describe("the OpenClaw method surface", () => {
     }
     // frames on one socket keep their order: what was sent before this answer has arrived
     await tenant.call("health");
-    const changed = tenant.all((f) => f.event === "sessions.changed").map((f) => f.payload?.sessionKey);
-    expect(new Set(changed)).toEqual(new Set(["agent:main:support-1"]));
+    const changed = tenant.all((f) => f.event === "sessions.changed");
+    expect(new Set(changed.map((f) => f.payload?.sessionKey))).toEqual(new Set(["agent:main:support-1"]));
+    // the first message created the session; its run started and ended
+    expect(changed.map((f) => f.payload?.reason)).toEqual(["created", "status", "status"]);
     const messages = tenant.all((f) => f.event === "session.message");
     expect(messages.map((f) => (f.payload?.message as { role?: string } | undefined)?.role)).toEqual([
       "user",
