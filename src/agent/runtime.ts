@@ -25,6 +25,12 @@ import type { Tool } from "../tools/types.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
 
+/** Hears a run's model calls start and end; must not throw. */
+export interface ModelCallObserver {
+  started(runId: string, sessionKey: string): void;
+  ended(runId: string, sessionKey: string): void;
+}
+
 export interface RuntimeOptions {
   config: LoopgateConfig;
   stateDir: string;
@@ -81,6 +87,11 @@ export class AgentRuntime {
    * store calls `runEvents.close()` (or `flush()`) first.
    */
   readonly runEvents: RunEventWriter;
+  /**
+   * Told when a run's model call starts and ends (the stuck-session diagnostics: a silent model call is owned work,
+   * not a stall). Unset, model calls are not wrapped at all.
+   */
+  modelCalls?: ModelCallObserver;
 
   constructor(opts: RuntimeOptions) {
     this.config = opts.config;

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import type { SessionChangeReason, SessionEvents } from "../infra/session-events.js";
+import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
 import { contentText } from "../providers/types.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
-import type { AcceptedRun, RunOrigin } from "../queue/types.js";
+import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
 import type { SessionRecord } from "../storage/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
@@ -124,6 +125,32 @@ export class AgentService {
   /** Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. */
   drain(graceMs: number): Promise<void> {
     return this.queue.drain(graceMs);
+  }
+
+  /** Inputs accepted and not started yet, over every session (health's queueDepth). */
+  get queueDepth(): number {
+    return this.queue.queueDepth;
+  }
+
+  /** Every session with work, as the stuck-session diagnostics see it. */
+  inspectSessions(): QueueSessionView[] {
+    return this.queue.inspect();
+  }
+
+  /** Stuck-session recovery of stale bookkeeping: only while `generation` is current; keeps every queued input. */
+  releaseStaleSession(sessionKey: string, generation: number): RecoveryOutcome {
+    return this.queue.releaseStaleSession(sessionKey, generation);
+  }
+
+  /** Stuck-session recovery of a stalled run: abort, drain for `drainMs`, else release the session around it. */
+  abortStalledRun(opts: {
+    sessionKey: string;
+    runId: string;
+    generation: number;
+    reason: string;
+    drainMs: number;
+  }): Promise<RecoveryOutcome> {
+    return this.queue.abortStalledRun(opts);
   }
 
   newRunId(): string {

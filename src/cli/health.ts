@@ -34,7 +34,10 @@ export function formatHealth(url: string, h: HealthResult, color: boolean): stri
     `loopgate ${h.version}`,
     `up ${formatUptime(h.uptimeMs)}`,
     plural(h.activeRuns, "active run"),
+    // an older gateway's answer lacks the newer fields
+    ...(typeof h.queueDepth === "number" ? [plural(h.queueDepth, "queued input")] : []),
     plural(h.sessions, "session"),
+    ...(h.stuckSessions > 0 ? [red(plural(h.stuckSessions, "stuck session"))] : []),
   ].join(" · ");
 }
 

@@ -88,15 +88,15 @@ describe("problems found when the config is loaded", () => {
     ]);
   });
 
-  it("every problem of the file is reported at once, schema, unsupported keys and load-time checks alike", () => {
+  it("every problem of the file is reported at once, not only the first", () => {
     const { env } = configFile(
-      '{ diagnostics: { enabled: true }, models: { providers: { s: { api: "scripted" } } }, agents: { defaults: { model: { primary: "x/y" } } } }',
+      '{ diagnostics: { stuckSessionWarnMs: 2000, stuckSessionAbortMs: 1000 }, models: { providers: { s: { api: "scripted" } } }, agents: { defaults: { model: { primary: "x/y" } } } }',
     );
     const { problems } = problemsOf(() => loadConfig({ env }));
     expect(problems.map((p) => p.slice(0, p.indexOf(":")))).toEqual([
-      "diagnostics.enabled",
       "models.providers.s.script",
       "agents.defaults.model.primary",
+      "diagnostics.stuckSessionAbortMs",
     ]);
   });
 

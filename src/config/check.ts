@@ -11,7 +11,14 @@ import { finishConfig } from "./source.js";
  */
 
 export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
-  return [...providerProblems(config, env), ...agentProblems(config)];
+  return [...providerProblems(config, env), ...agentProblems(config), ...diagnosticsProblems(config)];
+}
+
+/** A stalled run is aborted at stuckSessionAbortMs; at or below the warn threshold it would never be reported first. */
+function diagnosticsProblems(config: LoopgateConfig): string[] {
+  const { stuckSessionWarnMs: warn, stuckSessionAbortMs: abort } = config.diagnostics;
+  if (abort === undefined || abort > warn) return [];
+  return [`diagnostics.stuckSessionAbortMs: must be greater than diagnostics.stuckSessionWarnMs (${warn})`];
 }
 
 function providerProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {

@@ -257,15 +257,16 @@ export const configSchema = z.strictObject({
       allowedOrigins: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
+  // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing
   diagnostics: z
     .strictObject({
-      // every key here is not yet supported
       enabled: z.boolean().default(false),
       stuckSessionWarnMs: positiveInt.default(120000),
+      // default max(300000, 3 × stuckSessionWarnMs): diagnostics/classify.ts defaultAbortMs
       stuckSessionAbortMs: positiveInt.optional(),
     })
-    .prefault({})
-    .describe(notYetSupported),
+    // an abort threshold at or below the warn threshold is refused at load (check.ts)
+    .prefault({}),
   skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
   hooks: z
     .strictObject({

@@ -11,9 +11,9 @@ interface UnsupportedKey {
   isSet?: (value: unknown) => boolean;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [{ path: "diagnostics.*" }];
+export const unsupportedKeys: readonly UnsupportedKey[] = [];
 
-/** One problem per unsupported key set in the raw (pre-default) config, e.g. "diagnostics.enabled: not yet ...". */
+/** One problem per unsupported key set in the raw (pre-default) config, e.g. "<path>: not yet supported ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {
   const problems: string[] = [];
   for (const key of unsupportedKeys) {

@@ -3,6 +3,7 @@ import { agentEventJson } from "../events/event-json.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
+import type { Diagnostic } from "../protocol/diagnostics.js";
 import type { ChatEventPayload, SessionInfo, SessionMessageEvent, SessionsChangedEvent } from "../protocol/payloads.js";
 import { ChatProjector } from "./chat-projection.js";
 import { historyEntry } from "./history-entry.js";
@@ -33,6 +34,7 @@ const APPROVAL_REQUESTED_PREFIX = eventPrefix("exec.approval.requested");
 const APPROVAL_RESOLVED_PREFIX = eventPrefix("exec.approval.resolved");
 const SESSIONS_CHANGED_PREFIX = eventPrefix("sessions.changed");
 const SESSION_MESSAGE_PREFIX = eventPrefix("session.message");
+const DIAGNOSTIC_PREFIX = eventPrefix("diagnostic");
 
 /**
  * The one subscriber of the runtime's event bus on the gateway side. Each event is serialized once and the same
@@ -276,6 +278,16 @@ export class Broadcaster {
       ev.type === "requested" ? [APPROVAL_REQUESTED_PREFIX, ev.request] : [APPROVAL_RESOLVED_PREFIX, ev.resolved];
     const json = JSON.stringify(payload);
     for (const sink of this.sinks) if (sink.canApprove(payload.sessionKey)) sink.sendEventJson(prefix, json);
+  }
+
+  /**
+   * A stuck-session diagnostic goes to the clients that see every run (operator.read / operator.admin) whose token
+   * grants its session (SPEC 21: diagnostics are a read path).
+   */
+  sendDiagnostic(d: Diagnostic): void {
+    const json = JSON.stringify(d);
+    for (const sink of this.broad)
+      if (sink.canSee(d.sessionKey, d.runId ?? "")) sink.sendEventJson(DIAGNOSTIC_PREFIX, json);
   }
 
   private sendChat(payload: ChatEventPayload): void {

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { AgentService } from "../agent/service.js";
 import type { CronScheduler } from "../cron/scheduler.js";
+import type { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import type { AuditLedger } from "../events/audit-ledger.js";
 import type { Logger } from "../infra/logger.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
@@ -42,6 +43,8 @@ export interface GatewayContext {
   readonly audit: AuditLedger;
   /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */
   readonly cron: CronScheduler;
+  /** the stuck-session monitor, when `diagnostics.enabled` */
+  readonly diagnostics?: DiagnosticsMonitor;
 }
 
 /** The connection as a method handler sees it. */

@@ -6,6 +6,8 @@ import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { CronScheduler } from "../cron/scheduler.js";
+import { defaultAbortMs } from "../diagnostics/classify.js";
+import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import { startAuditPruning } from "../events/audit-retention.js";
 import { type Clock, systemClock } from "../infra/clock.js";
@@ -27,7 +29,7 @@ import { PreAuthAdmission } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 import { sessionInfo } from "./session-info.js";
-import { configuredTokenGrants } from "./token-grants.js";
+import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
 
 export interface GatewayStartInfo {
   url: string;
@@ -101,6 +103,35 @@ function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: st
   ws.close(CLOSE_TRY_AGAIN_LATER, reason);
   // a peer that does not answer the close handshake must not keep the socket for ws's 30 s close timeout
   setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
+}
+
+/** `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read. */
+function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): boolean {
+  if (!tokens.required) return true;
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  const grant = m ? tokens.match(m[1].trim()) : undefined;
+  return grant !== undefined && (grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin"));
+}
+
+/** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
+function startDiagnostics(
+  service: AgentService,
+  clock: Clock,
+  logger: Logger,
+  broadcaster: Broadcaster,
+): DiagnosticsMonitor | undefined {
+  const cfg = service.rt.config.diagnostics;
+  if (!cfg.enabled) return undefined;
+  const monitor = new DiagnosticsMonitor({
+    queue: service,
+    clock,
+    logger,
+    warnMs: cfg.stuckSessionWarnMs,
+    abortMs: cfg.stuckSessionAbortMs ?? defaultAbortMs(cfg.stuckSessionWarnMs),
+    onDiagnostic: (d) => broadcaster.sendDiagnostic(d),
+  });
+  monitor.start(service.rt.bus, service.rt);
+  return monitor;
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
@@ -194,6 +225,7 @@ async function listen(
   });
   audit.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
+  const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   const health = (): HealthResult => {
     const degraded = rt.store.storageFault?.();
     return {
@@ -205,6 +237,8 @@ async function listen(
       sessions: rt.store.countSessions(),
       audit: audit.state(),
       ...(cron.enabled ? { cron: cron.health() } : {}),
+      queueDepth: service.queueDepth,
+      stuckSessions: diagnostics?.stuckSessionCount ?? 0,
     };
   };
 
@@ -222,6 +256,7 @@ async function listen(
     health,
     audit,
     cron,
+    ...(diagnostics ? { diagnostics } : {}),
   };
 
   const connections = new Set<GatewayConnection>();
@@ -240,7 +275,12 @@ async function listen(
     if (path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
-      return send(closing ? 503 : 200, closing ? { ...health(), ok: false, draining: true } : health());
+      const status = closing ? 503 : 200;
+      // with auth configured, only a token that may read gets the details; anyone else learns up or down
+      if (!healthDetailsAllowed(req.headers.authorization, tokens)) {
+        return send(status, { ok: closing ? false : health().ok });
+      }
+      return send(status, closing ? { ...health(), ok: false, draining: true } : health());
     }
     if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
       return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
@@ -284,6 +324,7 @@ async function listen(
       broadcaster.detach();
       runLog.detach();
       audit.close();
+      diagnostics?.stop();
       rejectListen(
         new GatewayStartError(
           err.code === "EADDRINUSE"
@@ -343,6 +384,7 @@ async function listen(
         logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
       }
       clearInterval(tick);
+      diagnostics?.stop();
       broadcaster.detach();
       runLog.detach();
       // every run has ended (drained or aborted and recorded): its last rows are written before the store closes

@@ -103,6 +103,7 @@ export const GATEWAY_METHODS = [
   "plugin.approval.list",
   "question.list",
   "agent.events",
+  "diagnostics.list",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -116,6 +117,7 @@ export const GATEWAY_EVENTS = [
   "exec.approval.resolved",
   "sessions.changed",
   "session.message",
+  "diagnostic",
 ] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];
 

@@ -1,5 +1,6 @@
 export * from "./agent-events.js";
 export * from "./device.js";
+export * from "./diagnostics.js";
 export * from "./enums.js";
 export * from "./frames.js";
 export * from "./params.js";

@@ -339,6 +339,11 @@ export const auditListParamsSchema = z.strictObject({
   cursor: pageCursor.optional(),
 });
 
+/** `diagnostics.list`: optionally one session's entries only. */
+export const diagnosticsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+});
+
 export interface ParamIssue {
   path: string;
   message: string;

@@ -105,6 +105,10 @@ export interface HealthResult {
   audit: AuditLedgerState;
   /** the scheduler's jobs and the last result of each (absent when cron is off) */
   cron?: CronHealth;
+  /** inputs accepted and waiting behind an active run or a quiet window (not yet started) */
+  queueDepth: number;
+  /** sessions the stuck-session diagnostics currently classify as stalled or stuck (0 when they are off) */
+  stuckSessions: number;
 }
 
 /**

@@ -8,14 +8,18 @@ export function scheduleNext(ctx: QueueContext, s: SessionState, due: (s: Sessio
   if (s.active) return;
   const { clock } = ctx.deps;
   if (s.timer !== undefined) clock.clearTimeout(s.timer);
+  s.timer = undefined;
+  s.dueAt = undefined;
   if (s.pending.length === 0 && s.overflow.count === 0) {
     ctx.sessions.delete(s.key);
     return;
   }
   const quietUntil = s.lastEnqueueAt + ctx.deps.config().debounceMs;
   const wait = s.immediate ? 0 : Math.max(0, quietUntil - clock.now());
+  s.dueAt = clock.now() + wait;
   s.timer = clock.setTimeout(() => {
     s.timer = undefined;
+    s.dueAt = undefined;
     try {
       due(s);
     } catch (err) {

@@ -43,6 +43,11 @@ export interface EnqueueOptions {
   signal?: AbortSignal;
   /** Shown in wait warnings, e.g. a run id. */
   label?: string;
+  /**
+   * `runInSessionAndGlobalLanes` only: once both slots are held, firing this frees them before the task ends
+   * (stuck-session recovery of a run that ignored its abort), so the session's next run need not wait for it.
+   */
+  release?: AbortSignal;
 }
 
 /** A held slot. `release` is idempotent so a `finally` plus an error path can both call it safely. */
@@ -466,10 +471,17 @@ export async function runInSessionAndGlobalLanes<T>(
     session.release();
     throw err;
   }
+  const releaseBoth = () => {
+    global.release();
+    session.release();
+  };
+  const early = opts?.release;
+  if (early?.aborted) releaseBoth();
+  else early?.addEventListener("abort", releaseBoth, { once: true });
   try {
     return await task({ sessionWaitMs: session.waitedMs, globalWaitMs: global.waitedMs });
   } finally {
-    global.release();
-    session.release();
+    early?.removeEventListener("abort", releaseBoth);
+    releaseBoth();
   }
 }

@@ -40,6 +40,8 @@ export function sessionState(ctx: QueueContext, key: string): SessionState {
     overflow: { count: 0, summaries: [] },
     lastEnqueueAt: 0,
     immediate: false,
+    generation: ++ctx.generations,
+    processingSince: ctx.deps.clock.now(),
   };
   ctx.sessions.set(key, s);
   return s;

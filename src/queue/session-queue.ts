@@ -1,12 +1,15 @@
+import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
 import { abortSession } from "./abort.js";
 import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
+import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage, originOfRecord } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps, RunOrigin } from "./types.js";
+import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
+import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -25,6 +28,7 @@ export class SessionQueue {
       live: new Map(),
       sessions: new Map(),
       draining: false,
+      generations: 0,
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
@@ -49,6 +53,34 @@ export class SessionQueue {
     if (s.active) ids.push(s.active.host.runId, ...s.active.merged.map((r) => r.runId));
     for (const r of s.pending) ids.push(r.runId);
     return ids;
+  }
+
+  /** Inputs accepted and not started yet, over every session (O(sessions with work)). */
+  get queueDepth(): number {
+    let n = 0;
+    for (const s of this.ctx.sessions.values()) n += queuedInputs(s);
+    return n;
+  }
+
+  /** Every session with work, as the stuck-session diagnostics see it. */
+  inspect(): QueueSessionView[] {
+    return inspectSessions(this.ctx);
+  }
+
+  /** Stuck-session recovery of stale bookkeeping (queue/session-recovery.ts). */
+  releaseStaleSession(sessionKey: string, generation: number): RecoveryOutcome {
+    return releaseStaleSession(this.ctx, sessionKey, generation);
+  }
+
+  /** Stuck-session recovery of a stalled run: abort, drain, release (queue/session-recovery.ts). */
+  abortStalledRun(opts: {
+    sessionKey: string;
+    runId: string;
+    generation: number;
+    reason: string;
+    drainMs: number;
+  }): Promise<RecoveryOutcome> {
+    return abortStalledRun(this.ctx, opts);
   }
 
   /** Validates, stores the session and run record, then routes by queue mode; returns at once. */

@@ -18,16 +18,36 @@ export function launchTurn(
   const controller = new AbortController();
   host.controller = controller;
   host.phase = "queued";
-  const turn: ActiveTurn = { host, steer: [], merged: [...merged], steerable: true };
+  const lanes = new AbortController();
+  const turn: ActiveTurn = {
+    host,
+    steer: [],
+    merged: [...merged],
+    steerable: true,
+    releaseLanes: () => lanes.abort(),
+  };
   s.active = turn;
+  s.generation = ++ctx.generations;
+  s.processingSince = ctx.deps.clock.now();
   void (async () => {
-    const outcome = await runHost(ctx, turn, turnSpec(ctx, turn, message, controller.signal));
+    const outcome = await runHost(ctx, turn, {
+      ...turnSpec(ctx, turn, message, controller.signal),
+      releaseLanes: lanes.signal,
+    });
     turn.steerable = false;
+    // stuck-session recovery released the session around this turn and ended its runs: the session may be
+    // running a newer turn by now, which this late end must not touch
+    if (turn.released) return;
     try {
       recordOutcome(ctx, turn, outcome);
     } finally {
       // even when the store refused the outcome, the session must not stay blocked behind this turn
-      s.active = undefined;
+      if (s.active === turn) {
+        s.active = undefined;
+        // what is left queued is a new processing generation: the idle session waiting for its next turn
+        s.generation = ++ctx.generations;
+        s.processingSince = ctx.deps.clock.now();
+      }
       requeueLateSteers(ctx, s, turn);
       ctx.schedule(s);
     }
@@ -116,7 +136,7 @@ async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Prom
 }
 
 /** Stores the outcome for the host and every merged message in one commit, then resolves their waiters. */
-function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): void {
+export function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): void {
   const { host, merged } = turn;
   const final = toFinal(outcome);
   const record = {
@@ -155,7 +175,7 @@ function recordFailedWithoutResult(ctx: QueueContext, runs: LiveRun[], endedAt: 
 }
 
 /** Steered too late: the run could no longer take them, so they become followups, first in line. */
-function requeueLateSteers(ctx: QueueContext, s: SessionState, turn: ActiveTurn): void {
+export function requeueLateSteers(ctx: QueueContext, s: SessionState, turn: ActiveTurn): void {
   if (turn.steer.length === 0) return;
   const late = turn.steer.splice(0);
   s.pending.unshift(...late);

@@ -66,6 +66,8 @@ export interface RunSpec extends WireRunOptions {
   /** the images attached to the message(s) of this turn (a collected turn: every collected message's) */
   images?: ImageBlock[];
   signal?: AbortSignal;
+  /** fires when stuck-session recovery releases the turn's session: the run gives up its lanes at once */
+  releaseLanes?: AbortSignal;
   steering?: TurnSteering;
   /** the loop will take no more steered messages */
   onLoopEnd?: () => void;
@@ -144,6 +146,13 @@ export interface ActiveTurn {
   /** collected/steered runs whose outcome is the host's */
   merged: LiveRun[];
   steerable: boolean;
+  /**
+   * Stuck-session recovery gave up waiting for this turn after aborting it and released its session: when it
+   * ends after all, its outcome is no longer this session's to record (its runs were ended by the recovery).
+   */
+  released?: boolean;
+  /** frees the session and global lanes the turn's run holds, for a run that ignored its abort */
+  releaseLanes?: () => void;
 }
 
 export interface SessionState {
@@ -155,6 +164,15 @@ export interface SessionState {
   timer?: unknown;
   /** interrupt mode: the next turn starts without the quiet window */
   immediate: boolean;
+  /**
+   * The processing generation: a new number (unique in the process) each time a turn starts, or the session gets
+   * work while idle. Recovery changes the session only while the generation it looked at is still current.
+   */
+  generation: number;
+  /** when the current generation began */
+  processingSince: number;
+  /** when the armed drain timer is due (absent while none is armed) */
+  dueAt?: number;
 }
 
 /** The queue's shared state; the functions in this folder each take it and do one thing. */
@@ -163,6 +181,8 @@ export interface QueueContext {
   readonly live: Map<string, LiveRun>;
   readonly sessions: Map<string, SessionState>;
   draining: boolean;
+  /** the last processing generation handed out (SessionState.generation) */
+  generations: number;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
   schedule(s: SessionState): void;
 }
@@ -183,4 +203,23 @@ export const CRON_LANE = "cron";
  */
 export function isCronRunWithTimeout(spec: Pick<RunSpec, "lane" | "timeout">): boolean {
   return spec.lane === CRON_LANE && spec.timeout !== undefined && spec.timeout > 0;
+}
+
+/** The queue's view of one session with work, for the stuck-session diagnostics (queue/inspect.ts). */
+export interface QueueSessionView {
+  sessionKey: string;
+  generation: number;
+  processingSince: number;
+  /** the active turn's host run, if a turn is active */
+  active?: {
+    runId: string;
+    /** pending/queued/running as the queue sees it; "ended" when its LiveRun already ended (stale bookkeeping) */
+    phase: LiveRun["phase"] | "ended";
+    /** run ids merged into or steered into the turn (they share the host's outcome) */
+    merged: string[];
+  };
+  /** inputs waiting: queued messages, steered messages not taken yet, a pending overflow notice */
+  queued: number;
+  /** when the drain timer is due; absent when none is armed */
+  dueAt?: number;
 }

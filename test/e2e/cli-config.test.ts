@@ -79,12 +79,14 @@ describe("loopgate config validate / path", () => {
 
     const bad = s.write("bad.json5", {
       models: { providers: { s: { api: "scripted" } } },
-      diagnostics: { enabled: true },
+      diagnostics: { stuckSessionWarnMs: 2000, stuckSessionAbortMs: 1000 },
     });
     const text = await s.run(["config", "validate", "--config", bad]);
     expect(text.code).toBe(2);
     expect(text.stderr).toContain(`invalid config ${bad}`);
-    expect(text.stderr).toContain("diagnostics.enabled: not yet supported");
+    expect(text.stderr).toContain(
+      "diagnostics.stuckSessionAbortMs: must be greater than diagnostics.stuckSessionWarnMs",
+    );
     expect(text.stderr).toContain('models.providers.s.script: required for api "scripted"');
 
     const json = await s.run(["config", "validate", "--json", "--config", bad]);
@@ -92,8 +94,8 @@ describe("loopgate config validate / path", () => {
     const report = JSON.parse(json.stdout);
     expect(report).toMatchObject({ ok: false, file: bad, exists: true });
     expect(report.problems.map((p: { path: string }) => p.path)).toEqual([
-      "diagnostics.enabled",
       "models.providers.s.script",
+      "diagnostics.stuckSessionAbortMs",
     ]);
 
     const none = await s.run(["config", "validate"]);

@@ -186,7 +186,9 @@ describe("loopgate health and runs ended by the gateway", () => {
     ]);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toMatch(
-      new RegExp(`^gateway ${gw.url} ok · loopgate \\S+ · up \\d+ s · 0 active runs · 0 sessions\\n$`),
+      new RegExp(
+        `^gateway ${gw.url} ok · loopgate \\S+ · up \\d+ s · 0 active runs · 0 queued inputs · 0 sessions\\n$`,
+      ),
     );
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, activeRuns: 0, sessions: 0 });

@@ -122,6 +122,8 @@ describe("gateway frames against protocol.schema.json", () => {
     const g = await startTestGateway({
       provider,
       gateway: { token: "tok", tickIntervalMs: 25, chatDeltaIntervalMs: 1 },
+      // a low warn threshold makes the held run below report itself (the `diagnostic` event); nothing is aborted
+      config: { diagnostics: { enabled: true, stuckSessionWarnMs: 50, stuckSessionAbortMs: 600_000 } },
     });
     const refused = await RawPeer.open(g.url);
     await refused.connect({ token: "wrong" });
@@ -141,6 +143,8 @@ describe("gateway frames against protocol.schema.json", () => {
     await peer.seen(
       (f) => f.event === "agent" && f.payload?.runId === "sch-abort" && f.payload?.stream === "assistant",
     );
+    await peer.seen((f) => f.event === "diagnostic" && f.payload?.runId === "sch-abort", "a diagnostic");
+    await peer.call("diagnostics.list");
     await peer.call("chat.abort", { sessionKey: "schema", runId: "sch-abort" });
     await peer.response(long, 2);
     await peer.call("chat.send", { sessionKey: "other", message: "via chat", idempotencyKey: "sch-chat" });
@@ -225,6 +229,11 @@ describe("gateway frames against protocol.schema.json", () => {
             expect(issues(p, "#/definitions/AgentEvent")).toEqual(["$.sessionKey: unexpected property"]);
             break;
           }
+          case "diagnostic":
+            // no published definition (OpenClaw has no such event): our one shape, protocol/diagnostics.ts
+            expect(p).toMatchObject({ type: expect.stringMatching(/^session\./), sessionKey: expect.any(String) });
+            expect(Number.isInteger(p?.ts)).toBe(true);
+            break;
           default:
             throw new Error(`unexpected event ${f.event}`);
         }

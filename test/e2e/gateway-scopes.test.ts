@@ -150,6 +150,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "unauthorized",
     "cron.remove granted": "unauthorized",
     "cron.remove ungranted": "unauthorized",
+    "diagnostics.list": "unauthorized",
+    "diagnostics.list ungranted": "unauthorized",
     "events own": "delivered",
     "events granted": "none",
     "events ungranted": "none",
@@ -197,6 +199,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "unauthorized",
     "cron.remove granted": "unauthorized",
     "cron.remove ungranted": "unauthorized",
+    "diagnostics.list": "ok",
+    "diagnostics.list ungranted": "forbidden",
     "events granted": "delivered",
     "events ungranted": "none",
     "audit.list granted": "ok",
@@ -244,6 +248,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "forbidden",
     "cron.remove granted": "ok",
     "cron.remove ungranted": "forbidden",
+    "diagnostics.list": "ok",
+    "diagnostics.list ungranted": "forbidden",
     "events own": "delivered",
     "events granted": "delivered",
     "events ungranted": "none",
@@ -371,6 +377,10 @@ describe("one visibility rule: method × scope × grant", () => {
           await client.call("cron.remove", { id: t === "granted" ? "new-in" : "out" }),
         );
       }
+      actual["diagnostics.list"] = outcome(await client.call("diagnostics.list"));
+      actual["diagnostics.list ungranted"] = outcome(
+        await client.call("diagnostics.list", { sessionKey: key.ungranted }),
+      );
       expect(actual).toEqual(EXPECTED[scope]);
       for (const p of [client, root]) p.close();
     },
@@ -449,6 +459,45 @@ describe("tenant tokens (gateway.auth.tokens)", () => {
     await tenant.response(own, 2);
     const again = tenant.send("agent", { message: "mine", idempotencyKey: "k-2", sessionKey: "support-a" });
     expect((await tenant.response(again, 2)).payload).toMatchObject({ runId: "k-2", status: "ok" });
+    for (const p of [tenant, root]) p.close();
+  });
+});
+
+describe("diagnostics follow the same rule", () => {
+  it("an operator.read tenant sees stuck-session diagnostics of its granted sessions only, as events and in diagnostics.list", async () => {
+    const held = deferred();
+    const provider = new TestProvider((req) => {
+      const last = [...req.messages].reverse().find((m) => m.role === "user");
+      return { before: ["thinking"], gate: held.promise, after: [` about ${String(last?.content ?? "")}`] };
+    });
+    const tokens = [{ token: "tenant-read", scopes: ["operator.read"], sessions: [GRANTED] }];
+    const { url } = await gateway({
+      provider,
+      config: {
+        gateway: { auth: { token: "root", tokens } },
+        diagnostics: { enabled: true, stuckSessionWarnMs: 50, stuckSessionAbortMs: 600_000 },
+      },
+    });
+    const tenant = await connectedPeer(url, { token: "tenant-read" });
+    const root = await connectedPeer(url, { token: "root" });
+    const sales = root.send("agent", { message: "sales", idempotencyKey: "d-sales", sessionKey: "sales" });
+    const support = root.send("agent", { message: "support", idempotencyKey: "d-support", sessionKey: "support-a" });
+    // root sees both sessions reported; by then the tenant has been offered the same events
+    await root.seen((f) => f.event === "diagnostic" && f.payload?.sessionKey === "agent:main:sales", "sales");
+    await root.seen((f) => f.event === "diagnostic" && f.payload?.sessionKey === "agent:main:support-a", "support");
+    await tenant.seen((f) => f.event === "diagnostic" && f.payload?.sessionKey === "agent:main:support-a", "support");
+    const list = await tenant.call("diagnostics.list");
+    held.resolve();
+    const keysOf = (xs: unknown) => [...new Set((xs as Array<{ sessionKey: string }>).map((d) => d.sessionKey))];
+    expect(keysOf(list.payload?.sessions)).toEqual(["agent:main:support-a"]);
+    expect(keysOf(list.payload?.recent)).toEqual(["agent:main:support-a"]);
+    expect(keysOf((await root.call("diagnostics.list")).payload?.recent).sort()).toEqual([
+      "agent:main:sales",
+      "agent:main:support-a",
+    ]);
+    expect(tenant.all((f) => f.event === "diagnostic" && f.payload?.sessionKey !== "agent:main:support-a")).toEqual([]);
+    await root.response(sales, 2);
+    await root.response(support, 2);
     for (const p of [tenant, root]) p.close();
   });
 });

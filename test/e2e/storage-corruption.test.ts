@@ -75,9 +75,15 @@ function runGateway(dir: string, stateDir: string, extraConfig: Record<string, u
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
+    let stopping = false;
     child.stdout.setEncoding("utf8").on("data", (c: string) => {
       stdout += c;
-      if (stdout.includes("listening on")) child.kill("SIGTERM");
+      // once: the lines after "listening on" can come in later chunks, and a second SIGTERM reaching the child
+      // after its handler is gone ended it by signal (the flake this test used to have)
+      if (!stopping && stdout.includes("listening on")) {
+        stopping = true;
+        child.kill("SIGTERM");
+      }
     });
     child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
     const guard = setTimeout(() => child.kill("SIGKILL"), 15_000);

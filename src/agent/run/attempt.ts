@@ -5,13 +5,15 @@ import {
   contentText,
   contentWithImageNotes,
   type ModelProvider,
+  type ModelRequest,
+  type ModelStreamEvent,
   type ThinkingLevel,
 } from "../../providers/types.js";
 import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
-import type { AgentRuntime } from "../runtime.js";
+import type { AgentRuntime, ModelCallObserver } from "../runtime.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
 import type { AttemptSpans } from "./spans.js";
@@ -51,6 +53,31 @@ export async function providerFor(
   );
 }
 
+/** The provider as is, or (when something observes model calls) telling it when each call starts and ends. */
+function observedModelCalls(rt: AgentRuntime, spec: RunSpec, provider: ModelProvider): ModelProvider {
+  const observer = rt.modelCalls;
+  if (!observer) return provider;
+  return {
+    id: provider.id,
+    api: provider.api,
+    stream: (request) => observeStream(provider, request, observer, spec),
+  };
+}
+
+async function* observeStream(
+  provider: ModelProvider,
+  request: ModelRequest,
+  observer: ModelCallObserver,
+  spec: RunSpec,
+): AsyncGenerator<ModelStreamEvent> {
+  observer.started(spec.runId, spec.sessionKey);
+  try {
+    yield* provider.stream(request);
+  } finally {
+    observer.ended(spec.runId, spec.sessionKey);
+  }
+}
+
 /** Runs the loop once, feeding every event to the projection; returns the loop's outcome. */
 export async function runAttempt(
   rt: AgentRuntime,
@@ -72,8 +99,9 @@ export async function runAttempt(
       maxTokens: input.model.model.maxTokens,
     },
     {
-      // the chat span wraps the watchdog, so a model call it cut off ends as a timeout
-      provider: spans ? spans.provider(provider) : provider,
+      // the chat span wraps the watchdog, so a model call it cut off ends as a timeout; the stuck-session
+      // diagnostics' observer (when on) sees each call start and end
+      provider: observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
       tools: spans ? spans.tools(rt.tools) : rt.tools,
       signal: input.signal,
       toolContext: {

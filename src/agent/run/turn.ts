@@ -157,7 +157,7 @@ function runInLanes(
     sessionLane,
     globalLane === sessionLane ? "main" : globalLane,
     (wait) => runPhases(rt, spec, choices, wait.sessionWaitMs + wait.globalWaitMs, spans),
-    { signal: spec.signal, label: spec.runId },
+    { signal: spec.signal, label: spec.runId, release: spec.releaseLanes },
   );
 }
 
@@ -190,6 +190,8 @@ async function runPhases(
       events,
       onLock: (l) => {
         lock = l;
+        // stuck-session recovery gave up on this run (it ignored its abort): the session's next run needs the lock
+        spec.releaseLanes?.addEventListener("abort", () => void l.release().catch(() => {}), { once: true });
       },
     });
     spans?.model(prepared.model);

@@ -6,6 +6,7 @@ import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { chatMetadataMethod, chatStartupMethod } from "./chat-views.js";
 import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
+import { diagnosticsListMethod } from "./diagnostics.js";
 import {
   agentIdentityGetMethod,
   agentsListMethod,
@@ -76,6 +77,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     pluginApprovalListMethod,
     questionListMethod,
     agentEventsMethod,
+    diagnosticsListMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
