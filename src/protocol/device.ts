@@ -1,6 +1,8 @@
 /**
- * Device identity (SPEC 14): an Ed25519 key pair. The client signs the v3 payload string with the challenge nonce;
- * the gateway verifies it. Both ends build the payload with the same function, so they cannot drift apart.
+ * Device identity (SPEC 14): an Ed25519 key pair. The client signs the payload string with the challenge nonce; the
+ * gateway verifies it. Both ends build the payload with the same function, so they cannot drift apart. Two payload
+ * versions exist: v3 binds the client's platform and device family; v2 (what OpenClaw's web Control UI signs) ends
+ * at the nonce. The gateway expects v3 when the client sends a device family, v2 otherwise.
  */
 import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
 
@@ -18,6 +20,31 @@ export interface DeviceAuthFields {
   nonce: string;
   platform: string;
   deviceFamily: string;
+}
+
+/** Which payload a connect's signature covers: v3 when the client names its device family, v2 otherwise. */
+export function devicePayloadVersion(deviceFamily: string | undefined): "v2" | "v3" {
+  return deviceFamily ? "v3" : "v2";
+}
+
+/** `v2|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>` (no platform, no device family) */
+export function deviceAuthPayloadV2(f: Omit<DeviceAuthFields, "platform" | "deviceFamily">): string {
+  return [
+    "v2",
+    f.deviceId,
+    f.clientId,
+    f.clientMode,
+    f.role,
+    f.scopes.join(","),
+    String(f.signedAt),
+    f.token,
+    f.nonce,
+  ].join("|");
+}
+
+/** The payload a client with these fields signs and the gateway verifies: v3 with a device family, v2 without. */
+export function deviceAuthPayloadFor(f: DeviceAuthFields): string {
+  return devicePayloadVersion(f.deviceFamily) === "v3" ? deviceAuthPayload(f) : deviceAuthPayloadV2(f);
 }
 
 /** `v3|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>|<platform>|<deviceFamily>` */
