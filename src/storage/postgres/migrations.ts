@@ -151,6 +151,14 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
     `,
   },
   {
+    version: 6,
+    name: "session verbose level",
+    // the twin of SQLite's 6: sessions.patch sets it beside model, thinking and queue mode
+    sql: `
+      ALTER TABLE sessions ADD COLUMN verbose_level TEXT;
+    `,
+  },
+  {
     version: 1001,
     name: "nodes, session leases, queue claims",
     // nodes: one row per running gateway, its heartbeat renewed every few seconds (node-heartbeat.ts).
