@@ -6,9 +6,9 @@
 
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
-import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
-import { redactTranscriptRow } from "../tools/redact-transcript.js";
+import type { SessionRecord, Store } from "../storage/types.js";
 import { GatewayError } from "./errors.js";
+import { historyEntry } from "./history-entry.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
 
 const KIND = "chat.history";
@@ -25,17 +25,6 @@ export interface HistoryPageRequest {
   /** which transcript generation (default the session's current one); a cursor carries its own */
   generation?: number;
   maxBytes: number;
-}
-
-function toEntry(r: TranscriptRow): HistoryEntry {
-  return {
-    seq: r.seq,
-    kind: r.kind,
-    createdAt: r.createdAt,
-    ...(r.runId !== undefined ? { runId: r.runId } : {}),
-    ...(r.message !== undefined ? { message: r.message } : {}),
-    ...(r.text !== undefined ? { text: r.text } : {}),
-  };
 }
 
 /** Where the page starts: a cursor pins the generation it was made in, so a reset mid-paging does not mix them. */
@@ -79,11 +68,12 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   let more = false;
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
-    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
+    // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references)
+    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point, imageData: true });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
-      const entry = toEntry(redactTranscriptRow(rows[i]));
+      const entry = historyEntry(rows[i]);
       if (!budget.take(JSON.stringify(entry))) {
         full = true;
         break;

@@ -19,7 +19,7 @@ export interface SessionsPageRequest {
   cursor?: string;
   maxBytes: number;
   /** a client without read scope lists only the sessions it may see */
-  canSee(key: string): boolean;
+  canSee(key: string, session: SessionRecord): boolean;
   info(s: SessionRecord): SessionInfo;
 }
 
@@ -43,7 +43,7 @@ export function readSessionsPage(store: Store, req: SessionsPageRequest): Sessio
         more = true;
         break scan;
       }
-      if (!req.canSee(s.key)) continue;
+      if (!req.canSee(s.key, s)) continue;
       const info = req.info(s);
       if (!budget.take(JSON.stringify(info))) {
         more = true;

@@ -26,6 +26,8 @@ export interface SessionRecord {
   modelOverride?: string;
   thinking?: string;
   queueMode?: string;
+  /** inline tool summaries for this session's runs (sessions.patch verboseLevel); unset: the agent's default */
+  verboseLevel?: string;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;

@@ -161,6 +161,16 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "unauthorized",
     "runs.list ungranted": "unauthorized",
     "runs.list": "unauthorized",
+    "sessions.describe granted": "unauthorized",
+    "sessions.describe ungranted": "unauthorized",
+    "sessions.patch granted": "unauthorized",
+    "sessions.patch ungranted": "unauthorized",
+    "sessions.messages.subscribe granted": "unauthorized",
+    "sessions.messages.subscribe ungranted": "unauthorized",
+    "sessions.create granted": "ok",
+    "sessions.create ungranted": "forbidden",
+    "config.get": "unauthorized",
+    status: "unauthorized",
     "agent.events own": "ok",
     "agent.events granted": "forbidden",
     "agent.events ungranted": "forbidden",
@@ -202,6 +212,16 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "ok",
     "runs.list ungranted": "forbidden",
     "runs.list": "ok: granted sessions only",
+    "sessions.describe granted": "ok",
+    "sessions.describe ungranted": "forbidden",
+    "sessions.patch granted": "unauthorized",
+    "sessions.patch ungranted": "unauthorized",
+    "sessions.messages.subscribe granted": "ok",
+    "sessions.messages.subscribe ungranted": "forbidden",
+    "sessions.create granted": "unauthorized",
+    "sessions.create ungranted": "unauthorized",
+    "config.get": "unauthorized",
+    status: "ok",
     "agent.events granted": "ok",
     "agent.events ungranted": "forbidden",
   },
@@ -245,6 +265,16 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "runs.list granted": "ok",
     "runs.list ungranted": "forbidden",
     "runs.list": "ok: granted sessions only",
+    "sessions.describe granted": "ok",
+    "sessions.describe ungranted": "forbidden",
+    "sessions.patch granted": "ok",
+    "sessions.patch ungranted": "forbidden",
+    "sessions.messages.subscribe granted": "ok",
+    "sessions.messages.subscribe ungranted": "forbidden",
+    "sessions.create granted": "ok",
+    "sessions.create ungranted": "forbidden",
+    "config.get": "ok",
+    status: "ok",
     "agent.events own": "ok",
     "agent.events granted": "ok",
     "agent.events ungranted": "forbidden",
@@ -303,6 +333,18 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${listed.join(", ")}`
         : outcome(list);
+      // OpenClaw's session methods (issue 16), before reset and delete change the sessions
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`sessions.describe ${t}`] = outcome(await client.call("sessions.describe", { key: key[t] }));
+        const patch = { key: key[t], thinkingLevel: "low" };
+        actual[`sessions.patch ${t}`] = outcome(await client.call("sessions.patch", patch));
+        const follow = { key: key[t] };
+        actual[`sessions.messages.subscribe ${t}`] = outcome(await client.call("sessions.messages.subscribe", follow));
+        const made = { key: t === "granted" ? "support-made" : "sales-made" };
+        actual[`sessions.create ${t}`] = outcome(await client.call("sessions.create", made));
+      }
+      actual["config.get"] = outcome(await client.call("config.get"));
+      actual.status = outcome(await client.call("status"));
       for (const method of ["sessions.reset", "sessions.delete"]) {
         for (const t of ["granted", "ungranted"] as const) {
           actual[`${method} ${t}`] = outcome(await client.call(method, { sessionKey: key[t] }));

@@ -2,10 +2,10 @@
  * The console's device identity (SPEC 14): an Ed25519 key pair made once with WebCrypto and kept in IndexedDB. The
  * private key is not extractable, so the page can sign with it but never read it. A browser without WebCrypto
  * Ed25519 (or without IndexedDB) connects without a device block; the gateway accepts that. The signed string is
- * built by the gateway's own function (src/protocol/device-payload.ts), bundled in.
+ * built by the gateway's own function (src/protocol/device-payload.ts: v3, as the console names its device family), bundled in.
  */
 
-export { deviceAuthPayload } from "../../src/protocol/device-payload";
+export { deviceAuthPayloadFor } from "../../src/protocol/device-payload";
 
 export interface DeviceIdentity {
   /** hex SHA-256 of the raw public key */

@@ -7,7 +7,7 @@
 import type { ResponseFrame, EventFrame as WireEventFrame } from "../../src/protocol/frames";
 import type { ConnectParams } from "../../src/protocol/params";
 import type { HelloOk } from "../../src/protocol/payloads";
-import { deviceAuthPayload, deviceIdentity } from "./device";
+import { deviceAuthPayloadFor, deviceIdentity } from "./device";
 
 export const CLIENT_ID = "loopgate-console";
 const CLIENT_VERSION = "1";
@@ -182,7 +182,7 @@ export class GatewayClient {
     let deviceBlock: ConnectParams["device"];
     if (device) {
       const signedAt = Date.now();
-      const payload = deviceAuthPayload({
+      const payload = deviceAuthPayloadFor({
         deviceId: device.id,
         clientId: client.id,
         clientMode: client.mode,

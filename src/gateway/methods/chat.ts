@@ -12,7 +12,9 @@ export const chatSendMethod = defineMethod({
   scope: "write",
   params: chatSendParamsSchema,
   async handle({ params, conn, gw, reply }) {
-    await acceptRun(gw, conn, params, reply);
+    const { timeoutMs, ...request } = params;
+    const timeout = timeoutMs !== undefined ? Math.ceil(timeoutMs / 1000) : undefined;
+    await acceptRun(gw, conn, timeout !== undefined ? { ...request, timeout } : request, reply);
   },
 });
 

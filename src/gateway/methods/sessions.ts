@@ -1,3 +1,4 @@
+import { configuredAgentIds } from "../../config/agents.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
   sessionsDeleteParamsSchema,
@@ -7,7 +8,6 @@ import {
 } from "../../protocol/params.js";
 import type {
   SessionActivity,
-  SessionInfo,
   SessionsDeleteResult,
   SessionsGetResult,
   SessionsListResult,
@@ -18,6 +18,7 @@ import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/
 import type { SessionRecord } from "../../storage/types.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
+import { sessionInfo, titleOf } from "../session-info.js";
 import { readSessionsPage } from "../sessions-page.js";
 
 /** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
@@ -30,31 +31,11 @@ function activityOf(gw: GatewayContext, key: string): SessionActivity {
   return { state, ...(activeRunId ? { activeRunId } : {}), queued };
 }
 
-export function sessionInfo(s: SessionRecord, activity?: SessionActivity): SessionInfo {
-  return {
-    key: s.key,
-    sessionId: s.sessionId,
-    agentId: s.agentId,
-    generation: s.generation,
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-    ...(s.label !== undefined ? { label: s.label } : {}),
-    ...(s.modelOverride !== undefined ? { model: s.modelOverride } : {}),
-    ...(s.thinking !== undefined ? { thinking: s.thinking } : {}),
-    ...(s.queueMode !== undefined ? { queueMode: s.queueMode } : {}),
-    inputTokens: s.inputTokens,
-    outputTokens: s.outputTokens,
-    totalTokens: s.totalTokens,
-    compactionCount: s.compactionCount,
-    ...(activity ? { activity } : {}),
-  };
-}
-
-function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
+export function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
   return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
 }
 
-function requireSession(gw: GatewayContext, key: string): SessionRecord {
+export function requireSession(gw: GatewayContext, key: string): SessionRecord {
   const s = gw.service.rt.store.getSession(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
@@ -76,7 +57,7 @@ async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): P
 }
 
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
-function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
+export function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
   // The service knows the session's turns even when they were started before this gateway attached to it.
   const running = [...new Set([...gw.service.activeRuns(key), ...gw.broadcaster.activeRuns(key)])];
   if (running.length > 0) {
@@ -95,17 +76,34 @@ export const sessionsListMethod = defineMethod({
   params: sessionsListParamsSchema,
   handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
+    const configured = params.configuredAgentsOnly ? new Set(configuredAgentIds(gw.service.rt.config)) : undefined;
     const result: SessionsListResult = readSessionsPage(gw.service.rt.store, {
       limit: params.limit ?? DEFAULT_LIST_LIMIT,
       agentId: params.agentId,
       cursor: params.cursor,
       maxBytes: gw.limits.maxPageBytes,
-      canSee: (key) => conn.access.canSeeSession(key),
-      info: (s) => sessionInfo(s, activityOf(gw, s.key)),
+      canSee: (key, s) =>
+        conn.access.canSeeSession(key) &&
+        // Loopgate spawns no sessions: a spawnedBy filter matches none
+        params.spawnedBy === undefined &&
+        !(params.includeGlobal === false && key === "global") &&
+        (configured === undefined || configured.has(s.agentId)),
+      info: (s) => listedSession(gw, s, params.includeDerivedTitles === true),
     });
     reply.ok(result);
   },
 });
+
+/** A listed session: whether a run of it is in progress, and its title when the client asked for titles. */
+export function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
+  const first = withTitle ? gw.service.firstUserText(s) : undefined;
+  const info = sessionInfo(s, {
+    running: gw.service.activeRuns(s.key).length > 0,
+    derivedTitle: first !== undefined ? titleOf(first) : undefined,
+  });
+  // the console's idle / running / queued N
+  return { ...info, activity: activityOf(gw, s.key) };
+}
 
 export const sessionsGetMethod = defineMethod({
   name: "sessions.get",
@@ -114,7 +112,7 @@ export const sessionsGetMethod = defineMethod({
   handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireRead(key);
-    const result: SessionsGetResult = { session: sessionInfo(requireSession(gw, key), activityOf(gw, key)) };
+    const result: SessionsGetResult = { session: listedSession(gw, requireSession(gw, key), false) };
     reply.ok(result);
   },
 });
@@ -132,6 +130,7 @@ export const sessionsResetMethod = defineMethod({
     const generation = await withWriteLock(gw, key, () =>
       gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`),
     );
+    gw.service.sessionChanged(key, "reset");
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
   },
@@ -146,6 +145,7 @@ export const sessionsDeleteMethod = defineMethod({
     conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
     const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
+    if (deleted) gw.service.sessionChanged(key, "deleted");
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);
   },

@@ -9,17 +9,9 @@ import { shortKey, time } from "../format";
 import { newIdempotencyKey } from "../gateway";
 import { type ConsoleModel, type LiveRun, type ToolCall, useModel } from "../model";
 
-/** A transcript row's message as chat.history returns it (providers/types.ts ChatMessage, images by reference). */
-interface RowMessage {
-  role: string;
-  content: unknown;
-  toolCallId?: string;
-  toolName?: string;
-  isError?: boolean;
-}
-
-function messageOf(e: HistoryEntry): RowMessage | undefined {
-  return e.message as RowMessage | undefined;
+/** A message row (chat.history spreads the stored message into the entry, in OpenClaw's shape); not a marker row. */
+function messageOf(e: HistoryEntry): HistoryEntry | undefined {
+  return e.role !== undefined ? e : undefined;
 }
 
 /** The first line of a collected turn (src/queue/collect.ts). */
