@@ -2,7 +2,8 @@
  * The console's device identity (SPEC 14): an Ed25519 key pair made once with WebCrypto and kept in IndexedDB. The
  * private key is not extractable, so the page can sign with it but never read it. A browser without WebCrypto
  * Ed25519 (or without IndexedDB) connects without a device block; the gateway accepts that. The signed string is
- * built by the gateway's own function (src/protocol/device-payload.ts: v3, as the console names its device family), bundled in.
+ * built by the gateway's own function (src/protocol/device-payload.ts; v3, since the console names its device
+ * family), bundled in.
  */
 
 export { deviceAuthPayloadFor } from "../../src/protocol/device-payload";
