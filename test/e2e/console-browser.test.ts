@@ -214,7 +214,6 @@ describe.runIf(run)("the web console in chromium", () => {
       .filter({ hasText: /collect.*· run/ })
       .filter({ hasNotText: "position 1" })
       .waitFor(WAIT);
-    console.log(`second collect receipt: ${await receipt.textContent()}`);
     const turn = page.getByTestId("collected-turn");
     await turn.waitFor(WAIT);
     expect(await turn.textContent()).toContain("Collected turn · 2 messages");
