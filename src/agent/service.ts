@@ -7,7 +7,7 @@ import { contentText } from "../providers/types.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
 import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
-import type { SessionRecord } from "../storage/types.js";
+import type { RunRecord, SessionRecord } from "../storage/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
 
@@ -82,6 +82,16 @@ export class AgentService {
   /** Run ids of the session's active turn (host and messages merged into it) and of its queued messages. */
   activeRuns(sessionKey: string): string[] {
     return this.queue.activeRuns(sessionKey);
+  }
+
+  /** What the session is doing now: its active turn's run id (absent when idle) and the messages queued behind it. */
+  sessionActivity(sessionKey: string): { activeRunId?: string; queued: number } {
+    return this.queue.activity(sessionKey);
+  }
+
+  /** Recent run records, newest first (the console's Runs page); see `Store.listRecentRuns`. */
+  recentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[] {
+    return this.rt.store.listRecentRuns(opts);
   }
 
   /** Number of sessions with queued or active work held in memory (idle sessions are dropped). */

@@ -20,8 +20,10 @@ type HistoryCursor = { s: string; g: number; b: number };
 export interface HistoryPageRequest {
   limit: number;
   cursor?: string;
-  /** the older seq cursor: rows of the current generation with a smaller seq */
+  /** the older seq cursor: rows of the generation with a smaller seq */
   before?: number;
+  /** which transcript generation (default the session's current one); a cursor carries its own */
+  generation?: number;
   maxBytes: number;
 }
 
@@ -33,7 +35,19 @@ function startPoint(session: SessionRecord, req: HistoryPageRequest): { generati
       message: "params.cursor: pass cursor or before, not both",
     });
   }
-  if (req.cursor === undefined) return { generation: session.generation, before: req.before };
+  if (req.cursor !== undefined && req.generation !== undefined) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: "params.cursor: pass cursor or generation, not both (a cursor keeps to its own generation)",
+    });
+  }
+  if (req.generation !== undefined && req.generation > session.generation) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: `params.generation: session "${session.key}" has generations 1..${session.generation}`,
+    });
+  }
+  if (req.cursor === undefined) return { generation: req.generation ?? session.generation, before: req.before };
   const c = decodeCursor<HistoryCursor>(KIND, req.cursor, { s: "string", g: "number", b: "number" });
   if (c.s !== session.sessionId) {
     throw new GatewayError({

@@ -21,6 +21,7 @@ import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
+import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
@@ -69,6 +70,8 @@ export interface GatewayOptions {
   onStartup?: (info: GatewayStartInfo) => void | Promise<void>;
   /** Hook point `gateway:shutdown`: called after runs were drained, before sockets and the store close. */
   onShutdown?: (info: { reason: string }) => void | Promise<void>;
+  /** The web console's built files (default: dist/console beside the gateway's own code). */
+  consoleDir?: string;
 }
 
 export interface GatewayHandle {
@@ -259,6 +262,7 @@ async function listen(
     ...(diagnostics ? { diagnostics } : {}),
   };
 
+  const consoleAssets = new ConsoleAssets(opts.consoleDir);
   const connections = new Set<GatewayConnection>();
   let closing: Promise<void> | undefined;
 
@@ -282,7 +286,11 @@ async function listen(
       }
       return send(status, closing ? { ...health(), ok: false, draining: true } : health());
     }
-    if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
+    const readOnly = req.method === "GET" || req.method === "HEAD";
+    // the web console (SPEC 19): index.html at `/`, its hashed assets under /assets/
+    if (readOnly && consoleAssets.serve(req, res, path)) return;
+    if (path === "/" && readOnly) {
+      // a gateway run from src/ (no console built) still says what it is
       return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
     }
     send(404, { ok: false, error: `not found: ${req.method} ${path}` });

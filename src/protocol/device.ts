@@ -9,60 +9,14 @@ import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign,
 /** DER SPKI header of an Ed25519 public key; the raw 32 key bytes follow it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
-export interface DeviceAuthFields {
-  deviceId: string;
-  clientId: string;
-  clientMode: string;
-  role: string;
-  scopes: readonly string[];
-  signedAt: number;
-  token: string;
-  nonce: string;
-  platform: string;
-  deviceFamily: string;
-}
-
-/** Which payload a connect's signature covers: v3 when the client names its device family, v2 otherwise. */
-export function devicePayloadVersion(deviceFamily: string | undefined): "v2" | "v3" {
-  return deviceFamily ? "v3" : "v2";
-}
-
-/** `v2|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>` (no platform, no device family) */
-export function deviceAuthPayloadV2(f: Omit<DeviceAuthFields, "platform" | "deviceFamily">): string {
-  return [
-    "v2",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-  ].join("|");
-}
-
-/** The payload a client with these fields signs and the gateway verifies: v3 with a device family, v2 without. */
-export function deviceAuthPayloadFor(f: DeviceAuthFields): string {
-  return devicePayloadVersion(f.deviceFamily) === "v3" ? deviceAuthPayload(f) : deviceAuthPayloadV2(f);
-}
-
-/** `v3|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>|<platform>|<deviceFamily>` */
-export function deviceAuthPayload(f: DeviceAuthFields): string {
-  return [
-    "v3",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-    f.platform,
-    f.deviceFamily.toLowerCase(),
-  ].join("|");
-}
+// the payloads are built in a module without node:crypto, so the web console signs exactly what is verified here
+export {
+  type DeviceAuthFields,
+  deviceAuthPayload,
+  deviceAuthPayloadFor,
+  deviceAuthPayloadV2,
+  devicePayloadVersion,
+} from "./device-payload.js";
 
 export function deviceIdForPublicKey(raw: Buffer): string {
   return createHash("sha256").update(raw).digest("hex");

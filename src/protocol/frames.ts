@@ -80,6 +80,7 @@ export const GATEWAY_METHODS = [
   "cron.add",
   "cron.remove",
   "cron.run",
+  "runs.list",
   "sessions.subscribe",
   "sessions.unsubscribe",
   "sessions.messages.subscribe",

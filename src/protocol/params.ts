@@ -231,6 +231,8 @@ export const chatHistoryParamsSchema = ignoring(
     cursor: pageCursor.optional(),
     /** seq cursor: only rows with a smaller seq */
     before: z.number().int().min(1).optional(),
+    /** Loopgate's own: an earlier transcript generation (one kept by /new, /reset, sessions.reset); default current */
+    generation: z.number().int().min(1).optional(),
   }),
 );
 
@@ -484,6 +486,17 @@ const cronJobRef = z
 export const cronAddParamsSchema = cronJobSchema;
 export const cronRemoveParamsSchema = cronJobRef;
 export const cronRunParamsSchema = cronJobRef;
+
+/** The most runs one `runs.list` answer may hold. */
+export const RUNS_LIST_MAX_LIMIT = 200;
+
+/** `runs.list` (the web console's Runs page): the newest runs, of one session when `sessionKey` is given. */
+export const runsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+  /** default 50 */
+  limit: z.number().int().min(1).max(RUNS_LIST_MAX_LIMIT).optional(),
+});
 
 /** OpenClaw's SessionsDescribeParams */
 export const sessionsDescribeParamsSchema = z.strictObject({

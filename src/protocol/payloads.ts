@@ -143,6 +143,17 @@ export interface SessionInfo {
   outputTokens: number;
   totalTokens: number;
   compactionCount: number;
+  /** what the session is doing now, queued work included (Loopgate's own; `status` keeps to OpenClaw's values) */
+  activity?: SessionActivity;
+}
+
+/** A session's live state: `running` while a turn holds it, `queued` when messages wait and none runs yet. */
+export interface SessionActivity {
+  state: "idle" | "running" | "queued";
+  /** the run of the active turn */
+  activeRunId?: string;
+  /** messages waiting behind the active turn (or for the session's lanes) */
+  queued: number;
 }
 
 export interface SessionsListResult {
@@ -335,6 +346,32 @@ export interface CronRunResult {
 export interface CronHealth {
   jobs: number;
   last: Array<{ jobId: string; status: CronRunStatus; at: number; runId?: string }>;
+}
+
+/** One run as `runs.list` shows it: the run record's metadata, never its input or reply text. */
+export interface RunInfo {
+  runId: string;
+  sessionKey: string;
+  status: "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+  acceptedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  durationMs?: number;
+  /** provider/model that answered */
+  model?: string;
+  usage?: { input: number; output: number; total: number };
+  stopReason?: string;
+  /** the error's kind/summary as the run record has it */
+  error?: string;
+  /** what happened to the message (started, queued, collected, …) */
+  receipt?: string;
+  /** who started it: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor?: string;
+}
+
+/** `runs.list`: newest first. */
+export interface RunsListResult {
+  runs: RunInfo[];
 }
 
 /** `sessions.changed` (to clients that called sessions.subscribe and may see the session) */

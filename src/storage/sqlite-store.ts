@@ -572,6 +572,14 @@ export class SqliteStore implements Store {
     return (this.prep(sql).all(...args, opts.limit ?? -1) as Row[]).map(toRun);
   }
 
+  listRecentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[] {
+    const sql = opts.sessionKey
+      ? "SELECT * FROM runs WHERE session_key = ? ORDER BY accepted_at DESC, rowid DESC LIMIT ?"
+      : "SELECT * FROM runs ORDER BY accepted_at DESC, rowid DESC LIMIT ?";
+    const args = opts.sessionKey ? [opts.sessionKey, opts.limit] : [opts.limit];
+    return (this.prep(sql).all(...args) as Row[]).map(toRun);
+  }
+
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {
     return this.transaction(() => {
       const before = opts.now - opts.maxAgeMs;

@@ -153,6 +153,11 @@ export interface Store {
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void;
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
   /**
+   * The newest `limit` run records (by acceptedAt, ties newest-created first), of one session when `sessionKey` is
+   * given. A read of committed records only; no ordering guarantee beyond that.
+   */
+  listRecentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[];
+  /**
    * drops finished run records older than maxAgeMs and beyond maxCount (newest kept), and the stored events of the
    * runs it drops, in one transaction
    */

@@ -158,6 +158,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "unauthorized",
     "audit.list ungranted": "unauthorized",
     "audit.list": "unauthorized",
+    "runs.list granted": "unauthorized",
+    "runs.list ungranted": "unauthorized",
+    "runs.list": "unauthorized",
     "sessions.describe granted": "unauthorized",
     "sessions.describe ungranted": "unauthorized",
     "sessions.patch granted": "unauthorized",
@@ -206,6 +209,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
     "sessions.describe granted": "ok",
     "sessions.describe ungranted": "forbidden",
     "sessions.patch granted": "unauthorized",
@@ -256,6 +262,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
     "sessions.describe granted": "ok",
     "sessions.describe ungranted": "forbidden",
     "sessions.patch granted": "ok",
@@ -356,6 +365,18 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${audited.join(", ")}`
         : outcome(audit);
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`runs.list ${t}`] = outcome(await client.call("runs.list", { sessionKey: key[t] }));
+      }
+      const runList = await client.call("runs.list");
+      const runSessions = [
+        ...new Set(((runList.payload?.runs ?? []) as Array<{ sessionKey: string }>).map((r) => r.sessionKey)),
+      ];
+      actual["runs.list"] = runList.ok
+        ? runSessions.every((k) => k.startsWith("agent:main:support-")) && runSessions.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${runSessions.join(", ")}`
+        : outcome(runList);
       // cron: jobs are listed, added, run and removed only inside the sessions the token grants
       const cronList = await client.call("cron.list");
       actual["cron.list"] = cronList.ok

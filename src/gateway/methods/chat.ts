@@ -54,6 +54,7 @@ export const chatHistoryMethod = defineMethod({
       limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
       cursor: params.cursor,
       before: params.before,
+      generation: params.generation,
       maxBytes: gw.limits.maxPageBytes,
     });
     reply.ok(result);

@@ -19,6 +19,7 @@ import {
 } from "./gateway-info.js";
 import { healthMethod } from "./health.js";
 import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
+import { runsListMethod } from "./runs.js";
 import {
   sessionsCreateMethod,
   sessionsDescribeMethod,
@@ -54,6 +55,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     cronAddMethod,
     cronRemoveMethod,
     cronRunMethod,
+    runsListMethod,
     sessionsSubscribeMethod,
     sessionsUnsubscribeMethod,
     sessionsMessagesSubscribeMethod,

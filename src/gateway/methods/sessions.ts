@@ -7,6 +7,7 @@ import {
   sessionsResetParamsSchema,
 } from "../../protocol/params.js";
 import type {
+  SessionActivity,
   SessionsDeleteResult,
   SessionsGetResult,
   SessionsListResult,
@@ -22,6 +23,13 @@ import { readSessionsPage } from "../sessions-page.js";
 
 /** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
 const DEFAULT_LIST_LIMIT = 1000;
+
+/** What the session is doing now, from the service's queue (memory: idle sessions are not held there). */
+function activityOf(gw: GatewayContext, key: string): SessionActivity {
+  const { activeRunId, queued } = gw.service.sessionActivity(key);
+  const state = activeRunId ? "running" : queued > 0 ? "queued" : "idle";
+  return { state, ...(activeRunId ? { activeRunId } : {}), queued };
+}
 
 export function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
   return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
@@ -89,10 +97,12 @@ export const sessionsListMethod = defineMethod({
 /** A listed session: whether a run of it is in progress, and its title when the client asked for titles. */
 export function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
   const first = withTitle ? gw.service.firstUserText(s) : undefined;
-  return sessionInfo(s, {
+  const info = sessionInfo(s, {
     running: gw.service.activeRuns(s.key).length > 0,
     derivedTitle: first !== undefined ? titleOf(first) : undefined,
   });
+  // the console's idle / running / queued N
+  return { ...info, activity: activityOf(gw, s.key) };
 }
 
 export const sessionsGetMethod = defineMethod({
