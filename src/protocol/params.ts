@@ -652,7 +652,8 @@ export const agentIdentityParamsSchema = z.strictObject({
 
 /** OpenClaw's ModelsListParams: `view` picks which models (Loopgate lists configured ones in every view) */
 export const modelsListParamsSchema = ignoring(
-  ["includeProviderCapabilities", "preparedOnly", "refresh"],
+  // sessionKey: OpenClaw's Control UI (2026.9.6) sends it, though the published schema (2026.9.1) does not list it
+  ["includeProviderCapabilities", "preparedOnly", "refresh", "sessionKey"],
   z.strictObject({
     agentId: agentId.optional(),
     view: z.enum(["default", "configured", "provider-config", "all"]).optional(),
