@@ -20,5 +20,6 @@ export default defineConfig({
     testTimeout: 20000,
     hookTimeout: 20000,
     pool: "forks",
+    globalSetup: ["test/setup/postgres-notice.ts"],
   },
 });

@@ -11,6 +11,7 @@ import { loadPlugins } from "../hooks/plugins.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
+import { SessionEvents } from "../infra/session-events.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
 import { isLoopbackBaseUrl } from "../providers/loopback.js";
@@ -84,6 +85,8 @@ export class AgentRuntime {
   private initialized?: Promise<void>;
   /** Per-session history between turns (reads only new rows) and stat-checked bootstrap files. */
   readonly history = new HistoryCache();
+  /** session created / reset / deleted / patched, transcript messages appended (infra/session-events.ts) */
+  readonly sessionEvents = new SessionEvents();
   readonly bootstrap = new BootstrapCache();
   private toolChars?: number;
   /**

@@ -1,13 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
+import type { SessionChangeReason, SessionEvents } from "../infra/session-events.js";
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
+import { contentText } from "../providers/types.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
 import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
+import type { RunRecord, SessionRecord } from "../storage/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
 import { SessionService } from "./session-service.js";
+
+/** The session settings `patchSession` changes; `null` clears one (the agent's default applies again). */
+export interface SessionSettingsPatch {
+  label?: string | null;
+  /** "provider/model" */
+  model?: string | null;
+  thinking?: string | null;
+  verboseLevel?: string | null;
+  queueMode?: string | null;
+}
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
 export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, RunOrigin, WaitResult, WireStatus };
@@ -73,6 +86,16 @@ export class AgentService {
   /** Run ids of the session's active turn (host and messages merged into it) and of its queued messages. */
   activeRuns(sessionKey: string): string[] {
     return this.queue.activeRuns(sessionKey);
+  }
+
+  /** What the session is doing now: its active turn's run id (absent when idle) and the messages queued behind it. */
+  sessionActivity(sessionKey: string): { activeRunId?: string; queued: number } {
+    return this.queue.activity(sessionKey);
+  }
+
+  /** Recent run records, newest first (the console's Runs page); see `Store.listRecentRuns`. */
+  recentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[] {
+    return this.rt.store.listRecentRuns(opts);
   }
 
   /** Number of sessions with queued or active work held in memory (idle sessions are dropped). */
@@ -146,5 +169,72 @@ export class AgentService {
 
   newRunId(): string {
     return randomUUID();
+  }
+
+  /** Session created / reset / deleted / patched and transcript messages appended, for clients that follow them. */
+  get sessionEvents(): SessionEvents {
+    return this.rt.sessionEvents;
+  }
+
+  /** Tells the session's followers what happened to it (a gateway method reset, deleted or created it). */
+  sessionChanged(sessionKey: string, reason: SessionChangeReason): void {
+    this.rt.sessionEvents.emit({ type: "changed", sessionKey, reason });
+  }
+
+  /** The stored session, or undefined. */
+  session(key: string): SessionRecord | undefined {
+    return this.rt.store.getSession(key);
+  }
+
+  sessionById(sessionId: string): SessionRecord | undefined {
+    return this.rt.store.getSessionById(sessionId);
+  }
+
+  /** Creates the session when it does not exist (followers hear "created"); `created` says whether it did. */
+  createSession(key: string, agentId: string): { session: SessionRecord; created: boolean } {
+    const existing = this.rt.store.getSession(key);
+    if (existing) return { session: existing, created: false };
+    const session = this.rt.store.ensureSession(key, agentId, this.rt.clock.now());
+    this.sessionChanged(key, "created");
+    return { session, created: true };
+  }
+
+  /**
+   * Changes the session's settings; its next runs use them (a run already going keeps what it started with). The
+   * session must exist. Followers hear "patched".
+   */
+  patchSession(key: string, patch: SessionSettingsPatch): SessionRecord | undefined {
+    if (!this.rt.store.getSession(key)) return undefined;
+    const fields: Parameters<AgentRuntime["store"]["updateSession"]>[1] = { updatedAt: this.rt.clock.now() };
+    // undefined in a store patch clears the column, so only the settings named in the patch are passed on
+    if (patch.label !== undefined) fields.label = patch.label ?? undefined;
+    if (patch.model !== undefined) fields.modelOverride = patch.model ?? undefined;
+    if (patch.thinking !== undefined) fields.thinking = patch.thinking ?? undefined;
+    if (patch.verboseLevel !== undefined) fields.verboseLevel = patch.verboseLevel ?? undefined;
+    if (patch.queueMode !== undefined) fields.queueMode = patch.queueMode ?? undefined;
+    this.rt.store.updateSession(key, fields);
+    this.sessionChanged(key, "patched");
+    return this.rt.store.getSession(key);
+  }
+
+  /** The text of the first user message of the session's current transcript (a title), if any. */
+  firstUserText(session: SessionRecord): string | undefined {
+    // seq starts at 1 in each generation: these are its first rows
+    const rows = this.rt.store.readTranscript(session.key, { generation: session.generation, beforeSeq: 9, limit: 8 });
+    const first = rows.find((r) => r.message?.role === "user");
+    return first?.message && first.message.role === "user" ? contentText(first.message.content) : undefined;
+  }
+
+  /** The text of the last message of the session's current transcript, if any. */
+  lastMessageText(session: SessionRecord): string | undefined {
+    const rows = this.rt.store.readTranscript(session.key, {
+      generation: session.generation,
+      limit: 1,
+      kinds: ["message"],
+    });
+    const m = rows[0]?.message;
+    if (!m) return undefined;
+    if (m.role === "assistant") return m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+    return contentText(m.content);
   }
 }

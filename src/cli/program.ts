@@ -227,7 +227,7 @@ program
 
 program
   .command("gateway")
-  .description("run the gateway: WebSocket RPC + HTTP on one port")
+  .description("run the gateway: WebSocket RPC, HTTP /health and the web console (http://<host>:<port>/) on one port")
   .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")
   .option("--bind <mode>", "loopback (default), lan, or a host address")
   .option(

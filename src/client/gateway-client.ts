@@ -1,4 +1,4 @@
-import { type DeviceIdentity, deviceAuthPayload } from "../protocol/device.js";
+import { type DeviceIdentity, deviceAuthPayloadFor } from "../protocol/device.js";
 import {
   type ErrorShape,
   type EventFrame,
@@ -404,7 +404,7 @@ function connectParams(opts: GatewayClientOptions, client: ClientInfo, nonce: st
   if (opts.device) {
     const signedAt = Date.now();
     const signature = opts.device.sign(
-      deviceAuthPayload({
+      deviceAuthPayloadFor({
         deviceId: opts.device.id,
         clientId: client.id,
         clientMode: client.mode,

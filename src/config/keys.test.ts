@@ -257,6 +257,10 @@ const audit: Record<string, Audit> = {
     "a connection's requests beyond maxInFlightPerConnection are refused as retryable while other clients are served",
   ),
   "gateway.shutdownGraceMs": T.grace,
+  "gateway.allowedOrigins": pin(
+    "test/e2e/gateway-handshake.test.ts",
+    "browser origins: loopback and gateway.allowedOrigins connect, any other is refused naming the setting",
+  ),
   "diagnostics.enabled": T.diagnostics,
   "diagnostics.stuckSessionWarnMs": T.diagnostics,
   "diagnostics.stuckSessionAbortMs": T.diagnostics,

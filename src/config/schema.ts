@@ -259,6 +259,8 @@ export const configSchema = z.strictObject({
       // requests of one connection not answered yet (an `agent` request counts until its final answer)
       maxInFlightPerConnection: positiveInt.default(256),
       shutdownGraceMs: nonNegativeInt.default(10000),
+      // browser origins (scheme://host[:port]) allowed besides loopback ones and the gateway's own address
+      allowedOrigins: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
   // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing

@@ -327,6 +327,7 @@ export class CronScheduler {
     if (!session) return;
     if (this.store.readTranscript(sessionKey, { limit: 1, kinds: ["message"] }).length === 0) return;
     this.store.resetSession(sessionKey, now, "cron: isolated run");
+    this.deps.service.sessionChanged(sessionKey, "reset");
   }
 
   /** Follows the run: arms the job's deadline at lifecycle start, records how it ended. */

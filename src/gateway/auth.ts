@@ -1,7 +1,9 @@
 import {
   decodeDevicePublicKey,
   deviceAuthPayload,
+  deviceAuthPayloadV2,
   deviceIdForPublicKey,
+  devicePayloadVersion,
   verifyDeviceSignature,
 } from "../protocol/device.js";
 import { ErrorCodes, type ErrorShape } from "../protocol/frames.js";
@@ -25,11 +27,13 @@ export function authenticate(
 ): { error: ErrorShape } | { grant: Grant } {
   let grant: Grant = FULL_GRANT;
   if (opts.tokens.required) {
-    const given = params.auth?.token;
-    if (given === undefined || given === "") {
+    // Loopgate has no password mode: a password is the shared secret under another name (OpenClaw's Control UI
+    // sends it beside the token), so either one may carry it
+    const given = [params.auth?.token, params.auth?.password].filter((s): s is string => !!s);
+    if (given.length === 0) {
       return { error: unauthorized("params.auth.token: required (this gateway requires a token)") };
     }
-    const matched = opts.tokens.match(given);
+    const matched = given.map((s) => opts.tokens.match(s)).find((g) => g !== undefined);
     if (!matched) return { error: unauthorized("params.auth.token: invalid token") };
     grant = matched;
   }
@@ -50,20 +54,36 @@ function checkDevice(params: ConnectParams, opts: { nonce: string; now: number }
   if (Math.abs(opts.now - device.signedAt) > DEVICE_SIGNATURE_MAX_SKEW_MS) {
     return unauthorized("params.device.signedAt: too far from the gateway's clock");
   }
-  const payload = deviceAuthPayload({
-    deviceId: device.id,
-    clientId: params.client.id,
-    clientMode: params.client.mode,
-    role: params.role ?? "operator",
-    scopes: params.scopes ?? [],
-    signedAt: device.signedAt,
-    token: params.auth?.token ?? "",
-    nonce: device.nonce,
-    platform: params.client.platform,
-    deviceFamily: params.client.deviceFamily ?? "",
+  const version = devicePayloadVersion(params.client.deviceFamily);
+  // the token the client signed: the one it sent, or the password when that is what carries the secret
+  const signedTokens = [...new Set([params.auth?.token ?? "", params.auth?.password ?? ""])];
+  const signed = signedTokens.some((token) => {
+    const fields = {
+      deviceId: device.id,
+      clientId: params.client.id,
+      clientMode: params.client.mode,
+      role: params.role ?? "operator",
+      scopes: params.scopes ?? [],
+      signedAt: device.signedAt,
+      token,
+      nonce: device.nonce,
+    };
+    const payload =
+      version === "v3"
+        ? deviceAuthPayload({
+            ...fields,
+            platform: params.client.platform,
+            deviceFamily: params.client.deviceFamily ?? "",
+          })
+        : deviceAuthPayloadV2(fields);
+    return verifyDeviceSignature(raw, payload, device.signature);
   });
-  if (!verifyDeviceSignature(raw, payload, device.signature)) {
-    return unauthorized("params.device.signature: invalid signature for the v3 device payload");
+  if (!signed) {
+    const why =
+      version === "v3"
+        ? "the v3 device payload (v3 because client.deviceFamily was sent)"
+        : "the v2 device payload (v2 because no client.deviceFamily was sent)";
+    return unauthorized(`params.device.signature: invalid signature for ${why}`);
   }
   return undefined;
 }

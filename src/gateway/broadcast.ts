@@ -3,9 +3,11 @@ import type { EventBusPort } from "../events/bus-port.js";
 import { agentEventJson } from "../events/event-json.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
+import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
 import type { Diagnostic } from "../protocol/diagnostics.js";
-import type { ChatEventPayload } from "../protocol/payloads.js";
+import type { ChatEventPayload, SessionInfo, SessionMessageEvent, SessionsChangedEvent } from "../protocol/payloads.js";
 import { ChatProjector } from "./chat-projection.js";
+import { historyEntry } from "./history-entry.js";
 
 /** What the broadcaster needs of a connection. */
 export interface EventSink {
@@ -16,6 +18,8 @@ export interface EventSink {
   readonly ready: boolean;
   /** may see runs it did not start (operator.read / operator.admin); otherwise only the runs `watchRun` gave it */
   readonly seesAllRuns: boolean;
+  /** ready, and allowed to read this session (operator.read inside the token's sessions: access.ts) */
+  canReadSession(sessionKey: string): boolean;
   /** sends `{"type":"event","event":<name>,"payload":<payloadJson>,"seq":<next>}` */
   sendEventJson(prefix: string, payloadJson: string): void;
 }
@@ -29,6 +33,8 @@ const AGENT_PREFIX = eventPrefix("agent");
 const CHAT_PREFIX = eventPrefix("chat");
 const APPROVAL_REQUESTED_PREFIX = eventPrefix("exec.approval.requested");
 const APPROVAL_RESOLVED_PREFIX = eventPrefix("exec.approval.resolved");
+const SESSIONS_CHANGED_PREFIX = eventPrefix("sessions.changed");
+const SESSION_MESSAGE_PREFIX = eventPrefix("session.message");
 const DIAGNOSTIC_PREFIX = eventPrefix("diagnostic");
 
 /**
@@ -54,8 +60,17 @@ export class Broadcaster {
   private unsubscribeApprovals: (() => void) | undefined;
   private holdDepth = 0;
   private held: AgentEvent[] = [];
+  /** sessions.subscribe: sinks told of every change to a session they may read */
+  private readonly sessionFollowers = new Set<EventSink>();
+  /** sessions.messages.subscribe: session key → the sinks following its messages */
+  private readonly messageFollowers = new Map<string, Set<EventSink>>();
+  private readonly followedBy = new Map<EventSink, Set<string>>();
+  private unsubscribeSessions: (() => void) | undefined;
+  private describeSession: (key: string) => SessionInfo | undefined = () => undefined;
+  private readonly clock: Clock;
 
   constructor(opts: { clock: Clock; chatDeltaIntervalMs: number }) {
+    this.clock = opts.clock;
     this.chat = new ChatProjector({
       emit: (payload) => this.sendChat(payload),
       clock: opts.clock,
@@ -72,6 +87,46 @@ export class Broadcaster {
     this.unsubscribeApprovals = approvals.subscribe((ev) => this.onApprovalEvent(ev));
   }
 
+  /**
+   * sessions.changed / session.message from the runtime's session events; run status changes come from the
+   * lifecycle events this broadcaster already sees. `describe` gives the session as sessions.list shows it.
+   */
+  attachSessions(events: SessionEvents, describe: (key: string) => SessionInfo | undefined): void {
+    this.describeSession = describe;
+    this.unsubscribeSessions = events.subscribe((ev) => this.onSessionEvent(ev));
+  }
+
+  /** sessions.subscribe (on) / sessions.unsubscribe (off) */
+  followSessions(caller: object, on: boolean): void {
+    const sink = caller as EventSink;
+    if (!this.sinks.has(sink)) return;
+    if (on) this.sessionFollowers.add(sink);
+    else this.sessionFollowers.delete(sink);
+  }
+
+  /** sessions.messages.subscribe (on) / unsubscribe (off) for one session */
+  followMessages(caller: object, sessionKey: string, on: boolean): void {
+    const sink = caller as EventSink;
+    if (!this.sinks.has(sink)) return;
+    const keys = this.followedBy.get(sink);
+    if (on) {
+      if (keys) keys.add(sessionKey);
+      else this.followedBy.set(sink, new Set([sessionKey]));
+      const set = this.messageFollowers.get(sessionKey);
+      if (set) set.add(sink);
+      else this.messageFollowers.set(sessionKey, new Set([sink]));
+      return;
+    }
+    keys?.delete(sessionKey);
+    this.unfollowMessages(sessionKey, sink);
+  }
+
+  private unfollowMessages(sessionKey: string, sink: EventSink): void {
+    const set = this.messageFollowers.get(sessionKey);
+    set?.delete(sink);
+    if (set?.size === 0) this.messageFollowers.delete(sessionKey);
+  }
+
   add(sink: EventSink): void {
     this.sinks.add(sink);
     if (sink.seesAllRuns) this.broad.add(sink);
@@ -82,6 +137,9 @@ export class Broadcaster {
     this.broad.delete(sink);
     for (const runId of this.ownedBy.get(sink) ?? []) this.unwatch(runId, sink);
     this.ownedBy.delete(sink);
+    this.sessionFollowers.delete(sink);
+    for (const key of this.followedBy.get(sink) ?? []) this.unfollowMessages(key, sink);
+    this.followedBy.delete(sink);
   }
 
   /**
@@ -152,6 +210,8 @@ export class Broadcaster {
     this.unsubscribe = undefined;
     this.unsubscribeApprovals?.();
     this.unsubscribeApprovals = undefined;
+    this.unsubscribeSessions?.();
+    this.unsubscribeSessions = undefined;
     this.chat.dispose();
   }
 
@@ -164,11 +224,54 @@ export class Broadcaster {
   }
 
   private deliver(ev: AgentEvent): void {
-    if (ev.stream === "lifecycle") this.trackLifecycle(ev);
+    if (ev.stream === "lifecycle") {
+      this.trackLifecycle(ev);
+      const phase = ev.data.phase;
+      if (phase === "start" || phase === "end" || phase === "error") this.sessionChanged(ev.sessionKey, "status");
+    }
     // made once per event: the event store writer, which heard this event first, made it (events/event-json.ts)
     this.send(AGENT_PREFIX, agentEventJson(ev), ev.sessionKey, ev.runId);
     this.chat.onAgentEvent(ev);
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) this.forgetRun(ev.runId);
+  }
+
+  private onSessionEvent(ev: SessionEvent): void {
+    if (ev.type === "changed") {
+      this.sessionChanged(ev.sessionKey, ev.reason);
+      return;
+    }
+    const followers = this.messageFollowers.get(ev.sessionKey);
+    if (!followers) return;
+    const payload: SessionMessageEvent = {
+      sessionKey: ev.sessionKey,
+      key: ev.sessionKey,
+      messageSeq: ev.row.seq,
+      message: historyEntry(ev.row),
+    };
+    const json = JSON.stringify(payload);
+    for (const sink of followers)
+      if (sink.canReadSession(ev.sessionKey)) sink.sendEventJson(SESSION_MESSAGE_PREFIX, json);
+  }
+
+  /** sessions.changed to the subscribed sinks that may read the session; the session is described once for all */
+  private sessionChanged(sessionKey: string, reason: SessionsChangedEvent["reason"]): void {
+    if (this.sessionFollowers.size === 0) return;
+    let json: string | undefined;
+    for (const sink of this.sessionFollowers) {
+      if (!sink.canReadSession(sessionKey)) continue;
+      if (json === undefined) {
+        const session = reason === "deleted" ? undefined : this.describeSession(sessionKey);
+        const payload: SessionsChangedEvent = {
+          sessionKey,
+          key: sessionKey,
+          reason,
+          ts: this.clock.now(),
+          ...(session ? { session } : {}),
+        };
+        json = JSON.stringify(payload);
+      }
+      sink.sendEventJson(SESSIONS_CHANGED_PREFIX, json);
+    }
   }
 
   private onApprovalEvent(ev: ExecApprovalEvent): void {

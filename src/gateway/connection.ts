@@ -4,12 +4,12 @@ import {
   ErrorCodes,
   type ErrorShape,
   GATEWAY_EVENTS,
-  GATEWAY_METHODS,
   PROTOCOL_VERSION,
   type RequestFrame,
   UNKNOWN_REQUEST_ID,
 } from "../protocol/frames.js";
 import { ATTACHMENT_LIMITS, findLimitProblem } from "../protocol/limits.js";
+import { OPENCLAW_METHODS } from "../protocol/openclaw-methods.js";
 import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from "../protocol/params.js";
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
 import { ClientAccess } from "./access.js";
@@ -50,6 +50,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly onClosed: (conn: GatewayConnection) => void;
   private readonly remote: string | undefined;
   private readonly onAuthenticated: (() => void) | undefined;
+  /** why this socket's browser origin may not connect (origin.ts); `connect` is refused with it */
+  private readonly refusedOrigin: string | undefined;
   /** requests dispatched and not answered yet */
   private inFlight = 0;
   /** who started this connection's runs, for the audit ledger; set by a successful `connect` */
@@ -66,12 +68,14 @@ export class GatewayConnection implements EventSink, CallerConnection {
     onClosed: (conn: GatewayConnection) => void,
     remote?: string,
     onAuthenticated?: () => void,
+    refusedOrigin?: string,
   ) {
     this.ws = ws;
     this.gw = gw;
     this.onClosed = onClosed;
     this.remote = remote;
     this.onAuthenticated = onAuthenticated;
+    this.refusedOrigin = refusedOrigin;
     this.backpressure = new BackpressureMonitor({
       limitBytes: gw.limits.maxBufferedBytes,
       graceMs: gw.limits.slowConsumerMs,
@@ -107,6 +111,10 @@ export class GatewayConnection implements EventSink, CallerConnection {
 
   canSee(sessionKey: string, runId: string): boolean {
     return this.state === "ready" && this.access.canSeeRun(sessionKey, runId);
+  }
+
+  canReadSession(sessionKey: string): boolean {
+    return this.state === "ready" && this.access.canSeeSession(sessionKey);
   }
 
   canApprove(sessionKey: string): boolean {
@@ -316,6 +324,11 @@ export class GatewayConnection implements EventSink, CallerConnection {
       });
       return;
     }
+    if (this.refusedOrigin !== undefined) {
+      this.gw.logger.warn("origin refused", { conn: this.connId, remote: this.remote, reason: this.refusedOrigin });
+      this.refuse(frame.id, { code: ErrorCodes.forbidden, message: this.refusedOrigin });
+      return;
+    }
     const auth = authenticate(params, { tokens: this.gw.tokens, nonce: this.nonce, now: this.gw.now() });
     if ("error" in auth) {
       this.refuse(frame.id, auth.error);
@@ -331,7 +344,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
       type: "hello-ok",
       protocol: PROTOCOL_VERSION,
       server: { version: this.gw.version, connId: this.connId },
-      features: { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] },
+      // exactly what this gateway answers: the method registry, and the events it sends
+      features: { methods: [...this.gw.methods.keys()], events: [...GATEWAY_EVENTS] },
       snapshot: {
         presence: [],
         health: { ok: true, ts: this.gw.now() },
@@ -383,6 +397,16 @@ export class GatewayConnection implements EventSink, CallerConnection {
 
   private async run(frame: RequestFrame, reply: Reply): Promise<void> {
     const method = this.gw.methods.get(frame.method);
+    if (!method && OPENCLAW_METHODS.has(frame.method)) {
+      // an OpenClaw client calls what its protocol defines; a clear refusal keeps it working where an unknown
+      // method would make it treat the gateway as broken
+      reply.error({
+        code: ErrorCodes.unsupported,
+        message: `${frame.method} is not supported by this gateway (Loopgate serves the methods listed in hello-ok.features.methods)`,
+        details: { method: frame.method },
+      });
+      return;
+    }
     if (!method) {
       reply.error({
         code: ErrorCodes.unknownMethod,

@@ -7,8 +7,8 @@
 import type { SessionRecord, SessionService, TranscriptRow } from "../agent/session-service.js";
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
-import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { GatewayError } from "./errors.js";
+import { historyEntry } from "./history-entry.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
 
 const KIND = "chat.history";
@@ -20,20 +20,11 @@ type HistoryCursor = { s: string; g: number; b: number };
 export interface HistoryPageRequest {
   limit: number;
   cursor?: string;
-  /** the older seq cursor: rows of the current generation with a smaller seq */
+  /** the older seq cursor: rows of the generation with a smaller seq */
   before?: number;
+  /** which transcript generation (default the session's current one); a cursor carries its own */
+  generation?: number;
   maxBytes: number;
-}
-
-function toEntry(r: TranscriptRow): HistoryEntry {
-  return {
-    seq: r.seq,
-    kind: r.kind,
-    createdAt: r.createdAt,
-    ...(r.runId !== undefined ? { runId: r.runId } : {}),
-    ...(r.message !== undefined ? { message: r.message } : {}),
-    ...(r.text !== undefined ? { text: r.text } : {}),
-  };
 }
 
 /** Where the page starts: a cursor pins the generation it was made in, so a reset mid-paging does not mix them. */
@@ -44,7 +35,19 @@ function startPoint(session: SessionRecord, req: HistoryPageRequest): { generati
       message: "params.cursor: pass cursor or before, not both",
     });
   }
-  if (req.cursor === undefined) return { generation: session.generation, before: req.before };
+  if (req.cursor !== undefined && req.generation !== undefined) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: "params.cursor: pass cursor or generation, not both (a cursor keeps to its own generation)",
+    });
+  }
+  if (req.generation !== undefined && req.generation > session.generation) {
+    throw new GatewayError({
+      code: ErrorCodes.invalidParams,
+      message: `params.generation: session "${session.key}" has generations 1..${session.generation}`,
+    });
+  }
+  if (req.cursor === undefined) return { generation: req.generation ?? session.generation, before: req.before };
   const c = decodeCursor<HistoryCursor>(KIND, req.cursor, { s: "string", g: "number", b: "number" });
   if (c.s !== session.sessionId) {
     throw new GatewayError({
@@ -69,11 +72,17 @@ export async function readHistoryPage(
   let more = false;
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
-    const rows = await store.readTranscript(session.key, { generation, limit: want, beforeSeq: point });
+    // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references)
+    const rows = await store.readTranscript(session.key, {
+      generation,
+      limit: want,
+      beforeSeq: point,
+      imageData: true,
+    });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
-      const entry = toEntry(redactTranscriptRow(rows[i]));
+      const entry = historyEntry(rows[i]);
       if (!budget.take(JSON.stringify(entry))) {
         full = true;
         break;

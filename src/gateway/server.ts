@@ -22,12 +22,15 @@ import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
+import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
+import { originRefusal } from "./origin.js";
 import { PreAuthAdmission } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
+import { sessionInfo } from "./session-info.js";
 import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
 
 export interface GatewayStartInfo {
@@ -68,6 +71,8 @@ export interface GatewayOptions {
   onStartup?: (info: GatewayStartInfo) => void | Promise<void>;
   /** Hook point `gateway:shutdown`: called after runs were drained, before sockets and the store close. */
   onShutdown?: (info: { reason: string }) => void | Promise<void>;
+  /** The web console's built files (default: dist/console beside the gateway's own code). */
+  consoleDir?: string;
 }
 
 export interface GatewayHandle {
@@ -92,19 +97,6 @@ const CLOSE_HANDSHAKE_MS = 1000;
 
 function reject(socket: Duplex, status: number, text: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-}
-
-/**
- * A browser page can open a WebSocket to loopback from any site. Without a token that would hand the agent to
- * whatever page the user visits, so cross-site upgrades are only accepted when a token protects the gateway.
- */
-function originAllowed(origin: string | undefined, tokenConfigured: boolean): boolean {
-  if (origin === undefined || tokenConfigured) return true;
-  try {
-    return isLoopbackHost(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
 }
 
 /** "Try again later": the close code for a connection refused because too many others are still handshaking. */
@@ -221,6 +213,10 @@ async function listen(
   });
   broadcaster.attach(rt.bus);
   broadcaster.attachApprovals(rt.execApprovals);
+  broadcaster.attachSessions(service.sessionEvents, (key) => {
+    const s = service.session(key);
+    return s ? sessionInfo(s, { running: service.activeRuns(key).length > 0 }) : undefined;
+  });
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   // attached before recovery, so runs a previous process left are recorded as they are failed
@@ -267,6 +263,7 @@ async function listen(
     ...(diagnostics ? { diagnostics } : {}),
   };
 
+  const consoleAssets = new ConsoleAssets(opts.consoleDir);
   const connections = new Set<GatewayConnection>();
   let closing: Promise<void> | undefined;
 
@@ -290,7 +287,11 @@ async function listen(
       }
       return send(status, closing ? { ...health(), ok: false, draining: true } : health());
     }
-    if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
+    const readOnly = req.method === "GET" || req.method === "HEAD";
+    // the web console (SPEC 19): index.html at `/`, its hashed assets under /assets/
+    if (readOnly && consoleAssets.serve(req, res, path)) return;
+    if (path === "/" && readOnly) {
+      // a gateway run from src/ (no console built) still says what it is
       return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
     }
     send(404, { ok: false, error: `not found: ${req.method} ${path}` });
@@ -307,8 +308,13 @@ async function listen(
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
     if (closing) return reject(socket, 503, "Service Unavailable");
-    if (!originAllowed(req.headers.origin, tokens.required)) return reject(socket, 403, "Forbidden");
     const remote = req.socket.remoteAddress ?? "unknown";
+    // a refused origin still gets its socket: the refusal comes as the answer to `connect`, which a browser client
+    // can show (an HTTP 403 reaches the page as a bare close)
+    const refusedOrigin = originRefusal(req.headers.origin, {
+      allowedOrigins: cfg.allowedOrigins,
+      host: req.headers.host,
+    });
     wss.handleUpgrade(req, socket, head, (ws) => {
       const admitted = admission.admit(remote);
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
@@ -317,7 +323,7 @@ async function listen(
         connections.delete(c);
         broadcaster.remove(c);
       };
-      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, admitted.release);
+      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, admitted.release, refusedOrigin);
       connections.add(conn);
     });
   });

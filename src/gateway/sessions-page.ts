@@ -20,7 +20,7 @@ export interface SessionsPageRequest {
   cursor?: string;
   maxBytes: number;
   /** a client without read scope lists only the sessions it may see */
-  canSee(key: string): boolean;
+  canSee(key: string, session: SessionRecord): boolean;
   info(s: SessionRecord): SessionInfo;
 }
 
@@ -47,7 +47,7 @@ export async function readSessionsPage(
         more = true;
         break scan;
       }
-      if (!req.canSee(s.key)) continue;
+      if (!req.canSee(s.key, s)) continue;
       const info = req.info(s);
       if (!budget.take(JSON.stringify(info))) {
         more = true;

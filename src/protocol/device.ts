@@ -1,41 +1,22 @@
 /**
- * Device identity (SPEC 14): an Ed25519 key pair. The client signs the v3 payload string with the challenge nonce;
- * the gateway verifies it. Both ends build the payload with the same function, so they cannot drift apart.
+ * Device identity (SPEC 14): an Ed25519 key pair. The client signs the payload string with the challenge nonce; the
+ * gateway verifies it. Both ends build the payload with the same function, so they cannot drift apart. Two payload
+ * versions exist: v3 binds the client's platform and device family; v2 (what OpenClaw's web Control UI signs) ends
+ * at the nonce. The gateway expects v3 when the client sends a device family, v2 otherwise.
  */
 import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from "node:crypto";
 
 /** DER SPKI header of an Ed25519 public key; the raw 32 key bytes follow it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
-export interface DeviceAuthFields {
-  deviceId: string;
-  clientId: string;
-  clientMode: string;
-  role: string;
-  scopes: readonly string[];
-  signedAt: number;
-  token: string;
-  nonce: string;
-  platform: string;
-  deviceFamily: string;
-}
-
-/** `v3|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>|<platform>|<deviceFamily>` */
-export function deviceAuthPayload(f: DeviceAuthFields): string {
-  return [
-    "v3",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-    f.platform,
-    f.deviceFamily.toLowerCase(),
-  ].join("|");
-}
+// the payloads are built in a module without node:crypto, so the web console signs exactly what is verified here
+export {
+  type DeviceAuthFields,
+  deviceAuthPayload,
+  deviceAuthPayloadFor,
+  deviceAuthPayloadV2,
+  devicePayloadVersion,
+} from "./device-payload.js";
 
 export function deviceIdForPublicKey(raw: Buffer): string {
   return createHash("sha256").update(raw).digest("hex");

@@ -50,6 +50,8 @@ export const ErrorCodes = {
   unavailable: "unavailable",
   conflict: "conflict",
   internal: "internal_error",
+  /** a method of the OpenClaw protocol that Loopgate does not serve (the message names it) */
+  unsupported: "unsupported",
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
@@ -78,6 +80,29 @@ export const GATEWAY_METHODS = [
   "cron.add",
   "cron.remove",
   "cron.run",
+  "runs.list",
+  "sessions.subscribe",
+  "sessions.unsubscribe",
+  "sessions.messages.subscribe",
+  "sessions.messages.unsubscribe",
+  "sessions.observer.visibility",
+  "sessions.create",
+  "sessions.resolve",
+  "sessions.describe",
+  "sessions.patch",
+  "chat.startup",
+  "chat.metadata",
+  "agents.list",
+  "agent.identity.get",
+  "models.list",
+  "models.authStatus",
+  "status",
+  "update.status",
+  "commands.list",
+  "config.get",
+  "cron.status",
+  "plugin.approval.list",
+  "question.list",
   "agent.events",
   "diagnostics.list",
 ] as const;
@@ -91,6 +116,8 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "sessions.changed",
+  "session.message",
   "diagnostic",
 ] as const;
 export type GatewayEventName = (typeof GATEWAY_EVENTS)[number];

@@ -57,7 +57,8 @@ export const connectParamsSchema = ignoring(
       displayName: z.string().optional(),
       instanceId: z.string().optional(),
     }),
-    auth: z.object({ token: z.string().optional() }).optional(),
+    /** `password` is taken as the shared secret too (Loopgate has no password mode); other OpenClaw auth fields are dropped */
+    auth: z.object({ token: z.string().optional(), password: z.string().optional() }).optional(),
     role: nonEmpty.optional(),
     scopes: z.array(nonEmpty).optional(),
     caps: z.array(z.string()).optional(),
@@ -188,7 +189,6 @@ export const chatSendParamsSchema = ignoring(
     "originatingThreadId",
     "replyToId",
     "toolBindings",
-    "timeoutMs",
     "systemInputProvenance",
     "systemProvenanceReceipt",
     "suppressCommandInterpretation",
@@ -210,6 +210,8 @@ export const chatSendParamsSchema = ignoring(
     /** Loopgate's own, as on `agent` */
     blockStreaming: z.enum(["on", "off"]).optional(),
     deliver: z.boolean().optional(),
+    /** OpenClaw's run timeout in ms: the run's `timeout`, in whole seconds rounded up (0: unlimited) */
+    timeoutMs: z.number().int().min(0).optional(),
     attachments,
   }),
 );
@@ -229,6 +231,8 @@ export const chatHistoryParamsSchema = ignoring(
     cursor: pageCursor.optional(),
     /** seq cursor: only rows with a smaller seq */
     before: z.number().int().min(1).optional(),
+    /** Loopgate's own: an earlier transcript generation (one kept by /new, /reset, sessions.reset); default current */
+    generation: z.number().int().min(1).optional(),
   }),
 );
 
@@ -238,10 +242,6 @@ export const sessionsListParamsSchema = ignoring(
     "activeMinutes",
     "requireLastInteraction",
     "sortBy",
-    "includeGlobal",
-    "includeUnknown",
-    "configuredAgentsOnly",
-    "includeDerivedTitles",
     "includeLastMessage",
     "label",
     "boardFace",
@@ -251,7 +251,6 @@ export const sessionsListParamsSchema = ignoring(
     "involvingMe",
     "involvingProfileId",
     "includePeople",
-    "spawnedBy",
     "search",
     "archived",
   ],
@@ -260,6 +259,16 @@ export const sessionsListParamsSchema = ignoring(
     agentId: agentId.optional(),
     /** the previous page's nextCursor */
     cursor: pageCursor.optional(),
+    /** OpenClaw's filters: the global session (key "global") is listed unless this is false */
+    includeGlobal: z.boolean().optional(),
+    /** Loopgate knows every session's kind, so there is nothing "unknown" to include or leave out */
+    includeUnknown: z.boolean().optional(),
+    /** only sessions of agents in the config (a removed agent's sessions are left out) */
+    configuredAgentsOnly: z.boolean().optional(),
+    /** each row gets `derivedTitle`: the start of its first user message */
+    includeDerivedTitles: z.boolean().optional(),
+    /** only sessions spawned by that session: Loopgate spawns none, so the list is empty */
+    spawnedBy: nonEmpty.optional(),
   }),
 );
 
@@ -477,6 +486,200 @@ const cronJobRef = z
 export const cronAddParamsSchema = cronJobSchema;
 export const cronRemoveParamsSchema = cronJobRef;
 export const cronRunParamsSchema = cronJobRef;
+
+/** The most runs one `runs.list` answer may hold. */
+export const RUNS_LIST_MAX_LIMIT = 200;
+
+/** `runs.list` (the web console's Runs page): the newest runs, of one session when `sessionKey` is given. */
+export const runsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+  /** default 50 */
+  limit: z.number().int().min(1).max(RUNS_LIST_MAX_LIMIT).optional(),
+});
+
+/** OpenClaw's SessionsDescribeParams */
+export const sessionsDescribeParamsSchema = z.strictObject({
+  key: nonEmpty,
+  includeDerivedTitles: z.boolean().optional(),
+  includeLastMessage: z.boolean().optional(),
+});
+
+/** OpenClaw's SessionsResolveParams: the first of key, sessionId, label that finds a session */
+export const sessionsResolveParamsSchema = ignoring(
+  ["shortId", "slugHint"],
+  z.strictObject({
+    key: nonEmpty.optional(),
+    sessionId: nonEmpty.optional(),
+    label: nonEmpty.max(512).optional(),
+    agentId: agentId.optional(),
+    spawnedBy: nonEmpty.optional(),
+    includeGlobal: z.boolean().optional(),
+    includeUnknown: z.boolean().optional(),
+    /** answer `{ok: false}` instead of not_found */
+    allowMissing: z.boolean().optional(),
+  }),
+);
+
+/**
+ * OpenClaw's SessionsCreateParams: Loopgate uses the key (or makes one), agent, label, model and thinking level, and
+ * sends `message` when given; the workspace, worktree, permission and sharing fields are accepted and ignored.
+ */
+export const sessionsCreateParamsSchema = ignoring(
+  [
+    "displayName",
+    "category",
+    "contextWindow",
+    "fastMode",
+    "permissionMode",
+    "toolOverrides",
+    "incognito",
+    "visibility",
+    "catalogId",
+    "parentSessionKey",
+    "spawnDepth",
+    "fork",
+    "forkFrom",
+    "emitCommandHooks",
+    "succeedsParent",
+    "task",
+    "projectId",
+    "projectGitUrl",
+    "worktree",
+    "worktreeBaseRef",
+    "worktreeName",
+    "execNode",
+    "cwd",
+  ],
+  z.strictObject({
+    key: nonEmpty.max(512).optional(),
+    idempotencyKey: nonEmpty.max(512).optional(),
+    agentId: agentId.optional(),
+    label: nonEmpty.max(512).optional(),
+    model: nonEmpty.optional(),
+    thinkingLevel: z.enum(thinkingLevels).optional(),
+    message: z.string().optional(),
+    attachments,
+  }),
+);
+
+/** `null` clears a setting (OpenClaw's patch convention) */
+const clearable = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
+
+/**
+ * OpenClaw's SessionsPatchParams. What Loopgate applies to the session's next runs: `model` ("provider/model"),
+ * `thinkingLevel`, `verboseLevel`, `label`, and its own `queueMode`; OpenClaw's other session settings are accepted
+ * and ignored.
+ */
+export const sessionsPatchParamsSchema = ignoring(
+  [
+    "expectedSessionId",
+    "expectedLifecycleRevision",
+    "expectedPermissionMode",
+    "expectedToolOverrides",
+    "expectedMarkedUnreadAt",
+    "icon",
+    "color",
+    "category",
+    "boardFace",
+    "statusNote",
+    "attention",
+    "ttlMinutes",
+    "archived",
+    "pinned",
+    "unread",
+    "contextWindow",
+    "fastMode",
+    "toolOverrides",
+    "traceLevel",
+    "reasoningLevel",
+    "responseUsage",
+    "elevatedLevel",
+    "execHost",
+    "execSecurity",
+    "execAsk",
+    "execNode",
+    "permissionMode",
+    "completionOwnerSessionKey",
+    "inheritedToolPolicyVersion",
+    "inheritedToolAllow",
+    "inheritedToolDeny",
+    "sendPolicy",
+    "groupActivation",
+  ],
+  z.strictObject({
+    key: nonEmpty,
+    agentId: agentId.optional(),
+    label: clearable(nonEmpty.max(512)),
+    model: clearable(z.string().regex(/^[^/\s]+\/\S+$/, { message: 'expected "provider/model"' })),
+    thinkingLevel: clearable(z.enum(thinkingLevels)),
+    verboseLevel: clearable(z.enum(verboseLevels)),
+    /** Loopgate's own: the session's queue mode (SPEC 2) */
+    queueMode: clearable(z.enum(queueModes)),
+  }),
+);
+export type SessionsPatchParams = z.infer<typeof sessionsPatchParamsSchema>;
+
+/** sessions.subscribe / sessions.unsubscribe take nothing */
+export const emptyParamsSchema = z.strictObject({});
+
+/** OpenClaw's SessionsMessagesSubscribeParams / SessionsMessagesUnsubscribeParams */
+export const sessionsMessagesSubscribeParamsSchema = ignoring(
+  ["includeApprovals"],
+  z.strictObject({ key: nonEmpty, agentId: agentId.optional() }),
+);
+
+/** OpenClaw's SessionsObserverVisibilityParams: accepted; Loopgate has no observer to pause */
+export const sessionsObserverVisibilityParamsSchema = z.strictObject({ visible: z.boolean() });
+
+/** OpenClaw's ChatMetadataParams */
+export const chatMetadataParamsSchema = z.strictObject({
+  agentId: agentId.optional(),
+  sessionKey: nonEmpty.optional(),
+});
+
+/** chat.startup has no published params definition: the session a chat view opens on, if it names one */
+export const chatStartupParamsSchema = z.looseObject({
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+});
+
+/** OpenClaw's AgentIdentityParams */
+export const agentIdentityParamsSchema = z.strictObject({
+  agentId: agentId.optional(),
+  sessionKey: z.string().optional(),
+});
+
+/** OpenClaw's ModelsListParams: `view` picks which models (Loopgate lists configured ones in every view) */
+export const modelsListParamsSchema = ignoring(
+  // sessionKey: OpenClaw's Control UI (2026.9.6) sends it, though the published schema (2026.9.1) does not list it
+  ["includeProviderCapabilities", "preparedOnly", "refresh", "sessionKey"],
+  z.strictObject({
+    agentId: agentId.optional(),
+    view: z.enum(["default", "configured", "provider-config", "all"]).optional(),
+  }),
+);
+
+/** OpenClaw's ModelsAuthStatusParams */
+export const modelsAuthStatusParamsSchema = z.strictObject({
+  refresh: z.boolean().optional(),
+  agentId: z.string().optional(),
+});
+
+/** OpenClaw's UpdateStatusParams */
+export const updateStatusParamsSchema = z.strictObject({ refreshCheckout: z.boolean().optional() });
+
+/** OpenClaw's CommandsListParams */
+export const commandsListParamsSchema = z.strictObject({
+  sessionKey: nonEmpty.optional(),
+  agentId: agentId.optional(),
+  provider: nonEmpty.optional(),
+  scope: z.enum(["text", "native", "both"]).optional(),
+  includeArgs: z.boolean().optional(),
+});
+
+/** status and plugin.approval.list have no published params definition; OpenClaw clients send none */
+export const looseEmptyParamsSchema = z.looseObject({});
 
 /**
  * agent.events (SPEC 15, 20): a run's stored events after `afterSeq`, then its live ones. `cursor` (the previous

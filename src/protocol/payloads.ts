@@ -111,22 +111,49 @@ export interface HealthResult {
   stuckSessions: number;
 }
 
-/** A session as the gateway shows it: the store record minus internals (the skills snapshot). */
+/**
+ * A session as the gateway shows it: the store record minus internals (the skills snapshot). It is also an OpenClaw
+ * `SessionRow` (that definition allows more properties): `kind`, `model`/`modelProvider`, `thinkingLevel`,
+ * `verboseLevel`, `status` and `derivedTitle` carry its names.
+ */
 export interface SessionInfo {
   key: string;
   sessionId: string;
+  /** OpenClaw's session kind: "global" for the global session, "direct" for every other */
+  kind: "direct" | "global";
   agentId: string;
   generation: number;
   createdAt: number;
   updatedAt: number;
   label?: string;
+  /** the session's model override, "provider/model" */
   model?: string;
+  /** the provider part of `model` */
+  modelProvider?: string;
   thinking?: string;
+  /** the same as `thinking`, under OpenClaw's sessions.patch name */
+  thinkingLevel?: string;
+  verboseLevel?: string;
   queueMode?: string;
+  /** "running" while a run of the session is in progress */
+  status?: "running";
+  /** the start of the first user message (when asked for with includeDerivedTitles) */
+  derivedTitle?: string;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
   compactionCount: number;
+  /** what the session is doing now, queued work included (Loopgate's own; `status` keeps to OpenClaw's values) */
+  activity?: SessionActivity;
+}
+
+/** A session's live state: `running` while a turn holds it, `queued` when messages wait and none runs yet. */
+export interface SessionActivity {
+  state: "idle" | "running" | "queued";
+  /** the run of the active turn */
+  activeRunId?: string;
+  /** messages waiting behind the active turn (or for the session's lanes) */
+  queued: number;
 }
 
 export interface SessionsListResult {
@@ -154,12 +181,27 @@ export interface SessionsDeleteResult {
   archived: string[];
 }
 
+/**
+ * One transcript row as chat clients read it. A message row is OpenClaw's (pi-ai) message shape, spread: `role`
+ * ("user" | "assistant" | "toolResult"), `content` (text, `thinking`, `toolCall` and `image` blocks; a small image
+ * carries its bytes, a big one is a reference `{blob, bytes, omitted: true}`: gateway/history-entry.ts), the tool result's `toolCallId` / `toolName` / `isError`, and
+ * `timestamp`; Loopgate adds the row's `seq`, `kind`, `createdAt` and `runId`. Compaction and reset rows carry `text`.
+ */
 export interface HistoryEntry {
   seq: number;
   kind: "message" | "compaction" | "reset";
   runId?: string;
   createdAt: number;
-  message?: unknown;
+  /** createdAt, under OpenClaw's message field name */
+  timestamp: number;
+  role?: string;
+  content?: unknown;
+  toolCallId?: string;
+  toolName?: string;
+  isError?: boolean;
+  stopReason?: string;
+  model?: string;
+  usage?: unknown;
   text?: string;
 }
 
@@ -304,6 +346,134 @@ export interface CronRunResult {
 export interface CronHealth {
   jobs: number;
   last: Array<{ jobId: string; status: CronRunStatus; at: number; runId?: string }>;
+}
+
+/** One run as `runs.list` shows it: the run record's metadata, never its input or reply text. */
+export interface RunInfo {
+  runId: string;
+  sessionKey: string;
+  status: "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+  acceptedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  durationMs?: number;
+  /** provider/model that answered */
+  model?: string;
+  usage?: { input: number; output: number; total: number };
+  stopReason?: string;
+  /** the error's kind/summary as the run record has it */
+  error?: string;
+  /** what happened to the message (started, queued, collected, …) */
+  receipt?: string;
+  /** who started it: a client id, "device:<id>", "cli", "cron:<jobId>" */
+  actor?: string;
+}
+
+/** `runs.list`: newest first. */
+export interface RunsListResult {
+  runs: RunInfo[];
+}
+
+/** `sessions.changed` (to clients that called sessions.subscribe and may see the session) */
+export interface SessionsChangedEvent {
+  sessionKey: string;
+  /** the same key, under the name OpenClaw's sessions.* methods use */
+  key: string;
+  /** what happened; "status": a run of the session started or ended */
+  reason: "created" | "reset" | "deleted" | "patched" | "status";
+  ts: number;
+  /** the session as sessions.list shows it (absent once deleted) */
+  session?: SessionInfo;
+}
+
+/** `session.message` (to clients that called sessions.messages.subscribe for the session): a row just appended */
+export interface SessionMessageEvent {
+  sessionKey: string;
+  key: string;
+  /** the row's seq in the session's current transcript generation */
+  messageSeq: number;
+  message: HistoryEntry;
+}
+
+/** sessions.subscribe, sessions.unsubscribe, sessions.messages.(un)subscribe */
+export interface SubscribeResult {
+  ok: true;
+  /** sessions.messages.*: the session followed */
+  key?: string;
+  /** whether this connection now receives the events */
+  subscribed: boolean;
+}
+
+/** sessions.describe */
+export interface SessionsDescribeResult {
+  ok: true;
+  key: string;
+  session: SessionInfo;
+  /** the last message's text (when asked for with includeLastMessage) */
+  lastMessagePreview?: string;
+}
+
+/** sessions.patch */
+export interface SessionsPatchResult {
+  ok: true;
+  key: string;
+  session: SessionInfo;
+}
+
+/** chat.metadata: what a chat view shows beside a session */
+export interface ChatMetadataResult {
+  agentId: string;
+  sessionKey?: string;
+  session?: SessionInfo;
+  agent: AgentIdentity;
+  /** the model the session's next run uses, "provider/model" */
+  model?: string;
+  thinkingLevels: string[];
+  verboseLevels: string[];
+  queueModes: string[];
+}
+
+/** chat.startup: what a chat view needs to open */
+export interface ChatStartupResult {
+  defaultAgentId: string;
+  mainKey: string;
+  sessionKey: string;
+  agents: Array<{ id: string; name?: string }>;
+  session?: SessionInfo;
+  history: ChatHistoryResult;
+}
+
+/** agent.identity.get: OpenClaw's AgentIdentityResult */
+export interface AgentIdentity {
+  agentId: string;
+  name?: string;
+  nameSource?: "config" | "agent" | "workspace" | "default";
+  avatar?: string;
+  avatarStatus?: "none" | "local" | "remote" | "data";
+  emoji?: string;
+}
+
+/** status: the gateway at a glance (no published result definition) */
+export interface StatusResult {
+  ok: boolean;
+  version: string;
+  uptimeMs: number;
+  activeRuns: number;
+  sessions: number;
+  defaultAgentId: string;
+  agents: string[];
+  cron?: CronHealth;
+}
+
+/** models.authStatus: per provider, whether a key is configured (never the key) */
+export interface ModelsAuthStatusResult {
+  providers: Array<{ provider: string; api: string; configured: boolean; source: "config" | "env" | "none" }>;
+}
+
+/** config.get: the effective config with every secret replaced by "[redacted]" */
+export interface ConfigGetResult {
+  config: unknown;
+  redacted: string[];
 }
 
 /**

@@ -55,6 +55,13 @@ export class SessionQueue {
     return ids;
   }
 
+  /** What the session is doing now: the run of its active turn (if any) and how many messages wait behind it. */
+  activity(sessionKey: string): { activeRunId?: string; queued: number } {
+    const s = this.ctx.sessions.get(sessionKey);
+    if (!s) return { queued: 0 };
+    return { ...(s.active ? { activeRunId: s.active.host.runId } : {}), queued: queuedInputs(s) };
+  }
+
   /** Inputs accepted and not started yet, over every session (O(sessions with work)). */
   get queueDepth(): number {
     let n = 0;

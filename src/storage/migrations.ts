@@ -141,6 +141,14 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       );
     `,
   },
+  {
+    version: 6,
+    name: "session verbose level",
+    // sessions.patch sets it beside model, thinking and queue mode; the session's next runs read it
+    sql: `
+      ALTER TABLE sessions ADD COLUMN verbose_level TEXT;
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

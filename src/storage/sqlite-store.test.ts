@@ -480,6 +480,18 @@ describe("runs", () => {
     expect(s.listRuns({ limit: 1 }).map((r) => r.runId)).toEqual(["done"]);
   });
 
+  it("lists the newest runs first (ties: the later created first), of all sessions or of one", () => {
+    const s = store();
+    s.createRun(run("late", "queued", 30));
+    s.createRun(run("early", "running", 10));
+    s.createRun(run("other", "ok", 20, { sessionKey: "agent:main:other" }));
+    s.createRun(run("tie", "ok", 30));
+    expect(s.listRecentRuns({ limit: 10 }).map((r) => r.runId)).toEqual(["tie", "late", "other", "early"]);
+    expect(s.listRecentRuns({ limit: 2 }).map((r) => r.runId)).toEqual(["tie", "late"]);
+    expect(s.listRecentRuns({ limit: 10, sessionKey: "agent:main:other" }).map((r) => r.runId)).toEqual(["other"]);
+    expect(s.listRecentRuns({ limit: 10, sessionKey: "agent:main:none" })).toEqual([]);
+  });
+
   it("pruning drops old and surplus finished runs but never queued or running ones", () => {
     const s = store();
     const DAY = 86_400_000;

@@ -34,6 +34,7 @@ const sessionColumns: Record<string, string> = {
   modelOverride: "model_override",
   thinking: "thinking",
   queueMode: "queue_mode",
+  verboseLevel: "verbose_level",
   inputTokens: "input_tokens",
   outputTokens: "output_tokens",
   totalTokens: "total_tokens",
@@ -69,6 +70,7 @@ function toSession(r: Row): SessionRecord {
     modelOverride: opt(r.model_override),
     thinking: opt(r.thinking),
     queueMode: opt(r.queue_mode),
+    verboseLevel: opt(r.verbose_level),
     inputTokens: r.input_tokens as number,
     outputTokens: r.output_tokens as number,
     totalTokens: r.total_tokens as number,
@@ -568,6 +570,14 @@ export class SqliteStore implements Store {
     }
     const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY accepted_at ASC, rowid ASC LIMIT ?`;
     return (this.prep(sql).all(...args, opts.limit ?? -1) as Row[]).map(toRun);
+  }
+
+  listRecentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[] {
+    const sql = opts.sessionKey
+      ? "SELECT * FROM runs WHERE session_key = ? ORDER BY accepted_at DESC, rowid DESC LIMIT ?"
+      : "SELECT * FROM runs ORDER BY accepted_at DESC, rowid DESC LIMIT ?";
+    const args = opts.sessionKey ? [opts.sessionKey, opts.limit] : [opts.limit];
+    return (this.prep(sql).all(...args) as Row[]).map(toRun);
   }
 
   pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number {

@@ -26,6 +26,8 @@ export interface SessionRecord {
   modelOverride?: string;
   thinking?: string;
   queueMode?: string;
+  /** inline tool summaries for this session's runs (sessions.patch verboseLevel); unset: the agent's default */
+  verboseLevel?: string;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
@@ -150,6 +152,11 @@ export interface Store {
   getRun(runId: string): RunRecord | undefined;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void;
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
+  /**
+   * The newest `limit` run records (by acceptedAt, ties newest-created first), of one session when `sessionKey` is
+   * given. A read of committed records only; no ordering guarantee beyond that.
+   */
+  listRecentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[];
   /**
    * drops finished run records older than maxAgeMs and beyond maxCount (newest kept), and the stored events of the
    * runs it drops, in one transaction

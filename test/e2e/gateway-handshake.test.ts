@@ -130,6 +130,59 @@ describe("gateway handshake", () => {
     peer.close();
   });
 
+  it("accepts OpenClaw's v2 device payload from a client that sends no device family, and v3 only with one", async () => {
+    const { url } = await gateway({ gateway: { token: "tok" } });
+    const device = createDeviceIdentity();
+    const signed = async (payload: (nonce: string, signedAt: number) => string, client: Record<string, unknown>) => {
+      const peer = await RawPeer.open(url);
+      const challenge = await peer.seen((f) => f.event === "connect.challenge");
+      const nonce = String(challenge.payload?.nonce);
+      const signedAt = Date.now();
+      const res = await peer.call("connect", {
+        minProtocol: 4,
+        maxProtocol: 4,
+        client: { id: "openclaw-control-ui", version: "1", platform: "web", mode: "webchat", ...client },
+        role: "operator",
+        scopes: ["operator.admin"],
+        auth: { token: "tok", password: "tok" },
+        device: {
+          id: device.id,
+          publicKey: device.publicKey,
+          signature: device.sign(payload(nonce, signedAt)),
+          signedAt,
+          nonce,
+        },
+      });
+      peer.close();
+      return res;
+    };
+    const v2 = (nonce: string, at: number) =>
+      `v2|${device.id}|openclaw-control-ui|webchat|operator|operator.admin|${at}|tok|${nonce}`;
+    const v3 = (nonce: string, at: number) =>
+      `v3|${device.id}|openclaw-control-ui|webchat|operator|operator.admin|${at}|tok|${nonce}|web|browser`;
+    expect((await signed(v2, {})).ok).toBe(true);
+    expect((await signed(v3, { deviceFamily: "Browser" })).ok).toBe(true);
+    // the version follows from what the client sent: a v2 signature with a device family is not accepted
+    const mixed = await signed(v2, { deviceFamily: "Browser" });
+    expect(mixed.error?.message).toMatch(/v3 device payload \(v3 because client\.deviceFamily was sent\)/);
+    expect((await signed(v3, {})).error?.message).toMatch(/v2 device payload/);
+  });
+
+  it("takes auth.password as the shared secret (Loopgate has no password mode)", async () => {
+    const { url } = await gateway({ gateway: { token: "tok" } });
+    const byPassword = await RawPeer.open(url);
+    const challenge = await byPassword.seen((f) => f.event === "connect.challenge");
+    expect(challenge).toBeDefined();
+    const client = { id: "openclaw-control-ui", version: "1", platform: "web", mode: "webchat" };
+    const ok = await byPassword.call("connect", { minProtocol: 4, maxProtocol: 4, client, auth: { password: "tok" } });
+    expect(ok.ok).toBe(true);
+    byPassword.close();
+    const wrong = await RawPeer.open(url);
+    await wrong.seen((f) => f.event === "connect.challenge");
+    const res = await wrong.call("connect", { minProtocol: 4, maxProtocol: 4, client, auth: { password: "nope" } });
+    expect(res.error).toMatchObject({ code: "unauthorized" });
+  });
+
   it("refuses a bad device signature, a foreign nonce, and an id that is not the key's hash", async () => {
     const { url } = await gateway();
     const device = createDeviceIdentity();
@@ -269,13 +322,24 @@ describe("gateway handshake", () => {
     expect((await httpGet(`http://127.0.0.1:${gw.port}/nope`)).status).toBe(404);
   });
 
-  it("refuses a WebSocket from a foreign web origin when no token protects the gateway", async () => {
-    const { url } = await gateway();
-    const foreign = new RawPeer(url, { headers: { origin: "https://evil.example" } });
-    await expect(foreign.opened).rejects.toThrow(/403/);
-    const local = new RawPeer(url, { headers: { origin: "http://localhost:5173" } });
-    await local.opened;
-    local.close();
+  it("browser origins: loopback and gateway.allowedOrigins connect, any other is refused naming the setting", async () => {
+    const { url } = await gateway({ config: { gateway: { allowedOrigins: ["https://console.example"] } } });
+    const originOf = (origin: string) => new RawPeer(url, { headers: { origin } });
+    // a site the user happens to visit: the socket opens, connect is refused with the setting to change
+    const foreign = originOf("https://evil.example");
+    const refused = await foreign.connect();
+    expect(refused.error).toMatchObject({ code: "forbidden" });
+    expect(refused.error?.message).toMatch(/"https:\/\/evil\.example" is not allowed.*gateway\.allowedOrigins/);
+    await foreign.closed;
+    for (const allowed of ["http://localhost:5173", "http://127.0.0.1:8080", "https://console.example"]) {
+      const peer = originOf(allowed);
+      expect((await peer.connect()).ok, allowed).toBe(true);
+      peer.close();
+    }
+    // a token does not open the gateway to every site either
+    const withToken = await gateway({ gateway: { token: "tok" } });
+    const tokenForeign = new RawPeer(withToken.url, { headers: { origin: "https://evil.example" } });
+    expect((await tokenForeign.connect({ token: "tok" })).error?.message).toMatch(/gateway\.allowedOrigins/);
   });
 
   it("refuses to start on a non-loopback host without a token", async () => {

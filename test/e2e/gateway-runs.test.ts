@@ -93,9 +93,7 @@ describe("agent over the gateway", () => {
     expect((await peer.response(third, 2)).payload).toMatchObject({ runId: "same-key", status: "ok" });
     expect(provider.calls).toBe(1);
     const history = await peer.call("chat.history", { sessionKey: "main" });
-    const users = (history.payload!.messages as Array<{ message?: { role: string } }>).filter(
-      (m) => m.message?.role === "user",
-    );
+    const users = (history.payload!.messages as Array<{ role?: string }>).filter((m) => m.role === "user");
     expect(users).toHaveLength(1);
     peer.close();
   });
@@ -333,12 +331,13 @@ describe("sessions over the gateway", () => {
     expect(got.payload?.session).not.toHaveProperty("skillsSnapshot");
 
     const page1 = await peer.call("chat.history", { sessionKey: "notes", limit: 2 });
-    const rows1 = page1.payload?.messages as Array<{ seq: number; message: { role: string; content: unknown } }>;
-    expect(rows1.map((r) => r.message.role)).toEqual(["user", "assistant"]);
-    expect(rows1[0].message.content).toBe("three");
+    // OpenClaw's message shape: role and content on the entry itself
+    const rows1 = page1.payload?.messages as Array<{ seq: number; role: string; content: unknown }>;
+    expect(rows1.map((r) => r.role)).toEqual(["user", "assistant"]);
+    expect(rows1[0].content).toBe("three");
     const page2 = await peer.call("chat.history", { sessionKey: "notes", limit: 2, before: page1.payload?.nextBefore });
-    const rows2 = page2.payload?.messages as Array<{ seq: number; message: { content: unknown } }>;
-    expect(rows2[0].message.content).toBe("two");
+    const rows2 = page2.payload?.messages as Array<{ seq: number; content: unknown }>;
+    expect(rows2[0].content).toBe("two");
     expect(rows2.at(-1)!.seq).toBeLessThan(rows1[0].seq);
 
     const reset = await peer.call("sessions.reset", { key: "notes" });

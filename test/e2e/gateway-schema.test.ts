@@ -133,6 +133,8 @@ describe("gateway frames against protocol.schema.json", () => {
       client: { deviceFamily: "Desktop" },
     });
 
+    await peer.call("sessions.subscribe", {});
+    await peer.call("sessions.messages.subscribe", { key: "schema" });
     const ok = peer.send("agent", { message: "hello", idempotencyKey: "sch-ok", sessionKey: "schema" });
     await peer.response(ok, 2);
     const err = peer.send("agent", { message: "fail", idempotencyKey: "sch-err", sessionKey: "schema" });
@@ -209,6 +211,16 @@ describe("gateway frames against protocol.schema.json", () => {
           }
           case "exec.approval.resolved":
             expect(p).toMatchObject({ id: asked.payload?.id, status: "denied", decision: "deny", reason: "user" });
+            break;
+          case "sessions.changed":
+            // no published event definition: the session it carries is an OpenClaw SessionRow
+            expect(["created", "reset", "deleted", "patched", "status"]).toContain(p?.reason);
+            if (p?.session !== undefined) expect(issues(p.session, "#/definitions/SessionRow")).toEqual([]);
+            break;
+          case "session.message":
+            // no published event definition: `key` as the sessions.* methods name it, the message in chat.history's shape
+            expect(issues({ key: p?.key }, "#/definitions/SessionsMessagesSubscribeParams")).toEqual([]);
+            expect(["user", "assistant", "toolResult"]).toContain((p?.message as { role?: string })?.role);
             break;
           case "agent": {
             const { sessionKey, ...rest } = p as Record<string, unknown>;

@@ -158,6 +158,19 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "unauthorized",
     "audit.list ungranted": "unauthorized",
     "audit.list": "unauthorized",
+    "runs.list granted": "unauthorized",
+    "runs.list ungranted": "unauthorized",
+    "runs.list": "unauthorized",
+    "sessions.describe granted": "unauthorized",
+    "sessions.describe ungranted": "unauthorized",
+    "sessions.patch granted": "unauthorized",
+    "sessions.patch ungranted": "unauthorized",
+    "sessions.messages.subscribe granted": "unauthorized",
+    "sessions.messages.subscribe ungranted": "unauthorized",
+    "sessions.create granted": "ok",
+    "sessions.create ungranted": "forbidden",
+    "config.get": "unauthorized",
+    status: "unauthorized",
     "agent.events own": "ok",
     "agent.events granted": "forbidden",
     "agent.events ungranted": "forbidden",
@@ -196,6 +209,19 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
+    "sessions.describe granted": "ok",
+    "sessions.describe ungranted": "forbidden",
+    "sessions.patch granted": "unauthorized",
+    "sessions.patch ungranted": "unauthorized",
+    "sessions.messages.subscribe granted": "ok",
+    "sessions.messages.subscribe ungranted": "forbidden",
+    "sessions.create granted": "unauthorized",
+    "sessions.create ungranted": "unauthorized",
+    "config.get": "unauthorized",
+    status: "ok",
     "agent.events granted": "ok",
     "agent.events ungranted": "forbidden",
   },
@@ -236,6 +262,19 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "audit.list granted": "ok",
     "audit.list ungranted": "forbidden",
     "audit.list": "ok: granted sessions only",
+    "runs.list granted": "ok",
+    "runs.list ungranted": "forbidden",
+    "runs.list": "ok: granted sessions only",
+    "sessions.describe granted": "ok",
+    "sessions.describe ungranted": "forbidden",
+    "sessions.patch granted": "ok",
+    "sessions.patch ungranted": "forbidden",
+    "sessions.messages.subscribe granted": "ok",
+    "sessions.messages.subscribe ungranted": "forbidden",
+    "sessions.create granted": "ok",
+    "sessions.create ungranted": "forbidden",
+    "config.get": "ok",
+    status: "ok",
     "agent.events own": "ok",
     "agent.events granted": "ok",
     "agent.events ungranted": "forbidden",
@@ -294,6 +333,18 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${listed.join(", ")}`
         : outcome(list);
+      // OpenClaw's session methods (issue 16), before reset and delete change the sessions
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`sessions.describe ${t}`] = outcome(await client.call("sessions.describe", { key: key[t] }));
+        const patch = { key: key[t], thinkingLevel: "low" };
+        actual[`sessions.patch ${t}`] = outcome(await client.call("sessions.patch", patch));
+        const follow = { key: key[t] };
+        actual[`sessions.messages.subscribe ${t}`] = outcome(await client.call("sessions.messages.subscribe", follow));
+        const made = { key: t === "granted" ? "support-made" : "sales-made" };
+        actual[`sessions.create ${t}`] = outcome(await client.call("sessions.create", made));
+      }
+      actual["config.get"] = outcome(await client.call("config.get"));
+      actual.status = outcome(await client.call("status"));
       for (const method of ["sessions.reset", "sessions.delete"]) {
         for (const t of ["granted", "ungranted"] as const) {
           actual[`${method} ${t}`] = outcome(await client.call(method, { sessionKey: key[t] }));
@@ -314,6 +365,18 @@ describe("one visibility rule: method × scope × grant", () => {
           ? "ok: granted sessions only"
           : `ok: ${audited.join(", ")}`
         : outcome(audit);
+      for (const t of ["granted", "ungranted"] as const) {
+        actual[`runs.list ${t}`] = outcome(await client.call("runs.list", { sessionKey: key[t] }));
+      }
+      const runList = await client.call("runs.list");
+      const runSessions = [
+        ...new Set(((runList.payload?.runs ?? []) as Array<{ sessionKey: string }>).map((r) => r.sessionKey)),
+      ];
+      actual["runs.list"] = runList.ok
+        ? runSessions.every((k) => k.startsWith("agent:main:support-")) && runSessions.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${runSessions.join(", ")}`
+        : outcome(runList);
       // cron: jobs are listed, added, run and removed only inside the sessions the token grants
       const cronList = await client.call("cron.list");
       actual["cron.list"] = cronList.ok

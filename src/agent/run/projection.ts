@@ -182,6 +182,8 @@ export class RunProjection {
       { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
     ]);
     this.remember(message, row?.seq);
+    // the one place a run's transcript messages are appended: followers of the session hear of each one
+    if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
     if (contextCopy) this.sameRow(message, contextCopy);
   }
 

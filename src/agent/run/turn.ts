@@ -1,6 +1,7 @@
 import path from "node:path";
 import { tracingRegistered } from "../../infra/tracing-gate.js";
 import { resolveSkillSnapshot, type SkillSnapshot } from "../../prompt/skills.js";
+import type { VerboseLevel } from "../../protocol/enums.js";
 import type { ThinkingLevel } from "../../providers/types.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
 import { sessionLaneName } from "../../session/keys.js";
@@ -74,6 +75,7 @@ async function turnBody(
     await withTranscriptLock(rt, spec.sessionKey, () =>
       rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
     );
+    rt.sessionEvents.emit({ type: "changed", sessionKey: spec.sessionKey, reason: "reset" });
     if (hooks.has("session_end")) {
       void hooks.runObservers(
         "session_end",
@@ -128,7 +130,12 @@ async function resolveChoices(
     modelRef: modelRef ?? "",
     thinking,
     reasoning: spec.reasoningLevel ?? agent?.reasoningDefault ?? reasoningDefault,
-    verbose: spec.verboseLevel ?? agent?.verboseDefault ?? verboseDefault,
+    // request > the session's setting (sessions.patch) > the agent's own default > agents.defaults
+    verbose:
+      spec.verboseLevel ??
+      (session.verboseLevel as VerboseLevel | undefined) ??
+      agent?.verboseDefault ??
+      verboseDefault,
     timeoutMs: timeoutSeconds * 1000,
     skills,
     ...(blocks ? { blockStreaming: blocks } : {}),

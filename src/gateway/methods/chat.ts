@@ -12,7 +12,9 @@ export const chatSendMethod = defineMethod({
   scope: "write",
   params: chatSendParamsSchema,
   async handle({ params, conn, gw, reply }) {
-    await acceptRun(gw, conn, params, reply);
+    const { timeoutMs, ...request } = params;
+    const timeout = timeoutMs !== undefined ? Math.ceil(timeoutMs / 1000) : undefined;
+    await acceptRun(gw, conn, timeout !== undefined ? { ...request, timeout } : request, reply);
   },
 });
 
@@ -52,6 +54,7 @@ export const chatHistoryMethod = defineMethod({
       limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
       cursor: params.cursor,
       before: params.before,
+      generation: params.generation,
       maxBytes: gw.limits.maxPageBytes,
     });
     reply.ok(result);

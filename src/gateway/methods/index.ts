@@ -4,10 +4,36 @@ import { agentEventsMethod } from "./agent-events.js";
 import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.js";
 import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
+import { chatMetadataMethod, chatStartupMethod } from "./chat-views.js";
 import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
 import { diagnosticsListMethod } from "./diagnostics.js";
+import {
+  agentIdentityGetMethod,
+  agentsListMethod,
+  commandsListMethod,
+  configGetMethod,
+  modelsAuthStatusMethod,
+  modelsListMethod,
+  statusMethod,
+  updateStatusMethod,
+} from "./gateway-info.js";
 import { healthMethod } from "./health.js";
+import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
+import { runsListMethod } from "./runs.js";
+import {
+  sessionsCreateMethod,
+  sessionsDescribeMethod,
+  sessionsPatchMethod,
+  sessionsResolveMethod,
+} from "./session-admin.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
+import {
+  sessionsMessagesSubscribeMethod,
+  sessionsMessagesUnsubscribeMethod,
+  sessionsObserverVisibilityMethod,
+  sessionsSubscribeMethod,
+  sessionsUnsubscribeMethod,
+} from "./subscriptions.js";
 
 /** Every method the gateway serves, by name. `hello-ok.features.methods` is built from the same list. */
 export function methodRegistry(): Map<string, AnyMethod> {
@@ -29,6 +55,29 @@ export function methodRegistry(): Map<string, AnyMethod> {
     cronAddMethod,
     cronRemoveMethod,
     cronRunMethod,
+    runsListMethod,
+    sessionsSubscribeMethod,
+    sessionsUnsubscribeMethod,
+    sessionsMessagesSubscribeMethod,
+    sessionsMessagesUnsubscribeMethod,
+    sessionsObserverVisibilityMethod,
+    sessionsCreateMethod,
+    sessionsResolveMethod,
+    sessionsDescribeMethod,
+    sessionsPatchMethod,
+    chatStartupMethod,
+    chatMetadataMethod,
+    agentsListMethod,
+    agentIdentityGetMethod,
+    modelsListMethod,
+    modelsAuthStatusMethod,
+    statusMethod,
+    updateStatusMethod,
+    commandsListMethod,
+    configGetMethod,
+    cronStatusMethod,
+    pluginApprovalListMethod,
+    questionListMethod,
     agentEventsMethod,
     diagnosticsListMethod,
   ];

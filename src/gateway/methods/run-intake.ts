@@ -21,10 +21,13 @@ export async function acceptRun(
   const req = await prepareAttachments(params);
   gw.broadcaster.hold();
   try {
+    // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
+    const newSession = gw.service.sessionEvents.active && isNewSession(gw, req);
     const accepted = gw.service.accept(req, { actor: conn.actor });
     if (!accepted.existing) {
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);
+      if (newSession) gw.service.sessionChanged(accepted.sessionKey, "created");
     }
     const payload: AgentAccepted = {
       runId: accepted.runId,
@@ -51,13 +54,18 @@ async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: 
     conn.access.requireRunVisible(existing.runId, existing.sessionKey);
     return;
   }
-  const key = await targetSessionKey(gw, req);
+  const key = targetSessionKey(gw, req);
   if (key !== undefined) conn.access.requireSend(key);
 }
 
+function isNewSession(gw: GatewayContext, req: AgentRequest): boolean {
+  const key = targetSessionKey(gw, req);
+  return key !== undefined && gw.service.session(key) === undefined;
+}
+
 /** The session a message goes to, as accept will resolve it; undefined when accept will refuse the params anyway. */
-async function targetSessionKey(gw: GatewayContext, req: AgentRequest): Promise<string | undefined> {
-  if (req.sessionId && !req.sessionKey) return gw.service.sessions.keyOfSessionId(req.sessionId);
+function targetSessionKey(gw: GatewayContext, req: AgentRequest): string | undefined {
+  if (req.sessionId && !req.sessionKey) return gw.service.sessionById(req.sessionId)?.key;
   try {
     return normalizeSessionKey(req.sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).key;
   } catch {

@@ -1,4 +1,5 @@
 import type { SessionRecord } from "../../agent/session-service.js";
+import { configuredAgentIds } from "../../config/agents.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
   sessionsDeleteParamsSchema,
@@ -7,7 +8,7 @@ import {
   sessionsResetParamsSchema,
 } from "../../protocol/params.js";
 import type {
-  SessionInfo,
+  SessionActivity,
   SessionsDeleteResult,
   SessionsGetResult,
   SessionsListResult,
@@ -16,42 +17,31 @@ import type {
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
+import { sessionInfo, titleOf } from "../session-info.js";
 import { readSessionsPage } from "../sessions-page.js";
 
 /** sessions per page when the caller gives no limit (the byte budget may stop a page sooner) */
 const DEFAULT_LIST_LIMIT = 1000;
 
-export function sessionInfo(s: SessionRecord): SessionInfo {
-  return {
-    key: s.key,
-    sessionId: s.sessionId,
-    agentId: s.agentId,
-    generation: s.generation,
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-    ...(s.label !== undefined ? { label: s.label } : {}),
-    ...(s.modelOverride !== undefined ? { model: s.modelOverride } : {}),
-    ...(s.thinking !== undefined ? { thinking: s.thinking } : {}),
-    ...(s.queueMode !== undefined ? { queueMode: s.queueMode } : {}),
-    inputTokens: s.inputTokens,
-    outputTokens: s.outputTokens,
-    totalTokens: s.totalTokens,
-    compactionCount: s.compactionCount,
-  };
+/** What the session is doing now, from the service's queue (memory: idle sessions are not held there). */
+function activityOf(gw: GatewayContext, key: string): SessionActivity {
+  const { activeRunId, queued } = gw.service.sessionActivity(key);
+  const state = activeRunId ? "running" : queued > 0 ? "queued" : "idle";
+  return { state, ...(activeRunId ? { activeRunId } : {}), queued };
 }
 
-function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
+export function targetKey(gw: GatewayContext, params: { sessionKey?: string; key?: string; agentId?: string }): string {
   return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
 }
 
-async function requireSession(gw: GatewayContext, key: string): Promise<SessionRecord> {
-  const s = await gw.service.sessions.get(key);
+export function requireSession(gw: GatewayContext, key: string): SessionRecord {
+  const s = gw.service.session(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
 }
 
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
-function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
+export function refuseWhileRunning(gw: GatewayContext, key: string, what: string): void {
   // The service knows the session's turns even when they were started before this gateway attached to it.
   const running = [...new Set([...gw.service.activeRuns(key), ...gw.broadcaster.activeRuns(key)])];
   if (running.length > 0) {
@@ -70,26 +60,43 @@ export const sessionsListMethod = defineMethod({
   params: sessionsListParamsSchema,
   async handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
+    const configured = params.configuredAgentsOnly ? new Set(configuredAgentIds(gw.service.rt.config)) : undefined;
     const result: SessionsListResult = await readSessionsPage(gw.service.sessions, {
       limit: params.limit ?? DEFAULT_LIST_LIMIT,
       agentId: params.agentId,
       cursor: params.cursor,
       maxBytes: gw.limits.maxPageBytes,
-      canSee: (key) => conn.access.canSeeSession(key),
-      info: sessionInfo,
+      canSee: (key, s) =>
+        conn.access.canSeeSession(key) &&
+        // Loopgate spawns no sessions: a spawnedBy filter matches none
+        params.spawnedBy === undefined &&
+        !(params.includeGlobal === false && key === "global") &&
+        (configured === undefined || configured.has(s.agentId)),
+      info: (s) => listedSession(gw, s, params.includeDerivedTitles === true),
     });
     reply.ok(result);
   },
 });
 
+/** A listed session: whether a run of it is in progress, and its title when the client asked for titles. */
+export function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
+  const first = withTitle ? gw.service.firstUserText(s) : undefined;
+  const info = sessionInfo(s, {
+    running: gw.service.activeRuns(s.key).length > 0,
+    derivedTitle: first !== undefined ? titleOf(first) : undefined,
+  });
+  // the console's idle / running / queued N
+  return { ...info, activity: activityOf(gw, s.key) };
+}
+
 export const sessionsGetMethod = defineMethod({
   name: "sessions.get",
   scope: "read",
   params: sessionsGetParamsSchema,
-  async handle({ params, conn, gw, reply }) {
+  handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireRead(key);
-    const result: SessionsGetResult = { session: sessionInfo(await requireSession(gw, key)) };
+    const result: SessionsGetResult = { session: listedSession(gw, requireSession(gw, key), false) };
     reply.ok(result);
   },
 });
@@ -101,10 +108,12 @@ export const sessionsResetMethod = defineMethod({
   async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
-    await requireSession(gw, key);
+    requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
-    // a new transcript generation; the old rows stay (SPEC 4); under the session lock, like a run
+    // a new transcript generation; the old rows stay (SPEC 4)
+    // under the session lock, like a run
     const generation = await gw.service.sessions.reset(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
+    gw.service.sessionChanged(key, "reset");
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
   },
@@ -119,6 +128,7 @@ export const sessionsDeleteMethod = defineMethod({
     conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
     const deleted = await gw.service.sessions.delete(key);
+    if (deleted) gw.service.sessionChanged(key, "deleted");
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);
   },

@@ -1,0 +1,122 @@
+import { type Clock, systemClock } from "../../infra/clock.js";
+import { nowSql, type Queryable } from "./pool.js";
+import { DEFAULT_LEASE_MS } from "./session-leases.js";
+
+export interface NodeInfo {
+  id: string;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+export interface NodeHeartbeatOptions {
+  nodeId: string;
+  /** Default 15000 ms: a node silent this long is dead and its session leases are up for taking. */
+  leaseMs?: number;
+  /** Default leaseMs / 3, so two beats can be lost (a slow query, a GC pause) before the leases lapse. */
+  intervalMs?: number;
+  /**
+   * Timers, and (when given) the time written: tests pass a ManualClock. Without one, timers are the system's and the
+   * times are the database's, the one clock every node agrees on.
+   */
+  clock?: Clock;
+  /** A beat failed (database unreachable): reported, and the next beat tries again. */
+  onError?: (err: Error) => void;
+}
+
+/**
+ * This node's liveness row. Each beat, in one statement, stamps `nodes.heartbeat_at` and extends the node's session
+ * leases, so a node that is alive enough to beat keeps its sessions and one that is not loses them together.
+ */
+export class NodeHeartbeat {
+  readonly nodeId: string;
+  readonly leaseMs: number;
+  readonly intervalMs: number;
+  private readonly timers: Clock;
+  private readonly fixedClock?: Clock;
+  private timer: unknown;
+  private inFlight: Promise<void> = Promise.resolve();
+  private stopped = true;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly opts: NodeHeartbeatOptions,
+  ) {
+    this.nodeId = opts.nodeId;
+    this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.intervalMs = opts.intervalMs ?? Math.max(1, Math.floor(this.leaseMs / 3));
+    if (this.intervalMs >= this.leaseMs) {
+      throw new Error(
+        `heartbeat interval ${this.intervalMs} ms must be shorter than the lease (${this.leaseMs} ms), or leases lapse between beats`,
+      );
+    }
+    this.timers = opts.clock ?? systemClock;
+    this.fixedClock = opts.clock;
+  }
+
+  private now(): number | null {
+    return this.fixedClock ? this.fixedClock.now() : null;
+  }
+
+  /** Registers the node (a restarted node with the same id starts afresh) and starts beating. */
+  async start(): Promise<void> {
+    await this.db.query(
+      `INSERT INTO nodes (id, started_at, heartbeat_at) SELECT $1, t.now, t.now FROM (SELECT ${nowSql(2)} AS now) t
+       ON CONFLICT (id) DO UPDATE SET started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at`,
+      [this.nodeId, this.now()],
+    );
+    this.stopped = false;
+    this.schedule();
+  }
+
+  /** One beat: the node's row and every lease it holds, in one statement. */
+  async beat(): Promise<void> {
+    await this.db.query(
+      `WITH t AS (SELECT ${nowSql(2)} AS now),
+            leases AS (UPDATE session_leases SET expires_at = (SELECT now FROM t) + $3 WHERE node_id = $1)
+       UPDATE nodes SET heartbeat_at = (SELECT now FROM t) WHERE id = $1`,
+      [this.nodeId, this.now(), this.leaseMs],
+    );
+  }
+
+  /** Resolves when the beat a timer started (if any) has finished; for tests driving a ManualClock. */
+  settled(): Promise<void> {
+    return this.inFlight;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = this.timers.setTimeout(() => {
+      this.inFlight = this.beat()
+        .catch((err: Error) => this.opts.onError?.(err))
+        .finally(() => this.schedule());
+    }, this.intervalMs);
+  }
+
+  /**
+   * Stops beating. `leave: true` (a clean shutdown after draining) also deletes the node's row and gives its leases
+   * back at once, so the other nodes need not wait for them to expire.
+   */
+  async stop(opts: { leave?: boolean } = {}): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    await this.inFlight;
+    if (opts.leave) {
+      await this.db.query(
+        "WITH gone AS (DELETE FROM session_leases WHERE node_id = $1) DELETE FROM nodes WHERE id = $1",
+        [this.nodeId],
+      );
+    }
+  }
+}
+
+/** Nodes whose last beat is older than the lease: dead, or paused long enough that their sessions may be taken. */
+export async function listDeadNodes(
+  db: Queryable,
+  opts: { leaseMs?: number; clock?: Pick<Clock, "now"> } = {},
+): Promise<NodeInfo[]> {
+  const { rows } = await db.query<{ id: string; started_at: number; heartbeat_at: number }>(
+    `SELECT id, started_at, heartbeat_at FROM nodes WHERE heartbeat_at < ${nowSql(1)} - $2 ORDER BY heartbeat_at`,
+    [opts.clock ? opts.clock.now() : null, opts.leaseMs ?? DEFAULT_LEASE_MS],
+  );
+  return rows.map((r) => ({ id: r.id, startedAt: r.started_at, heartbeatAt: r.heartbeat_at }));
+}

@@ -1,0 +1,96 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../testing/manual-clock.js";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
+import { migratePostgres } from "./migrate.js";
+import { listDeadNodes, NodeHeartbeat } from "./node-heartbeat.js";
+import { NODE_LOST_ERROR, takeOverDeadNode } from "./node-takeover.js";
+import { createPostgresPool } from "./pool.js";
+import { claimQueuedInputs } from "./queue-claim.js";
+import { fencePredicate, SessionLeases } from "./session-leases.js";
+
+describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the run lost and runs the queue", () => {
+  let ts: TestSchema;
+  let poolA: pg.Pool;
+  let poolB: pg.Pool;
+  const clock = new ManualClock();
+  const LEASE = 15_000;
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+    poolA = createPostgresPool(ts.options);
+    poolB = createPostgresPool(ts.options);
+    await migratePostgres(poolA);
+  });
+  afterAll(async () => {
+    await poolA?.end();
+    await poolB?.end();
+    await ts?.drop();
+  });
+
+  it("fails the dead node's running run with node_lost, runs the queued inputs in order, and fences the zombie", async () => {
+    for (const [i, id] of ["r1", "r2", "r3"].entries()) {
+      await poolA.query(
+        "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ($1, 'main', 'queued', $2, '{}')",
+        [id, 1000 + i],
+      );
+    }
+    // node A owns the session and runs r1; r2 and r3 wait behind it
+    const hbA = new NodeHeartbeat(poolA, { nodeId: "node-a", leaseMs: LEASE, clock });
+    const hbB = new NodeHeartbeat(poolB, { nodeId: "node-b", leaseMs: LEASE, clock });
+    await hbA.start();
+    await hbB.start();
+    const leasesA = new SessionLeases(poolA, { nodeId: "node-a", leaseMs: LEASE, clock });
+    const leasesB = new SessionLeases(poolB, { nodeId: "node-b", leaseMs: LEASE, clock });
+    const leaseA = await leasesA.acquire("main");
+    if (!leaseA) throw new Error("node A should own the free session");
+    const first = await claimQueuedInputs(poolA, {
+      nodeId: "node-a",
+      session: { key: "main", token: leaseA.token },
+    });
+    expect(first.map((c) => c.runId)).toEqual(["r1"]);
+
+    // kill -9 of node A: no more beats. B keeps beating; after one lease A is dead.
+    await hbA.stop();
+    expect(await takeOverDeadNode(poolB, leasesB, "node-a")).toEqual([]); // not before A is dead: lease still held
+    for (let t = 0; t <= LEASE; t += hbB.intervalMs) {
+      clock.advance(hbB.intervalMs);
+      await hbB.settled();
+    }
+    expect((await listDeadNodes(poolB, { leaseMs: LEASE, clock })).map((n) => n.id)).toEqual(["node-a"]);
+
+    const taken = await takeOverDeadNode(poolB, leasesB, "node-a", { now: clock.now() });
+    expect(taken).toMatchObject([{ sessionKey: "main", lostRunIds: ["r1"], lease: { nodeId: "node-b" } }]);
+    const lease = taken[0].lease;
+    const { rows: r1 } = await poolB.query("SELECT status, stop_reason, error FROM runs WHERE run_id = 'r1'");
+    expect(r1[0]).toEqual({ status: "error", stop_reason: "node_lost", error: NODE_LOST_ERROR });
+    expect(await listDeadNodes(poolB, { leaseMs: LEASE, clock })).toEqual([]); // the dead node's row is gone
+
+    // B runs the queue, in order, one at a time
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const got = await claimQueuedInputs(poolB, { nodeId: "node-b", session: { key: "main", token: lease.token } });
+      if (got.length === 0) break;
+      order.push(...got.map((c) => c.runId));
+      await poolB.query("UPDATE runs SET status = 'ok' WHERE run_id = $1", [got[0].runId]);
+    }
+    expect(order).toEqual(["r2", "r3"]);
+
+    // node A wakes up (a long GC pause, not a kill) and tries to finish r1 as it would: its token is stale
+    const zombie = await poolA.query(
+      `UPDATE runs SET status = 'ok', error = NULL WHERE run_id = 'r1' AND ${fencePredicate(1, 2)}`,
+      ["main", leaseA.token],
+    );
+    expect(zombie.rowCount).toBe(0);
+    expect(await claimQueuedInputs(poolA, { nodeId: "node-a", session: { key: "main", token: leaseA.token } })).toEqual(
+      [],
+    );
+    const { rows } = await poolB.query("SELECT run_id, status, node_id FROM runs ORDER BY run_id");
+    expect(rows).toEqual([
+      { run_id: "r1", status: "error", node_id: "node-a" },
+      { run_id: "r2", status: "ok", node_id: "node-b" },
+      { run_id: "r3", status: "ok", node_id: "node-b" },
+    ]);
+    await hbB.stop();
+  });
+});

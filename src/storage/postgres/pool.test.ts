@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
+import { checkSchemaName, connectionConfig, createPostgresPool, inTransaction, postgresUrlFrom } from "./pool.js";
+
+describe("which Postgres a node uses", () => {
+  it("takes storage.postgres.url first, then LOOPGATE_POSTGRES_URL, else none", () => {
+    const env = { LOOPGATE_POSTGRES_URL: "postgres://env/db" };
+    expect(postgresUrlFrom("postgresql://cfg/db", env)).toBe("postgresql://cfg/db");
+    expect(postgresUrlFrom(undefined, env)).toBe("postgres://env/db");
+    expect(postgresUrlFrom("  ", {})).toBeUndefined();
+  });
+
+  it("names the key whose value is not a postgres URL", () => {
+    expect(() => postgresUrlFrom("mysql://x", {})).toThrow("storage.postgres.url: expected a postgres://");
+    expect(() => postgresUrlFrom(undefined, { LOOPGATE_POSTGRES_URL: "x" })).toThrow("LOOPGATE_POSTGRES_URL");
+  });
+
+  it("accepts only plain schema names (they go into search_path unquoted)", () => {
+    expect(checkSchemaName("lg_ab12")).toBe("lg_ab12");
+    expect(() => checkSchemaName("x; DROP TABLE runs")).toThrow("not a plain identifier");
+  });
+
+  it("sets keepalive, a statement timeout and an application name on every connection", () => {
+    const c = connectionConfig({ url: "postgres://h/db", schema: "lg_x" });
+    expect(c).toMatchObject({
+      keepAlive: true,
+      statement_timeout: 30_000,
+      application_name: "loopgate",
+      options: "-c search_path=lg_x",
+    });
+  });
+});
+
+describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
+  let ts: TestSchema;
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+  });
+  afterAll(async () => {
+    await ts?.drop();
+  });
+
+  it("cancels a statement that runs past the timeout, and the pool keeps serving", async () => {
+    const pool = createPostgresPool({ ...ts.options, statementTimeoutMs: 50 });
+    try {
+      await expect(pool.query("SELECT pg_sleep(5)")).rejects.toThrow(/statement timeout/);
+      expect((await pool.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("an idle connection killed by the server is reported, not thrown, and the next query gets a new one", async () => {
+    const idleErrors: Error[] = [];
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1, onConnectionError: (e) => idleErrors.push(e) });
+    const admin = createPostgresPool(ts.options);
+    try {
+      const { rows } = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+      // bounded: the pool hears of the dead connection asynchronously
+      for (let i = 0; i < 200 && idleErrors.length === 0; i++) await admin.query("SELECT 1");
+      expect(idleErrors.length).toBe(1);
+      const again = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      expect(again.rows[0].pid).not.toBe(rows[0].pid);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
+  });
+
+  it("a connection killed in the middle of a transaction fails that transaction only; the process keeps serving", async () => {
+    const errors: Error[] = [];
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1, onConnectionError: (e) => errors.push(e) });
+    const admin = createPostgresPool(ts.options);
+    try {
+      const tx = inTransaction(pool, async (c) => {
+        const { rows } = await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+        // bounded: until the client has heard of it (without a listener this 'error' event would end the process)
+        for (let i = 0; i < 200 && errors.length === 0; i++) await admin.query("SELECT 1");
+        await c.query("SELECT 1");
+      });
+      await expect(tx).rejects.toThrow();
+      // reported (the server's FATAL, then the socket closing), not thrown
+      expect(errors[0]?.message).toMatch(/terminating connection due to administrator command/);
+      expect((await pool.query("SELECT 2 AS two")).rows).toEqual([{ two: 2 }]);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
+  });
+
+  it("works in the schema it was given", async () => {
+    const pool = createPostgresPool(ts.options);
+    try {
+      expect((await pool.query("SELECT current_schema() AS s")).rows[0].s).toBe(ts.schema);
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -1,0 +1,125 @@
+import pg from "pg";
+
+/**
+ * How a node reaches Postgres. Not a config key yet (issue 14 wires `storage.postgres.*` into the schema once the
+ * backend serves the Store port); `postgresUrlFrom` already reads `storage.postgres.url` and `LOOPGATE_POSTGRES_URL`.
+ */
+export interface PostgresOptions {
+  url: string;
+  /** Pooled connections per node (the notifier's LISTEN connection is extra). Default 10. */
+  poolMax?: number;
+  /** A statement running longer is cancelled by the server. Default 30000 ms. */
+  statementTimeoutMs?: number;
+  /** Shown in pg_stat_activity, so an operator can tell Loopgate's connections (and which node's) apart. */
+  applicationName?: string;
+  /** Tables live in this schema (search_path). Tests use one schema per file; production leaves it unset. */
+  schema?: string;
+  /** Giving up on a connection attempt. Default 10000 ms. */
+  connectTimeoutMs?: number;
+  /**
+   * A pooled connection failed (server restart, pg_terminate_backend, network), idle or checked out: reported here,
+   * never thrown. The pool drops the connection; a query that was using it fails, the next one gets a new one.
+   */
+  onConnectionError?: (err: Error) => void;
+}
+
+export const POSTGRES_DEFAULTS = {
+  poolMax: 10,
+  statementTimeoutMs: 30_000,
+  applicationName: "loopgate",
+  connectTimeoutMs: 10_000,
+} as const;
+
+/** The URL a node uses: the config's `storage.postgres.url`, else `LOOPGATE_POSTGRES_URL`, else none. */
+export function postgresUrlFrom(
+  configUrl: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  const url = configUrl?.trim() || env.LOOPGATE_POSTGRES_URL?.trim();
+  if (!url) return undefined;
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    const from = configUrl?.trim() ? "storage.postgres.url" : "LOOPGATE_POSTGRES_URL";
+    throw new Error(`${from}: expected a postgres:// or postgresql:// URL`);
+  }
+  return url;
+}
+
+/** A schema name goes into `search_path` and DDL unquoted, so only plain lower-case identifiers are accepted. */
+export function checkSchemaName(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`postgres schema: "${schema}" is not a plain identifier ([a-z_][a-z0-9_]*, at most 63 characters)`);
+  }
+  return schema;
+}
+
+const INT8_OID = 20;
+/**
+ * BIGINT columns (ms timestamps, ledger seqs, fencing tokens) come back as numbers, not the driver's default strings.
+ * Safe: they stay far below 2^53. Per connection, so a host application's own `pg` use is left alone.
+ */
+const loopgateTypes = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === INT8_OID && format !== "binary") return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as unknown as pg.CustomTypesConfig;
+
+/** One connection's settings, shared by the pool and the dedicated connections (notifier, migrations). */
+export function connectionConfig(opts: PostgresOptions): pg.ClientConfig {
+  const startup = opts.schema ? `-c search_path=${checkSchemaName(opts.schema)}` : undefined;
+  return {
+    connectionString: opts.url,
+    application_name: opts.applicationName ?? POSTGRES_DEFAULTS.applicationName,
+    statement_timeout: opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs,
+    // a transaction left open by a stalled node must not hold row locks (a claimed input, a lease) for ever
+    idle_in_transaction_session_timeout: 2 * (opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs),
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs,
+    // without keepalive a connection through a dead peer (or a dropped NAT entry) hangs until the OS gives up, hours
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    types: loopgateTypes,
+    ...(startup ? { options: startup } : {}),
+  };
+}
+
+/** The node's pool. Connection errors are reported, never thrown: the process keeps serving. */
+export function createPostgresPool(opts: PostgresOptions): pg.Pool {
+  const pool = new pg.Pool({
+    ...connectionConfig(opts),
+    max: opts.poolMax ?? POSTGRES_DEFAULTS.poolMax,
+    idleTimeoutMillis: 30_000,
+  });
+  // The pool listens only to its idle connections; a checked-out connection whose server goes away emits 'error'
+  // with nobody listening, and an unhandled 'error' event ends the process. So every connection gets a listener.
+  pool.on("connect", (client) => client.on("error", (err) => opts.onConnectionError?.(err)));
+  // ...which also hears the idle case; the pool's own 'error' event then needs a listener only so it is not fatal
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** What the primitives below need: a pool or a checked-out client (so a caller can put them in its transaction). */
+export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+
+/** Runs `fn` in one transaction on one pooled connection; rolls back (and rethrows) when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const out = await fn(client);
+    await client.query("COMMIT");
+    return out;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * The time a lease or heartbeat is measured in: the caller's clock when it gives one (tests, with a ManualClock), else
+ * the database's (`$n` is NULL), so every node compares against one clock and node clock skew does not matter.
+ */
+export function nowSql(param: number): string {
+  return `COALESCE($${param}::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)`;
+}

@@ -1,0 +1,119 @@
+import { type NotifyPointer, notify, type PgNotifier } from "./notifier.js";
+import type { Queryable } from "./pool.js";
+
+/** One stored run event as a follower delivers it: the seq and the wire JSON exactly as it was stored. */
+export interface FollowedEvent {
+  runId: string;
+  seq: number;
+  event: string;
+}
+
+/**
+ * Announces a batch of stored run events: one pointer per run, carrying the run's highest seq in the batch. Call it in
+ * the transaction that inserts the rows, so the pointers go out at COMMIT, when the rows are visible.
+ */
+export async function notifyRunEvents(
+  db: Queryable,
+  channel: string,
+  events: ReadonlyArray<{ runId: string; seq: number }>,
+): Promise<void> {
+  const highest = new Map<string, number>();
+  for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
+  for (const [runId, seq] of highest) await notify(db, channel, { runId, seq });
+}
+
+interface Follow {
+  lastSeq: number;
+  deliver: (e: FollowedEvent) => void;
+  reading: boolean;
+  again: boolean;
+  closed: boolean;
+}
+
+/**
+ * Follows runs that may execute on another node: a pointer (`{runId, seq}`) says there is more, and the events
+ * themselves are read from `run_events` after the last seq delivered. So every event is delivered once, in seq
+ * order, whatever the pointers do: several pointers for one read, pointers lost while the LISTEN connection was down
+ * (every followed run is re-read after a reconnect), or none at all for events stored before the follow began (read
+ * at once). Reads of one run never overlap; a pointer arriving during a read makes it read again when done.
+ */
+export class RunEventFollower {
+  private readonly follows = new Map<string, Set<Follow>>();
+  private readonly pageSize: number;
+  private readonly offs: Array<() => void>;
+
+  constructor(
+    private readonly db: Queryable,
+    notifier: PgNotifier,
+    private readonly opts: { pageSize?: number; onError?: (err: Error) => void } = {},
+  ) {
+    this.pageSize = opts.pageSize ?? 500;
+    this.offs = [
+      notifier.subscribe((p) => this.onPointer(p)),
+      notifier.onReconnect(() => {
+        for (const [runId, set] of this.follows) for (const f of set) this.read(runId, f);
+      }),
+    ];
+  }
+
+  /** Delivers the run's events after `afterSeq`, then each new one as it is stored. Returns the unfollow function. */
+  follow(runId: string, afterSeq: number, deliver: (e: FollowedEvent) => void): () => void {
+    const f: Follow = { lastSeq: afterSeq, deliver, reading: false, again: false, closed: false };
+    const set = this.follows.get(runId) ?? new Set<Follow>();
+    this.follows.set(runId, set);
+    set.add(f);
+    this.read(runId, f);
+    return () => {
+      f.closed = true;
+      set.delete(f);
+      if (set.size === 0 && this.follows.get(runId) === set) this.follows.delete(runId);
+    };
+  }
+
+  /** Stops listening to the notifier (the notifier itself is the caller's). */
+  close(): void {
+    for (const off of this.offs) off();
+    for (const set of this.follows.values()) for (const f of set) f.closed = true;
+    this.follows.clear();
+  }
+
+  private onPointer(p: NotifyPointer): void {
+    if (typeof p.runId !== "string") return;
+    const set = this.follows.get(p.runId);
+    if (!set) return;
+    for (const f of set) if (typeof p.seq !== "number" || p.seq > f.lastSeq) this.read(p.runId, f);
+  }
+
+  private read(runId: string, f: Follow): void {
+    if (f.closed) return;
+    if (f.reading) {
+      f.again = true;
+      return;
+    }
+    f.reading = true;
+    this.readAll(runId, f)
+      .catch((err: Error) => this.opts.onError?.(err))
+      .finally(() => {
+        f.reading = false;
+        if (f.again) {
+          f.again = false;
+          this.read(runId, f);
+        }
+      });
+  }
+
+  private async readAll(runId: string, f: Follow): Promise<void> {
+    for (;;) {
+      const { rows } = await this.db.query<{ seq: number; event: string }>(
+        "SELECT seq, event FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        [runId, f.lastSeq, this.pageSize],
+      );
+      for (const r of rows) {
+        if (f.closed) return;
+        f.lastSeq = r.seq;
+        f.deliver({ runId, seq: r.seq, event: r.event });
+      }
+      if (rows.length < this.pageSize) return;
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import type { Clock } from "../../infra/clock.js";
+import { nowSql, type Queryable } from "./pool.js";
+
+/**
+ * Which node runs a session, across nodes: a lease row with an expiry and a fencing token (docs/scale-out.md says why
+ * a lease and not an advisory lock). A node takes a session's lease before it claims the session's next input, keeps
+ * it alive with its heartbeat (`renewAll`), and releases it when the session's queue is empty. A node that stops
+ * heartbeating (kill -9, a long pause, a partition) loses its leases `leaseMs` later: another node may then take
+ * them, with a larger token. Every write a node makes for a session carries its token (`checkFence` in the writing
+ * transaction, or `fencePredicate` inside one statement), so a zombie node that wakes up writes nothing.
+ */
+export interface SessionLease {
+  sessionKey: string;
+  nodeId: string;
+  /** The fencing token: strictly larger for every later lease on any session. */
+  token: number;
+  expiresAt: number;
+}
+
+export const DEFAULT_LEASE_MS = 15_000;
+
+export interface SessionLeaseOptions {
+  nodeId: string;
+  /** How long a lease lives without a renewal. Default 15000 ms (`storage.postgres.leaseMs`). */
+  leaseMs?: number;
+  /** Tests pass a ManualClock; without one, the database's clock decides (one clock for every node). */
+  clock?: Pick<Clock, "now">;
+}
+
+/** A write for a session whose lease this node no longer holds: it must stop and write nothing more. */
+export class FencedError extends Error {
+  constructor(
+    readonly sessionKey: string,
+    readonly token: number,
+  ) {
+    super(`session ${sessionKey}: lease token ${token} is no longer current (another node owns the session now)`);
+    this.name = "FencedError";
+  }
+}
+
+type LeaseRow = { session_key: string; node_id: string; token: number; expires_at: number };
+const toLease = (r: LeaseRow): SessionLease => ({
+  sessionKey: r.session_key,
+  nodeId: r.node_id,
+  token: r.token,
+  expiresAt: r.expires_at,
+});
+
+export class SessionLeases {
+  readonly nodeId: string;
+  readonly leaseMs: number;
+  private readonly clock?: Pick<Clock, "now">;
+
+  constructor(
+    private readonly db: Queryable,
+    opts: SessionLeaseOptions,
+  ) {
+    this.nodeId = opts.nodeId;
+    this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs <= 0) {
+      throw new Error(
+        `storage.postgres.leaseMs: expected a positive whole number of milliseconds, got ${opts.leaseMs}`,
+      );
+    }
+    this.clock = opts.clock;
+  }
+
+  private now(): number | null {
+    return this.clock ? this.clock.now() : null;
+  }
+
+  /**
+   * Takes the session for this node, or returns undefined while another lease on it (this node's included) is
+   * unexpired. One statement: the row's primary key makes two nodes racing for a free session get one winner.
+   */
+  async acquire(sessionKey: string): Promise<SessionLease | undefined> {
+    const { rows } = await this.db.query<LeaseRow>(
+      `WITH t AS (SELECT ${nowSql(3)} AS now)
+       INSERT INTO session_leases AS l (session_key, node_id, token, acquired_at, expires_at)
+       SELECT $1, $2, nextval('lease_tokens'), t.now, t.now + $4 FROM t
+       ON CONFLICT (session_key) DO UPDATE
+         SET node_id = EXCLUDED.node_id, token = EXCLUDED.token, acquired_at = EXCLUDED.acquired_at,
+             expires_at = EXCLUDED.expires_at
+         WHERE l.expires_at <= EXCLUDED.acquired_at
+       RETURNING l.session_key, l.node_id, l.token, l.expires_at`,
+      [sessionKey, this.nodeId, this.now(), this.leaseMs],
+    );
+    return rows[0] ? toLease(rows[0]) : undefined;
+  }
+
+  /** Extends every lease this node still holds (those taken over by another node are not its own any more). */
+  async renewAll(): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `UPDATE session_leases SET expires_at = ${nowSql(2)} + $3 WHERE node_id = $1`,
+      [this.nodeId, this.now(), this.leaseMs],
+    );
+    return rowCount ?? 0;
+  }
+
+  /** Gives the session back (its queue is empty, or the node is draining). False when the lease was already lost. */
+  async release(lease: Pick<SessionLease, "sessionKey" | "token">): Promise<boolean> {
+    const { rowCount } = await this.db.query("DELETE FROM session_leases WHERE session_key = $1 AND token = $2", [
+      lease.sessionKey,
+      lease.token,
+    ]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** The session's current lease, expired or not (undefined when nobody holds one). */
+  async holder(sessionKey: string): Promise<SessionLease | undefined> {
+    const { rows } = await this.db.query<LeaseRow>(
+      "SELECT session_key, node_id, token, expires_at FROM session_leases WHERE session_key = $1",
+      [sessionKey],
+    );
+    return rows[0] ? toLease(rows[0]) : undefined;
+  }
+}
+
+/**
+ * The fence as a SQL predicate, for a write that is one statement: `... WHERE <pred>` writes nothing once the token is
+ * stale. FOR SHARE makes a takeover that is committing at the same moment wait for this write (or this write see the
+ * takeover and match nothing): without the lock a statement could pass the check on a snapshot taken just before.
+ * The lease is not required to be unexpired: an expired lease nobody took yet still means nobody else ran the session.
+ */
+export function fencePredicate(sessionKeyParam: number, tokenParam: number): string {
+  return `EXISTS (SELECT 1 FROM session_leases WHERE session_key = $${sessionKeyParam} AND token = $${tokenParam} FOR SHARE)`;
+}
+
+/**
+ * The fence for a transaction of several writes: call it first, on the transaction's client. It locks the lease row
+ * (FOR SHARE) until the transaction ends, so no takeover can commit in between; throws FencedError when the token is
+ * no longer current.
+ */
+export async function checkFence(client: Queryable, sessionKey: string, token: number): Promise<void> {
+  const { rowCount } = await client.query(
+    "SELECT 1 FROM session_leases WHERE session_key = $1 AND token = $2 FOR SHARE",
+    [sessionKey, token],
+  );
+  if (!rowCount) throw new FencedError(sessionKey, token);
+}
