@@ -8,9 +8,9 @@ import {
 } from "../../protocol/params.js";
 import type {
   SessionActivity,
+  SessionListDefaults,
   SessionsDeleteResult,
   SessionsGetResult,
-  SessionListDefaults,
   SessionsListResult,
   SessionsResetResult,
 } from "../../protocol/payloads.js";
