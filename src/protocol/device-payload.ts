@@ -22,19 +22,14 @@ export function devicePayloadVersion(deviceFamily: string | undefined): "v2" | "
   return deviceFamily ? "v3" : "v2";
 }
 
+/** The fields v2 and v3 share, in their order: `<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>` */
+function commonFields(f: Omit<DeviceAuthFields, "platform" | "deviceFamily">): string[] {
+  return [f.deviceId, f.clientId, f.clientMode, f.role, f.scopes.join(","), String(f.signedAt), f.token, f.nonce];
+}
+
 /** `v2|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>` (no platform, no device family) */
 export function deviceAuthPayloadV2(f: Omit<DeviceAuthFields, "platform" | "deviceFamily">): string {
-  return [
-    "v2",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-  ].join("|");
+  return ["v2", ...commonFields(f)].join("|");
 }
 
 /** The payload a client with these fields signs and the gateway verifies: v3 with a device family, v2 without. */
@@ -44,17 +39,5 @@ export function deviceAuthPayloadFor(f: DeviceAuthFields): string {
 
 /** `v3|<id>|<client.id>|<client.mode>|<role>|<scopes,>|<signedAt>|<token>|<nonce>|<platform>|<deviceFamily>` */
 export function deviceAuthPayload(f: DeviceAuthFields): string {
-  return [
-    "v3",
-    f.deviceId,
-    f.clientId,
-    f.clientMode,
-    f.role,
-    f.scopes.join(","),
-    String(f.signedAt),
-    f.token,
-    f.nonce,
-    f.platform,
-    f.deviceFamily.toLowerCase(),
-  ].join("|");
+  return ["v3", ...commonFields(f), f.platform, f.deviceFamily.toLowerCase()].join("|");
 }

@@ -233,6 +233,11 @@ export const chatHistoryParamsSchema = ignoring(
     before: z.number().int().min(1).optional(),
     /** Loopgate's own: an earlier transcript generation (one kept by /new, /reset, sessions.reset); default current */
     generation: z.number().int().min(1).optional(),
+    /**
+     * a smaller page than the gateway's maxPageBytes. OpenClaw's Control UI (2026.9.6) sends it, though the published
+     * schema (2026.9.1) does not list it
+     */
+    maxBytes: z.number().int().min(1).optional(),
   }),
 );
 
@@ -642,6 +647,9 @@ export const chatMetadataParamsSchema = z.strictObject({
 export const chatStartupParamsSchema = z.looseObject({
   sessionKey: nonEmpty.optional(),
   agentId: agentId.optional(),
+  /** the history page it opens with, as chat.history takes them (OpenClaw's Control UI sends limit 80) */
+  limit: z.number().int().min(1).max(1000).optional(),
+  maxBytes: z.number().int().min(1).optional(),
 });
 
 /** OpenClaw's AgentIdentityParams */

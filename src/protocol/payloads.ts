@@ -161,6 +161,17 @@ export interface SessionsListResult {
   count: number;
   /** pass as `cursor` for the next page; absent on the last page */
   nextCursor?: string;
+  /**
+   * The model a session without an override uses (the default agent's), with its context window. OpenClaw's Control UI
+   * reads `defaults` from every sessions.list answer to show the model picker; each is null when no model is configured.
+   */
+  defaults?: SessionListDefaults;
+}
+
+export interface SessionListDefaults {
+  modelProvider: string | null;
+  model: string | null;
+  contextTokens: number | null;
 }
 
 export interface SessionsGetResult {
@@ -433,14 +444,16 @@ export interface ChatMetadataResult {
   queueModes: string[];
 }
 
-/** chat.startup: what a chat view needs to open */
-export interface ChatStartupResult {
+/**
+ * chat.startup: what a chat view needs to open. It is a chat.history page (OpenClaw's Control UI reads `messages`,
+ * `sessionId` and `sessionInfo` from it exactly as from chat.history), with the agents and the session beside it.
+ */
+export interface ChatStartupResult extends ChatHistoryResult {
   defaultAgentId: string;
   mainKey: string;
-  sessionKey: string;
   agents: Array<{ id: string; name?: string }>;
-  session?: SessionInfo;
-  history: ChatHistoryResult;
+  /** the session the view opens on (OpenClaw's name), absent before its first message */
+  sessionInfo?: SessionInfo;
 }
 
 /** agent.identity.get: OpenClaw's AgentIdentityResult */

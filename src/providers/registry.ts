@@ -1,5 +1,6 @@
 import type { ProviderConfig } from "../config/schema.js";
 import { resolveSecretRef } from "../config/secret-ref.js";
+import { baseUrlHost } from "./loopback.js";
 import type { ApiKind, ModelProvider, ProviderInit, ProviderModelConfig } from "./types.js";
 
 /**
@@ -87,13 +88,8 @@ export async function createProvider(id: string, config: ProviderConfig): Promis
 
 /** Loopback and private-range base URLs are self-hosted (slower first tokens: a longer idle window). */
 export function isSelfHostedBaseUrl(baseUrl: string | undefined): boolean {
-  if (!baseUrl) return false;
-  let host: string;
-  try {
-    host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
-  } catch {
-    return false;
-  }
+  const host = baseUrlHost(baseUrl);
+  if (host === undefined) return false;
   if (host === "localhost" || host === "::1" || host.endsWith(".local")) return true;
   const m = host.match(/^(\d+)\.(\d+)\.\d+\.\d+$/);
   if (!m) return false;

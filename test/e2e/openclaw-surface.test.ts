@@ -166,6 +166,12 @@ describe("the OpenClaw method surface", () => {
           const rows = p.sessions as Array<Record<string, unknown>>;
           for (const r of rows) expect(issues(r, "SessionRow")).toEqual([]);
           expect(rows.find((r) => r.key === "agent:main:seed")?.derivedTitle).toBe("first words here");
+          // OpenClaw's Control UI reads defaults from every answer (regression: without it its chat view threw)
+          expect(p.defaults).toEqual({
+            modelProvider: expect.any(String),
+            model: expect.any(String),
+            contextTokens: expect.any(Number),
+          });
         },
       },
       {
@@ -184,7 +190,15 @@ describe("the OpenClaw method surface", () => {
           expect(p.session).not.toHaveProperty("label");
         },
       },
-      { method: "chat.startup", params: { sessionKey: "seed" }, check: (p) => expect(p.history).toBeDefined() },
+      {
+        method: "chat.startup",
+        params: { sessionKey: "seed" },
+        // a chat.history page with the session beside it: OpenClaw's Control UI reads messages and sessionInfo
+        check: (p) => {
+          expect((p.messages as Array<{ role?: string }>)[0]?.role).toBe("user");
+          expect(p.sessionInfo).toMatchObject({ key: expect.stringContaining("seed") });
+        },
+      },
       {
         method: "chat.metadata",
         params: { sessionKey: "seed" },

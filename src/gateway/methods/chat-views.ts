@@ -27,20 +27,19 @@ export const chatStartupMethod = defineMethod({
     const session = gw.service.session(key);
     const history: ChatHistoryResult = session
       ? await readHistoryPage(gw.service.sessions, session, {
-          limit: STARTUP_HISTORY_LIMIT,
-          maxBytes: gw.limits.maxPageBytes,
+          limit: params.limit ?? STARTUP_HISTORY_LIMIT,
+          maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
         })
       : { sessionKey: key, generation: 0, messages: [] };
     const result: ChatStartupResult = {
       defaultAgentId: rt.defaultAgentId,
       mainKey: normalizeSessionKey(undefined, agentId).key,
-      sessionKey: key,
       agents: configuredAgentIds(rt.config).map((id) => {
         const name = rt.config.agents.list.find((a) => a.id === id)?.name;
         return name ? { id, name } : { id };
       }),
-      ...(session ? { session: listedSession(gw, session, false) } : {}),
-      history,
+      ...history,
+      ...(session ? { sessionInfo: listedSession(gw, session, false) } : {}),
     };
     reply.ok(result);
   },

@@ -55,7 +55,7 @@ export const chatHistoryMethod = defineMethod({
       cursor: params.cursor,
       before: params.before,
       generation: params.generation,
-      maxBytes: gw.limits.maxPageBytes,
+      maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
     });
     reply.ok(result);
   },

@@ -9,6 +9,7 @@ import {
 } from "../../protocol/params.js";
 import type {
   SessionActivity,
+  SessionListDefaults,
   SessionsDeleteResult,
   SessionsGetResult,
   SessionsListResult,
@@ -74,9 +75,20 @@ export const sessionsListMethod = defineMethod({
         (configured === undefined || configured.has(s.agentId)),
       info: (s) => listedSession(gw, s, params.includeDerivedTitles === true),
     });
-    reply.ok(result);
+    reply.ok({ ...result, defaults: sessionListDefaults(gw) });
   },
 });
+
+/** The default agent's model, as the list's `defaults`; nulls when none is configured or it does not resolve. */
+function sessionListDefaults(gw: GatewayContext): SessionListDefaults {
+  const rt = gw.service.rt;
+  try {
+    const m = rt.resolveModel(rt.agentModelRef(rt.defaultAgentId));
+    return { modelProvider: m.providerId, model: m.modelId, contextTokens: m.model.contextWindow };
+  } catch {
+    return { modelProvider: null, model: null, contextTokens: null };
+  }
+}
 
 /** A listed session: whether a run of it is in progress, and its title when the client asked for titles. */
 export function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
