@@ -10,6 +10,7 @@ export { type GatewayHandle, type GatewayOptions, startGateway } from "./gateway
 export { type AgentEvent, AgentEventBus } from "./infra/events.js";
 export { createScriptedProvider, type Script, ScriptedProvider, type ScriptedTurn } from "./providers/scripted.js";
 export type { ChatMessage, ModelProvider, ModelRequest, ModelStreamEvent, Usage } from "./providers/types.js";
+export { createStore } from "./storage/create-store.js";
 export { openStore, SqliteStore } from "./storage/sqlite-store.js";
 export type { Store } from "./storage/types.js";
 export type { Tool, ToolContext, ToolOutput } from "./tools/types.js";

@@ -10,7 +10,7 @@ import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { openStore } from "../../dist/storage/sqlite-store.js";
+import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, FINAL_TEXT, noopTool } from "../lib/model.mjs";
@@ -18,9 +18,10 @@ import { nowMs, summarize } from "../lib/stats.mjs";
 
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-embedded-"));
-const store = openStore(stateDir);
+const config = parseConfig(benchConfig(opts.baseUrl));
+const store = await createStore(config, stateDir);
 const rt = new AgentRuntime({
-  config: parseConfig(benchConfig(opts.baseUrl)),
+  config,
   stateDir,
   store,
   logger: createLogger(),

@@ -10,18 +10,19 @@ import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { openStore } from "../../dist/storage/sqlite-store.js";
+import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
-const store = openStore(stateDir);
 const config = benchConfig(opts.baseUrl);
 config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
+const parsed = parseConfig(config);
+const store = await createStore(parsed, stateDir);
 const rt = new AgentRuntime({
-  config: parseConfig(config),
+  config: parsed,
   stateDir,
   store,
   logger: createLogger(),

@@ -9,7 +9,7 @@ import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { openStore } from "../../dist/storage/sqlite-store.js";
+import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions, emitResult, log } from "../lib/child.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 import { nowMs } from "../lib/stats.mjs";
@@ -17,9 +17,10 @@ import { nowMs } from "../lib/stats.mjs";
 if (typeof globalThis.gc !== "function") throw new Error("run with --expose-gc");
 const opts = childOptions();
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-idle-"));
-const store = openStore(stateDir);
+const config = parseConfig(benchConfig(opts.baseUrl));
+const store = await createStore(config, stateDir);
 const rt = new AgentRuntime({
-  config: parseConfig(benchConfig(opts.baseUrl)),
+  config,
   stateDir,
   store,
   logger: createLogger(),

@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
+import type { EventBusPort } from "../events/bus-port.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
@@ -18,6 +18,8 @@ import { isLoopbackBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
+import { FileSessionLock, sessionLockFile } from "../session/file-lock.js";
+import type { SessionLockPort } from "../session/lock-port.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
@@ -35,7 +37,10 @@ export interface RuntimeOptions {
   config: LoopgateConfig;
   stateDir: string;
   store: Store;
-  bus?: AgentEventBus;
+  /** the event bus port; default: an in-process AgentEventBus */
+  bus?: EventBusPort;
+  /** session ownership; default: the file write lock under stateDir (SPEC 3) */
+  sessionLocks?: SessionLockPort;
   clock?: Clock;
   logger?: Logger;
   /** Provider instances by provider id; they win over config (tests, embedding apps). */
@@ -59,7 +64,9 @@ export class AgentRuntime {
   readonly config: LoopgateConfig;
   readonly stateDir: string;
   readonly store: Store;
-  readonly bus: AgentEventBus;
+  readonly bus: EventBusPort;
+  /** who may write a session's transcript: every run, reset and delete acquires the session here */
+  readonly sessionLocks: SessionLockPort;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly lanes: LaneScheduler;
@@ -101,6 +108,14 @@ export class AgentRuntime {
     this.bus = opts.bus ?? new AgentEventBus({ now: () => this.clock.now() });
     this.logger = opts.logger ?? createLogger();
     this.env = opts.env ?? process.env;
+    this.sessionLocks =
+      opts.sessionLocks ??
+      new FileSessionLock({
+        stateDir: this.stateDir,
+        acquireTimeoutMs: this.config.session.writeLock.acquireTimeoutMs,
+        env: this.env,
+        warn: (m) => this.logger.warn(m),
+      });
     this.injectedProviders = opts.providers ?? {};
     const maxConcurrent = this.config.agents.defaults.maxConcurrent;
     this.lanes = new LaneScheduler({
@@ -282,11 +297,9 @@ export class AgentRuntime {
     return p;
   }
 
-  /** The session write lock file: beside the session data, one per session key. */
+  /** The session write lock file the default (file) SessionLockPort uses: beside the session data, one per key. */
   sessionLockPath(sessionKey: string): string {
-    const safe = sessionKey.replace(/[^A-Za-z0-9_.-]+/g, "_").slice(0, 80);
-    const hash = createHash("sha256").update(sessionKey).digest("hex").slice(0, 12);
-    return path.join(this.stateDir, "sessions", `${safe}-${hash}.lock`);
+    return sessionLockFile(this.stateDir, sessionKey);
   }
 }
 

@@ -10,6 +10,7 @@ import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js
 import type { RunRecord, SessionRecord } from "../storage/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
+import { SessionService } from "./session-service.js";
 
 /** The session settings `patchSession` changes; `null` clears one (the agent's default applies again). */
 export interface SessionSettingsPatch {
@@ -57,10 +58,13 @@ function messageReceived(rt: AgentRuntime, m: { runId: string; sessionKey: strin
  */
 export class AgentService {
   readonly rt: AgentRuntime;
+  /** sessions, runs and audit rows as the gateway's handlers read and change them (never the store directly) */
+  readonly sessions: SessionService;
   private readonly queue: SessionQueue;
 
   constructor(rt: AgentRuntime) {
     this.rt = rt;
+    this.sessions = new SessionService(rt.store, rt.sessionLocks);
     this.queue = new SessionQueue({
       store: rt.store,
       bus: rt.bus,

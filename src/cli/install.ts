@@ -5,7 +5,7 @@ import { loadConfig } from "../config/index.js";
 import { installMaterial } from "../hooks/install.js";
 import type { HookLogger } from "../hooks/logger.js";
 import { createLogger } from "../infra/logger.js";
-import { openStore } from "../storage/sqlite-store.js";
+import { createStore } from "../storage/create-store.js";
 import { requireConfiguredAgent } from "./agent.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -30,7 +30,7 @@ export async function runInstall(
   }
   const loaded = loadConfig({ configPath: opts.config });
   if (kind === "skill") requireConfiguredAgent(loaded.config, opts.agent, "--agent");
-  const store = openStore(loaded.stateDir);
+  const store = await createStore(loaded.config, loaded.stateDir);
   try {
     const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
     await rt.init();

@@ -8,7 +8,7 @@ import type { LoadedConfig } from "../config/load.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
-import { openStore } from "../storage/sqlite-store.js";
+import { createStore } from "../storage/create-store.js";
 import { terminalExecPrompt } from "./exec-prompt.js";
 
 /**
@@ -25,7 +25,7 @@ export async function openLocal(opts: {
   close: () => void;
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
-  const store = openStore(loaded.stateDir);
+  const store = await createStore(loaded.config, loaded.stateDir);
   const rt = new AgentRuntime({
     config: loaded.config,
     stateDir: loaded.stateDir,

@@ -1,7 +1,7 @@
 import { loadConfig } from "../config/index.js";
 import { contentWithImageNotes } from "../providers/types.js";
 import { normalizeSessionKey } from "../session/keys.js";
-import { openStore } from "../storage/sqlite-store.js";
+import { createStore } from "../storage/create-store.js";
 import type { SessionRecord, TranscriptRow } from "../storage/types.js";
 import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { CliError } from "./exit-codes.js";
@@ -48,10 +48,10 @@ export function describeRow(row: TranscriptRow): string {
   return `#${row.seq} assistant: ${parts.join(" ")}`;
 }
 
-export function sessionsList(opts: { config?: string; json?: boolean; limit?: string }): number {
+export async function sessionsList(opts: { config?: string; json?: boolean; limit?: string }): Promise<number> {
   const limit = parseLimit(opts.limit, DEFAULT_LIST_LIMIT);
-  const { stateDir } = loadConfig({ configPath: opts.config });
-  const store = openStore(stateDir);
+  const { config, stateDir } = loadConfig({ configPath: opts.config });
+  const store = await createStore(config, stateDir);
   try {
     const sessions = store.listSessions({ limit });
     if (opts.json) {
@@ -77,9 +77,12 @@ export function sessionsList(opts: { config?: string; json?: boolean; limit?: st
   }
 }
 
-export function sessionsShow(key: string, opts: { config?: string; json?: boolean; limit?: string }): number {
-  const { stateDir } = loadConfig({ configPath: opts.config });
-  const store = openStore(stateDir);
+export async function sessionsShow(
+  key: string,
+  opts: { config?: string; json?: boolean; limit?: string },
+): Promise<number> {
+  const { config, stateDir } = loadConfig({ configPath: opts.config });
+  const store = await createStore(config, stateDir);
   try {
     const normalized = normalizeSessionKey(key).key;
     const s = store.getSession(normalized);

@@ -202,6 +202,10 @@ const audit: Record<string, Audit> = {
   "session.runResults.maxAgeHours": T.prune,
   "session.runResults.maxCount": T.pruneCount,
   "storage.quickCheckOnStart": T.quickCheck,
+  "storage.backend": pin(
+    "src/storage/create-store.test.ts",
+    "storage.backend: sqlite opens the state dir's database file; postgres is refused at load until its backend lands",
+  ),
   "messages.queue.mode": T.queueMode,
   "messages.queue.byChannel": T.queueMode,
   "messages.queue.debounceMs": T.debounce,

@@ -227,8 +227,14 @@ export const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
-  /** the gateway's start checks the database's pages (PRAGMA quick_check); a huge store may skip it */
-  storage: z.strictObject({ quickCheckOnStart: z.boolean().default(true) }).prefault({}),
+  storage: z
+    .strictObject({
+      /** the gateway's start checks the database's pages (PRAGMA quick_check); a huge store may skip it */
+      quickCheckOnStart: z.boolean().default(true),
+      /** where state lives (SPEC 18): "sqlite" (the state dir's file); "postgres" is refused until its backend lands */
+      backend: z.enum(["sqlite", "postgres"]).default("sqlite"),
+    })
+    .prefault({}),
   messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),
   gateway: z
     .strictObject({

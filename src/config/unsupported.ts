@@ -9,9 +9,17 @@ interface UnsupportedKey {
   path: string;
   /** whether a value found at the path counts as set; default: any value */
   isSet?: (value: unknown) => boolean;
+  /** what to say instead of the OpenClaw-compatibility explanation */
+  why?: string;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [];
+export const unsupportedKeys: readonly UnsupportedKey[] = [
+  {
+    path: "storage.backend",
+    isSet: (value) => value === "postgres",
+    why: 'the Postgres backend is not built yet; use "sqlite" (the default)',
+  },
+];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "<path>: not yet supported ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {
@@ -20,7 +28,9 @@ export function unsupportedKeyProblems(raw: unknown): string[] {
     for (const found of valuesAt(raw, key.path.split("."), "")) {
       if (key.isSet ? key.isSet(found.value) : true) {
         problems.push(
-          `${found.path}: not yet supported (accepted for OpenClaw compatibility, but nothing reads it); remove it`,
+          key.why
+            ? `${found.path}: ${JSON.stringify(found.value)} is not yet supported (${key.why})`
+            : `${found.path}: not yet supported (accepted for OpenClaw compatibility, but nothing reads it); remove it`,
         );
       }
     }

@@ -1,6 +1,6 @@
 import type { AgentRuntime } from "../agent/runtime.js";
+import type { EventBusPort } from "../events/bus-port.js";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEventBus } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import type {
   Diagnostic,
@@ -77,7 +77,7 @@ export class DiagnosticsMonitor {
   }
 
   /** Starts observing: the bus, the runtime's model calls, and the tick timer. */
-  start(bus: AgentEventBus, rt?: Pick<AgentRuntime, "modelCalls">): void {
+  start(bus: EventBusPort, rt?: Pick<AgentRuntime, "modelCalls">): void {
     this.unsubscribe = bus.subscribe((ev) => this.tracker.onEvent(ev));
     if (rt) {
       rt.modelCalls = this.tracker;

@@ -7,11 +7,12 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import type { AuditLedgerState } from "../protocol/payloads.js";
 import type { AuditEventInput, Store } from "../storage/types.js";
 import { auditRowOf } from "./audit-projection.js";
+import type { EventBusPort } from "./bus-port.js";
 
 /** Rows wait this long for more to join their batch (a run's start, its tool calls and its end usually do). */
 export const AUDIT_FLUSH_DELAY_MS = 100;
@@ -50,7 +51,7 @@ export class AuditLedger {
   }
 
   /** Starts recording the bus's events. */
-  attach(bus: AgentEventBus): void {
+  attach(bus: EventBusPort): void {
     this.unsubscribe?.();
     this.unsubscribe = bus.subscribe((event) => this.offer(event));
   }

@@ -17,10 +17,11 @@
  * is what `agent.events` replays.
  */
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
 import type { Store, StoredRunEvent } from "../storage/types.js";
+import type { EventBusPort } from "./bus-port.js";
 import { agentEventJson } from "./event-json.js";
 
 export interface RunEventWriterOptions {
@@ -85,7 +86,7 @@ export class RunEventWriter {
   }
 
   /** Starts persisting the bus's events. */
-  attach(bus: AgentEventBus): void {
+  attach(bus: EventBusPort): void {
     this.unsubscribe?.();
     this.unsubscribe = bus.subscribe((ev) => this.add(ev));
   }

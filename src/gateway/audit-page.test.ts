@@ -34,17 +34,22 @@ function row(over: Partial<AuditEventInput> = {}): AuditEventInput {
   };
 }
 
+/** the session service's read, over a bare store */
+function reads(s: SqliteStore) {
+  return { listAuditEvents: async (q: Parameters<SqliteStore["listAuditEvents"]>[0]) => s.listAuditEvents(q) };
+}
+
 describe("audit.list pages", () => {
   const everyone = () => true;
 
-  it("a cursor walks every row exactly once, newest first, even while new rows arrive", () => {
+  it("a cursor walks every row exactly once, newest first, even while new rows arrive", async () => {
     const s = store();
     s.appendAuditEvents(Array.from({ length: 7 }, () => row()));
     const seen: number[] = [];
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page = readAuditPage(s, { query: {}, limit: 3, cursor, canSee: everyone });
+      const page = await readAuditPage(reads(s), { query: {}, limit: 3, cursor, canSee: everyone });
       seen.push(...page.events.map((e) => e.sequence));
       cursor = page.nextCursor;
       pages++;
@@ -55,22 +60,22 @@ describe("audit.list pages", () => {
     expect(pages).toBe(3);
   });
 
-  it("a page that ends exactly at the last row has no next cursor", () => {
+  it("a page that ends exactly at the last row has no next cursor", async () => {
     const s = store();
     s.appendAuditEvents(Array.from({ length: 3 }, () => row()));
-    const page = readAuditPage(s, { query: {}, limit: 3, canSee: everyone });
+    const page = await readAuditPage(reads(s), { query: {}, limit: 3, canSee: everyone });
     expect(page.events).toHaveLength(3);
     expect(page.nextCursor).toBeUndefined();
   });
 
-  it("leaves out sessions the caller may not see and still fills the page", () => {
+  it("leaves out sessions the caller may not see and still fills the page", async () => {
     const s = store();
     s.appendAuditEvents(
       Array.from({ length: 9 }, (_, i) => row({ sessionKey: i % 3 === 0 ? "agent:main:mine" : "agent:main:other" })),
     );
-    const page = readAuditPage(s, { query: {}, limit: 2, canSee: (k) => k === "agent:main:mine" });
+    const page = await readAuditPage(reads(s), { query: {}, limit: 2, canSee: (k) => k === "agent:main:mine" });
     expect(page.events.map((e) => e.sessionKey)).toEqual(["agent:main:mine", "agent:main:mine"]);
-    const rest = readAuditPage(s, {
+    const rest = await readAuditPage(reads(s), {
       query: {},
       limit: 2,
       cursor: page.nextCursor,
@@ -80,11 +85,10 @@ describe("audit.list pages", () => {
     expect(rest.nextCursor).toBeUndefined();
   });
 
-  it("refuses a cursor it did not make, naming the param", () => {
+  it("refuses a cursor it did not make, naming the param", async () => {
     const s = store();
-    expect(() => readAuditPage(s, { query: {}, limit: 2, cursor: "bm9wZQ", canSee: everyone })).toThrow(GatewayError);
-    expect(() => readAuditPage(s, { query: {}, limit: 2, cursor: "bm9wZQ", canSee: everyone })).toThrow(
-      /params\.cursor/,
-    );
+    const bad = () => readAuditPage(reads(s), { query: {}, limit: 2, cursor: "bm9wZQ", canSee: everyone });
+    await expect(bad()).rejects.toThrow(GatewayError);
+    await expect(bad()).rejects.toThrow(/params\.cursor/);
   });
 });

@@ -3,8 +3,9 @@
  * last row returned; the ledger's sequences only grow, so rows written while a client pages never shift its pages
  * (they are in front of the first one).
  */
+
+import type { AuditQuery, SessionService } from "../agent/session-service.js";
 import type { AuditEvent } from "../protocol/payloads.js";
-import type { AuditQuery, Store } from "../storage/types.js";
 import { decodeCursor, encodeCursor } from "./paging.js";
 
 const KIND = "audit.list";
@@ -21,17 +22,17 @@ export interface AuditPageRequest {
   canSee(sessionKey: string): boolean;
 }
 
-export function readAuditPage(
-  store: Pick<Store, "listAuditEvents">,
+export async function readAuditPage(
+  store: Pick<SessionService, "listAuditEvents">,
   req: AuditPageRequest,
-): { events: AuditEvent[]; nextCursor?: string } {
+): Promise<{ events: AuditEvent[]; nextCursor?: string }> {
   let before = req.cursor === undefined ? undefined : decodeCursor<AuditCursor>(KIND, req.cursor, { s: "number" }).s;
   const events: AuditEvent[] = [];
   let more = false;
   for (let reads = 0; reads < MAX_READS_PER_PAGE && events.length < req.limit; reads++) {
     // one more than needed tells whether another page exists
     const want = req.limit - events.length + 1;
-    const batch = store.listAuditEvents({ ...req.query, beforeSequence: before, limit: want });
+    const batch = await store.listAuditEvents({ ...req.query, beforeSequence: before, limit: want });
     more = batch.length === want;
     for (const row of batch.slice(0, want - 1)) {
       before = row.sequence;

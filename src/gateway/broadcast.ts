@@ -1,7 +1,8 @@
 import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
+import type { EventBusPort } from "../events/bus-port.js";
 import { agentEventJson } from "../events/event-json.js";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent, AgentEventBus, AgentEventOf } from "../infra/events.js";
+import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
 import type { Diagnostic } from "../protocol/diagnostics.js";
 import type { ChatEventPayload, SessionInfo, SessionMessageEvent, SessionsChangedEvent } from "../protocol/payloads.js";
@@ -77,7 +78,7 @@ export class Broadcaster {
     });
   }
 
-  attach(bus: AgentEventBus): void {
+  attach(bus: EventBusPort): void {
     this.unsubscribe = bus.subscribe((ev) => this.onAgentEvent(ev));
   }
 

@@ -4,9 +4,9 @@
  * rows costs one page of memory, not the whole transcript.
  */
 
+import type { SessionRecord, SessionService, TranscriptRow } from "../agent/session-service.js";
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
-import type { SessionRecord, Store } from "../storage/types.js";
 import { GatewayError } from "./errors.js";
 import { historyEntry } from "./history-entry.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
@@ -58,7 +58,11 @@ function startPoint(session: SessionRecord, req: HistoryPageRequest): { generati
   return { generation: c.g, before: c.b };
 }
 
-export function readHistoryPage(store: Store, session: SessionRecord, req: HistoryPageRequest): ChatHistoryResult {
+export async function readHistoryPage(
+  store: Pick<SessionService, "readTranscript">,
+  session: SessionRecord,
+  req: HistoryPageRequest,
+): Promise<ChatHistoryResult> {
   const { generation, before } = startPoint(session, req);
   const head = { sessionKey: session.key, sessionId: session.sessionId, generation };
   const envelope = JSON.stringify({ ...head, messages: [], nextBefore: Number.MAX_SAFE_INTEGER });
@@ -69,7 +73,12 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
     // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references)
-    const rows = store.readTranscript(session.key, { generation, limit: want, beforeSeq: point, imageData: true });
+    const rows = await store.readTranscript(session.key, {
+      generation,
+      limit: want,
+      beforeSeq: point,
+      imageData: true,
+    });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
@@ -89,7 +98,7 @@ export function readHistoryPage(store: Store, session: SessionRecord, req: Histo
   }
   const oldest = picked.at(-1)?.seq;
   if (!more && oldest !== undefined && picked.length === req.limit) {
-    more = store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest }).length > 0;
+    more = (await store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest })).length > 0;
   }
   const page: ChatHistoryResult = { ...head, messages: picked.reverse() };
   if (more && oldest !== undefined) {

@@ -1,5 +1,6 @@
 import type { AcceptedRun, AgentFinal, AgentRequest, AgentService } from "../agent/service.js";
-import type { AgentEvent, AgentEventBus } from "../infra/events.js";
+import type { EventBusPort } from "../events/bus-port.js";
+import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 
 /**
@@ -17,7 +18,7 @@ export class RunLog {
     this.service = service;
   }
 
-  attach(bus: AgentEventBus): void {
+  attach(bus: EventBusPort): void {
     this.unsubscribe = bus.subscribe((ev) => this.onEvent(ev));
   }
 

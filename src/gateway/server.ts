@@ -16,7 +16,8 @@ import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
-import { CorruptDatabaseError, openCheckedStore } from "../storage/integrity.js";
+import { createStore } from "../storage/create-store.js";
+import { CorruptDatabaseError } from "../storage/integrity.js";
 import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
@@ -143,7 +144,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = openGatewayStore(opts.stateDir, opts.config.storage.quickCheckOnStart);
+    ownedStore = await openGatewayStore(opts.config, opts.stateDir);
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -166,9 +167,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
 }
 
 /** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
-function openGatewayStore(stateDir: string, quickCheck: boolean): Store {
+async function openGatewayStore(config: LoopgateConfig, stateDir: string): Promise<Store> {
   try {
-    return openCheckedStore(stateDir, { quickCheck });
+    return await createStore(config, stateDir, { owner: true });
   } catch (err) {
     if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
@@ -356,7 +357,7 @@ async function listen(
       logger.warn("recovered runs of a previous process", { failed: failed.length, requeued: requeued.length });
     }
     for (const runId of requeued) {
-      const run = rt.store.getRun(runId);
+      const run = await service.sessions.run(runId);
       if (run) runLog.follow(runId, run.sessionKey);
     }
   }

@@ -3,8 +3,9 @@
  * byte budget. The cursor is the last session returned, so a session created or updated while a client pages
  * moves to the front (where the next listing from the start finds it) instead of shifting every later page.
  */
+
+import type { SessionListPoint, SessionRecord, SessionService } from "../agent/session-service.js";
 import type { SessionInfo, SessionsListResult } from "../protocol/payloads.js";
-import type { SessionListPoint, SessionRecord, Store } from "../storage/types.js";
 import { CURSOR_ROOM_BYTES, decodeCursor, encodeCursor, PageBudget } from "./paging.js";
 
 const KIND = "sessions.list";
@@ -29,7 +30,10 @@ function startPoint(cursor: string | undefined): SessionListPoint | undefined {
   return { updatedAt: c.u, key: c.k };
 }
 
-export function readSessionsPage(store: Store, req: SessionsPageRequest): SessionsListResult {
+export async function readSessionsPage(
+  store: Pick<SessionService, "listSessions">,
+  req: SessionsPageRequest,
+): Promise<SessionsListResult> {
   const envelope = JSON.stringify({ sessions: [], count: Number.MAX_SAFE_INTEGER });
   const budget = new PageBudget(req.maxBytes, Buffer.byteLength(envelope) + CURSOR_ROOM_BYTES);
   const sessions: SessionInfo[] = [];
@@ -37,7 +41,7 @@ export function readSessionsPage(store: Store, req: SessionsPageRequest): Sessio
   let last: SessionListPoint | undefined;
   let more = false;
   scan: while (sessions.length < req.limit) {
-    const batch = store.listSessions({ limit: READ_BATCH, agentId: req.agentId, after: point });
+    const batch = await store.listSessions({ limit: READ_BATCH, agentId: req.agentId, after: point });
     for (const s of batch) {
       if (sessions.length === req.limit) {
         more = true;
@@ -57,7 +61,7 @@ export function readSessionsPage(store: Store, req: SessionsPageRequest): Sessio
     point = { updatedAt: end.updatedAt, key: end.key };
   }
   if (!more && last && sessions.length === req.limit) {
-    more = store.listSessions({ limit: 1, agentId: req.agentId, after: last }).length > 0;
+    more = (await store.listSessions({ limit: 1, agentId: req.agentId, after: last })).length > 0;
   }
   const page: SessionsListResult = { sessions, count: sessions.length };
   if (more && last) page.nextCursor = encodeCursor(KIND, { u: last.updatedAt, k: last.key });

@@ -3,16 +3,17 @@
  * log and tests subscribe. `seq` is assigned here, per run, from 1 with no gaps, so every subscriber sees the
  * same numbering no matter when it subscribed. The event shapes are the protocol's (protocol/agent-events.ts).
  */
+import type { AgentEventListener, EventBusPort } from "../events/bus-port.js";
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
 
-export type { AgentEvent, AgentEventData, AgentEventOf, AgentStream };
+export type { AgentEvent, AgentEventData, AgentEventListener, AgentEventOf, AgentStream, EventBusPort };
 
-export type AgentEventListener = (event: AgentEvent) => void;
-
-export class AgentEventBus {
+/** The in-process EventBusPort: one per process, listeners called synchronously in the emitter's turn. */
+export class AgentEventBus implements EventBusPort {
   private readonly listeners = new Set<AgentEventListener>();
   private readonly runListeners = new Map<string, Set<AgentEventListener>>();
   private readonly seqByRun = new Map<string, number>();
+  private readonly endListeners = new Map<string, Set<() => void>>();
   private readonly now: () => number;
 
   constructor(opts: { now?: () => number } = {}) {
@@ -58,9 +59,35 @@ export class AgentEventBus {
     this.seqByRun.set(runId, lastSeq);
   }
 
-  /** Forget a finished run's counter; keeps the map from growing with the number of runs. */
+  /** The run is complete: its end listeners hear it; its counter is forgotten (the map does not grow with runs). */
   endRun(runId: string): void {
     this.seqByRun.delete(runId);
+    const ends = this.endListeners.get(runId);
+    if (!ends) return;
+    this.endListeners.delete(runId);
+    for (const listener of ends) notifyEnd(listener);
+  }
+
+  onRunEnd(runId: string, listener: () => void): () => void {
+    let set = this.endListeners.get(runId);
+    if (!set) {
+      set = new Set();
+      this.endListeners.set(runId, set);
+    }
+    set.add(listener);
+    const listeners = set;
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.endListeners.get(runId) === listeners) this.endListeners.delete(runId);
+    };
+  }
+}
+
+function notifyEnd(listener: () => void): void {
+  try {
+    listener();
+  } catch (err) {
+    process.emitWarning(`run end listener failed: ${(err as Error)?.message ?? String(err)}`);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { LoopgateConfig } from "../config/schema.js";
+import type { EventBusPort } from "../events/bus-port.js";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEventBus } from "../infra/events.js";
 import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
 import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
@@ -100,7 +100,7 @@ export interface RunResult {
 /** Everything the session queue needs from outside; the run itself is reached only through `runTurn`. */
 export interface QueueDeps {
   store: Store;
-  bus: AgentEventBus;
+  bus: EventBusPort;
   clock: Clock;
   config(): QueueConfig;
   /** Runs one turn. Never rejects by contract; the queue still records a rejection as a failed run. */

@@ -1,4 +1,4 @@
-import type { AgentEventBus } from "../../infra/events.js";
+import type { EventBusPort } from "../../events/bus-port.js";
 import type { AgentEventData, AgentStream } from "../../protocol/agent-events.js";
 
 /** The run's one way to publish: every event of the run goes through here, typed by stream. */
@@ -6,6 +6,6 @@ export interface RunEmitter {
   emit<S extends AgentStream>(stream: S, data: AgentEventData[S]): void;
 }
 
-export function runEmitter(bus: AgentEventBus, runId: string, sessionKey: string): RunEmitter {
+export function runEmitter(bus: EventBusPort, runId: string, sessionKey: string): RunEmitter {
   return { emit: (stream, data) => void bus.emit(runId, sessionKey, stream, data) };
 }

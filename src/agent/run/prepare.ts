@@ -6,14 +6,15 @@ import { acceptsImages } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
 import { userContent } from "../../queue/user-content.js";
-import { acquireSessionWriteLock, resolveAcquireTimeoutMs, resolveMaxHoldMs } from "../../session/write-lock.js";
+import type { SessionLockHandle } from "../../session/lock-port.js";
+import { resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { ToolContext } from "../../tools/types.js";
 import type { AgentRuntime } from "../runtime.js";
 import { RunSetupError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import type { RunSpec } from "./spec.js";
 
-export type SessionLock = Awaited<ReturnType<typeof acquireSessionWriteLock>>;
+export type SessionLock = SessionLockHandle;
 
 /** What the turn resolved before the run: the model ref after hooks, thinking, timeout and the skills snapshot. */
 export interface TurnChoices {
@@ -72,10 +73,7 @@ export async function prepareRun(
   await rt.getProvider(model.providerId); // a misconfigured provider fails the run before the lock is taken
   const workspace = await rt.workspaceFor(spec.agentId);
   let waited = false;
-  const lock = await acquireSessionWriteLock(rt.sessionLockPath(spec.sessionKey), {
-    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
-      rt.logger.warn(m),
-    ),
+  const lock = await rt.sessionLocks.acquire(spec.sessionKey, {
     maxHoldMs: resolveMaxHoldMs(choices.timeoutMs),
     signal: run.signal,
     // Clients show what the run waits for; the lock path stays on the server.

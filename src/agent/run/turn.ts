@@ -5,7 +5,6 @@ import type { VerboseLevel } from "../../protocol/enums.js";
 import type { ThinkingLevel } from "../../providers/types.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
 import { sessionLaneName } from "../../session/keys.js";
-import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
 import type { AgentRuntime } from "../runtime.js";
 import { parseSlashCommand } from "./commands.js";
 import { RunContextGuard } from "./context-guard.js";
@@ -316,9 +315,7 @@ async function sessionSkills(
 
 /** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
 async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => T): Promise<T> {
-  const lock: SessionLock = await acquireSessionWriteLock(rt.sessionLockPath(sessionKey), {
-    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env),
-  });
+  const lock: SessionLock = await rt.sessionLocks.acquire(sessionKey);
   try {
     return fn();
   } finally {

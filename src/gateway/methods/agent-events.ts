@@ -21,10 +21,10 @@ export const agentEventsMethod = defineMethod({
   name: "agent.events",
   scope: "read",
   params: agentEventsParamsSchema,
-  handle({ params, conn, gw, reply }) {
-    const store = gw.service.rt.store;
+  async handle({ params, conn, gw, reply }) {
+    // the record only names the run's session (access) and whether it ended; the replay below is one synchronous step
+    const run = await gw.service.sessions.run(params.runId);
     const writer = gw.service.rt.runEvents;
-    const run = store.getRun(params.runId);
     conn.access.requireRunVisible(params.runId, run?.sessionKey);
     if (!run) {
       throw new GatewayError({

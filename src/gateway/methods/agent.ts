@@ -22,7 +22,7 @@ export const agentWaitMethod = defineMethod({
   scope: "read",
   params: agentWaitParamsSchema,
   async handle({ params, conn, gw, reply }) {
-    conn.access.requireRunVisible(params.runId, gw.service.rt.store.getRun(params.runId)?.sessionKey);
+    conn.access.requireRunVisible(params.runId, (await gw.service.sessions.run(params.runId))?.sessionKey);
     reply.ok(await gw.service.wait(params.runId, params.timeoutMs ?? DEFAULT_WAIT_MS));
   },
 });

@@ -15,7 +15,7 @@ export const auditListMethod = defineMethod({
   name: "audit.list",
   scope: "read",
   params: auditListParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     // the session as every other method names it: "support-42" is agent:<default agent>:support-42
     const sessionKey =
       params.sessionKey === undefined
@@ -24,7 +24,7 @@ export const auditListMethod = defineMethod({
     conn.access.requireRead(sessionKey);
     gw.audit.flush();
     const { limit, cursor, ...query } = params;
-    const page = readAuditPage(gw.service.rt.store, {
+    const page = await readAuditPage(gw.service.sessions, {
       query: { ...query, sessionKey },
       limit: limit ?? DEFAULT_AUDIT_LIMIT,
       cursor,

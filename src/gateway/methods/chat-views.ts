@@ -19,14 +19,14 @@ export const chatStartupMethod = defineMethod({
   name: "chat.startup",
   scope: "read",
   params: chatStartupParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const rt = gw.service.rt;
     const agentId = params.agentId ?? rt.defaultAgentId;
     const key = normalizeSessionKey(params.sessionKey, agentId).key;
     conn.access.requireRead(key);
     const session = gw.service.session(key);
     const history: ChatHistoryResult = session
-      ? readHistoryPage(rt.store, session, {
+      ? await readHistoryPage(gw.service.sessions, session, {
           limit: params.limit ?? STARTUP_HISTORY_LIMIT,
           maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
         })

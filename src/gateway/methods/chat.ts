@@ -39,18 +39,18 @@ export const chatHistoryMethod = defineMethod({
   name: "chat.history",
   scope: "read",
   params: chatHistoryParamsSchema,
-  handle({ params, conn, gw, reply }) {
-    const store = gw.service.rt.store;
+  async handle({ params, conn, gw, reply }) {
+    const sessions = gw.service.sessions;
     const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
     conn.access.requireRead(key);
-    const session = store.getSession(key);
+    const session = await sessions.get(key);
     if (!session) {
       // a chat UI opening a session that has no messages yet gets an empty history, not an error
       const empty: ChatHistoryResult = { sessionKey: key, generation: 0, messages: [] };
       reply.ok(empty);
       return;
     }
-    const result = readHistoryPage(store, session, {
+    const result = await readHistoryPage(sessions, session, {
       limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
       cursor: params.cursor,
       before: params.before,

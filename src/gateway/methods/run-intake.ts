@@ -16,7 +16,7 @@ export async function acceptRun(
   params: AgentRequest,
   reply: Reply,
 ): Promise<AcceptedRun> {
-  checkSendAccess(gw, conn, params);
+  await checkSendAccess(gw, conn, params);
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
   const req = await prepareAttachments(params);
   gw.broadcaster.hold();
@@ -48,9 +48,8 @@ export async function acceptRun(
  * SPEC 21, before anything is stored: the target session must be granted, and an idempotent repeat of an existing
  * run answers with that run's status and final, so it needs the right to see that run.
  */
-function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): void {
-  const store = gw.service.rt.store;
-  const existing = store.getRun(req.idempotencyKey);
+async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): Promise<void> {
+  const existing = await gw.service.sessions.run(req.idempotencyKey);
   if (existing) {
     conn.access.requireRunVisible(existing.runId, existing.sessionKey);
     return;
@@ -66,7 +65,7 @@ function isNewSession(gw: GatewayContext, req: AgentRequest): boolean {
 
 /** The session a message goes to, as accept will resolve it; undefined when accept will refuse the params anyway. */
 function targetSessionKey(gw: GatewayContext, req: AgentRequest): string | undefined {
-  if (req.sessionId && !req.sessionKey) return gw.service.rt.store.getSessionById(req.sessionId)?.key;
+  if (req.sessionId && !req.sessionKey) return gw.service.sessionById(req.sessionId)?.key;
   try {
     return normalizeSessionKey(req.sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).key;
   } catch {

@@ -1,8 +1,8 @@
+import type { RunRecord } from "../../agent/session-service.js";
 import { runsListParamsSchema } from "../../protocol/params.js";
 import type { RunInfo, RunsListResult } from "../../protocol/payloads.js";
 import type { AgentFinal } from "../../protocol/run.js";
 import { normalizeSessionKey } from "../../session/keys.js";
-import type { RunRecord } from "../../storage/types.js";
 import { defineMethod } from "../context.js";
 
 /** runs per answer when the caller gives no limit */

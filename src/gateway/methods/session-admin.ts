@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { SessionRecord } from "../../agent/session-service.js";
 import { ErrorCodes, type ErrorShape } from "../../protocol/frames.js";
 import {
   sessionsCreateParamsSchema,
@@ -8,7 +9,6 @@ import {
 } from "../../protocol/params.js";
 import type { SessionsDescribeResult, SessionsPatchResult } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
-import type { SessionRecord } from "../../storage/types.js";
 import { defineMethod, type GatewayContext, type Reply } from "../context.js";
 import { GatewayError, toErrorShape } from "../errors.js";
 import { titleOf } from "../session-info.js";
@@ -78,16 +78,16 @@ export const sessionsResolveMethod = defineMethod({
   name: "sessions.resolve",
   scope: "read",
   params: sessionsResolveParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
     let found: SessionRecord | undefined;
     if (params.spawnedBy === undefined) {
       if (params.key !== undefined) found = gw.service.session(keyOf(gw, params.key, params.agentId));
       else if (params.sessionId !== undefined) found = gw.service.sessionById(params.sessionId);
       else if (params.label !== undefined) {
-        found = gw.service.rt.store
-          .listSessions({ limit: LABEL_SCAN, agentId: params.agentId })
-          .find((s) => s.label === params.label && conn.access.canSeeSession(s.key));
+        found = (await gw.service.sessions.listSessions({ limit: LABEL_SCAN, agentId: params.agentId })).find(
+          (s) => s.label === params.label && conn.access.canSeeSession(s.key),
+        );
       }
     }
     if (found && params.includeGlobal === false && found.key === "global") found = undefined;

@@ -1,3 +1,4 @@
+import type { SessionRecord } from "../../agent/session-service.js";
 import { configuredAgentIds } from "../../config/agents.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import {
@@ -15,8 +16,6 @@ import type {
   SessionsResetResult,
 } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
-import { acquireSessionWriteLock, resolveAcquireTimeoutMs } from "../../session/write-lock.js";
-import type { SessionRecord } from "../../storage/types.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 import { sessionInfo, titleOf } from "../session-info.js";
@@ -37,24 +36,9 @@ export function targetKey(gw: GatewayContext, params: { sessionKey?: string; key
 }
 
 export function requireSession(gw: GatewayContext, key: string): SessionRecord {
-  const s = gw.service.rt.store.getSession(key);
+  const s = gw.service.session(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
-}
-
-/** A reset marker or a delete rewrites transcript rows: it holds the session write lock like a run does (SPEC 3). */
-async function withWriteLock<T>(gw: GatewayContext, key: string, fn: () => T): Promise<T> {
-  const rt = gw.service.rt;
-  const lock = await acquireSessionWriteLock(rt.sessionLockPath(key), {
-    acquireTimeoutMs: resolveAcquireTimeoutMs(rt.config.session.writeLock.acquireTimeoutMs, rt.env, (m) =>
-      rt.logger.warn(m),
-    ),
-  });
-  try {
-    return fn();
-  } finally {
-    await lock.release();
-  }
 }
 
 /** Resetting or deleting under a running turn would split its transcript: the caller aborts or waits first. */
@@ -75,10 +59,10 @@ export const sessionsListMethod = defineMethod({
   name: "sessions.list",
   scope: "read",
   params: sessionsListParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
     const configured = params.configuredAgentsOnly ? new Set(configuredAgentIds(gw.service.rt.config)) : undefined;
-    const result: SessionsListResult = readSessionsPage(gw.service.rt.store, {
+    const result: SessionsListResult = await readSessionsPage(gw.service.sessions, {
       limit: params.limit ?? DEFAULT_LIST_LIMIT,
       agentId: params.agentId,
       cursor: params.cursor,
@@ -139,9 +123,8 @@ export const sessionsResetMethod = defineMethod({
     requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
     // a new transcript generation; the old rows stay (SPEC 4)
-    const generation = await withWriteLock(gw, key, () =>
-      gw.service.rt.store.resetSession(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`),
-    );
+    // under the session lock, like a run
+    const generation = await gw.service.sessions.reset(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
     gw.service.sessionChanged(key, "reset");
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
@@ -156,7 +139,7 @@ export const sessionsDeleteMethod = defineMethod({
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
-    const deleted = await withWriteLock(gw, key, () => gw.service.rt.store.deleteSession(key));
+    const deleted = await gw.service.sessions.delete(key);
     if (deleted) gw.service.sessionChanged(key, "deleted");
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);

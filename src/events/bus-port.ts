@@ -1,0 +1,32 @@
+import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
+
+export type AgentEventListener = (event: AgentEvent) => void;
+
+/**
+ * The event bus port: where run events are published and heard. The in-process implementation is `AgentEventBus`
+ * (infra/events.ts); a cross-process one (Postgres LISTEN/NOTIFY carrying a pointer to the stored event) implements
+ * the same contract, checked by events/bus.conformance.ts.
+ *
+ * Guarantees every implementation keeps:
+ * - `emit` numbers a run's events from 1 with no gap (after `resumeSeq(runId, n)`: from n + 1), and every
+ *   subscriber sees the same number for the same event, whenever it subscribed.
+ * - A run's events reach each listener in seq order.
+ * - A listener that throws is isolated: the other listeners and the emitter go on.
+ * - `subscribeRun` listeners hear only their run; `subscribe` listeners hear every run.
+ * - `endRun` is the run's completion: its `onRunEnd` listeners hear it once, and the run's counter is forgotten
+ *   (an emit after it starts again from 1 unless `resumeSeq` says otherwise).
+ */
+export interface EventBusPort {
+  /** Hears every run's events; returns the unsubscribe. */
+  subscribe(listener: AgentEventListener): () => void;
+  /** Hears one run's events only; costs nothing per event of the other runs. Returns the unsubscribe. */
+  subscribeRun(runId: string, listener: AgentEventListener): () => void;
+  /** Publishes with the run's next seq and returns the event as the subscribers saw it. */
+  emit<S extends AgentStream>(runId: string, sessionKey: string, stream: S, data: AgentEventData[S]): AgentEventOf<S>;
+  /** Continues a run's numbering after `lastSeq` (events already stored for it, e.g. before a restart). */
+  resumeSeq(runId: string, lastSeq: number): void;
+  /** The run is complete: its end listeners hear it, and its counter is dropped. */
+  endRun(runId: string): void;
+  /** Hears the completion of one run (once); returns the unsubscribe. */
+  onRunEnd(runId: string, listener: () => void): () => void;
+}

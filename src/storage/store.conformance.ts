@@ -1,0 +1,341 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AuditAction } from "../protocol/payloads.js";
+import type { ChatMessage } from "../providers/types.js";
+import type { AuditEventInput, RunRecord, Store, StoredRunEvent, TranscriptRow } from "./types.js";
+
+/**
+ * The Store conformance cases (Hono's common.case pattern): one file of cases, run by one `*.test.ts` per backend
+ * (sqlite-store.conformance.test.ts always; postgres-store.conformance.test.ts when a Postgres server is given).
+ * Every call is awaited, so the cases hold for a store that answers synchronously and for one that answers with
+ * promises. What the cases pin is the Store contract (storage/types.ts), not one engine's behaviour.
+ */
+export interface StoreUnderTest {
+  /** a store on a fresh, empty database */
+  store: Store;
+  /** another store on the same database (another process, another node): it sees what `store` committed */
+  openAnother(): Promise<Store>;
+  /** closes every store it opened and drops the database */
+  cleanup(): Promise<void>;
+}
+
+const KEY = "agent:main:main";
+const OTHER = "agent:main:other";
+
+function user(text: string): ChatMessage {
+  return { role: "user", content: text };
+}
+
+function msgRow(sessionKey: string, text: string, createdAt = 1): Omit<TranscriptRow, "seq" | "generation"> {
+  return { sessionKey, kind: "message", createdAt, message: user(text) };
+}
+
+function run(runId: string, over: Partial<RunRecord> = {}): RunRecord {
+  return { runId, sessionKey: KEY, status: "queued", acceptedAt: 1, params: { message: `m-${runId}` }, ...over };
+}
+
+function event(runId: string, seq: number, sessionKey = KEY): StoredRunEvent {
+  const json = JSON.stringify({ runId, seq, stream: "assistant", ts: seq, sessionKey, data: { delta: `d${seq}` } });
+  return { runId, seq, ts: seq, sessionKey, stream: "assistant", json };
+}
+
+let audits = 0;
+function audit(over: Partial<AuditEventInput> = {}): AuditEventInput {
+  audits++;
+  return {
+    eventId: `audit-${audits}-${Math.random().toString(36).slice(2)}`,
+    sourceSequence: 1,
+    occurredAt: 1000,
+    actor: "cli",
+    action: "agent.run.started" as AuditAction,
+    status: "started",
+    sessionKey: KEY,
+    runId: "r1",
+    schemaVersion: 1,
+    redaction: "metadata_only",
+    ...over,
+  };
+}
+
+/** A refusal, whether the store throws at once or answers with a rejected promise. */
+async function refused(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the store to refuse");
+}
+
+export function storeConformance(name: string, open: () => Promise<StoreUnderTest>): void {
+  describe(`Store conformance: ${name}`, () => {
+    let t: StoreUnderTest;
+    let store: Store;
+    beforeEach(async () => {
+      t = await open();
+      store = t.store;
+    });
+    afterEach(async () => {
+      await t.cleanup();
+    });
+
+    describe("sessions", () => {
+      it("a session is created once, found by key and by id, and patched", async () => {
+        const a = await store.ensureSession(KEY, "main", 100);
+        const again = await store.ensureSession(KEY, "main", 200);
+        expect(again.sessionId).toBe(a.sessionId);
+        expect(a).toMatchObject({ key: KEY, agentId: "main", createdAt: 100, totalTokens: 0, compactionCount: 0 });
+        expect((await store.getSessionById(a.sessionId))?.key).toBe(KEY);
+        await store.updateSession(KEY, { label: "support", totalTokens: 42, updatedAt: 300 });
+        expect(await store.getSession(KEY)).toMatchObject({ label: "support", totalTokens: 42, updatedAt: 300 });
+        expect(await store.getSession("agent:main:nobody")).toBeUndefined();
+      });
+
+      it("lists newest update first, continues after a session, filters by agent, and counts", async () => {
+        await store.ensureSession("agent:main:a", "main", 10);
+        await store.ensureSession("agent:main:b", "main", 30);
+        await store.ensureSession("agent:ops:c", "ops", 20);
+        const all = await store.listSessions();
+        expect(all.map((s) => s.key)).toEqual(["agent:main:b", "agent:ops:c", "agent:main:a"]);
+        const rest = await store.listSessions({ after: { updatedAt: all[0].updatedAt, key: all[0].key } });
+        expect(rest.map((s) => s.key)).toEqual(["agent:ops:c", "agent:main:a"]);
+        expect((await store.listSessions({ agentId: "ops" })).map((s) => s.key)).toEqual(["agent:ops:c"]);
+        expect((await store.listSessions({ limit: 1 })).map((s) => s.key)).toEqual(["agent:main:b"]);
+        expect(await store.countSessions()).toBe(3);
+      });
+
+      it("delete drops the session, its transcript and its runs' events, and says whether it existed", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.appendTranscript([msgRow(KEY, "hello")]);
+        await store.createRun(run("r1"));
+        await store.appendRunEvents([event("r1", 1)]);
+        expect(await store.deleteSession(KEY)).toBe(true);
+        expect(await store.deleteSession(KEY)).toBe(false);
+        expect(await store.getSession(KEY)).toBeUndefined();
+        expect(await store.readTranscript(KEY)).toEqual([]);
+        expect(await store.readRunEvents("r1")).toEqual([]);
+      });
+    });
+
+    describe("transcripts and generations", () => {
+      it("rows get the next seq of their session, in the order given, each session on its own", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.ensureSession(OTHER, "main", 1);
+        const first = await store.appendTranscript([msgRow(KEY, "one"), msgRow(OTHER, "x"), msgRow(KEY, "two")]);
+        expect(first.map((r) => [r.sessionKey, r.seq])).toEqual([
+          [KEY, 1],
+          [OTHER, 1],
+          [KEY, 2],
+        ]);
+        await store.appendTranscript([msgRow(KEY, "three")]);
+        const rows = await store.readTranscript(KEY);
+        expect(rows.map((r) => [r.seq, r.message?.content])).toEqual([
+          [1, "one"],
+          [2, "two"],
+          [3, "three"],
+        ]);
+      });
+
+      it("reads a window by seq: before, after and limit", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.appendTranscript(Array.from({ length: 10 }, (_, i) => msgRow(KEY, `m${i + 1}`)));
+        const seqs = async (opts: Parameters<Store["readTranscript"]>[1]) =>
+          (await store.readTranscript(KEY, opts)).map((r) => r.seq);
+        expect(await seqs({ afterSeq: 7 })).toEqual([8, 9, 10]);
+        // a page before a seq is the newest rows below it, oldest first
+        expect(await seqs({ beforeSeq: 6, limit: 2 })).toEqual([4, 5]);
+        expect(await seqs({ afterSeq: 2, beforeSeq: 5 })).toEqual([3, 4]);
+      });
+
+      it("a reset starts the next generation: the old rows stay with a reset marker, the new one starts empty", async () => {
+        const first = (await store.ensureSession(KEY, "main", 1)).generation;
+        await store.appendTranscript([msgRow(KEY, "old")]);
+        const generation = await store.resetSession(KEY, 50, "sessions.reset");
+        expect(generation).toBe(first + 1);
+        expect((await store.getSession(KEY))?.generation).toBe(generation);
+        expect(await store.readTranscript(KEY)).toEqual([]);
+        const old = await store.readTranscript(KEY, { generation: first });
+        expect(old.map((r) => [r.kind, r.text ?? r.message?.content])).toEqual([
+          ["message", "old"],
+          ["reset", "sessions.reset"],
+        ]);
+        await store.appendTranscript([msgRow(KEY, "new")]);
+        const now = await store.readTranscript(KEY);
+        expect(now.map((r) => [r.generation, r.message?.content])).toEqual([[generation, "new"]]);
+      });
+    });
+
+    describe("compaction rows", () => {
+      it("a compaction is counted on the session, and the model's history starts at its summary", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.appendTranscript([msgRow(KEY, "a"), msgRow(KEY, "b"), msgRow(KEY, "c")]);
+        const row = await store.appendCompaction(KEY, { summary: "a and b happened", firstKeptSeq: 3, createdAt: 9 });
+        expect(row).toMatchObject({ kind: "compaction", text: "a and b happened", firstKeptSeq: 3, seq: 4 });
+        expect((await store.getSession(KEY))?.compactionCount).toBe(1);
+        await store.appendTranscript([msgRow(KEY, "d")]);
+        const context = await store.readContextRows(KEY);
+        expect(context.map((r) => (r.kind === "compaction" ? `summary:${r.text}` : r.message?.content))).toEqual([
+          "summary:a and b happened",
+          "c",
+          "d",
+        ]);
+      });
+
+      it("without a compaction the history is every message row of the generation", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.appendTranscript([msgRow(KEY, "a"), msgRow(KEY, "b")]);
+        expect((await store.readContextRows(KEY)).map((r) => r.message?.content)).toEqual(["a", "b"]);
+      });
+    });
+
+    describe("run records and durable queued inputs", () => {
+      it("a run record keeps its accepted input, and a patch changes only what it names", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("r1", { receipt: { kind: "queued", position: 1 } }));
+        await store.updateRun("r1", { status: "running", startedAt: 5 });
+        await store.updateRun("r1", { status: "ok", endedAt: 9, result: { payloads: [{ text: "hi" }] } });
+        expect(await store.getRun("r1")).toMatchObject({
+          runId: "r1",
+          sessionKey: KEY,
+          status: "ok",
+          acceptedAt: 1,
+          startedAt: 5,
+          endedAt: 9,
+          params: { message: "m-r1" },
+          receipt: { kind: "queued", position: 1 },
+          result: { payloads: [{ text: "hi" }] },
+        });
+        expect(await store.getRun("nope")).toBeUndefined();
+      });
+
+      it("queued inputs are listed by status and session, and another store on the database sees them", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.ensureSession(OTHER, "main", 1);
+        await store.createRun(run("q1"));
+        await store.createRun(run("q2", { sessionKey: OTHER }));
+        await store.createRun(run("done", { status: "ok", endedAt: 3 }));
+        const other = await t.openAnother();
+        const queued = await other.listRuns({ statuses: ["queued"] });
+        expect(queued.map((r) => r.runId).sort()).toEqual(["q1", "q2"]);
+        expect((await other.listRuns({ statuses: ["queued"], sessionKey: OTHER })).map((r) => r.runId)).toEqual(["q2"]);
+        expect((await other.getRun("q1"))?.params).toEqual({ message: "m-q1" });
+      });
+
+      it("idempotency: a second record with the same run id is refused and the first is kept", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("same", { params: { message: "first" } }));
+        await refused(() => store.createRun(run("same", { params: { message: "second" } })));
+        const other = await t.openAnother();
+        await refused(() => other.createRun(run("same", { params: { message: "third" } })));
+        expect((await store.getRun("same"))?.params).toEqual({ message: "first" });
+      });
+
+      it("crash leftovers: runs and cron runs left running by a store that went away are found by the next one", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("left", { status: "running", startedAt: 2 }));
+        await store.createRun(run("waiting"));
+        await store.addCronJob({ spec: { id: "nightly", schedule: "0 3 * * *", message: "go" }, createdAt: 1 });
+        const cronRun = await store.addCronRun({ jobId: "nightly", scheduledAt: 5, startedAt: 5, status: "running" });
+        const next = await t.openAnother();
+        expect((await next.listRuns({ statuses: ["running"] })).map((r) => r.runId)).toEqual(["left"]);
+        expect((await next.listRuns({ statuses: ["queued"] })).map((r) => r.runId)).toEqual(["waiting"]);
+        expect((await next.runningCronRuns()).map((r) => r.id)).toEqual([cronRun]);
+      });
+    });
+
+    describe("events with seq", () => {
+      it("stores events once per (run, seq), reads them in seq order after a seq, and knows the last seq", async () => {
+        await store.appendRunEvents([event("r1", 2), event("r1", 1), event("r2", 1), event("r1", 3)]);
+        const again = await store.appendRunEvents([event("r1", 3), event("r1", 4)]);
+        expect(again.ignored).toBe(1);
+        expect((await store.readRunEvents("r1")).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect((await store.readRunEvents("r1", { afterSeq: 2, limit: 1 })).map((e) => e.seq)).toEqual([3]);
+        expect((await store.readRunEvents("r1"))[0].json).toBe(event("r1", 1).json);
+        expect(await store.lastRunEventSeq("r1")).toBe(4);
+        expect(await store.lastRunEventSeq("nobody")).toBe(0);
+      });
+    });
+
+    describe("audit rows", () => {
+      it("are numbered in append order, listed newest first, and filtered", async () => {
+        await store.appendAuditEvents([
+          audit({ runId: "a", occurredAt: 10 }),
+          audit({ runId: "b", occurredAt: 20, action: "tool.action.started", toolName: "read" }),
+          audit({ runId: "a", occurredAt: 30, action: "agent.run.finished", status: "succeeded" }),
+        ]);
+        const all = await store.listAuditEvents({ limit: 10 });
+        expect(all.map((r) => r.runId)).toEqual(["a", "b", "a"]);
+        expect(all[0].sequence).toBeGreaterThan(all[1].sequence);
+        expect(all[1]).toMatchObject({ kind: "tool_action", toolName: "read" });
+        expect((await store.listAuditEvents({ runId: "a", limit: 10 })).length).toBe(2);
+        expect((await store.listAuditEvents({ after: 20, limit: 10 })).map((r) => r.occurredAt)).toEqual([30, 20]);
+        const older = await store.listAuditEvents({ beforeSequence: all[0].sequence, limit: 1 });
+        expect(older.map((r) => r.sequence)).toEqual([all[1].sequence]);
+      });
+    });
+
+    describe("retention", () => {
+      it("pruning runs drops finished runs past their age and count, with their events, never unfinished ones", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("old", { status: "ok", acceptedAt: 1, endedAt: 10 }));
+        await store.createRun(run("mid", { status: "error", acceptedAt: 500, endedAt: 510 }));
+        await store.createRun(run("new", { status: "ok", acceptedAt: 900, endedAt: 910 }));
+        await store.createRun(run("queued", { acceptedAt: 2 }));
+        await store.appendRunEvents([event("old", 1), event("new", 1)]);
+        const byAge = await store.pruneRuns({ now: 1000, maxAgeMs: 800, maxCount: 100 });
+        expect(byAge).toBe(1);
+        expect(await store.getRun("old")).toBeUndefined();
+        expect(await store.readRunEvents("old")).toEqual([]);
+        expect(await store.pruneRuns({ now: 1000, maxAgeMs: 10_000, maxCount: 1 })).toBe(1);
+        expect(await store.getRun("mid")).toBeUndefined();
+        expect((await store.getRun("new"))?.status).toBe("ok");
+        expect((await store.getRun("queued"))?.status).toBe("queued");
+        expect((await store.readRunEvents("new")).length).toBe(1);
+      });
+
+      it("pruning audit rows drops the old and the surplus, and a sequence is never handed out again", async () => {
+        await store.appendAuditEvents([
+          audit({ occurredAt: 1 }),
+          audit({ occurredAt: 500 }),
+          audit({ occurredAt: 900 }),
+        ]);
+        const before = await store.listAuditEvents({ limit: 10 });
+        expect(await store.pruneAuditEvents({ now: 1000, maxAgeMs: 600, maxRows: 100 })).toBe(1);
+        expect(await store.pruneAuditEvents({ now: 1000, maxAgeMs: 10_000, maxRows: 1 })).toBe(1);
+        const left = await store.listAuditEvents({ limit: 10 });
+        expect(left.map((r) => r.occurredAt)).toEqual([900]);
+        await store.pruneAuditEvents({ now: 1000, maxAgeMs: 10_000, maxRows: 0 });
+        await store.appendAuditEvents([audit({ occurredAt: 950 })]);
+        const [fresh] = await store.listAuditEvents({ limit: 1 });
+        expect(fresh.sequence).toBeGreaterThan(before[0].sequence);
+      });
+    });
+
+    describe("concurrent writers", () => {
+      it("two stores on one database appending to one session get distinct, gapless seqs", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        const other = await t.openAnother();
+        await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            (i % 2 === 0 ? store : other).appendTranscript([msgRow(KEY, `w${i}-a`), msgRow(KEY, `w${i}-b`)]),
+          ),
+        );
+        const rows = await store.readTranscript(KEY);
+        expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        // each append's rows stay together: a writer's batch is never interleaved with another's
+        for (let i = 0; i < rows.length; i += 2) {
+          const a = String(rows[i].message?.content);
+          expect(rows[i + 1].message?.content).toBe(a.replace(/-a$/, "-b"));
+        }
+      });
+
+      it("audit sequences from two stores never collide", async () => {
+        const other = await t.openAnother();
+        await Promise.all(
+          Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).appendAuditEvents([audit(), audit()])),
+        );
+        const rows = await other.listAuditEvents({ limit: 100 });
+        expect(new Set(rows.map((r) => r.sequence)).size).toBe(20);
+      });
+    });
+  });
+}
