@@ -66,7 +66,7 @@ export class Broadcaster {
   private readonly messageFollowers = new Map<string, Set<EventSink>>();
   private readonly followedBy = new Map<EventSink, Set<string>>();
   private unsubscribeSessions: (() => void) | undefined;
-  private describeSession: (key: string) => SessionInfo | undefined = () => undefined;
+  private describeSession: (key: string) => Promise<SessionInfo | undefined> = async () => undefined;
   private readonly clock: Clock;
 
   constructor(opts: { clock: Clock; chatDeltaIntervalMs: number }) {
@@ -91,7 +91,7 @@ export class Broadcaster {
    * sessions.changed / session.message from the runtime's session events; run status changes come from the
    * lifecycle events this broadcaster already sees. `describe` gives the session as sessions.list shows it.
    */
-  attachSessions(events: SessionEvents, describe: (key: string) => SessionInfo | undefined): void {
+  attachSessions(events: SessionEvents, describe: (key: string) => Promise<SessionInfo | undefined>): void {
     this.describeSession = describe;
     this.unsubscribeSessions = events.subscribe((ev) => this.onSessionEvent(ev));
   }
@@ -253,26 +253,37 @@ export class Broadcaster {
       if (sink.canReadSession(ev.sessionKey)) sink.sendEventJson(SESSION_MESSAGE_PREFIX, json);
   }
 
-  /** sessions.changed to the subscribed sinks that may read the session; the session is described once for all */
+  /**
+   * sessions.changed to the subscribed sinks that may read the session; the session is described once for all. The
+   * description is read from the store (asynchronously), so the notices go out through one chain: in the order the
+   * changes happened, each to the followers subscribed when it is sent.
+   */
   private sessionChanged(sessionKey: string, reason: SessionsChangedEvent["reason"]): void {
     if (this.sessionFollowers.size === 0) return;
-    let json: string | undefined;
-    for (const sink of this.sessionFollowers) {
-      if (!sink.canReadSession(sessionKey)) continue;
-      if (json === undefined) {
-        const session = reason === "deleted" ? undefined : this.describeSession(sessionKey);
-        const payload: SessionsChangedEvent = {
-          sessionKey,
-          key: sessionKey,
-          reason,
-          ts: this.clock.now(),
-          ...(session ? { session } : {}),
-        };
-        json = JSON.stringify(payload);
-      }
-      sink.sendEventJson(SESSIONS_CHANGED_PREFIX, json);
-    }
+    const ts = this.clock.now();
+    this.sessionNotices = this.sessionNotices
+      .then(async () => {
+        const session = reason === "deleted" ? undefined : await this.describeSession(sessionKey);
+        let json: string | undefined;
+        for (const sink of this.sessionFollowers) {
+          if (!sink.canReadSession(sessionKey)) continue;
+          json ??= JSON.stringify({
+            sessionKey,
+            key: sessionKey,
+            reason,
+            ts,
+            ...(session ? { session } : {}),
+          } satisfies SessionsChangedEvent);
+          sink.sendEventJson(SESSIONS_CHANGED_PREFIX, json);
+        }
+      })
+      .catch(() => {
+        // the session could not be read (the store is closing): this notice is lost, later ones still go out
+      });
   }
+
+  /** the sessions.changed notices being described and sent, one after another */
+  private sessionNotices: Promise<void> = Promise.resolve();
 
   private onApprovalEvent(ev: ExecApprovalEvent): void {
     const [prefix, payload] =

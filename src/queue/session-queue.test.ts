@@ -7,6 +7,7 @@ import { parseConfig } from "../config/index.js";
 import type { Clock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { readProcessStartTime } from "../infra/process-liveness.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { SessionQueue } from "./session-queue.js";
 import type { RunResult, RunSpec } from "./types.js";
@@ -58,7 +59,7 @@ function queueWith(runTurn: (spec: RunSpec) => Promise<RunResult>) {
   const config = parseConfig({ messages: { queue: { debounceMs: 0 } } }).messages.queue;
   let ids = 0;
   const queue = new SessionQueue({
-    store,
+    store: new SqliteStoreAdapter(store),
     bus: new AgentEventBus(),
     clock: nextTickClock,
     config: () => config,
@@ -77,7 +78,7 @@ describe("session queue with its own run port", () => {
       specs.push(spec);
       return outcomeOf(spec, `echo: ${spec.message}`);
     });
-    queue.accept({
+    await queue.accept({
       message: "hello",
       idempotencyKey: "r1",
       sessionKey: "chat",
@@ -108,8 +109,8 @@ describe("session queue with its own run port", () => {
       if (spec.message === "first") throw new Error("port exploded");
       return outcomeOf(spec, "second ran");
     });
-    queue.accept({ message: "first", idempotencyKey: "r1", sessionKey: "chat" });
-    queue.accept({ message: "second", idempotencyKey: "r2", sessionKey: "chat", queueMode: "followup" });
+    await queue.accept({ message: "first", idempotencyKey: "r1", sessionKey: "chat" });
+    await queue.accept({ message: "second", idempotencyKey: "r2", sessionKey: "chat", queueMode: "followup" });
 
     const first = await queue.final("r1");
     const second = await queue.final("r2");
@@ -147,7 +148,7 @@ describe("recovery after a restart", () => {
     await queued("of-dead", false);
     await queued("of-live", true);
 
-    expect(queue.recover()).toEqual({ failed: [], requeued: ["of-dead"] });
+    expect(await queue.recover()).toEqual({ failed: [], requeued: ["of-dead"] });
     await queue.final("of-dead");
     expect(ran).toEqual(["of-dead"]);
     expect(store.getRun("of-live")?.status).toBe("queued");
