@@ -58,8 +58,8 @@ export class Broadcaster {
   private readonly activeBySession = new Map<string, Set<string>>();
   private unsubscribe: (() => void) | undefined;
   private unsubscribeApprovals: (() => void) | undefined;
-  private holdDepth = 0;
-  private held: AgentEvent[] = [];
+  /** runs whose events are held back: how many holders each has, and its events in the order they came */
+  private readonly heldRuns = new Map<string, { depth: number; events: AgentEvent[] }>();
   /** sessions.subscribe: sinks told of every change to a session they may read */
   private readonly sessionFollowers = new Set<EventSink>();
   /** sessions.messages.subscribe: session key → the sinks following its messages */
@@ -177,19 +177,22 @@ export class Broadcaster {
   }
 
   /**
-   * Queues bus events until `release`. Used around `service.accept`, which may emit synchronously (a `/new` turn
-   * ends before accept returns): the accepted response goes out first and the client is subscribed to the
-   * session before the run's first event is delivered.
+   * Queues the run's bus events until `release(runId)`. Used around `service.accept` (the run may start, and a `/new`
+   * turn may even end, before the accept's answer is back) and around agent.events' replay read: the reply goes out
+   * first and the client watches the run before any of its events are delivered. Only this run's events wait, so a
+   * store that answers slowly delays no other run's live events.
    */
-  hold(): void {
-    this.holdDepth++;
+  hold(runId: string): void {
+    const held = this.heldRuns.get(runId);
+    if (held) held.depth++;
+    else this.heldRuns.set(runId, { depth: 1, events: [] });
   }
 
-  release(): void {
-    if (--this.holdDepth > 0) return;
-    const queued = this.held;
-    this.held = [];
-    for (const ev of queued) this.deliver(ev);
+  release(runId: string): void {
+    const held = this.heldRuns.get(runId);
+    if (!held || --held.depth > 0) return;
+    this.heldRuns.delete(runId);
+    for (const ev of held.events) this.deliver(ev);
   }
 
   /** Runs in progress in a session, as seen on the bus (lifecycle start → end/error). */
@@ -216,8 +219,9 @@ export class Broadcaster {
   }
 
   private onAgentEvent(ev: AgentEvent): void {
-    if (this.holdDepth > 0) {
-      this.held.push(ev);
+    const held = this.heldRuns.get(ev.runId);
+    if (held) {
+      held.events.push(ev);
       return;
     }
     this.deliver(ev);

@@ -7,7 +7,7 @@ import { DEFAULT_EVENTS_LIMIT, readRunEventsPage, replayRange, runState } from "
 /**
  * agent.events (SPEC 15, 20): replays a run's events after `afterSeq`, then the connection gets the rest live.
  *
- * Exactly once, in seq order: live events are held back (`broadcaster.hold()`) from before the replay's end is read
+ * Exactly once, in seq order: the run's live events are held back (`broadcaster.hold(runId)`) from before the replay's end is read
  * (`lastSeq`, the run's newest event at that moment) until the reply is sent and the connection watches the run;
  * the store is read in between (asynchronously), and every event emitted meanwhile is delivered after the reply.
  * Every event after `lastSeq` reaches the connection live after this reply (a connection that may see the run is already offered its events: read scope sees
@@ -32,7 +32,7 @@ export const agentEventsMethod = defineMethod({
         message: `params.runId: no run "${params.runId}" (never accepted here, or its record and events were pruned)`,
       });
     }
-    gw.broadcaster.hold();
+    gw.broadcaster.hold(run.runId);
     try {
       const range = await replayRange(writer, run.runId, params);
       const state = await runState(writer, run, range.continued ? await writer.lastSeq(run.runId) : range.until);
@@ -44,7 +44,7 @@ export const agentEventsMethod = defineMethod({
       reply.ok(page);
       if (!range.continued && !state.done) gw.broadcaster.watchRun(run.runId, conn);
     } finally {
-      gw.broadcaster.release();
+      gw.broadcaster.release(run.runId);
     }
   },
 });

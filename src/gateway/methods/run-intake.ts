@@ -19,7 +19,8 @@ export async function acceptRun(
   await checkSendAccess(gw, conn, params);
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
   const req = await prepareAttachments(params);
-  gw.broadcaster.hold();
+  // the run id is the idempotency key: its events wait until the answer is sent and the caller watches it
+  gw.broadcaster.hold(req.idempotencyKey);
   try {
     // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
     const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
@@ -40,7 +41,7 @@ export async function acceptRun(
     gw.runLog.accepted(accepted, req);
     return accepted;
   } finally {
-    gw.broadcaster.release();
+    gw.broadcaster.release(req.idempotencyKey);
   }
 }
 
