@@ -18,6 +18,7 @@ import { createLogger } from "../../dist/infra/logger.js";
 import { loadBootstrapFiles } from "../../dist/prompt/bootstrap.js";
 import { buildSystemPrompt } from "../../dist/prompt/system-prompt.js";
 import { acquireSessionWriteLock } from "../../dist/session/write-lock.js";
+import { SqliteStoreAdapter } from "../../dist/storage/sqlite-adapter.js";
 import { openStore } from "../../dist/storage/sqlite-store.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
@@ -26,11 +27,12 @@ import { median, nowMs } from "../lib/stats.mjs";
 const opts = childOptions();
 const iterations = opts.iterations ?? 100;
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-breakdown-"));
+// the engine, timed directly below (storeCalls); the runtime gets the Store port over it, as createStore gives
 const store = openStore(stateDir);
 const rt = new AgentRuntime({
   config: parseConfig(benchConfig(opts.baseUrl)),
   stateDir,
-  store,
+  store: new SqliteStoreAdapter(store),
   logger: createLogger(),
   tools: [noopTool],
 });
@@ -38,7 +40,7 @@ const service = new AgentService(rt);
 
 let n = 0;
 async function wholeTurn() {
-  const a = service.accept({ message: "hello", idempotencyKey: `bd-${n++}`, sessionKey: `bd-${n % 10}` });
+  const a = await service.accept({ message: "hello", idempotencyKey: `bd-${n++}`, sessionKey: `bd-${n % 10}` });
   const f = await service.final(a.runId);
   if (f.status !== "ok") throw new Error(JSON.stringify(f));
 }
@@ -146,7 +148,7 @@ const accounted =
   pieces.modelCalls +
   pieces.noopTool;
 // the run events still buffered are written before the store closes, as the gateway and the CLI do
-rt.runEvents.close();
+await rt.runEvents.close();
 store.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult({

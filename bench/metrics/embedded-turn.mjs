@@ -32,7 +32,7 @@ const service = new AgentService(rt);
 let n = 0;
 const perSession = opts.turnsPerSession ?? 10;
 async function turn(i) {
-  const accepted = service.accept({
+  const accepted = await service.accept({
     message: "hello",
     idempotencyKey: `bench-${process.pid}-${n++}`,
     sessionKey: `bench-${Math.floor(i / perSession)}`,
@@ -60,8 +60,8 @@ for (let i = warmup; i < warmup + turns; i++) {
 const cpu = process.cpuUsage(cpu0);
 await stopProfile();
 // the run events still buffered are written before the store closes, as the gateway and the CLI do
-rt.runEvents.close();
-store.close();
+await rt.runEvents.close();
+await store.close();
 if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
 // CPU time per turn is much less disturbed by other load on the machine than wall time
 emitResult({ turnMs: summarize(samples), cpuMsPerTurn: (cpu.user + cpu.system) / 1000 / samples.length });

@@ -37,7 +37,7 @@ async function stop() {
   if (closing) return;
   closing = true;
   await gateway.close("bench done");
-  store.close();
+  await store.close();
   if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
   process.exit(0);
 }
@@ -53,7 +53,7 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
     input = input.slice(nl + 1);
     if (line === "mem") {
       globalThis.gc?.();
-      answer({ mem: process.memoryUsage(), sessions: store.listSessions({ limit: 1e9 }).length });
+      void store.listSessions({ limit: 1e9 }).then((s) => answer({ mem: process.memoryUsage(), sessions: s.length }));
     } else if (line.startsWith("profile ")) {
       void startProfile(line.slice("profile ".length)).then((stopIt) => {
         stopProfile = stopIt;

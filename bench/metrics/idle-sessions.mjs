@@ -30,7 +30,7 @@ const service = new AgentService(rt);
 
 let n = 0;
 async function turn(sessionKey) {
-  const accepted = service.accept({ message: "hello", idempotencyKey: `idle-${n++}`, sessionKey });
+  const accepted = await service.accept({ message: "hello", idempotencyKey: `idle-${n++}`, sessionKey });
   const final = await service.final(accepted.runId);
   if (final.status !== "ok") throw new Error(`turn failed: ${JSON.stringify(final)}`);
 }
@@ -101,7 +101,7 @@ const result = {
   after,
 };
 // the run events still buffered are written before the store closes, as the gateway and the CLI do
-rt.runEvents.close();
-store.close();
+await rt.runEvents.close();
+await store.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult(result);

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { HistoryCache } from "./history-cache.js";
 
@@ -25,41 +26,41 @@ function user(store: SqliteStore, key: string, text: string): void {
 describe("session history between turns", () => {
   const file = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "lg-hist-")), "db.sqlite");
 
-  it("includes rows another writer (another process's store) appended since the last turn", () => {
+  it("includes rows another writer (another process's store) appended since the last turn", async () => {
     const f = file();
     const a = open(f);
     const b = open(f);
     a.ensureSession("k", "main", 1);
     user(a, "k", "one");
     const cache = new HistoryCache();
-    expect(cache.load(a, "k").messages.map((m) => m.content)).toEqual(["one"]);
+    expect((await cache.load(new SqliteStoreAdapter(a), "k")).messages.map((m) => m.content)).toEqual(["one"]);
     user(b, "k", "two");
-    expect(cache.load(a, "k").messages.map((m) => m.content)).toEqual(["one", "two"]);
+    expect((await cache.load(new SqliteStoreAdapter(a), "k")).messages.map((m) => m.content)).toEqual(["one", "two"]);
   });
 
-  it("starts empty after /new (a new generation) and after the session was deleted and re-created", () => {
+  it("starts empty after /new (a new generation) and after the session was deleted and re-created", async () => {
     const s = open(file());
     s.ensureSession("k", "main", 1);
     user(s, "k", "old");
     const cache = new HistoryCache();
-    expect(cache.load(s, "k").messages).toHaveLength(1);
+    expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages).toHaveLength(1);
     s.resetSession("k", 2, "/new");
-    expect(cache.load(s, "k").messages).toEqual([]);
+    expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages).toEqual([]);
     user(s, "k", "a");
     user(s, "k", "b");
-    expect(cache.load(s, "k").messages).toHaveLength(2);
+    expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages).toHaveLength(2);
     s.deleteSession("k");
     s.ensureSession("k", "main", 3);
     user(s, "k", "fresh");
-    expect(cache.load(s, "k").messages.map((m) => m.content)).toEqual(["fresh"]);
+    expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages.map((m) => m.content)).toEqual(["fresh"]);
   });
 
-  it("hands out a copy, so a run appending to its history does not change the cache", () => {
+  it("hands out a copy, so a run appending to its history does not change the cache", async () => {
     const s = open(file());
     s.ensureSession("k", "main", 1);
     user(s, "k", "one");
     const cache = new HistoryCache();
-    cache.load(s, "k").messages.push({ role: "user", content: "not stored" });
-    expect(cache.load(s, "k").messages).toHaveLength(1);
+    (await cache.load(new SqliteStoreAdapter(s), "k")).messages.push({ role: "user", content: "not stored" });
+    expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages).toHaveLength(1);
   });
 });

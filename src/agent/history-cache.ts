@@ -32,19 +32,19 @@ export class HistoryCache {
   private readonly entries = new Map<string, CachedHistory>();
   constructor(private readonly maxSessions = 128) {}
 
-  load(store: Store, sessionKey: string): LoadedHistory {
-    const session = store.getSession(sessionKey);
+  async load(store: Store, sessionKey: string): Promise<LoadedHistory> {
+    const session = await store.getSession(sessionKey);
     const generation = session?.generation ?? 1;
     const sessionId = session?.sessionId ?? "";
     let entry = this.entries.get(sessionKey);
     if (!entry || entry.generation !== generation || entry.sessionId !== sessionId) {
-      entry = coldLoad(store, sessionKey, sessionId, generation);
+      entry = await coldLoad(store, sessionKey, sessionId, generation);
     } else {
-      const rows = store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq, imageData: true });
+      const rows = await store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq, imageData: true });
       // A gap means rows were rewritten under us; a compaction row means the history now starts at its summary.
       const stale = rows.length > 0 && rows[0].seq !== entry.lastSeq + 1;
       if (stale || rows.some((r) => r.kind === "compaction"))
-        entry = coldLoad(store, sessionKey, sessionId, generation);
+        entry = await coldLoad(store, sessionKey, sessionId, generation);
       else fold(entry, rows);
     }
     this.entries.delete(sessionKey);
@@ -62,8 +62,13 @@ export class HistoryCache {
   }
 }
 
-function coldLoad(store: Store, sessionKey: string, sessionId: string, generation: number): CachedHistory {
-  const rows = store.readContextRows(sessionKey, { generation });
+async function coldLoad(
+  store: Store,
+  sessionKey: string,
+  sessionId: string,
+  generation: number,
+): Promise<CachedHistory> {
+  const rows = await store.readContextRows(sessionKey, { generation });
   const messages = messagesFromContextRows(rows);
   const messageRows = rows.filter((r) => r.kind === "message" && r.message);
   // messagesFromContextRows puts the summary (if any) first, then the message rows in order

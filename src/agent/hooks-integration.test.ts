@@ -16,8 +16,8 @@ import { createLogger } from "../infra/logger.js";
 import type { SkillSnapshot } from "../prompt/skills.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
-import { openStore } from "../storage/sqlite-store.js";
-import type { Store } from "../storage/types.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
+import { openStore, type SqliteStore } from "../storage/sqlite-store.js";
 import type { Tool } from "../tools/types.js";
 import { AgentRuntime } from "./runtime.js";
 import { type AgentFinal, AgentService } from "./service.js";
@@ -52,7 +52,8 @@ type ModelScript = ScriptedTurn[] | ((request: ModelRequest, index: number) => S
 interface Harness {
   rt: AgentRuntime;
   service: AgentService;
-  store: Store;
+  /** the SQLite engine under the runtime's store, for reading what a turn wrote */
+  store: SqliteStore;
   workspace: string;
   /** every line the runtime logged (info and up) */
   logs: string[];
@@ -128,7 +129,7 @@ async function setup(
   const rt = new AgentRuntime({
     config,
     stateDir,
-    store,
+    store: new SqliteStoreAdapter(store),
     clock,
     logger: createLogger({ level: "info", write: (line) => logs.push(line) }),
     providers,
@@ -138,7 +139,7 @@ async function setup(
 }
 
 async function turn(h: Harness, message: string): Promise<AgentFinal> {
-  const { runId } = h.service.accept({ message, idempotencyKey: randomUUID() });
+  const { runId } = await h.service.accept({ message, idempotencyKey: randomUUID() });
   return h.service.final(runId);
 }
 
@@ -317,7 +318,7 @@ describe("plugin hook decisions", () => {
 
     expect(replyText(final)).toBe("tool said: probe ran");
     const rows = h.store.readTranscript(SESSION, { kinds: ["message"] });
-    const toolRow = rows.find((r) => r.message?.role === "toolResult");
+    const toolRow = (await rows).find((r) => r.message?.role === "toolResult");
     expect(toolRow?.message).toMatchObject({ toolName: "probe", content: "[redacted by persist-redact: probe]" });
   });
 
@@ -362,23 +363,23 @@ describe("internal hooks", () => {
   it("/new and /reset fire their command hooks and start a new transcript generation, keeping the old rows", async () => {
     const h = await setup({ hooks: ["command-log"] });
     await turn(h, "my colour is blue");
-    const first = h.store.getSession(SESSION)?.generation ?? -1;
+    const first = (await h.store.getSession(SESSION))?.generation ?? -1;
     const before = transcriptMessages(h);
     expect(before).toHaveLength(2);
 
     const started = await turn(h, "/new");
     expect(replyText(started)).toBe("Started a new session.");
-    expect(h.store.getSession(SESSION)?.generation).toBe(first + 1);
+    expect((await h.store.getSession(SESSION))?.generation).toBe(first + 1);
     expect(transcriptMessages(h)).toEqual([]);
     expect(transcriptMessages(h, first)).toEqual(before);
-    expect(h.store.readTranscript(SESSION, { generation: first }).at(-1)).toMatchObject({ kind: "reset" });
+    expect((await h.store.readTranscript(SESSION, { generation: first })).at(-1)).toMatchObject({ kind: "reset" });
 
     await turn(h, "what is my colour?");
     // The model starts over: only the new message, not the old generation.
     expect(h.requests.alpha.at(-1)?.messages).toEqual([{ role: "user", content: "what is my colour?" }]);
 
     await turn(h, "/reset");
-    expect(h.store.getSession(SESSION)?.generation).toBe(first + 2);
+    expect((await h.store.getSession(SESSION))?.generation).toBe(first + 2);
     expect(transcriptMessages(h, first + 1)).toHaveLength(2);
     expect(transcriptMessages(h, first)).toEqual(before);
 
@@ -404,10 +405,10 @@ describe("internal hooks", () => {
     await called;
     const stop = h.service.accept({ message: "/stop", idempotencyKey: randomUUID() });
 
-    const slowFinal = await h.service.final(slow.runId);
-    const stopFinal = await h.service.final(stop.runId);
+    const slowFinal = await h.service.final((await slow).runId);
+    const stopFinal = await h.service.final((await stop).runId);
     expect(slowFinal.summary).toBe("aborted");
-    expect(h.store.getRun(slow.runId)?.status).toBe("aborted");
+    expect((await h.store.getRun((await slow).runId))?.status).toBe("aborted");
     expect(replyText(stopFinal)).toBe("Stopped.");
     expect(hookLog().map((e) => e.hook)).toEqual(["command:stop"]);
     expect(transcriptMessages(h).filter((m) => m.role === "assistant")).toHaveLength(0);

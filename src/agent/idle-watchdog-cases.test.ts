@@ -6,6 +6,7 @@ import { checkConfig } from "../config/check.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { CRON_CLOUD_IDLE_CAP_MS, resolveIdleTimeoutMs } from "./idle-watchdog.js";
@@ -70,7 +71,14 @@ function runtimeWith(providers: Record<string, unknown>) {
   stores.push(store);
   const clock = new ManualClock(0);
   const config = parseConfig({ models: { providers } });
-  const rt = new AgentRuntime({ config, stateDir: dir, store, clock, logger: silentLogger, providers: {} });
+  const rt = new AgentRuntime({
+    config,
+    stateDir: dir,
+    store: new SqliteStoreAdapter(store),
+    clock,
+    logger: silentLogger,
+    providers: {},
+  });
   return { rt, clock };
 }
 

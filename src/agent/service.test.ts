@@ -8,6 +8,7 @@ import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { COLLECT_HEADER } from "../queue/collect.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord } from "../storage/types.js";
 import type { Tool } from "../tools/types.js";
@@ -164,7 +165,7 @@ function harness(opts: HarnessOptions = {}) {
       messages: { queue: opts.queue ?? {} },
     }),
     stateDir: dir,
-    store,
+    store: new SqliteStoreAdapter(store),
     clock,
     logger: silentLogger,
     providers: { s: provider },
@@ -238,21 +239,21 @@ function terminal(run: RunRecord | undefined) {
 describe("steer: a message sent while a run works", () => {
   it("is seen by the model before its next call, after the running tool finished and the turn's other tool calls were skipped", async () => {
     const h = harness();
-    const a = h.send("hold twice please");
-    expect(a.receipt).toEqual({ kind: "started" });
+    const a = await h.send("hold twice please");
+    expect((await a).receipt).toEqual({ kind: "started" });
     await h.gate.whenStarted(1);
 
-    const b = h.send("actually, stop and do X", { queueMode: "steer" });
-    expect(b.receipt).toEqual({ kind: "steered", into: a.runId });
-    expect(h.receipts(b.runId)).toEqual([{ kind: "steered", into: a.runId }]);
+    const b = await h.send("actually, stop and do X", { queueMode: "steer" });
+    expect((await b).receipt).toEqual({ kind: "steered", into: (await a).runId });
+    expect(h.receipts((await b).runId)).toEqual([{ kind: "steered", into: (await a).runId }]);
 
     h.gate.release(0);
-    const finalA = await h.service.final(a.runId);
+    const finalA = await h.service.final((await a).runId);
     expect(finalA.status).toBe("ok");
 
     // the running tool finished; the second call never ran and got the synthetic result
     expect(h.gate.started).toBe(1);
-    const results = h.toolResults(a.runId);
+    const results = h.toolResults((await a).runId);
     expect(results).toHaveLength(2);
     expect(results[0]).toMatchObject({ result: "gate finished" });
     expect(results[0].skipped).toBeUndefined();
@@ -265,21 +266,21 @@ describe("steer: a message sent while a run works", () => {
     expect(next[next.length - 1]).toEqual({ role: "user", content: "actually, stop and do X" });
     expect(finalA.result.payloads.map((p) => p.text)).toEqual(["echo: actually, stop and do X"]);
 
-    const finalB = await h.service.final(b.runId);
-    expect(finalB).toMatchObject({ runId: b.runId, status: "ok", mergedInto: a.runId });
-    expect(terminal(h.store.getRun(b.runId))).toEqual({ status: "ok", stopReason: "stop" });
+    const finalB = await h.service.final((await b).runId);
+    expect(finalB).toMatchObject({ runId: (await b).runId, status: "ok", mergedInto: (await a).runId });
+    expect(terminal(h.store.getRun((await b).runId))).toEqual({ status: "ok", stopReason: "stop" });
     // the steered message did not run a turn of its own
-    expect(new Set(h.transcript().map((r) => r.runId))).toEqual(new Set([a.runId]));
+    expect(new Set(h.transcript().map((r) => r.runId))).toEqual(new Set([(await a).runId]));
   });
 
   it("brings its image attachment into the running turn as an image part of its user message", async () => {
     const h = harness();
-    const a = h.send("hold please");
+    const a = await h.send("hold please");
     await h.gate.whenStarted(1);
     const image = { type: "image", mimeType: "image/png", content: "iVBORw0K", width: 2, height: 1 };
     h.send("look at this instead", { queueMode: "steer", attachments: [image] });
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     expect(h.requests[1]?.at(-1)).toEqual({
       role: "user",
       content: [
@@ -297,15 +298,15 @@ describe("steer: a message sent while a run works", () => {
       },
     });
     let b: ReturnType<Harness["send"]> | undefined;
-    const a = h.send("question one");
+    const a = await h.send("question one");
     // the first chunk of the final answer is on its way to the user: the loop has no more model calls to make
     h.rt.bus.subscribe((ev) => {
       if (!b && ev.runId === a.runId && ev.stream === "assistant") b = h.send("question two", { queueMode: "steer" });
     });
 
-    const finalA = await h.service.final(a.runId);
+    const finalA = await h.service.final((await a).runId);
     expect(b).toBeDefined();
-    const runB = b!.runId;
+    const runB = (await b!).runId;
     expect(finalA.result.payloads.map((p) => p.text)).toEqual(["Here is the answer to question one"]);
     // the run could no longer take it: it became a followup
     expect(h.receipts(runB).map((r) => r.kind)).toEqual(["steered", "queued"]);
@@ -317,8 +318,8 @@ describe("steer: a message sent while a run works", () => {
     expect(finalB.result.payloads.map((p) => p.text)).toEqual(["Here is the answer to question two"]);
     expect(h.prompts()).toEqual(["question one", "question two"]);
     expect(h.transcript()).toEqual([
-      { runId: a.runId, role: "user" },
-      { runId: a.runId, role: "assistant" },
+      { runId: (await a).runId, role: "user" },
+      { runId: (await a).runId, role: "assistant" },
       { runId: runB, role: "user" },
       { runId: runB, role: "assistant" },
     ]);
@@ -326,19 +327,19 @@ describe("steer: a message sent while a run works", () => {
 
   it("still steers when a followup is already queued; the followup runs afterwards as its own turn", async () => {
     const h = harness();
-    const a = h.send("hold twice");
+    const a = await h.send("hold twice");
     await h.gate.whenStarted(1);
-    const f = h.send("later, please", { queueMode: "followup" });
-    expect(f.receipt).toEqual({ kind: "queued", position: 1, mode: "followup" });
-    const s = h.send("right now", { queueMode: "steer" });
-    expect(s.receipt).toEqual({ kind: "steered", into: a.runId });
+    const f = await h.send("later, please", { queueMode: "followup" });
+    expect((await f).receipt).toEqual({ kind: "queued", position: 1, mode: "followup" });
+    const s = await h.send("right now", { queueMode: "steer" });
+    expect((await s).receipt).toEqual({ kind: "steered", into: (await a).runId });
 
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     expect(h.requests[1][h.requests[1].length - 1]).toEqual({ role: "user", content: "right now" });
-    expect((await h.service.final(s.runId)).mergedInto).toBe(a.runId);
+    expect((await h.service.final((await s).runId)).mergedInto).toBe((await a).runId);
 
-    const finalF = await finished(h, f.runId);
+    const finalF = await finished(h, (await f).runId);
     expect(finalF.result.payloads.map((p) => p.text)).toEqual(["echo: later, please"]);
     expect(h.prompts()).toEqual(["hold twice", "right now", "later, please"]);
   });
@@ -347,16 +348,16 @@ describe("steer: a message sent while a run works", () => {
 describe("followup", () => {
   it("queued messages wait for the active run and the quiet window, then run one at a time, each as its own turn", async () => {
     const h = harness({ queue: { mode: "followup" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const b = h.send("hold again");
-    const c = h.send("third");
-    expect(b.receipt).toEqual({ kind: "queued", position: 1, mode: "followup" });
-    expect(c.receipt).toEqual({ kind: "queued", position: 2, mode: "followup" });
-    expect(h.receipts(c.runId)).toEqual([{ kind: "queued", position: 2, mode: "followup" }]);
+    const b = await h.send("hold again");
+    const c = await h.send("third");
+    expect((await b).receipt).toEqual({ kind: "queued", position: 1, mode: "followup" });
+    expect((await c).receipt).toEqual({ kind: "queued", position: 2, mode: "followup" });
+    expect(h.receipts((await c).runId)).toEqual([{ kind: "queued", position: 2, mode: "followup" }]);
 
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     expect(h.provider.callCount).toBe(2);
 
     // the quiet window (default 500 ms since the last message) has not passed: nothing starts
@@ -365,7 +366,7 @@ describe("followup", () => {
     await settle();
     expect(h.service.activeRunCount).toBe(0);
     expect(h.provider.callCount).toBe(2);
-    expect(h.store.getRun(b.runId)?.status).toBe("queued");
+    expect(h.store.getRun((await b).runId)?.status).toBe("queued");
 
     h.clock.advance(1);
     await h.gate.whenStarted(2);
@@ -373,26 +374,37 @@ describe("followup", () => {
     h.clock.advance(5000);
     await settle();
     expect(h.provider.callCount).toBe(3);
-    expect(h.store.getRun(c.runId)?.status).toBe("queued");
-    expect(await h.service.wait(c.runId, 0)).toMatchObject({ status: "pending" });
+    expect(h.store.getRun((await c).runId)?.status).toBe("queued");
+    expect(await h.service.wait((await c).runId, 0)).toMatchObject({ status: "pending" });
 
     h.gate.release(1);
-    const finalB = await h.service.final(b.runId);
+    const finalB = await h.service.final((await b).runId);
     expect(finalB.result.payloads.map((p) => p.text)).toEqual(["tools done"]);
-    const finalC = await finished(h, c.runId);
+    const finalC = await finished(h, (await c).runId);
     expect(finalC.result.payloads.map((p) => p.text)).toEqual(["echo: third"]);
     expect(h.prompts()).toEqual(["hold", "hold", "hold again", "hold again", "third"]);
     const runs = h.transcript().map((r) => r.runId);
-    expect(runs).toEqual([a.runId, a.runId, a.runId, a.runId, b.runId, b.runId, b.runId, b.runId, c.runId, c.runId]);
+    expect(runs).toEqual([
+      a.runId,
+      a.runId,
+      (await a).runId,
+      (await a).runId,
+      (await b).runId,
+      (await b).runId,
+      (await b).runId,
+      (await b).runId,
+      (await c).runId,
+      (await c).runId,
+    ]);
   });
 });
 
 describe("collect", () => {
   it("messages queued behind a run become one turn listing each message, and every sender gets that turn's outcome", async () => {
     const h = harness({ queue: { mode: "collect" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const queued = [h.send("first thing"), h.send("second thing"), h.send("third\nthing")];
+    const queued = await Promise.all([h.send("first thing"), h.send("second thing"), h.send("third\nthing")]);
     expect(queued.map((q) => q.receipt)).toEqual([
       { kind: "queued", position: 1, mode: "collect" },
       { kind: "queued", position: 2, mode: "collect" },
@@ -400,7 +412,7 @@ describe("collect", () => {
     ]);
 
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     const finals = await h.pump(Promise.all(queued.map((q) => h.service.final(q.runId))));
 
     expect(h.provider.callCount).toBe(3);
@@ -410,7 +422,7 @@ describe("collect", () => {
     );
     expect(prompt.startsWith("[Queued messages while agent was busy]")).toBe(true);
     for (const q of queued) {
-      expect(h.receipts(q.runId).at(-1)).toEqual({ kind: "collected", into: queued[0].runId, count: 3 });
+      expect(h.receipts(q.runId).at(-1)).toEqual({ kind: "collected", into: (await queued[0]).runId, count: 3 });
     }
     expect(finals.map((f) => f.status)).toEqual(["ok", "ok", "ok"]);
     expect(finals.map((f) => f.result.payloads[0]?.text)).toEqual([
@@ -418,22 +430,22 @@ describe("collect", () => {
       `echo: ${prompt}`,
       `echo: ${prompt}`,
     ]);
-    expect(finals.map((f) => f.mergedInto)).toEqual([undefined, queued[0].runId, queued[0].runId]);
+    expect(finals.map((f) => f.mergedInto)).toEqual([undefined, (await queued[0]).runId, (await queued[0]).runId]);
     for (const q of queued) expect(h.store.getRun(q.runId)?.status).toBe("ok");
   });
 
   it("a collected turn carries the images of every collected message", async () => {
     const h = harness({ queue: { mode: "collect" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
     const png = (content: string) => ({ type: "image", mimeType: "image/png", content });
-    const queued = [
+    const queued = await Promise.all([
       h.send("first", { attachments: [png("AAAA")] }),
       h.send("second"),
       h.send("third", { attachments: [png("BBBB")] }),
-    ];
+    ]);
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     await h.pump(Promise.all(queued.map((q) => h.service.final(q.runId))));
     const user = h.requests[2]?.filter((m) => m.role === "user").at(-1);
     expect(user?.content).toEqual([
@@ -445,16 +457,16 @@ describe("collect", () => {
 
   it("a restart during a collected turn reports all its messages interrupted instead of running some of them again", async () => {
     const h = harness({ queue: { mode: "collect" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const queued = [h.send("hold on, one"), h.send("two"), h.send("three")];
+    const queued = await Promise.all([h.send("hold on, one"), h.send("two"), h.send("three")]);
     h.gate.release(0);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
     await h.pump(h.gate.whenStarted(2));
 
     // the gateway dies now, mid-turn; the next start looks at the same database
     const restarted = harness({ dir: h.dir, queue: { mode: "collect" } });
-    expect(restarted.service.recover()).toEqual({ failed: queued.map((q) => q.runId), requeued: [] });
+    expect(await restarted.service.recover()).toEqual({ failed: queued.map((q) => q.runId), requeued: [] });
     expect(queued.map((q) => terminal(restarted.store.getRun(q.runId)))).toEqual(
       queued.map(() => ({ status: "error", stopReason: "gateway_restart" })),
     );
@@ -467,58 +479,58 @@ describe("collect", () => {
 describe("interrupt", () => {
   it("clears the queue, aborts the running turn and waits for it to end, then runs the newest message", async () => {
     const h = harness();
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const queued = h.send("queued one", { queueMode: "followup" });
-    const newest = h.send("forget that, do this", { queueMode: "interrupt" });
-    expect(newest.receipt.kind).toBe("queued");
+    const queued = await h.send("queued one", { queueMode: "followup" });
+    const newest = await h.send("forget that, do this", { queueMode: "interrupt" });
+    expect((await newest).receipt.kind).toBe("queued");
 
-    const dropped = h.receipts(queued.runId).at(-1);
+    const dropped = h.receipts((await queued).runId).at(-1);
     expect(dropped?.kind).toBe("dropped");
     expect((dropped as { reason: string }).reason).toMatch(/interrupt/);
-    expect(await h.service.final(queued.runId)).toMatchObject({ status: "error", stopReason: "dropped" });
+    expect(await h.service.final((await queued).runId)).toMatchObject({ status: "error", stopReason: "dropped" });
 
-    const finalA = await h.service.final(a.runId);
+    const finalA = await h.service.final((await a).runId);
     expect(finalA).toMatchObject({ summary: "aborted", stopReason: "aborted" });
-    expect(h.store.getRun(a.runId)?.status).toBe("aborted");
+    expect(h.store.getRun((await a).runId)?.status).toBe("aborted");
 
-    const finalNew = await finished(h, newest.runId);
+    const finalNew = await finished(h, (await newest).runId);
     expect(finalNew.result.payloads.map((p) => p.text)).toEqual(["echo: forget that, do this"]);
     // the aborted run had ended before the newest message started
     const at = (runId: string, phase: string) =>
       h.events.findIndex((e) => e.runId === runId && e.stream === "lifecycle" && e.data.phase === phase);
-    expect(at(a.runId, "error")).toBeGreaterThan(-1);
-    expect(at(a.runId, "error")).toBeLessThan(at(newest.runId, "start"));
+    expect(at((await a).runId, "error")).toBeGreaterThan(-1);
+    expect(at((await a).runId, "error")).toBeLessThan(at((await newest).runId, "start"));
     expect(h.prompts()).toEqual(["hold", "forget that, do this"]);
-    expect(h.store.getRun(queued.runId)).toMatchObject({ status: "error", stopReason: "dropped" });
+    expect(h.store.getRun((await queued).runId)).toMatchObject({ status: "error", stopReason: "dropped" });
   });
 
   it("also clears a message that was steered into the aborted run but not yet seen, so the newest message runs next", async () => {
     const h = harness();
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const steered = h.send("steered in", { queueMode: "steer" });
-    expect(steered.receipt.kind).toBe("steered");
-    const newest = h.send("the newest", { queueMode: "interrupt" });
+    const steered = await h.send("steered in", { queueMode: "steer" });
+    expect((await steered).receipt.kind).toBe("steered");
+    const newest = await h.send("the newest", { queueMode: "interrupt" });
 
-    await h.service.final(a.runId);
-    const finalNew = await finished(h, newest.runId);
+    await h.service.final((await a).runId);
+    const finalNew = await finished(h, (await newest).runId);
     expect(finalNew.status).toBe("ok");
     expect(h.prompts()).toEqual(["hold", "the newest"]);
-    expect(h.receipts(steered.runId).at(-1)?.kind).toBe("dropped");
-    expect(terminal(h.store.getRun(steered.runId))).toEqual({ status: "error", stopReason: "dropped" });
+    expect(h.receipts((await steered).runId).at(-1)?.kind).toBe("dropped");
+    expect(terminal(h.store.getRun((await steered).runId))).toEqual({ status: "error", stopReason: "dropped" });
   });
 
   it("also clears a pending queue-overflow summary, so the newest message runs next", async () => {
     const h = harness({ queue: { mode: "followup", cap: 1, drop: "summarize" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
     h.send("will be summarized");
     h.send("pushes it out");
-    const newest = h.send("the newest", { queueMode: "interrupt" });
+    const newest = await h.send("the newest", { queueMode: "interrupt" });
 
-    await h.service.final(a.runId);
-    await finished(h, newest.runId);
+    await h.service.final((await a).runId);
+    await finished(h, (await newest).runId);
     expect(h.prompts()).toEqual(["hold", "the newest"]);
     await settle();
     h.clock.advance(5000);
@@ -532,22 +544,22 @@ describe("interrupt", () => {
 describe("queue cap and drop policy", () => {
   it("summarize drops the oldest and later delivers one overflow turn with a one-line summary of each", async () => {
     const h = harness({ queue: { mode: "followup", cap: 2, drop: "summarize" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
     const long = `multi\nline ${"x".repeat(300)}`;
-    const m1 = h.send(long);
-    const m2 = h.send("second message");
-    const m3 = h.send("third message");
-    const m4 = h.send("fourth message");
-    expect(m3.receipt).toEqual({ kind: "queued", position: 2, mode: "followup" });
+    const m1 = await h.send(long);
+    const m2 = await h.send("second message");
+    const m3 = await h.send("third message");
+    const m4 = await h.send("fourth message");
+    expect((await m3).receipt).toEqual({ kind: "queued", position: 2, mode: "followup" });
     for (const m of [m1, m2]) {
       expect(h.receipts(m.runId).at(-1)?.kind).toBe("dropped");
       expect(h.store.getRun(m.runId)).toMatchObject({ status: "error", stopReason: "dropped" });
     }
 
     h.gate.release(0);
-    await h.service.final(a.runId);
-    await h.pump(Promise.all([h.service.final(m3.runId), h.service.final(m4.runId)]));
+    await h.service.final((await a).runId);
+    await h.pump(Promise.all([h.service.final((await m3).runId), h.service.final((await m4).runId)]));
 
     const prompts = h.prompts().slice(2);
     expect(prompts).toHaveLength(3);
@@ -566,31 +578,31 @@ describe("queue cap and drop policy", () => {
 
   it("old drops the oldest queued message with a receipt and no summary turn", async () => {
     const h = harness({ queue: { mode: "followup", cap: 2, drop: "old" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const m1 = h.send("one");
-    const m2 = h.send("two");
-    const m3 = h.send("three");
-    const drop = h.receipts(m1.runId).at(-1);
+    const m1 = await h.send("one");
+    const m2 = await h.send("two");
+    const m3 = await h.send("three");
+    const drop = h.receipts((await m1).runId).at(-1);
     expect(drop?.kind).toBe("dropped");
     expect((drop as { reason: string }).reason).toMatch(/cap/);
-    expect(await h.service.final(m1.runId)).toMatchObject({ status: "error", stopReason: "dropped" });
+    expect(await h.service.final((await m1).runId)).toMatchObject({ status: "error", stopReason: "dropped" });
 
     h.gate.release(0);
-    await h.service.final(a.runId);
-    await h.pump(Promise.all([h.service.final(m2.runId), h.service.final(m3.runId)]));
+    await h.service.final((await a).runId);
+    await h.pump(Promise.all([h.service.final((await m2).runId), h.service.final((await m3).runId)]));
     expect(h.prompts().slice(2)).toEqual(["two", "three"]);
   });
 
   it("new refuses the newcomer with a clear error and stores nothing for it", async () => {
     const h = harness({ queue: { mode: "followup", cap: 2, drop: "new" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const m1 = h.send("one");
-    const m2 = h.send("two");
+    const m1 = await h.send("one");
+    const m2 = await h.send("two");
     let error: unknown;
     try {
-      h.send("three", { idempotencyKey: "refused" });
+      await h.send("three", { idempotencyKey: "refused" });
     } catch (err) {
       error = err;
     }
@@ -599,8 +611,8 @@ describe("queue cap and drop policy", () => {
     expect(h.store.getRun("refused")).toBeUndefined();
 
     h.gate.release(0);
-    await h.service.final(a.runId);
-    await h.pump(Promise.all([h.service.final(m1.runId), h.service.final(m2.runId)]));
+    await h.service.final((await a).runId);
+    await h.pump(Promise.all([h.service.final((await m1).runId), h.service.final((await m2).runId)]));
     expect(h.prompts().slice(2)).toEqual(["one", "two"]);
   });
 });
@@ -608,23 +620,26 @@ describe("queue cap and drop policy", () => {
 describe("queue mode precedence", () => {
   it("per-message mode beats the session setting, which beats the channel setting, which beats the global mode", async () => {
     const h = harness({ queue: { mode: "steer", byChannel: { telegram: "collect" } } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
 
     // global: steer
-    expect(h.send("plain").receipt).toEqual({ kind: "steered", into: a.runId });
+    expect((await h.send("plain")).receipt).toEqual({ kind: "steered", into: (await a).runId });
     // channel beats global
-    expect(h.send("from telegram", { channel: "telegram" }).receipt).toMatchObject({ kind: "queued", mode: "collect" });
+    expect((await h.send("from telegram", { channel: "telegram" })).receipt).toMatchObject({
+      kind: "queued",
+      mode: "collect",
+    });
     // session beats channel
     h.store.updateSession(SESSION, { queueMode: "followup" });
-    expect(h.send("session says followup", { channel: "telegram" }).receipt).toMatchObject({
+    expect((await h.send("session says followup", { channel: "telegram" })).receipt).toMatchObject({
       kind: "queued",
       mode: "followup",
     });
     // message beats session
-    expect(h.send("message says steer", { channel: "telegram", queueMode: "steer" }).receipt).toEqual({
+    expect((await h.send("message says steer", { channel: "telegram", queueMode: "steer" })).receipt).toEqual({
       kind: "steered",
-      into: a.runId,
+      into: (await a).runId,
     });
 
     h.gate.release(0);
@@ -636,19 +651,21 @@ describe("queue mode precedence", () => {
 describe("receipts: no accepted message vanishes", () => {
   it("after a mixed burst every message has a receipt and every run ends with a terminal status and a reason", async () => {
     const h = harness({ queue: { cap: 3, drop: "summarize" } });
-    const accepted = [h.send("hold twice")];
+    const accepted = await Promise.all([h.send("hold twice")]);
     await h.gate.whenStarted(1);
     accepted.push(
-      h.send("steer one"),
-      h.send("follow one", { queueMode: "followup" }),
-      h.send("collect one", { queueMode: "collect" }),
-      h.send("collect two", { queueMode: "collect" }),
-      h.send("follow two", { queueMode: "followup" }),
-      h.send("steer two", { queueMode: "steer" }),
+      ...(await Promise.all([
+        h.send("steer one"),
+        h.send("follow one", { queueMode: "followup" }),
+        h.send("collect one", { queueMode: "collect" }),
+        h.send("collect two", { queueMode: "collect" }),
+        h.send("follow two", { queueMode: "followup" }),
+        h.send("steer two", { queueMode: "steer" }),
+      ])),
     );
     for (const a of accepted) {
-      expect(h.receipts(a.runId)[0]).toEqual(a.receipt);
-      expect(h.store.getRun(a.runId)?.receipt).toBeDefined();
+      expect(h.receipts((await a).runId)[0]).toEqual((await a).receipt);
+      expect(h.store.getRun((await a).runId)?.receipt).toBeDefined();
     }
 
     h.gate.release(0);
@@ -674,25 +691,25 @@ describe("receipts: no accepted message vanishes", () => {
 describe("abort (chat.abort)", () => {
   it("ends the queued turns first, then the active run, which ends aborted; nothing runs afterwards", async () => {
     const h = harness({ queue: { mode: "followup" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const b = h.send("queued one");
-    const c = h.send("queued two");
+    const b = await h.send("queued one");
+    const c = await h.send("queued two");
     const order: string[] = [];
     h.rt.bus.subscribe((ev) => {
       if (ev.stream === "lifecycle" && ev.data.phase === "error") order.push(ev.runId);
     });
 
     const { aborted } = h.service.abort(SESSION);
-    expect(aborted).toEqual([b.runId, c.runId, a.runId]);
+    expect(aborted).toEqual([(await b).runId, (await c).runId, (await a).runId]);
     for (const q of [b, c]) {
       expect(await h.service.final(q.runId)).toMatchObject({ summary: "aborted" });
       expect(h.store.getRun(q.runId)?.status).toBe("aborted");
     }
-    const finalA = await h.service.final(a.runId);
+    const finalA = await h.service.final((await a).runId);
     expect(finalA).toMatchObject({ summary: "aborted", stopReason: "aborted" });
-    expect(order).toEqual([b.runId, c.runId, a.runId]);
-    expect(h.store.getRun(a.runId)?.status).toBe("aborted");
+    expect(order).toEqual([(await b).runId, (await c).runId, (await a).runId]);
+    expect(h.store.getRun((await a).runId)?.status).toBe("aborted");
 
     await settle();
     h.clock.advance(5000);
@@ -704,12 +721,12 @@ describe("abort (chat.abort)", () => {
 
   it("also drops a pending queue-overflow summary, so no turn runs after the abort", async () => {
     const h = harness({ queue: { mode: "followup", cap: 1, drop: "summarize" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    h.send("will be summarized");
-    h.send("pushes it out");
+    await h.send("will be summarized");
+    await h.send("pushes it out");
     h.service.abort(SESSION);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
 
     await settle();
     h.clock.advance(5000);
@@ -723,17 +740,17 @@ describe("abort (chat.abort)", () => {
 describe("durability and recovery", () => {
   it("an accepted message is on disk, as a queued run record, before accept returns", async () => {
     const h = harness({ queue: { mode: "followup" } });
-    const a = h.send("hold");
-    const b = h.send("queued");
+    const a = await h.send("hold");
+    const b = await h.send("queued");
     // a second connection sees it, so it is committed, not just in this process's memory
     const other = new SqliteStore(path.join(h.dir, "loopgate.sqlite"));
     openStores.push(other);
-    const stored = other.getRun(b.runId);
-    expect(stored).toMatchObject({ runId: b.runId, sessionKey: SESSION, status: "queued" });
+    const stored = other.getRun((await b).runId);
+    expect(stored).toMatchObject({ runId: (await b).runId, sessionKey: SESSION, status: "queued" });
     expect(stored?.params).toMatchObject({ message: "queued" });
-    expect(other.getRun(a.runId)?.params).toMatchObject({ message: "hold" });
+    expect(other.getRun((await a).runId)?.params).toMatchObject({ message: "hold" });
     h.service.abort(SESSION);
-    await h.service.final(a.runId);
+    await h.service.final((await a).runId);
   });
 
   it("after a restart, a run that was active is reported failed by the restart, with an event", async () => {
@@ -749,7 +766,7 @@ describe("durability and recovery", () => {
       params: { message: "lost", idempotencyKey: "was-running", sessionKey: SESSION, agentId: "main" },
     });
 
-    const { failed } = h.service.recover();
+    const { failed } = await h.service.recover();
     expect(failed).toEqual(["was-running"]);
     expect(h.store.getRun("was-running")).toMatchObject({ status: "error", stopReason: "gateway_restart" });
     expect(h.events.filter((e) => e.runId === "was-running").map((e) => e.data)).toEqual([
@@ -762,21 +779,21 @@ describe("durability and recovery", () => {
 
   it("after a restart, messages that were still queued run, in the order they were accepted", async () => {
     const first = harness({ queue: { mode: "followup" } });
-    const a = first.send("hold");
+    const a = await first.send("hold");
     await first.gate.whenStarted(1);
-    const b = first.send("queued first");
+    const b = await first.send("queued first");
     first.clock.advance(10);
-    const c = first.send("queued second");
+    const c = await first.send("queued second");
     // shutdown: the active run is aborted, queued input stays in the store
     const drained = first.service.drain(0);
     first.clock.advance(0);
     await drained;
-    expect(first.store.getRun(a.runId)?.status).toBe("aborted");
+    expect(first.store.getRun((await a).runId)?.status).toBe("aborted");
     expect([b, c].map((q) => first.store.getRun(q.runId)?.status)).toEqual(["queued", "queued"]);
 
     const second = harness({ dir: first.dir, queue: { mode: "followup" } });
-    expect(second.service.recover()).toEqual({ failed: [], requeued: [b.runId, c.runId] });
-    await second.pump(Promise.all([second.service.final(b.runId), second.service.final(c.runId)]));
+    expect(await second.service.recover()).toEqual({ failed: [], requeued: [(await b).runId, (await c).runId] });
+    await second.pump(Promise.all([second.service.final((await b).runId), second.service.final((await c).runId)]));
     expect(second.prompts()).toEqual(["queued first", "queued second"]);
     expect([b, c].map((q) => terminal(second.store.getRun(q.runId)))).toEqual([
       { status: "ok", stopReason: "stop" },
@@ -786,7 +803,7 @@ describe("durability and recovery", () => {
 });
 
 describe("stored run events across a restart", () => {
-  it("the restart's error event follows the run's stored events: the stored seq is the source of truth", () => {
+  it("the restart's error event follows the run's stored events: the stored seq is the source of truth", async () => {
     const h = harness();
     h.store.ensureSession(SESSION, "main", 1);
     h.store.createRun({
@@ -808,30 +825,30 @@ describe("stored run events across a restart", () => {
         json: "{}",
       })),
     );
-    h.service.recover();
+    await h.service.recover();
     expect(h.events.filter((e) => e.runId === "was-running").map((e) => [e.seq, e.stream])).toEqual([[4, "lifecycle"]]);
-    h.rt.runEvents.flush();
+    await h.rt.runEvents.flush();
     expect(h.store.readRunEvents("was-running").map((e) => e.seq)).toEqual([1, 2, 3, 4]);
   });
 
   it("a message still queued at shutdown numbers its events after the receipt stored before the restart", async () => {
     const first = harness({ queue: { mode: "followup" } });
-    const a = first.send("hold");
+    const a = await first.send("hold");
     await first.gate.whenStarted(1);
-    const b = first.send("queued");
+    const b = await first.send("queued");
     const drained = first.service.drain(0);
     first.clock.advance(0);
     await drained;
-    first.rt.runEvents.close(); // what the gateway's close does before it closes the store
-    const before = first.store.readRunEvents(b.runId).map((e) => e.seq);
+    await first.rt.runEvents.close(); // what the gateway's close does before it closes the store
+    const before = first.store.readRunEvents((await b).runId).map((e) => e.seq);
     expect(before.length).toBeGreaterThan(0);
-    expect(first.store.getRun(a.runId)?.status).toBe("aborted");
+    expect(first.store.getRun((await a).runId)?.status).toBe("aborted");
 
     const second = harness({ dir: first.dir, queue: { mode: "followup" } });
-    expect(second.service.recover().requeued).toEqual([b.runId]);
-    await second.pump(second.service.final(b.runId));
-    second.rt.runEvents.flush();
-    const all = second.store.readRunEvents(b.runId).map((e) => e.seq);
+    expect((await second.service.recover()).requeued).toEqual([(await b).runId]);
+    await second.pump(second.service.final((await b).runId));
+    await second.rt.runEvents.flush();
+    const all = second.store.readRunEvents((await b).runId).map((e) => e.seq);
     expect(all).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
     expect(all.length).toBeGreaterThan(before.length);
     expect(second.rt.runEvents.stats.duplicates).toBe(0);
@@ -841,20 +858,20 @@ describe("stored run events across a restart", () => {
 describe("agent.wait", () => {
   it("reports pending for a queued run and timeout for a running one, and never stops either", async () => {
     const h = harness({ queue: { mode: "followup" } });
-    const a = h.send("hold");
+    const a = await h.send("hold");
     await h.gate.whenStarted(1);
-    const b = h.send("queued");
+    const b = await h.send("queued");
 
-    const waitB = h.service.wait(b.runId, 50);
-    const waitA = h.service.wait(a.runId, 50);
+    const waitB = h.service.wait((await b).runId, 50);
+    const waitA = h.service.wait((await a).runId, 50);
     h.clock.advance(50);
-    expect(await waitB).toEqual({ runId: b.runId, status: "pending" });
-    expect(await waitA).toEqual({ runId: a.runId, status: "timeout" });
+    expect(await waitB).toEqual({ runId: (await b).runId, status: "pending" });
+    expect(await waitA).toEqual({ runId: (await a).runId, status: "timeout" });
 
     h.gate.release(0);
-    expect((await h.service.final(a.runId)).status).toBe("ok");
-    expect((await finished(h, b.runId)).status).toBe("ok");
-    expect(await h.service.wait(a.runId, 50)).toMatchObject({ status: "ok" });
+    expect((await h.service.final((await a).runId)).status).toBe("ok");
+    expect((await finished(h, (await b).runId)).status).toBe("ok");
+    expect(await h.service.wait((await a).runId, 50)).toMatchObject({ status: "ok" });
   });
 });
 
@@ -873,19 +890,19 @@ describe("message_received fires when a message arrives", () => {
         name: "t",
       },
     );
-    const host = h.send("hold");
+    const host = await h.send("hold");
     await h.gate.whenStarted(1);
-    const steered = h.send("also this", { queueMode: "steer" });
-    const collected = [h.send("first thing"), h.send("second thing")];
+    const steered = await h.send("also this", { queueMode: "steer" });
+    const collected = await Promise.all([h.send("first thing"), h.send("second thing")]);
     await settle();
 
     // the host's turn is still in its tool; none of the others has run, yet each fired once
     expect(h.provider.callCount).toBe(1);
     expect(received).toEqual([
-      { content: "hold", runId: host.runId },
-      { content: "also this", runId: steered.runId },
-      { content: "first thing", runId: collected[0].runId },
-      { content: "second thing", runId: collected[1].runId },
+      { content: "hold", runId: (await host).runId },
+      { content: "also this", runId: (await steered).runId },
+      { content: "first thing", runId: (await collected[0]).runId },
+      { content: "second thing", runId: (await collected[1]).runId },
     ]);
     expect(internal).toEqual(["hold", "also this", "first thing", "second thing"]);
 

@@ -4,6 +4,7 @@ import type { SessionChangeReason, SessionEvents } from "../infra/session-events
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
 import { contentText } from "../providers/types.js";
+import { originOfRecord } from "../queue/intake.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
 import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
@@ -94,7 +95,7 @@ export class AgentService {
   }
 
   /** Recent run records, newest first (the console's Runs page); see `Store.listRecentRuns`. */
-  recentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[] {
+  recentRuns(opts: { limit: number; sessionKey?: string }): Promise<RunRecord[]> {
     return this.rt.store.listRecentRuns(opts);
   }
 
@@ -107,13 +108,22 @@ export class AgentService {
    * Durable: the message is a queued run record in the store before this returns; nothing runs before it does.
    * `origin` says who started the run (the audit ledger's actor); the run record keeps it across a restart.
    */
-  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+  accept(req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
     return this.queue.accept(req, origin);
   }
 
-  /** Who started the run, as `accept` was told (undefined: nobody said, or the run is unknown). */
+  /**
+   * Who started the run, as `accept` was told, from memory (a live run, or one of an earlier process that recovery
+   * read); undefined otherwise. Synchronous: the audit ledger asks for every row it makes. For a stored run, see
+   * `originOfRun`.
+   */
   originOf(runId: string): RunOrigin | undefined {
     return this.queue.originOf(runId);
+  }
+
+  /** Who started a stored run: from memory while it is live, else from its record. */
+  originOfRun(run: RunRecord): RunOrigin | undefined {
+    return this.queue.originOf(run.runId) ?? originOfRecord(run);
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */
@@ -132,7 +142,7 @@ export class AgentService {
   }
 
   /** After a crash or restart: interrupted runs are failed with "gateway_restart"; queued inputs run again. */
-  recover(): { failed: string[]; requeued: string[] } {
+  recover(): Promise<{ failed: string[]; requeued: string[] }> {
     return this.queue.recover();
   }
 
@@ -182,19 +192,19 @@ export class AgentService {
   }
 
   /** The stored session, or undefined. */
-  session(key: string): SessionRecord | undefined {
+  session(key: string): Promise<SessionRecord | undefined> {
     return this.rt.store.getSession(key);
   }
 
-  sessionById(sessionId: string): SessionRecord | undefined {
+  sessionById(sessionId: string): Promise<SessionRecord | undefined> {
     return this.rt.store.getSessionById(sessionId);
   }
 
   /** Creates the session when it does not exist (followers hear "created"); `created` says whether it did. */
-  createSession(key: string, agentId: string): { session: SessionRecord; created: boolean } {
-    const existing = this.rt.store.getSession(key);
+  async createSession(key: string, agentId: string): Promise<{ session: SessionRecord; created: boolean }> {
+    const existing = await this.rt.store.getSession(key);
     if (existing) return { session: existing, created: false };
-    const session = this.rt.store.ensureSession(key, agentId, this.rt.clock.now());
+    const session = await this.rt.store.ensureSession(key, agentId, this.rt.clock.now());
     this.sessionChanged(key, "created");
     return { session, created: true };
   }
@@ -203,8 +213,8 @@ export class AgentService {
    * Changes the session's settings; its next runs use them (a run already going keeps what it started with). The
    * session must exist. Followers hear "patched".
    */
-  patchSession(key: string, patch: SessionSettingsPatch): SessionRecord | undefined {
-    if (!this.rt.store.getSession(key)) return undefined;
+  async patchSession(key: string, patch: SessionSettingsPatch): Promise<SessionRecord | undefined> {
+    if (!(await this.rt.store.getSession(key))) return undefined;
     const fields: Parameters<AgentRuntime["store"]["updateSession"]>[1] = { updatedAt: this.rt.clock.now() };
     // undefined in a store patch clears the column, so only the settings named in the patch are passed on
     if (patch.label !== undefined) fields.label = patch.label ?? undefined;
@@ -212,22 +222,26 @@ export class AgentService {
     if (patch.thinking !== undefined) fields.thinking = patch.thinking ?? undefined;
     if (patch.verboseLevel !== undefined) fields.verboseLevel = patch.verboseLevel ?? undefined;
     if (patch.queueMode !== undefined) fields.queueMode = patch.queueMode ?? undefined;
-    this.rt.store.updateSession(key, fields);
+    await this.rt.store.updateSession(key, fields);
     this.sessionChanged(key, "patched");
     return this.rt.store.getSession(key);
   }
 
   /** The text of the first user message of the session's current transcript (a title), if any. */
-  firstUserText(session: SessionRecord): string | undefined {
+  async firstUserText(session: SessionRecord): Promise<string | undefined> {
     // seq starts at 1 in each generation: these are its first rows
-    const rows = this.rt.store.readTranscript(session.key, { generation: session.generation, beforeSeq: 9, limit: 8 });
+    const rows = await this.rt.store.readTranscript(session.key, {
+      generation: session.generation,
+      beforeSeq: 9,
+      limit: 8,
+    });
     const first = rows.find((r) => r.message?.role === "user");
     return first?.message && first.message.role === "user" ? contentText(first.message.content) : undefined;
   }
 
   /** The text of the last message of the session's current transcript, if any. */
-  lastMessageText(session: SessionRecord): string | undefined {
-    const rows = this.rt.store.readTranscript(session.key, {
+  async lastMessageText(session: SessionRecord): Promise<string | undefined> {
+    const rows = await this.rt.store.readTranscript(session.key, {
       generation: session.generation,
       limit: 1,
       kinds: ["message"],

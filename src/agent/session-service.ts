@@ -1,4 +1,5 @@
 import type { SessionLockPort } from "../session/lock-port.js";
+import type { StorageFault } from "../storage/storage-fault.js";
 import type {
   AuditQuery,
   RunRecord,
@@ -28,11 +29,16 @@ export class SessionService {
 
   /** The key of the session with this id, if there is one. */
   async keyOfSessionId(sessionId: string): Promise<string | undefined> {
-    return this.store.getSessionById(sessionId)?.key;
+    return (await this.store.getSessionById(sessionId))?.key;
   }
 
   async count(): Promise<number> {
     return this.store.countSessions();
+  }
+
+  /** Why the store cannot take writes right now (e.g. the disk is full), if it knows such a state; from memory. */
+  storageFault(): StorageFault | undefined {
+    return this.store.storageFault?.();
   }
 
   /** Newest update first (ties by key); `after` continues a listing after that session. */

@@ -120,7 +120,7 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
     const rt = local.service.rt;
     rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId));
   } catch (err) {
-    local.close();
+    await local.close();
     throw new CliError((err as Error).message);
   }
   const { out, intr } = runOutputWithInterrupt(opts, "aborted", true);
@@ -131,7 +131,7 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   } finally {
     out.dispose();
     intr.dispose();
-    local.close();
+    await local.close();
   }
 }
 

@@ -30,6 +30,6 @@ export async function runDemo(opts: { json?: boolean; color?: boolean }): Promis
   } finally {
     out.dispose();
     intr.dispose();
-    local.close();
+    await local.close();
   }
 }

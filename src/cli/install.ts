@@ -58,6 +58,6 @@ export async function runInstall(
     process.stdout.write(`${opts.update ? "updated" : "installed"} ${kind} ${result.name} → ${result.path}\n`);
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -22,7 +22,7 @@ export async function openLocal(opts: {
 }): Promise<{
   service: AgentService;
   loaded: LoadedConfig;
-  close: () => void;
+  close: () => Promise<void>;
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
   const store = await createStore(loaded.config, loaded.stateDir);
@@ -49,11 +49,11 @@ export async function openLocal(opts: {
   return {
     service,
     loaded,
-    close: () => {
-      audit.close();
+    close: async () => {
+      await audit.close();
       // the run events still buffered go to the store before it closes
-      rt.runEvents.close();
-      store.close();
+      await rt.runEvents.close();
+      await store.close();
     },
   };
 }
@@ -74,7 +74,9 @@ export async function runLocalTurn(
   });
   try {
     // the same intake as the gateway's: images scaled and text files inlined before the durable accept
-    const accepted = service.accept(await prepareAttachments({ ...req, idempotencyKey: runId }), { actor: "cli" });
+    const accepted = await service.accept(await prepareAttachments({ ...req, idempotencyKey: runId }), {
+      actor: "cli",
+    });
     const onAbort = () => service.abort(accepted.sessionKey, runId);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {

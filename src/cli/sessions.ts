@@ -53,7 +53,7 @@ export async function sessionsList(opts: { config?: string; json?: boolean; limi
   const { config, stateDir } = loadConfig({ configPath: opts.config });
   const store = await createStore(config, stateDir);
   try {
-    const sessions = store.listSessions({ limit });
+    const sessions = await store.listSessions({ limit });
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(sessions.map(sessionForJson), null, 2)}\n`);
       return 0;
@@ -67,13 +67,13 @@ export async function sessionsList(opts: { config?: string; json?: boolean; limi
         `${s.key}  updated ${formatLocalTime(s.updatedAt)}  tokens ${s.totalTokens}  generation ${s.generation}\n`,
       );
     }
-    const total = store.countSessions();
+    const total = await store.countSessions();
     if (total > sessions.length) {
       process.stderr.write(`(showing the ${sessions.length} most recent of ${total}; see --limit)\n`);
     }
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -85,10 +85,10 @@ export async function sessionsShow(
   const store = await createStore(config, stateDir);
   try {
     const normalized = normalizeSessionKey(key).key;
-    const s = store.getSession(normalized);
+    const s = await store.getSession(normalized);
     if (!s) throw new CliError(`no session "${normalized}" (see: loopgate sessions list)`, 1);
     const limit = parseLimit(opts.limit, undefined);
-    const rows = store.readTranscript(normalized, { limit }).map(redactTranscriptRow);
+    const rows = (await store.readTranscript(normalized, { limit })).map(redactTranscriptRow);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ session: sessionForJson(s), transcript: rows }, null, 2)}\n`);
       return 0;
@@ -99,6 +99,6 @@ export async function sessionsShow(
     for (const row of rows) process.stdout.write(`${describeRow(row)}\n`);
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -9,6 +9,7 @@ import { readProcessStartTime } from "../infra/process-liveness.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import type { ModelRequest } from "../providers/types.js";
 import { resolveMaxHoldMs } from "../session/write-lock.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { startFakeModelServer } from "../testing/fake-model-server.js";
 import type { Tool } from "../tools/types.js";
@@ -392,7 +393,7 @@ function runtime(
   const rt = new AgentRuntime({
     config: parseConfig(raw),
     stateDir: dir,
-    store,
+    store: new SqliteStoreAdapter(store),
     logger: silentLogger,
     providers: { a: provider("a"), b: provider("b") },
     tools,
@@ -401,7 +402,7 @@ function runtime(
   let n = 0;
   const run = async (extra: Record<string, unknown> = {}) => {
     const accepted = service.accept({ message: "hello", idempotencyKey: `r${++n}`, ...extra });
-    return { accepted, final: await service.final(accepted.runId) };
+    return { accepted, final: await service.final((await accepted).runId) };
   };
   return { dir, rt, store, service, requests, run };
 }
@@ -415,7 +416,7 @@ describe("agents", () => {
       },
     });
     const plain = await h.run();
-    expect(plain.accepted.sessionKey).toBe("agent:ops:main"); // default: true
+    expect((await plain.accepted).sessionKey).toBe("agent:ops:main"); // default: true
     expect(h.requests.at(-1)).toMatchObject({ provider: "b", req: { model: "m1" } }); // its own model
     await h.run({ agentId: "qa" });
     expect(h.requests.at(-1)).toMatchObject({ provider: "b", req: { model: "m2" } }); // model.primary
@@ -423,10 +424,12 @@ describe("agents", () => {
     expect(h.requests.at(-1)).toMatchObject({ provider: "a", req: { model: "m0" } }); // agents.defaults.model
 
     const sessionsBefore = h.store.countSessions();
-    expect(() => h.service.accept({ message: "x", idempotencyKey: "u1", agentId: "ghost" })).toThrow(RunParamError);
-    expect(() => h.service.accept({ message: "x", idempotencyKey: "u2", sessionKey: "agent:ghost:main" })).toThrow(
-      /unknown agent "ghost"; configured agents: main, ops \(default\), qa/,
+    await expect(h.service.accept({ message: "x", idempotencyKey: "u1", agentId: "ghost" })).rejects.toThrow(
+      RunParamError,
     );
+    await expect(
+      h.service.accept({ message: "x", idempotencyKey: "u2", sessionKey: "agent:ghost:main" }),
+    ).rejects.toThrow(/unknown agent "ghost"; configured agents: main, ops \(default\), qa/);
     expect(h.store.countSessions()).toBe(sessionsBefore);
     expect(h.store.getRun("u1")).toBeUndefined();
     expect(fs.existsSync(path.join(h.dir, "workspace-ghost"))).toBe(false);

@@ -9,6 +9,7 @@ import { silentLogger } from "../infra/logger.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import type { RunOrigin } from "../queue/types.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { CronScheduler } from "./scheduler.js";
@@ -51,7 +52,7 @@ function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(o
   const rt = new AgentRuntime({
     config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
     stateDir: dir,
-    store,
+    store: new SqliteStoreAdapter(store),
     clock,
     logger: silentLogger,
     providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall },
@@ -60,11 +61,17 @@ function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(o
   const accepted: Array<{ runId: string; sessionKey: string; lane?: string; origin?: RunOrigin }> = [];
   const ended = new Set<string>();
   const accept = service.accept.bind(service);
-  service.accept = (req, origin) => {
-    const a = accept(req, origin);
-    accepted.push({ runId: a.runId, sessionKey: a.sessionKey, lane: req.lane, origin });
-    void service.final(a.runId).then(() => ended.add(a.runId));
-    return a;
+  let accepting = 0;
+  service.accept = async (req, origin) => {
+    accepting++;
+    try {
+      const a = await accept(req, origin);
+      accepted.push({ runId: a.runId, sessionKey: a.sessionKey, lane: req.lane, origin });
+      void service.final(a.runId).then(() => ended.add(a.runId));
+      return a;
+    } finally {
+      accepting--;
+    }
   };
   const scheduler = new CronScheduler({ service, config: rt.config.cron, clock, logger: silentLogger });
   cleanups.push(() => {
@@ -79,11 +86,19 @@ function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(o
   const settle = async () => {
     const quiet = () => {
       const open = accepted.filter((a) => !ended.has(a.runId)).length;
-      return open === stall.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
+      return accepting === 0 && open === stall.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
     };
-    for (let i = 0; i < 100_000 && !quiet(); i++) await new Promise((r) => setImmediate(r));
-    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-    if (!quiet()) throw new Error("runs did not settle");
+    // quiet for a few turns of the event loop in a row: a fire the clock started accepts its run after a few store
+    // calls, so a moment before that looks quiet too
+    let calm = 0;
+    for (let i = 0; i < 100_000 && calm < 5; i++) {
+      await new Promise((r) => setImmediate(r));
+      calm = quiet() ? calm + 1 : 0;
+    }
+    if (!quiet())
+      throw new Error(
+        `runs did not settle: ${JSON.stringify({ accepting, accepted: accepted.length, ended: ended.size, waiting: stall.waiting, lane: rt.lanes.snapshot("cron") })}`,
+      );
   };
   /** moves time in 1 s steps, letting runs proceed between them */
   const advance = async (seconds: number) => {
@@ -92,7 +107,8 @@ function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(o
       await settle();
     }
   };
-  const runs = (jobId: string) => (scheduler.list(100).find((j) => j.id === jobId)?.runs ?? []).slice().reverse();
+  const runs = async (jobId: string) =>
+    ((await scheduler.list(100)).find((j) => j.id === jobId)?.runs ?? []).slice().reverse();
   return { dir, clock, store, rt, service, scheduler, accepted, settle, advance, runs, stall };
 }
 
@@ -126,11 +142,11 @@ describe("cron config", () => {
 describe("cron scheduler (fake clock)", () => {
   it("a job every 2 seconds runs exactly 5 times in 10 seconds, each as a cron-lane turn of its own session", async () => {
     const h = harness({ jobs: [{ id: "tick", schedule: "*/2 * * * * *", message: "ping" }] });
-    h.scheduler.start();
+    await h.scheduler.start();
     await h.advance(10);
     await Promise.all(h.accepted.map((a) => h.service.final(a.runId)));
     await h.settle();
-    const runs = h.runs("tick");
+    const runs = await h.runs("tick");
     expect(runs.map((r) => r.scheduledAt - T0)).toEqual([2000, 4000, 6000, 8000, 10000]);
     expect(runs.map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
     expect(h.accepted.map((a) => [a.sessionKey, a.lane, a.origin?.actor])).toEqual(
@@ -153,16 +169,16 @@ describe("cron scheduler (fake clock)", () => {
         { id: "after", schedule: "35 * * * * *", message: "next" },
       ],
     });
-    h.scheduler.start();
+    await h.scheduler.start();
     await h.advance(16);
-    expect(h.runs("after").map((r) => r.status)).toEqual(["running"]); // waiting behind "stuck" in the lane
+    expect((await h.runs("after")).map((r) => r.status)).toEqual(["running"]); // waiting behind "stuck" in the lane
     await h.advance(3); // deadline at T0+13, then at most 5 s of cleanup: T0+18
-    const [stuck] = h.runs("stuck");
+    const [stuck] = await h.runs("stuck");
     expect(stuck).toMatchObject({ status: "timeout", errorKind: "timeout", startedAt: T0 + 10_000 });
     expect(stuck.endedAt).toBe(T0 + 18_000);
     await h.service.final(h.accepted[1].runId);
     await h.settle();
-    const [after] = h.runs("after");
+    const [after] = await h.runs("after");
     expect(after).toMatchObject({ status: "ok", scheduledAt: T0 + 15_000 });
     expect(after.startedAt).toBeGreaterThanOrEqual(T0 + 18_000);
   });
@@ -172,11 +188,11 @@ describe("cron scheduler (fake clock)", () => {
     const first = harness({ jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] }, dir);
     // the last run was due 100 s before this start: ten fire times were missed since
     first.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
-    first.scheduler.start();
+    await first.scheduler.start();
     await first.settle();
     await Promise.all(first.accepted.map((a) => first.service.final(a.runId)));
     expect(first.accepted).toHaveLength(1);
-    expect(first.runs("tenner").map((r) => [r.scheduledAt - T0, r.status])).toEqual([
+    expect((await first.runs("tenner")).map((r) => [r.scheduledAt - T0, r.status])).toEqual([
       [-100_000, "ok"],
       [-90_000, "ok"],
     ]);
@@ -188,8 +204,8 @@ describe("cron scheduler (fake clock)", () => {
   it("a run left running by a stopped gateway is recorded as an error at the next start", async () => {
     const h = harness({ jobs: [{ id: "daily", schedule: "0 9 * * *", message: "m" }] });
     h.store.addCronRun({ jobId: "daily", scheduledAt: T0 - 5_000, status: "running", runId: "old-run" });
-    h.scheduler.start();
-    expect(h.runs("daily")).toEqual([
+    await h.scheduler.start();
+    expect(await h.runs("daily")).toEqual([
       {
         jobId: "daily",
         scheduledAt: T0 - 5_000,
@@ -199,7 +215,7 @@ describe("cron scheduler (fake clock)", () => {
         endedAt: T0,
       },
     ]);
-    expect(h.scheduler.health()).toEqual({
+    expect(await h.scheduler.health()).toEqual({
       jobs: 1,
       last: [{ jobId: "daily", status: "error", at: T0, runId: "old-run" }],
     });
@@ -208,10 +224,10 @@ describe("cron scheduler (fake clock)", () => {
   it("catchUp skip records the missed runs as one skipped entry and runs nothing at start", async () => {
     const h = harness({ catchUp: "skip", jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] });
     h.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });
-    h.scheduler.start();
+    await h.scheduler.start();
     await h.settle();
     expect(h.accepted).toHaveLength(0);
-    expect(h.runs("tenner").map((r) => [r.status, r.errorKind ?? null])).toEqual([
+    expect((await h.runs("tenner")).map((r) => [r.status, r.errorKind ?? null])).toEqual([
       ["ok", null],
       ["skipped", "missed"],
     ]);
@@ -224,36 +240,36 @@ describe("cron scheduler (fake clock)", () => {
         { id: "off", schedule: "* * * * * *", message: "m", enabled: false },
       ],
     });
-    h.scheduler.start();
+    await h.scheduler.start();
     await h.advance(1);
     h.scheduler.stop();
     expect(h.rt.clock).toBe(h.clock);
     // the run's events wait for the event writer's flush timer on the same clock: write them, so only the
     // scheduler's timers are left to count
-    h.rt.runEvents.close();
+    await h.rt.runEvents.close();
     expect(h.clock.pendingTimers).toBe(0);
     await h.advance(5);
     expect(h.accepted.map((a) => a.sessionKey)).toEqual(["cron:on"]);
 
     const off = harness({ enabled: false, jobs: [{ id: "x", schedule: "* * * * * *", message: "m" }] });
-    off.scheduler.start();
+    await off.scheduler.start();
     await off.advance(3);
     expect(off.accepted).toHaveLength(0);
     expect(off.clock.pendingTimers).toBe(0);
   });
 
-  it("tz: a job at 09:00 in Asia/Tokyo is next due at 00:00 UTC", () => {
+  it("tz: a job at 09:00 in Asia/Tokyo is next due at 00:00 UTC", async () => {
     const h = harness({ jobs: [{ id: "tokyo", schedule: "0 9 * * *", tz: "Asia/Tokyo", message: "m" }] });
-    h.scheduler.start();
+    await h.scheduler.start();
     // T0 is 2023-11-14T22:13:20Z, so 09:00 in Tokyo (UTC+9) next comes at 2023-11-15T00:00Z
-    expect(new Date(h.scheduler.list()[0].nextRunAt ?? 0).toISOString()).toBe("2023-11-15T00:00:00.000Z");
+    expect(new Date((await h.scheduler.list())[0].nextRunAt ?? 0).toISOString()).toBe("2023-11-15T00:00:00.000Z");
   });
 
   it("a job that names an agent and a session runs there and keeps that session's history", async () => {
     const h = harness({
       jobs: [{ id: "digest", schedule: "*/5 * * * * *", message: "digest", agentId: "main", sessionKey: "inbox" }],
     });
-    h.scheduler.start();
+    await h.scheduler.start();
     await h.advance(10);
     await Promise.all(h.accepted.map((a) => h.service.final(a.runId)));
     expect(h.accepted.map((a) => a.sessionKey)).toEqual(["agent:main:inbox", "agent:main:inbox"]);
@@ -261,20 +277,22 @@ describe("cron scheduler (fake clock)", () => {
     expect(h.store.readTranscript("agent:main:inbox", { kinds: ["message"] })).toHaveLength(4);
   });
 
-  it("RPC jobs persist; a config job's id is refused, and a config job cannot be removed", () => {
+  it("RPC jobs persist; a config job's id is refused, and a config job cannot be removed", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"));
     const cfg = { jobs: [{ id: "cfg", schedule: "0 9 * * *", message: "m" }] };
     const h = harness(cfg, dir);
-    h.scheduler.add({ id: "mine", schedule: "0 8 * * 1-5", tz: "Europe/Berlin", message: "standup" });
-    expect(() => h.scheduler.add({ id: "cfg", schedule: "0 9 * * *", message: "x" })).toThrow(
+    await h.scheduler.add({ id: "mine", schedule: "0 8 * * 1-5", tz: "Europe/Berlin", message: "standup" });
+    await expect(h.scheduler.add({ id: "cfg", schedule: "0 9 * * *", message: "x" })).rejects.toThrow(
       /params\.id: "cfg" is a job from the config/,
     );
-    expect(() => h.scheduler.remove("cfg")).toThrow(/params\.id: "cfg" is a job from the config/);
-    expect(() => h.scheduler.add({ id: "bad", schedule: "61 * * * *", message: "x" })).toThrow(/^params\.schedule:/);
-    expect(() => h.scheduler.add({ id: "bad", schedule: "0 9 * * *", tz: "Mars/Base", message: "x" })).toThrow(
+    await expect(h.scheduler.remove("cfg")).rejects.toThrow(/params\.id: "cfg" is a job from the config/);
+    await expect(h.scheduler.add({ id: "bad", schedule: "61 * * * *", message: "x" })).rejects.toThrow(
+      /^params\.schedule:/,
+    );
+    await expect(h.scheduler.add({ id: "bad", schedule: "0 9 * * *", tz: "Mars/Base", message: "x" })).rejects.toThrow(
       /^params\.tz: unknown time zone "Mars\/Base"/,
     );
-    expect(() => h.scheduler.remove("nope")).toThrow(/params\.id: no cron job "nope"/);
+    await expect(h.scheduler.remove("nope")).rejects.toThrow(/params\.id: no cron job "nope"/);
     // a new scheduler over the same store (a restart) has the RPC job back
     const again = new CronScheduler({
       service: h.service,
@@ -282,11 +300,11 @@ describe("cron scheduler (fake clock)", () => {
       clock: h.clock,
       logger: silentLogger,
     });
-    expect(again.list().map((j) => [j.id, j.source, j.tz ?? null])).toEqual([
+    expect((await again.list()).map((j) => [j.id, j.source, j.tz ?? null])).toEqual([
       ["cfg", "config", null],
       ["mine", "rpc", "Europe/Berlin"],
     ]);
-    expect(again.remove("mine")).toBe(true);
+    expect(await again.remove("mine")).toBe(true);
     expect(h.store.listCronJobs()).toEqual([]);
   });
 });

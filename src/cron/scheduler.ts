@@ -74,7 +74,18 @@ export class CronScheduler {
     this.cleanupMs = deps.cleanupMs ?? CRON_CLEANUP_MS;
     this.newId = deps.newId ?? randomUUID;
     for (const spec of deps.config.jobs) this.jobs.set(spec.id, this.makeJob(spec, "config"));
-    for (const stored of this.store.listCronJobs()) {
+  }
+
+  /** Jobs added by RPC, from the store: loaded once, before the first listing or start. */
+  private loaded?: Promise<void>;
+  private load(): Promise<void> {
+    this.loaded ??= this.loadStored();
+    return this.loaded;
+  }
+
+  private async loadStored(): Promise<void> {
+    const { deps } = this;
+    for (const stored of await this.store.listCronJobs()) {
       if (this.jobs.has(stored.spec.id)) {
         deps.logger.warn("cron: a stored job has the id of a config job; the config job wins", { id: stored.spec.id });
         continue;
@@ -102,22 +113,23 @@ export class CronScheduler {
    * Starts scheduling (call after recovery): runs left `running` by a previous process are recorded as errors,
    * missed runs are caught up per `catchUp`, and the timer is armed. Does nothing when cron is disabled.
    */
-  start(): void {
+  async start(): Promise<void> {
+    await this.load();
     if (!this.enabled || this.running) return;
     this.running = true;
     const now = this.deps.clock.now();
-    for (const r of this.store.runningCronRuns()) {
-      this.store.updateCronRun(r.id, { status: "error", errorKind: "gateway_restart", endedAt: now });
+    for (const r of await this.store.runningCronRuns()) {
+      await this.store.updateCronRun(r.id, { status: "error", errorKind: "gateway_restart", endedAt: now });
     }
-    this.store.pruneCronRuns(CRON_RUNS_KEPT);
-    const last = this.store.recentCronRuns([...this.jobs.keys()], 1);
+    await this.store.pruneCronRuns(CRON_RUNS_KEPT);
+    const last = await this.store.recentCronRuns([...this.jobs.keys()], 1);
     for (const job of this.jobs.values()) {
       const previous = last.get(job.spec.id)?.[0]?.scheduledAt;
       const missed = previous !== undefined ? job.schedule.next(previous) : undefined;
       job.nextAt = job.schedule.next(now);
       if (!this.isEnabled(job) || missed === undefined || missed > now) continue;
-      if (this.deps.config.catchUp === "once") this.fire(job, missed);
-      else this.record(job, { scheduledAt: missed, status: "skipped", errorKind: "missed", endedAt: now });
+      if (this.deps.config.catchUp === "once") await this.fire(job, missed);
+      else await this.record(job, { scheduledAt: missed, status: "skipped", errorKind: "missed", endedAt: now });
     }
     this.arm();
   }
@@ -130,13 +142,15 @@ export class CronScheduler {
     this.timerAt = undefined;
   }
 
-  list(runsPerJob = 10): CronJobInfo[] {
-    const runs = this.store.recentCronRuns([...this.jobs.keys()], runsPerJob);
+  async list(runsPerJob = 10): Promise<CronJobInfo[]> {
+    await this.load();
+    const runs = await this.store.recentCronRuns([...this.jobs.keys()], runsPerJob);
     return [...this.jobs.values()].map((job) => this.info(job, runs.get(job.spec.id) ?? []));
   }
 
   /** cron.add: validated like a config job; a config job's id or a stored one is refused. */
-  add(spec: CronJobSpec): CronJobInfo {
+  async add(spec: CronJobSpec): Promise<CronJobInfo> {
+    await this.load();
     const problem = scheduleProblem(spec.schedule);
     if (problem) throw new CronJobError("invalid_params", `params.schedule: ${problem}`);
     const tzProblem = spec.tz !== undefined ? timeZoneProblem(spec.tz) : undefined;
@@ -152,7 +166,7 @@ export class CronScheduler {
       );
     }
     const job = this.makeJob(spec, "rpc");
-    if (!this.store.addCronJob({ spec, createdAt: this.deps.clock.now() })) {
+    if (!(await this.store.addCronJob({ spec, createdAt: this.deps.clock.now() }))) {
       throw new CronJobError("conflict", `params.id: a job "${spec.id}" already exists; remove it first`);
     }
     job.nextAt = job.schedule.next(this.deps.clock.now());
@@ -162,7 +176,8 @@ export class CronScheduler {
   }
 
   /** cron.remove: RPC jobs only; a config job is refused with the reason. */
-  remove(id: string): boolean {
+  async remove(id: string): Promise<boolean> {
+    await this.load();
     const job = this.jobs.get(id);
     if (job?.source === "config") {
       throw new CronJobError(
@@ -170,7 +185,7 @@ export class CronScheduler {
         `params.id: "${id}" is a job from the config (cron.jobs); remove it there and restart the gateway`,
       );
     }
-    const removed = this.store.removeCronJob(id);
+    const removed = await this.store.removeCronJob(id);
     if (!job && !removed) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
     this.jobs.delete(id);
     this.arm();
@@ -194,7 +209,8 @@ export class CronScheduler {
   }
 
   /** cron.run: the job runs now (also a disabled one), outside its schedule. */
-  runNow(id: string): { runId: string } {
+  async runNow(id: string): Promise<{ runId: string }> {
+    await this.load();
     const job = this.jobs.get(id);
     if (!job) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
     if (!this.running) {
@@ -203,14 +219,14 @@ export class CronScheduler {
     if (job.active) {
       throw new CronJobError("conflict", `job "${id}" is running (run ${job.active.runId}); try when it ends`);
     }
-    const runId = this.fire(job, this.deps.clock.now());
+    const runId = await this.fire(job, this.deps.clock.now());
     if (!runId) throw new CronJobError("unavailable", `job "${id}" could not start: see the gateway log`);
     return { runId };
   }
 
   /** health.cron: the job count and each job's last result, most recent first, bounded. */
-  health(): CronHealth {
-    const runs = this.store.recentCronRuns([...this.jobs.keys()], 1);
+  async health(): Promise<CronHealth> {
+    const runs = await this.store.recentCronRuns([...this.jobs.keys()], 1);
     const last = [...runs.values()]
       .map((r) => r[0])
       .sort((a, b) => lastAt(b) - lastAt(a))
@@ -271,29 +287,36 @@ export class CronScheduler {
       const due = job.nextAt;
       // the next fire time after now, not after `due`: a late timer never turns into a burst
       job.nextAt = job.schedule.next(now);
-      this.fire(job, due);
+      void this.fire(job, due);
     }
     this.arm();
   }
 
   /** Starts one run of the job; returns its run id, or undefined when it was skipped or refused. */
-  private fire(job: Job, scheduledAt: number): string | undefined {
+  private async fire(job: Job, scheduledAt: number): Promise<string | undefined> {
     if (!this.running) return undefined;
     const { spec } = job;
     const now = this.deps.clock.now();
     if (job.active) {
-      this.record(job, { scheduledAt, status: "skipped", errorKind: "overlap", endedAt: now });
+      await this.record(job, { scheduledAt, status: "skipped", errorKind: "overlap", endedAt: now }).catch((err) =>
+        this.deps.logger.warn("cron: a skipped run could not be recorded", { error: (err as Error).message }),
+      );
       return undefined;
     }
-    const sessionKey = this.sessionKeyFor(spec);
     const runId = this.newId();
+    // taken before the first await: a second fire of the job meanwhile is an overlap
+    const active = { recordId: -1, runId };
+    job.active = active;
     let recordId: number | undefined;
+    let follow: (() => void) | undefined;
     try {
-      if (spec.sessionKey === undefined) this.freshGeneration(sessionKey, now);
-      recordId = this.record(job, { scheduledAt, status: "running", runId });
-      const active = { recordId, runId };
-      job.active = active;
-      const accepted = this.deps.service.accept(
+      const sessionKey = this.sessionKeyFor(spec);
+      if (spec.sessionKey === undefined) await this.freshGeneration(sessionKey, now);
+      recordId = await this.record(job, { scheduledAt, status: "running", runId });
+      active.recordId = recordId;
+      // listening before the accept: the run may start before the accept's answer is back here
+      follow = this.watch(job, active, sessionKey);
+      await this.deps.service.accept(
         {
           message: spec.message,
           idempotencyKey: runId,
@@ -305,33 +328,45 @@ export class CronScheduler {
         },
         { actor: `cron:${spec.id}` },
       );
-      this.watch(job, active, accepted.sessionKey);
+      follow();
       return runId;
     } catch (err) {
-      job.active = undefined;
+      follow = undefined;
+      this.unwatch.get(runId)?.();
+      if (job.active === active) job.active = undefined;
       const message = (err as Error)?.message ?? String(err);
       this.deps.logger.warn("cron: job could not start", { jobId: spec.id, error: message });
       const ended = { status: "error" as const, errorKind: "not_started", endedAt: now };
-      if (recordId !== undefined) this.store.updateCronRun(recordId, ended);
-      else this.record(job, { scheduledAt, ...ended });
+      try {
+        if (recordId !== undefined) await this.store.updateCronRun(recordId, ended);
+        else await this.record(job, { scheduledAt, ...ended });
+      } catch (writeErr) {
+        this.deps.logger.warn("cron: a failed start could not be recorded", { error: (writeErr as Error).message });
+      }
       return undefined;
     }
   }
+
+  /** the bus listeners of runs being started, so a start that fails can drop its listener */
+  private readonly unwatch = new Map<string, () => void>();
 
   /**
    * Isolation: each run of a job in its own `cron:<jobId>` session starts a new transcript generation, so the
    * model sees none of the previous runs (the old rows are kept, as /new keeps them).
    */
-  private freshGeneration(sessionKey: string, now: number): void {
-    const session = this.store.getSession(sessionKey);
+  private async freshGeneration(sessionKey: string, now: number): Promise<void> {
+    const session = await this.store.getSession(sessionKey);
     if (!session) return;
-    if (this.store.readTranscript(sessionKey, { limit: 1, kinds: ["message"] }).length === 0) return;
-    this.store.resetSession(sessionKey, now, "cron: isolated run");
+    if ((await this.store.readTranscript(sessionKey, { limit: 1, kinds: ["message"] })).length === 0) return;
+    await this.store.resetSession(sessionKey, now, "cron: isolated run");
     this.deps.service.sessionChanged(sessionKey, "reset");
   }
 
-  /** Follows the run: arms the job's deadline at lifecycle start, records how it ended. */
-  private watch(job: Job, active: { recordId: number; runId: string }, sessionKey: string): void {
+  /**
+   * Follows the run: arms the job's deadline at lifecycle start, records how it ended. Listens at once; the returned
+   * function, called once the run is accepted, waits for its end.
+   */
+  private watch(job: Job, active: { recordId: number; runId: string }, sessionKey: string): () => void {
     const { service, clock } = this.deps;
     const timeoutMs = (job.spec.timeoutSeconds ?? 0) * 1000;
     let deadline: unknown;
@@ -345,16 +380,16 @@ export class CronScheduler {
       if (cleanup !== undefined) clock.clearTimeout(cleanup);
       unsubscribe();
       if (job.active === active) job.active = undefined;
-      try {
-        this.store.updateCronRun(active.recordId, { ...patch, endedAt: clock.now() });
-      } catch (err) {
+      this.store.updateCronRun(active.recordId, { ...patch, endedAt: clock.now() }).catch((err: unknown) => {
         // a store that cannot write (disk full, closed at shutdown): the next start's recovery ends the record
         this.deps.logger.warn("cron: a run's end could not be recorded", { error: (err as Error).message });
-      }
+      });
     };
-    const unsubscribe = service.rt.bus.subscribeRun(active.runId, (ev) => {
+    const listening = service.rt.bus.subscribeRun(active.runId, (ev) => {
       if (ev.stream !== "lifecycle" || (ev.data as { phase?: string }).phase !== "start") return;
-      this.store.updateCronRun(active.recordId, { startedAt: ev.ts });
+      this.store.updateCronRun(active.recordId, { startedAt: ev.ts }).catch((err: unknown) => {
+        this.deps.logger.warn("cron: a run's start could not be recorded", { error: (err as Error).message });
+      });
       if (timeoutMs > 0) deadline = clock.setTimeout(onDeadline, timeoutMs);
     });
     const onDeadline = () => {
@@ -370,16 +405,22 @@ export class CronScheduler {
         this.releaseLaneSlot(active.runId);
       }, this.cleanupMs);
     };
-    void service.final(active.runId).then(
-      (final) => {
-        if (timedOut) return settle({ status: "timeout", errorKind: "timeout" });
-        const status: CronRunStatus = final.status === "ok" ? "ok" : final.status === "timeout" ? "timeout" : "error";
-        // the error kind is the run's stop reason (timeout, aborted, error, ...); no raw error text is stored
-        const kind = status === "ok" ? undefined : (final.stopReason ?? final.status);
-        settle({ status, ...(kind ? { errorKind: kind } : {}) });
-      },
-      (err) => settle({ status: "error", errorKind: (err as Error)?.name ?? "error" }),
-    );
+    const unsubscribe = () => {
+      listening();
+      this.unwatch.delete(active.runId);
+    };
+    this.unwatch.set(active.runId, unsubscribe);
+    return () =>
+      void service.final(active.runId).then(
+        (final) => {
+          if (timedOut) return settle({ status: "timeout", errorKind: "timeout" });
+          const status: CronRunStatus = final.status === "ok" ? "ok" : final.status === "timeout" ? "timeout" : "error";
+          // the error kind is the run's stop reason (timeout, aborted, error, ...); no raw error text is stored
+          const kind = status === "ok" ? undefined : (final.stopReason ?? final.status);
+          settle({ status, ...(kind ? { errorKind: kind } : {}) });
+        },
+        (err) => settle({ status: "error", errorKind: (err as Error)?.name ?? "error" }),
+      );
   }
 
   /** A stale run keeps its lane slot until it really ends: the lane gets one more slot for that long. */
@@ -394,7 +435,7 @@ export class CronScheduler {
     });
   }
 
-  private record(job: Job, run: Omit<CronRunInfo, "jobId">): number {
+  private record(job: Job, run: Omit<CronRunInfo, "jobId">): Promise<number> {
     return this.store.addCronRun({ jobId: job.spec.id, ...run });
   }
 }

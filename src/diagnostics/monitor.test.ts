@@ -16,6 +16,7 @@ import {
   ProviderError,
 } from "../providers/types.js";
 import type { QueueSessionView } from "../queue/types.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { type DiagnosedQueue, DiagnosticsMonitor, tickIntervalMs } from "./monitor.js";
@@ -114,7 +115,7 @@ function harness(opts: { held?: (prompt: string) => boolean; clock?: Clock; manu
       messages: { queue: { mode: "followup", debounceMs: 0 } },
     }),
     stateDir: dir,
-    store,
+    store: new SqliteStoreAdapter(store),
     clock: opts.clock ?? manual,
     logger: silentLogger,
     providers: { m: model },
@@ -145,12 +146,12 @@ describe("stuck-session monitor and recovery (fake clock)", () => {
     const first = h.send("first");
     const second = h.send("second");
     const third = h.send("third");
-    expect([second.receipt, third.receipt]).toMatchObject([{ kind: "queued" }, { kind: "queued" }]);
+    expect([(await second).receipt, (await third).receipt]).toMatchObject([{ kind: "queued" }, { kind: "queued" }]);
     await h.model.called(1);
 
     await advance(h.clock, WARN);
     expect(types(h.seen)).toEqual(["session.long_running"]);
-    expect(h.seen[0]).toMatchObject({ runId: first.runId, activity: "model", owned: true, queued: 2 });
+    expect(h.seen[0]).toMatchObject({ runId: (await first).runId, activity: "model", owned: true, queued: 2 });
     expect(h.monitor.stuckSessionCount).toBe(0);
 
     await advance(h.clock, ABORT - WARN);
@@ -163,11 +164,11 @@ describe("stuck-session monitor and recovery (fake clock)", () => {
       "recovery.requested",
       "recovery.completed",
     ]);
-    expect(h.seen[2]).toMatchObject({ runId: first.runId, activity: "model", idleMs: ABORT });
-    expect(h.seen[4]).toMatchObject({ action: "abort_run", runId: first.runId, outcome: "aborted", queued: 2 });
+    expect(h.seen[2]).toMatchObject({ runId: (await first).runId, activity: "model", idleMs: ABORT });
+    expect(h.seen[4]).toMatchObject({ action: "abort_run", runId: (await first).runId, outcome: "aborted", queued: 2 });
 
     await until(h.clock, () => h.model.prompts.length === 3 && h.service.activeRunCount === 0, "the queued runs");
-    const finals = await Promise.all([first, second, third].map((r) => h.service.final(r.runId)));
+    const finals = await Promise.all([first, second, third].map(async (r) => h.service.final((await r).runId)));
     expect(finals.map((f) => f.summary)).toEqual(["aborted", "completed", "completed"]);
     expect(finals.slice(1).map((f) => f.result.payloads.map((p) => p.text).join(""))).toEqual([
       "reply to second",
@@ -204,7 +205,7 @@ describe("stuck-session monitor and recovery (fake clock)", () => {
     await h.model.called(1);
     lose = true;
     release();
-    expect((await h.service.final(first.runId)).status).toBe("ok");
+    expect((await h.service.final((await first).runId)).status).toBe("ok");
     await settle(manual);
     expect(h.service.queueDepth).toBe(1);
     expect(h.model.prompts).toEqual(["first"]);
@@ -213,7 +214,7 @@ describe("stuck-session monitor and recovery (fake clock)", () => {
     expect(types(h.seen)).toEqual(["session.stuck", "recovery.requested", "recovery.completed"]);
     expect(h.seen[0]).toMatchObject({ activity: "queued", queued: 1, owned: false });
     expect(h.seen[2]).toMatchObject({ action: "release_session", outcome: "released", queued: 1 });
-    expect((await h.service.final(second.runId)).status).toBe("ok");
+    expect((await h.service.final((await second).runId)).status).toBe("ok");
     expect(h.model.prompts).toEqual(["first", "second"]);
   });
 
@@ -258,8 +259,8 @@ describe("stuck-session monitor and recovery (fake clock)", () => {
     );
     const completed = h.seen.find((d) => d.type === "session.recovery" && d.phase === "completed");
     expect(completed).toMatchObject({ action: "abort_run", outcome: "released_after_abort", queued: 1 });
-    expect((await h.service.final(first.runId)).summary).toBe("aborted");
-    const second_ = await h.service.final(second.runId);
+    expect((await h.service.final((await first).runId)).summary).toBe("aborted");
+    const second_ = await h.service.final((await second).runId);
     expect(second_.status, JSON.stringify(second_)).toBe("ok");
   });
 });

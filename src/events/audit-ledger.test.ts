@@ -6,6 +6,11 @@ import type { AuditEventInput } from "../storage/types.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { AUDIT_DROP_LOG_INTERVAL_MS, AUDIT_FLUSH_DELAY_MS, AuditLedger } from "./audit-ledger.js";
 
+/** lets the writes the store answers with promises settle (the store itself answered at once) */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
 const stores: SqliteStore[] = [];
 afterEach(() => {
   for (const s of stores.splice(0)) s.close();
@@ -21,7 +26,7 @@ function setup(opts: { queueSize?: number; failWrites?: () => boolean } = {}) {
   const logger: Logger = { debug() {}, info() {}, error() {}, warn: (m) => warnings.push(m) };
   const ledger = new AuditLedger({
     store: {
-      appendAuditEvents(events: AuditEventInput[]) {
+      async appendAuditEvents(events: AuditEventInput[]) {
         if (opts.failWrites?.()) throw new Error("SQLITE_FULL: database or disk is full");
         batches.push(events.length);
         store.appendAuditEvents(events);
@@ -59,7 +64,7 @@ function setup(opts: { queueSize?: number; failWrites?: () => boolean } = {}) {
 }
 
 describe("the audit ledger's write queue", () => {
-  it("writes a run's rows after the batching delay in one transaction, with who started the run", () => {
+  it("writes a run's rows after the batching delay in one transaction, with who started the run", async () => {
     const t = setup();
     t.run("run-cli");
     t.run("run-other");
@@ -67,6 +72,7 @@ describe("the audit ledger's write queue", () => {
     expect(t.all()).toHaveLength(0);
     expect(t.ledger.state()).toEqual({ backlog: 8, dropped: 0 });
     t.clock.advance(AUDIT_FLUSH_DELAY_MS);
+    await settle();
     expect(t.batches).toEqual([8]);
     expect(t.ledger.state()).toEqual({ backlog: 0, dropped: 0 });
     const rows = t.all().reverse();
@@ -80,7 +86,7 @@ describe("the audit ledger's write queue", () => {
     expect(rows[4].actor).toBe("unknown");
   });
 
-  it("when the queue is full it drops new rows and counts them, never blocks, and logs one line per minute", () => {
+  it("when the queue is full it drops new rows and counts them, never blocks, and logs one line per minute", async () => {
     const t = setup({ queueSize: 3 });
     t.run("run-cli");
     t.run("run-cli");
@@ -92,37 +98,42 @@ describe("the audit ledger's write queue", () => {
     );
     // the queue drains on its timer; later drops inside the same minute are summed into one line at its end
     t.clock.advance(AUDIT_FLUSH_DELAY_MS);
+    await settle();
     expect(t.ledger.state()).toEqual({ backlog: 0, dropped: 9 });
     t.run("run-cli");
     t.run("run-cli");
     expect(t.ledger.state()).toEqual({ backlog: 3, dropped: 14 });
     expect(t.warnings).toHaveLength(1);
     t.clock.advance(AUDIT_DROP_LOG_INTERVAL_MS);
+    await settle();
     expect(t.warnings).toHaveLength(2);
     expect(t.warnings[1]).toMatch(/dropped 13 row\(s\)/);
     expect(t.all()).toHaveLength(6);
   });
 
-  it("close writes what is still queued and stops listening", () => {
+  it("close writes what is still queued and stops listening", async () => {
     const t = setup();
     t.run("run-cli");
-    t.ledger.close();
+    await t.ledger.close();
     expect(t.all()).toHaveLength(4);
     t.run("run-cli");
     t.clock.advance(AUDIT_FLUSH_DELAY_MS);
+    await settle();
     expect(t.all()).toHaveLength(4);
   });
 
-  it("a batch the store refuses (disk full) is counted as dropped, and later batches are written", () => {
+  it("a batch the store refuses (disk full) is counted as dropped, and later batches are written", async () => {
     let full = true;
     const t = setup({ failWrites: () => full });
     t.run("run-cli");
     t.clock.advance(AUDIT_FLUSH_DELAY_MS);
+    await settle();
     expect(t.ledger.state()).toEqual({ backlog: 0, dropped: 4 });
     expect(t.warnings[0]).toMatch(/dropped 4 row\(s\): the store refused the write: SQLITE_FULL/);
     full = false;
     t.run("run-cli");
     t.clock.advance(AUDIT_FLUSH_DELAY_MS);
+    await settle();
     expect(t.all()).toHaveLength(4);
   });
 });

@@ -76,16 +76,17 @@ export class AuditLedger {
   }
 
   /** Writes everything waiting now (audit.list reads its own writes; shutdown loses nothing). */
-  flush(): void {
+  async flush(): Promise<void> {
     this.cancelTimer();
-    while (this.queue.length > 0) this.writeOne();
+    while (this.queue.length > 0) await this.writeOne();
+    await this.writing;
   }
 
   /** Stops listening, writes what is left, and reports drops not logged yet. */
-  close(): void {
+  async close(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    this.flush();
+    await this.flush();
     if (this.reportTimer !== undefined) this.opts.clock.clearTimeout(this.reportTimer);
     this.reportTimer = undefined;
     this.report();
@@ -93,20 +94,29 @@ export class AuditLedger {
 
   private writeBatch(): void {
     this.timer = undefined;
-    this.writeOne();
+    void this.writeOne();
     if (this.queue.length > 0) this.timer = this.opts.clock.setTimeout(() => this.writeBatch(), 0);
   }
 
-  /** One transaction of at most AUDIT_BATCH_ROWS rows. A batch the store refuses is counted as dropped. */
-  private writeOne(): void {
+  /**
+   * One transaction of at most AUDIT_BATCH_ROWS rows, after the batches taken before it (the ledger's order is the
+   * order rows were offered). A batch the store refuses is counted as dropped.
+   */
+  private writeOne(): Promise<void> {
     const batch = this.queue.splice(0, AUDIT_BATCH_ROWS);
-    if (batch.length === 0) return;
-    try {
-      this.opts.store.appendAuditEvents(batch);
-    } catch (err) {
-      this.drop(batch.length, `the store refused the write: ${(err as Error)?.message ?? String(err)}`);
-    }
+    if (batch.length === 0) return this.writing;
+    this.writing = this.writing.then(async () => {
+      try {
+        await this.opts.store.appendAuditEvents(batch);
+      } catch (err) {
+        this.drop(batch.length, `the store refused the write: ${(err as Error)?.message ?? String(err)}`);
+      }
+    });
+    return this.writing;
   }
+
+  /** the last batch write issued; each starts after the one before it settles */
+  private writing: Promise<void> = Promise.resolve();
 
   private cancelTimer(): void {
     if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);

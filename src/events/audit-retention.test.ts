@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../config/load.js";
 import { startGateway } from "../gateway/server.js";
 import { silentLogger } from "../infra/logger.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { AuditEventInput } from "../storage/types.js";
 import { ManualClock } from "../testing/manual-clock.js";
@@ -69,7 +70,7 @@ describe("audit ledger retention", () => {
     const start = clock.now();
     store.appendAuditEvents(["a", "b", "c", "d"].map((id, i) => row(id, start - (4 - i) * 1000)));
     const pruning = startAuditPruning({
-      store,
+      store: new SqliteStoreAdapter(store),
       limits: { retentionDays: 30, maxRows: 2 },
       clock,
       logger: silentLogger,

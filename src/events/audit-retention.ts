@@ -9,7 +9,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface AuditPruning {
   /** one pass now; returns how many rows went */
-  pruneNow(): number;
+  pruneNow(): Promise<number>;
   stop(): void;
 }
 
@@ -28,9 +28,9 @@ export function startAuditPruning(opts: {
   const intervalMs = opts.intervalMs ?? AUDIT_PRUNE_INTERVAL_MS;
   let timer: unknown;
   let stopped = false;
-  const pruneNow = (): number => {
+  const pruneNow = async (): Promise<number> => {
     try {
-      return store.pruneAuditEvents({
+      return await store.pruneAuditEvents({
         now: clock.now(),
         maxAgeMs: limits.retentionDays * DAY_MS,
         maxRows: limits.maxRows,
@@ -43,11 +43,11 @@ export function startAuditPruning(opts: {
   const schedule = () => {
     timer = clock.setTimeout(() => {
       if (stopped) return;
-      pruneNow();
+      void pruneNow();
       schedule();
     }, intervalMs);
   };
-  pruneNow();
+  void pruneNow();
   schedule();
   return {
     pruneNow,

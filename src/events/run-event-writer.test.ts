@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentEventBus } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { agentEventJson } from "./event-json.js";
@@ -27,6 +28,11 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** lets the writes the store answers with promises settle (the store itself answered at once) */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
 function recordingLogger() {
   const lines: string[] = [];
   const logger: Logger = {
@@ -43,7 +49,13 @@ function setup(opts: Partial<RunEventWriterOptions> = {}) {
   const bus = new AgentEventBus({ now: () => clock.now() });
   const soon: Array<() => void> = [];
   const { logger, lines } = recordingLogger();
-  const writer = new RunEventWriter({ store, clock, logger, defer: (fn) => soon.push(fn), ...opts });
+  const writer = new RunEventWriter({
+    store: new SqliteStoreAdapter(store),
+    clock,
+    logger,
+    defer: (fn) => soon.push(fn),
+    ...opts,
+  });
   writer.attach(bus);
   const stream = (runId: string, n: number) => {
     for (let i = 0; i < n; i++) bus.emit(runId, "agent:main:main", "assistant", { delta: `t${i}` });
@@ -58,34 +70,37 @@ const seqs = (runId: string) => store.readRunEvents(runId).map((e) => e.seq);
 const diskFull = () => Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
 
 describe("writing run events off the hot path", () => {
-  it("a streamed reply reaches the store in one transaction after the flush delay, not one write per token", () => {
+  it("a streamed reply reaches the store in one transaction after the flush delay, not one write per token", async () => {
     const { clock, writer, stream } = setup({ flushDelayMs: 50 });
     const append = vi.spyOn(store, "appendRunEvents");
     stream("r1", 100);
     expect(append).not.toHaveBeenCalled();
     expect(seqs("r1")).toEqual([]);
     clock.advance(50);
+    await settle();
     expect(append).toHaveBeenCalledTimes(1);
     expect(seqs("r1")).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     expect(writer.stats).toMatchObject({ stored: 100, buffered: 0, dropped: 0 });
   });
 
-  it("a full batch is written on the next turn of the event loop without waiting for the delay", () => {
+  it("a full batch is written on the next turn of the event loop without waiting for the delay", async () => {
     const { writer, stream, runSoon } = setup({ flushDelayMs: 60_000, batchSize: 10 });
     const append = vi.spyOn(store, "appendRunEvents");
     stream("r1", 25);
     expect(append).not.toHaveBeenCalled(); // never inside the emit
     runSoon();
+    await settle();
     expect(append.mock.calls.map(([events]) => events.length)).toEqual([10, 10, 5]);
     expect(writer.stats.stored).toBe(25);
   });
 
-  it("serializes each event once: the writer and the broadcaster share the JSON, and the store keeps it as sent", () => {
+  it("serializes each event once: the writer and the broadcaster share the JSON, and the store keeps it as sent", async () => {
     const { clock, bus, writer } = setup();
     const stringify = vi.spyOn(JSON, "stringify");
     const sent = bus.emit("r1", "agent:main:main", "lifecycle", { phase: "start", startedAt: 5 });
     const wire = agentEventJson(sent); // what the broadcaster does when it delivers the event
     clock.advance(50);
+    await settle();
     expect(stringify).toHaveBeenCalledTimes(1);
     stringify.mockRestore();
     expect(store.readRunEvents("r1")).toEqual([
@@ -95,26 +110,27 @@ describe("writing run events off the hot path", () => {
     expect(writer.stats.stored).toBe(1);
   });
 
-  it("events not written yet are readable: stored ones first, then the buffered ones, in seq order", () => {
+  it("events not written yet are readable: stored ones first, then the buffered ones, in seq order", async () => {
     const { clock, writer, stream } = setup();
     stream("r1", 3);
     stream("other", 2);
     clock.advance(50);
+    await settle();
     stream("r1", 2);
     expect(seqs("r1")).toEqual([1, 2, 3]);
-    expect(writer.read("r1").map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
-    expect(writer.read("r1", { afterSeq: 2 }).map((e) => e.seq)).toEqual([3, 4, 5]);
-    expect(writer.read("r1", { afterSeq: 1, limit: 3 }).map((e) => e.seq)).toEqual([2, 3, 4]);
-    expect(writer.read("r1", { afterSeq: 4 }).map((e) => JSON.parse(e.json).data)).toEqual([{ delta: "t1" }]);
-    expect(writer.lastSeq("r1")).toBe(5);
-    expect(writer.lastSeq("other")).toBe(2);
-    expect(writer.lastSeq("nobody")).toBe(0);
+    expect((await writer.read("r1")).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect((await writer.read("r1", { afterSeq: 2 })).map((e) => e.seq)).toEqual([3, 4, 5]);
+    expect((await writer.read("r1", { afterSeq: 1, limit: 3 })).map((e) => e.seq)).toEqual([2, 3, 4]);
+    expect((await writer.read("r1", { afterSeq: 4 })).map((e) => JSON.parse(e.json).data)).toEqual([{ delta: "t1" }]);
+    expect(await writer.lastSeq("r1")).toBe(5);
+    expect(await writer.lastSeq("other")).toBe(2);
+    expect(await writer.lastSeq("nobody")).toBe(0);
   });
 
-  it("close writes what is buffered and stops listening", () => {
+  it("close writes what is buffered and stops listening", async () => {
     const { bus, writer, stream } = setup();
     stream("r1", 4);
-    writer.close();
+    await writer.close();
     expect(seqs("r1")).toEqual([1, 2, 3, 4]);
     bus.emit("r1", "agent:main:main", "assistant", { delta: "after close" });
     expect(writer.stats.buffered).toBe(0);
@@ -122,7 +138,7 @@ describe("writing run events off the hot path", () => {
 });
 
 describe("a store that fails", () => {
-  it("a full disk keeps the events in memory and retries; the run's emits never fail and nothing is lost", () => {
+  it("a full disk keeps the events in memory and retries; the run's emits never fail and nothing is lost", async () => {
     const { clock, bus, writer, lines, stream } = setup({ flushDelayMs: 50 });
     const append = vi.spyOn(store, "appendRunEvents");
     append.mockImplementationOnce(() => {
@@ -133,13 +149,16 @@ describe("a store that fails", () => {
     });
     stream("r1", 5);
     clock.advance(50);
+    await settle();
     expect(writer.stats).toMatchObject({ stored: 0, buffered: 5, failedWrites: 1, dropped: 0 });
     // the run goes on: more events while the disk is full
     expect(bus.emit("r1", "agent:main:main", "assistant", { delta: "still streaming" }).seq).toBe(6);
-    expect(writer.read("r1").map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect((await writer.read("r1")).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
     clock.advance(100); // the retry backs off: 50 ms, then 100 ms
+    await settle();
     expect(writer.stats.failedWrites).toBe(2);
     clock.advance(200);
+    await settle();
     expect(seqs("r1")).toEqual([1, 2, 3, 4, 5, 6]);
     expect(writer.stats).toMatchObject({ stored: 6, buffered: 0, failedWrites: 2, dropped: 0 });
     // one line when the fault starts (not one per retry), one when it ends
@@ -149,52 +168,59 @@ describe("a store that fails", () => {
     ]);
   });
 
-  it("while the store cannot be written the buffer stays bounded: the oldest events are dropped and counted", () => {
+  it("while the store cannot be written the buffer stays bounded: the oldest events are dropped and counted", async () => {
     const { clock, writer, lines, stream } = setup({ maxBuffered: 5 });
     vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
       throw diskFull();
     });
     stream("r1", 8);
     clock.advance(50);
+    await settle();
     expect(writer.stats).toMatchObject({ buffered: 5, dropped: 3, stored: 0 });
-    expect(writer.read("r1").map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
+    expect((await writer.read("r1")).map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
     expect(lines.some((l) => l.includes("dropping the oldest"))).toBe(true);
   });
 
-  it("a database another process keeps locked is retried like a full disk, not dropped", () => {
+  it("a database another process keeps locked is retried like a full disk, not dropped", async () => {
     const { clock, writer, stream } = setup();
     vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
       throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
     });
     stream("r1", 3);
     clock.advance(50);
+    await settle();
     expect(writer.stats).toMatchObject({ dropped: 0, buffered: 3, failedWrites: 1 });
     clock.advance(50);
+    await settle();
     expect(seqs("r1")).toEqual([1, 2, 3]);
   });
 
-  it("a batch that fails for another reason is dropped (counted, logged), and the next batch is written", () => {
+  it("a batch that fails for another reason is dropped (counted, logged), and the next batch is written", async () => {
     const { clock, writer, lines, stream } = setup();
     vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
       throw new Error("something unexpected");
     });
     stream("r1", 3);
     clock.advance(50);
+    await settle();
     expect(writer.stats).toMatchObject({ dropped: 3, buffered: 0, failedWrites: 1 });
     expect(lines).toEqual([expect.stringMatching(/^warn run events: 3 event\(s\) not stored: .*something unexpected/)]);
     stream("r1", 2);
     clock.advance(50);
+    await settle();
     expect(seqs("r1")).toEqual([4, 5]);
   });
 
-  it("a seq written twice keeps the first and is reported once, not per event", () => {
+  it("a seq written twice keeps the first and is reported once, not per event", async () => {
     const { clock, bus, writer, lines } = setup();
     bus.emit("r1", "agent:main:main", "assistant", { delta: "first" });
     clock.advance(50);
+    await settle();
     bus.endRun("r1"); // a bug that numbers the run from 1 again
     bus.emit("r1", "agent:main:main", "assistant", { delta: "again" });
     bus.emit("r1", "agent:main:main", "assistant", { delta: "new" });
     clock.advance(50);
+    await settle();
     expect(store.readRunEvents("r1").map((e) => JSON.parse(e.json).data.delta)).toEqual(["first", "new"]);
     expect(writer.stats).toMatchObject({ duplicates: 1, stored: 2 });
     expect(lines.filter((l) => l.includes("already stored"))).toHaveLength(1);

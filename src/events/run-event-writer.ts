@@ -66,6 +66,9 @@ export class RunEventWriter {
   private readonly maxBuffered: number;
   private readonly defer: (fn: () => void) => void;
   private buffer: StoredRunEvent[] = [];
+  /** the batch being written right now (still readable until its write settles) */
+  private inFlight: StoredRunEvent[] = [];
+  private flushing: Promise<void> = Promise.resolve();
   private timer: unknown;
   private timerArmed = false;
   private soon = false;
@@ -101,16 +104,26 @@ export class RunEventWriter {
       this.soon = true;
       this.defer(() => {
         this.soon = false;
-        this.flush();
+        void this.flush();
       });
     }
   }
 
   /**
-   * Writes everything buffered now, one transaction per batch. Returns how many events were written. Never throws:
-   * the gateway's close path and the CLI call it before they close the store.
+   * Writes everything buffered now, one transaction per batch. Resolves with how many events were written. Never
+   * rejects: the gateway's close path and the CLI await it before they close the store. One flush at a time: a
+   * flush asked for while one runs waits for it, then writes what is left.
    */
-  flush(): number {
+  flush(): Promise<number> {
+    const next = this.flushing.then(() => this.flushNow());
+    this.flushing = next.then(
+      () => {},
+      () => {},
+    );
+    return next;
+  }
+
+  private async flushNow(): Promise<number> {
     if (this.timerArmed) {
       this.clock.clearTimeout(this.timer);
       this.timerArmed = false;
@@ -119,48 +132,64 @@ export class RunEventWriter {
     while (this.buffer.length > 0) {
       const batch = this.buffer.length <= this.batchSize ? this.buffer : this.buffer.slice(0, this.batchSize);
       this.buffer = batch === this.buffer ? [] : this.buffer.slice(batch.length);
-      if (!this.write(batch)) break;
+      this.inFlight = batch;
+      const ok = await this.write(batch);
+      this.inFlight = [];
+      if (!ok) break;
       written += batch.length;
     }
-    if (this.buffer.length > 0 && !this.closed) this.arm(this.retryDelayMs || this.flushDelayMs);
+    if (this.buffer.length > 0 && !this.closed && !this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
     return written;
   }
 
   /**
-   * A run's events after `afterSeq`: the stored ones, then those still waiting in the buffer, in seq order, at most
-   * `limit`. Synchronous, so no event of the run can be emitted between the two reads.
+   * A run's events after `afterSeq`: the stored ones, then those not written yet, in seq order, at most `limit`.
+   * The unwritten ones (buffered, or in the batch being written) are taken before the store is read, and merged by
+   * seq, so an event written meanwhile is neither lost nor doubled.
    */
-  read(runId: string, opts: { afterSeq?: number; limit?: number } = {}): StoredRunEvent[] {
+  async read(runId: string, opts: { afterSeq?: number; limit?: number } = {}): Promise<StoredRunEvent[]> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
-    const stored = this.store.readRunEvents(runId, {
+    const after = opts.afterSeq ?? 0;
+    const unwritten = [...this.inFlight, ...this.buffer].filter((ev) => ev.runId === runId && ev.seq > after);
+    const stored = await this.store.readRunEvents(runId, {
       afterSeq: opts.afterSeq,
       ...(Number.isFinite(limit) ? { limit } : {}),
     });
-    let last = stored.at(-1)?.seq ?? opts.afterSeq ?? 0;
-    for (const ev of this.buffer) {
+    let last = stored.at(-1)?.seq ?? after;
+    for (const ev of unwritten.sort((a, b) => a.seq - b.seq)) {
       if (stored.length >= limit) break;
-      if (ev.runId !== runId || ev.seq <= last) continue;
+      if (ev.seq <= last) continue;
       stored.push(ev);
       last = ev.seq;
     }
     return stored;
   }
 
-  /** The highest seq of the run, stored or buffered; 0 when there is none. */
-  lastSeq(runId: string): number {
+  /** The highest seq of the run, stored or not written yet; 0 when there is none. */
+  async lastSeq(runId: string): Promise<number> {
+    const local = this.lastUnwrittenSeq(runId);
+    if (local !== undefined) return local;
+    const stored = await this.store.lastRunEventSeq(runId);
+    // an event of the run may have arrived during the read
+    return Math.max(stored, this.lastUnwrittenSeq(runId) ?? 0);
+  }
+
+  private lastUnwrittenSeq(runId: string): number | undefined {
     for (let i = this.buffer.length - 1; i >= 0; i--) if (this.buffer[i].runId === runId) return this.buffer[i].seq;
-    return this.store.lastRunEventSeq(runId);
+    for (let i = this.inFlight.length - 1; i >= 0; i--)
+      if (this.inFlight[i].runId === runId) return this.inFlight[i].seq;
+    return undefined;
   }
 
   get stats(): RunEventWriterStats {
     return { ...this.counts, buffered: this.buffer.length };
   }
 
-  /** Writes what is buffered and stops listening. Call it before the store closes. */
-  close(): void {
+  /** Writes what is buffered and stops listening. Await it before the store closes. */
+  async close(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    this.flush();
+    await this.flush();
     this.closed = true;
     if (this.timerArmed) this.clock.clearTimeout(this.timer);
     this.timerArmed = false;
@@ -172,14 +201,14 @@ export class RunEventWriter {
     this.timerArmed = true;
     this.timer = this.clock.setTimeout(() => {
       this.timerArmed = false;
-      this.flush();
+      void this.flush();
     }, delayMs);
   }
 
   /** Writes one batch; false when it must be retried later (the batch is back at the head of the buffer). */
-  private write(batch: StoredRunEvent[]): boolean {
+  private async write(batch: StoredRunEvent[]): Promise<boolean> {
     try {
-      const { ignored } = this.store.appendRunEvents(batch);
+      const { ignored } = await this.store.appendRunEvents(batch);
       this.counts.stored += batch.length - ignored;
       if (ignored > 0) this.noteDuplicates(ignored);
       if (this.retryDelayMs > 0) {

@@ -8,12 +8,13 @@ import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
 import { agentParamsSchema, parseParams } from "../protocol/params.js";
 import { ScriptedProvider } from "../providers/scripted.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { AuditLedger } from "./audit-ledger.js";
 
 const dirs: string[] = [];
 const stores: SqliteStore[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const s of stores.splice(0)) s.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
@@ -27,21 +28,21 @@ function open(dir?: string) {
   const rt = new AgentRuntime({
     config: parseConfig({ agents: { defaults: { model: { primary: "s/m" } } } }),
     stateDir,
-    store,
+    store: new SqliteStoreAdapter(store),
     logger: silentLogger,
     providers: { s: new ScriptedProvider("s", () => ({ text: "done" })) },
   });
   const service = new AgentService(rt);
   const ledger = new AuditLedger({
-    store,
+    store: new SqliteStoreAdapter(store),
     clock: rt.clock,
     logger: silentLogger,
     queueSize: 100,
     actorOf: (runId) => service.originOf(runId)?.actor,
   });
   ledger.attach(rt.bus);
-  const rows = (runId: string) => {
-    ledger.flush();
+  const rows = async (runId: string) => {
+    await ledger.flush();
     return store
       .listAuditEvents({ runId, limit: 100 })
       .reverse()
@@ -53,10 +54,10 @@ function open(dir?: string) {
 describe("who started a run", () => {
   it("a run accepted with an origin keeps it in its record, and every audit row of the run names that actor", async () => {
     const h = open();
-    h.service.accept({ message: "nightly report", idempotencyKey: "job-1" }, { actor: "cron:nightly" });
+    await h.service.accept({ message: "nightly report", idempotencyKey: "job-1" }, { actor: "cron:nightly" });
     await h.service.final("job-1");
     expect(h.store.getRun("job-1")?.params.origin).toEqual({ actor: "cron:nightly" });
-    expect(h.rows("job-1")).toEqual([
+    expect(await h.rows("job-1")).toEqual([
       ["agent.run.started", "started", "cron:nightly"],
       ["agent.run.finished", "succeeded", "cron:nightly"],
     ]);
@@ -91,10 +92,10 @@ describe("who started a run", () => {
     first.store.close();
 
     const second = open(first.stateDir);
-    expect(second.service.recover()).toEqual({ failed: ["was-running"], requeued: ["was-queued"] });
+    expect(await second.service.recover()).toEqual({ failed: ["was-running"], requeued: ["was-queued"] });
     await second.service.final("was-queued");
-    expect(second.rows("was-running")).toEqual([["agent.run.finished", "failed", "cli"]]);
-    expect(second.rows("was-queued")).toEqual([
+    expect(await second.rows("was-running")).toEqual([["agent.run.finished", "failed", "cli"]]);
+    expect(await second.rows("was-queued")).toEqual([
       ["agent.run.started", "started", "device:abc123"],
       ["agent.run.finished", "succeeded", "device:abc123"],
     ]);

@@ -58,15 +58,15 @@ export class Broadcaster {
   private readonly activeBySession = new Map<string, Set<string>>();
   private unsubscribe: (() => void) | undefined;
   private unsubscribeApprovals: (() => void) | undefined;
-  private holdDepth = 0;
-  private held: AgentEvent[] = [];
+  /** runs whose events are held back: how many holders each has, and its events in the order they came */
+  private readonly heldRuns = new Map<string, { depth: number; events: AgentEvent[] }>();
   /** sessions.subscribe: sinks told of every change to a session they may read */
   private readonly sessionFollowers = new Set<EventSink>();
   /** sessions.messages.subscribe: session key → the sinks following its messages */
   private readonly messageFollowers = new Map<string, Set<EventSink>>();
   private readonly followedBy = new Map<EventSink, Set<string>>();
   private unsubscribeSessions: (() => void) | undefined;
-  private describeSession: (key: string) => SessionInfo | undefined = () => undefined;
+  private describeSession: (key: string) => Promise<SessionInfo | undefined> = async () => undefined;
   private readonly clock: Clock;
 
   constructor(opts: { clock: Clock; chatDeltaIntervalMs: number }) {
@@ -91,7 +91,7 @@ export class Broadcaster {
    * sessions.changed / session.message from the runtime's session events; run status changes come from the
    * lifecycle events this broadcaster already sees. `describe` gives the session as sessions.list shows it.
    */
-  attachSessions(events: SessionEvents, describe: (key: string) => SessionInfo | undefined): void {
+  attachSessions(events: SessionEvents, describe: (key: string) => Promise<SessionInfo | undefined>): void {
     this.describeSession = describe;
     this.unsubscribeSessions = events.subscribe((ev) => this.onSessionEvent(ev));
   }
@@ -177,19 +177,22 @@ export class Broadcaster {
   }
 
   /**
-   * Queues bus events until `release`. Used around `service.accept`, which may emit synchronously (a `/new` turn
-   * ends before accept returns): the accepted response goes out first and the client is subscribed to the
-   * session before the run's first event is delivered.
+   * Queues the run's bus events until `release(runId)`. Used around `service.accept` (the run may start, and a `/new`
+   * turn may even end, before the accept's answer is back) and around agent.events' replay read: the reply goes out
+   * first and the client watches the run before any of its events are delivered. Only this run's events wait, so a
+   * store that answers slowly delays no other run's live events.
    */
-  hold(): void {
-    this.holdDepth++;
+  hold(runId: string): void {
+    const held = this.heldRuns.get(runId);
+    if (held) held.depth++;
+    else this.heldRuns.set(runId, { depth: 1, events: [] });
   }
 
-  release(): void {
-    if (--this.holdDepth > 0) return;
-    const queued = this.held;
-    this.held = [];
-    for (const ev of queued) this.deliver(ev);
+  release(runId: string): void {
+    const held = this.heldRuns.get(runId);
+    if (!held || --held.depth > 0) return;
+    this.heldRuns.delete(runId);
+    for (const ev of held.events) this.deliver(ev);
   }
 
   /** Runs in progress in a session, as seen on the bus (lifecycle start → end/error). */
@@ -216,8 +219,9 @@ export class Broadcaster {
   }
 
   private onAgentEvent(ev: AgentEvent): void {
-    if (this.holdDepth > 0) {
-      this.held.push(ev);
+    const held = this.heldRuns.get(ev.runId);
+    if (held) {
+      held.events.push(ev);
       return;
     }
     this.deliver(ev);
@@ -253,26 +257,37 @@ export class Broadcaster {
       if (sink.canReadSession(ev.sessionKey)) sink.sendEventJson(SESSION_MESSAGE_PREFIX, json);
   }
 
-  /** sessions.changed to the subscribed sinks that may read the session; the session is described once for all */
+  /**
+   * sessions.changed to the subscribed sinks that may read the session; the session is described once for all. The
+   * description is read from the store (asynchronously), so the notices go out through one chain: in the order the
+   * changes happened, each to the followers subscribed when it is sent.
+   */
   private sessionChanged(sessionKey: string, reason: SessionsChangedEvent["reason"]): void {
     if (this.sessionFollowers.size === 0) return;
-    let json: string | undefined;
-    for (const sink of this.sessionFollowers) {
-      if (!sink.canReadSession(sessionKey)) continue;
-      if (json === undefined) {
-        const session = reason === "deleted" ? undefined : this.describeSession(sessionKey);
-        const payload: SessionsChangedEvent = {
-          sessionKey,
-          key: sessionKey,
-          reason,
-          ts: this.clock.now(),
-          ...(session ? { session } : {}),
-        };
-        json = JSON.stringify(payload);
-      }
-      sink.sendEventJson(SESSIONS_CHANGED_PREFIX, json);
-    }
+    const ts = this.clock.now();
+    this.sessionNotices = this.sessionNotices
+      .then(async () => {
+        const session = reason === "deleted" ? undefined : await this.describeSession(sessionKey);
+        let json: string | undefined;
+        for (const sink of this.sessionFollowers) {
+          if (!sink.canReadSession(sessionKey)) continue;
+          json ??= JSON.stringify({
+            sessionKey,
+            key: sessionKey,
+            reason,
+            ts,
+            ...(session ? { session } : {}),
+          } satisfies SessionsChangedEvent);
+          sink.sendEventJson(SESSIONS_CHANGED_PREFIX, json);
+        }
+      })
+      .catch(() => {
+        // the session could not be read (the store is closing): this notice is lost, later ones still go out
+      });
   }
+
+  /** the sessions.changed notices being described and sent, one after another */
+  private sessionNotices: Promise<void> = Promise.resolve();
 
   private onApprovalEvent(ev: ExecApprovalEvent): void {
     const [prefix, payload] =

@@ -38,7 +38,7 @@ export interface GatewayContext {
   readonly methods: ReadonlyMap<string, AnyMethod>;
   now(): number;
   uptimeMs(): number;
-  health(): HealthResult;
+  health(): Promise<HealthResult>;
   /** the audit ledger's writer: audit.list flushes it before reading and reports its drop count */
   readonly audit: AuditLedger;
   /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */

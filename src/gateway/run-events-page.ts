@@ -27,15 +27,15 @@ export interface ReplayRange {
 
 /**
  * The range a request asks for. Without a cursor the replay ends at the run's newest event right now (the caller
- * reads it in the same synchronous step as it lets the live events through); a cursor keeps the first page's end.
+ * holds the live events back from before this read until it lets them through); a cursor keeps the first page's end.
  */
-export function replayRange(
+export async function replayRange(
   writer: RunEventWriter,
   runId: string,
   params: { afterSeq?: number; cursor?: string },
-): ReplayRange & { continued: boolean } {
+): Promise<ReplayRange & { continued: boolean }> {
   if (params.cursor === undefined) {
-    return { after: params.afterSeq ?? 0, until: writer.lastSeq(runId), continued: false };
+    return { after: params.afterSeq ?? 0, until: await writer.lastSeq(runId), continued: false };
   }
   if (params.afterSeq !== undefined) {
     throw new GatewayError({
@@ -59,13 +59,13 @@ const TERMINAL = new Set(["ok", "error", "timeout", "aborted"]);
  * Whether the run has ended, and its status. The terminal lifecycle event is emitted before the run record is
  * updated, so a run whose newest event is terminal has ended even if its record does not say so yet.
  */
-export function runState(
+export async function runState(
   writer: RunEventWriter,
   run: RunRecord,
   lastSeq: number,
-): { done: boolean; status: AgentEventsResult["status"] } {
+): Promise<{ done: boolean; status: AgentEventsResult["status"] }> {
   if (TERMINAL.has(run.status)) return { done: true, status: run.status };
-  const [last] = lastSeq > 0 ? writer.read(run.runId, { afterSeq: lastSeq - 1, limit: 1 }) : [];
+  const [last] = lastSeq > 0 ? await writer.read(run.runId, { afterSeq: lastSeq - 1, limit: 1 }) : [];
   if (last?.stream === "lifecycle") {
     const data = (JSON.parse(last.json) as AgentEventPayload).data as { phase?: string; status?: string };
     if ((data.phase === "end" || data.phase === "error") && data.status !== undefined && TERMINAL.has(data.status)) {
@@ -75,12 +75,12 @@ export function runState(
   return { done: false, status: run.status };
 }
 
-export function readRunEventsPage(
+export async function readRunEventsPage(
   writer: RunEventWriter,
   run: RunRecord,
   range: ReplayRange,
   opts: { limit: number; maxBytes: number; state: { done: boolean; status: AgentEventsResult["status"] } },
-): AgentEventsResult {
+): Promise<AgentEventsResult> {
   const head = {
     runId: run.runId,
     sessionKey: run.sessionKey,
@@ -95,7 +95,7 @@ export function readRunEventsPage(
   let more = false;
   read: while (picked.length < opts.limit && point < range.until) {
     const want = Math.min(opts.limit - picked.length, READ_BATCH);
-    const rows = writer.read(run.runId, { afterSeq: point, limit: want });
+    const rows = await writer.read(run.runId, { afterSeq: point, limit: want });
     for (const row of rows) {
       if (row.seq > range.until) break read;
       if (!budget.take(row.json)) {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord, RunStatus } from "../storage/types.js";
 import { RUN_PRUNE_INTERVAL_MS, startRunPruning } from "./run-pruning.js";
@@ -97,7 +98,12 @@ describe("run record pruning", () => {
     store.createRun(record("ancient-queued", "queued", 0));
     store.createRun(record("ancient-running", "running", 1));
     store.createRun(record("ancient-error", "error", 2));
-    const pruning = startRunPruning({ store, limits: { maxAgeHours: 1, maxCount: 1 }, clock, logger: silentLogger });
+    const pruning = startRunPruning({
+      store: new SqliteStoreAdapter(store),
+      limits: { maxAgeHours: 1, maxCount: 1 },
+      clock,
+      logger: silentLogger,
+    });
     expect(ids(store)).toEqual(["ancient-queued", "ancient-running"]);
     pruning.stop();
     store.close();
@@ -111,7 +117,7 @@ describe("run record pruning", () => {
     for (let i = 1; i <= 4; i++) store.createRun(record(`done-${i}`, "ok", start - (5 - i) * 1000));
     store.createRun(record("waiting", "queued", start - 10 * HOUR));
     const limits = { maxAgeHours: 24 * 7, maxCount: 2 };
-    const pruning = startRunPruning({ store, limits, clock, logger: silentLogger });
+    const pruning = startRunPruning({ store: new SqliteStoreAdapter(store), limits, clock, logger: silentLogger });
     expect(ids(store)).toEqual(["done-3", "done-4", "waiting"]);
 
     store.createRun(record("done-5", "ok", start + 1000));

@@ -8,7 +8,7 @@ export const RUN_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface RunPruning {
   /** one pass now; returns how many records went */
-  pruneNow(): number;
+  pruneNow(): Promise<number>;
   stop(): void;
 }
 
@@ -28,10 +28,10 @@ export function startRunPruning(opts: {
   const intervalMs = opts.intervalMs ?? RUN_PRUNE_INTERVAL_MS;
   let timer: unknown;
   let stopped = false;
-  const pruneNow = (): number => {
+  const pruneNow = async (): Promise<number> => {
     try {
       const maxAgeMs = limits.maxAgeHours * 60 * 60 * 1000;
-      return store.pruneRuns({ now: clock.now(), maxAgeMs, maxCount: limits.maxCount });
+      return await store.pruneRuns({ now: clock.now(), maxAgeMs, maxCount: limits.maxCount });
     } catch (err) {
       logger.warn(`gateway: pruning run records failed: ${(err as Error)?.message ?? String(err)}`);
       return 0;
@@ -40,11 +40,11 @@ export function startRunPruning(opts: {
   const schedule = () => {
     timer = clock.setTimeout(() => {
       if (stopped) return;
-      pruneNow();
+      void pruneNow();
       schedule();
     }, intervalMs);
   };
-  pruneNow();
+  void pruneNow();
   schedule();
   return {
     pruneNow,

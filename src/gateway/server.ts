@@ -159,8 +159,8 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     return await listen(service, opts, ownedStore);
   } catch (err) {
     if (ownedStore) {
-      service.rt.runEvents.close();
-      ownedStore.close();
+      await service.rt.runEvents.close();
+      await ownedStore.close();
     }
     throw err;
   }
@@ -213,8 +213,8 @@ async function listen(
   });
   broadcaster.attach(rt.bus);
   broadcaster.attachApprovals(rt.execApprovals);
-  broadcaster.attachSessions(service.sessionEvents, (key) => {
-    const s = service.session(key);
+  broadcaster.attachSessions(service.sessionEvents, async (key) => {
+    const s = await service.session(key);
     return s ? sessionInfo(s, { running: service.activeRuns(key).length > 0 }) : undefined;
   });
   const runLog = new RunLog(logger, service);
@@ -230,17 +230,18 @@ async function listen(
   audit.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
   const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
-  const health = (): HealthResult => {
-    const degraded = rt.store.storageFault?.();
+  const health = async (): Promise<HealthResult> => {
+    const degraded = service.sessions.storageFault();
+    const sessions = await service.sessions.count();
     return {
       ok: !degraded,
       ...(degraded ? { degraded } : {}),
       version,
       uptimeMs: clock.now() - startedAt,
       activeRuns: service.activeRunCount,
-      sessions: rt.store.countSessions(),
+      sessions,
       audit: audit.state(),
-      ...(cron.enabled ? { cron: cron.health() } : {}),
+      ...(cron.enabled ? { cron: await cron.health() } : {}),
       queueDepth: service.queueDepth,
       stuckSessions: diagnostics?.stuckSessionCount ?? 0,
     };
@@ -282,10 +283,15 @@ async function listen(
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
       const status = closing ? 503 : 200;
       // with auth configured, only a token that may read gets the details; anyone else learns up or down
-      if (!healthDetailsAllowed(req.headers.authorization, tokens)) {
-        return send(status, { ok: closing ? false : health().ok });
-      }
-      return send(status, closing ? { ...health(), ok: false, draining: true } : health());
+      const details = healthDetailsAllowed(req.headers.authorization, tokens);
+      void health().then(
+        (h) => {
+          if (!details) send(status, { ok: closing ? false : h.ok });
+          else send(status, closing ? { ...h, ok: false, draining: true } : h);
+        },
+        (err: unknown) => send(503, { ok: false, error: (err as Error)?.message ?? String(err) }),
+      );
+      return;
     }
     const readOnly = req.method === "GET" || req.method === "HEAD";
     // the web console (SPEC 19): index.html at `/`, its hashed assets under /assets/
@@ -332,7 +338,7 @@ async function listen(
     const onError = (err: NodeJS.ErrnoException) => {
       broadcaster.detach();
       runLog.detach();
-      audit.close();
+      void audit.close();
       diagnostics?.stop();
       rejectListen(
         new GatewayStartError(
@@ -352,7 +358,7 @@ async function listen(
   if (ownedStore) {
     // A gateway that opened the state dir owns what a previous process left: active runs are recorded as
     // failed, queued inputs run again. (An injected service is its owner's to recover.)
-    const { failed, requeued } = service.recover();
+    const { failed, requeued } = await service.recover();
     if (failed.length || requeued.length) {
       logger.warn("recovered runs of a previous process", { failed: failed.length, requeued: requeued.length });
     }
@@ -362,7 +368,7 @@ async function listen(
     }
   }
   // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
-  cron.start();
+  await cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
@@ -397,7 +403,7 @@ async function listen(
       broadcaster.detach();
       runLog.detach();
       // every run has ended (drained or aborted and recorded): its last rows are written before the store closes
-      audit.close();
+      await audit.close();
       const open = [...connections];
       for (const c of open) c.close(1001, "gateway stopping");
       await Promise.race([
@@ -410,9 +416,9 @@ async function listen(
       await serverClosed;
       // the drained runs' last events are written before the store closes (an injected runtime keeps its writer)
       if (ownedStore) {
-        rt.runEvents.close();
-        ownedStore.close();
-      } else rt.runEvents.flush();
+        await rt.runEvents.close();
+        await ownedStore.close();
+      } else await rt.runEvents.flush();
     })();
     return closing;
   };

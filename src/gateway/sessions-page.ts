@@ -21,7 +21,7 @@ export interface SessionsPageRequest {
   maxBytes: number;
   /** a client without read scope lists only the sessions it may see */
   canSee(key: string, session: SessionRecord): boolean;
-  info(s: SessionRecord): SessionInfo;
+  info(s: SessionRecord): SessionInfo | Promise<SessionInfo>;
 }
 
 function startPoint(cursor: string | undefined): SessionListPoint | undefined {
@@ -48,7 +48,7 @@ export async function readSessionsPage(
         break scan;
       }
       if (!req.canSee(s.key, s)) continue;
-      const info = req.info(s);
+      const info = await req.info(s);
       if (!budget.take(JSON.stringify(info))) {
         more = true;
         break scan;

@@ -12,7 +12,9 @@ import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, RunOrigin, Se
 
 /**
  * Durable intake: an accepted message is a run record (status "queued", with its receipt) in the store before
- * `acceptMessage` returns; only then is it routed by its queue mode.
+ * `acceptMessage` resolves; only then is it routed by its queue mode. Accepts for one session are serialized in
+ * this process (one at a time, in arrival order), so a session's messages are stored and queued in the order they
+ * came, whatever the store's latency.
  */
 
 /** How a message is handled, decided before anything is stored. */
@@ -35,18 +37,63 @@ export function originOfRecord(run: RunRecord): RunOrigin | undefined {
   return typeof origin?.actor === "string" ? { actor: origin.actor } : undefined;
 }
 
-export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): AcceptedRun {
-  const existing = ctx.deps.store.getRun(req.idempotencyKey);
+export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
+  return inAcceptOrder(ctx, acceptLaneOf(ctx, req), () => acceptOne(ctx, req, origin));
+}
+
+/**
+ * The key accepts are serialized by: the session as the request names it (a request naming its session by id
+ * waits behind the other requests naming that id). Computed without the store.
+ */
+function acceptLaneOf(ctx: QueueContext, req: AgentRequest): string {
+  if (req.sessionId && !req.sessionKey) return `id:${req.sessionId}`;
+  try {
+    return normalizeSessionKey(req.sessionKey, req.agentId ?? ctx.deps.defaultAgentId()).key;
+  } catch {
+    return `raw:${req.sessionKey ?? ""}`; // accept refuses it with the param's name
+  }
+}
+
+function inAcceptOrder<T>(ctx: QueueContext, lane: string, fn: () => Promise<T>): Promise<T> {
+  const before = ctx.accepting.get(lane) ?? Promise.resolve();
+  const mine = before.then(fn);
+  const tail = mine.then(
+    () => {},
+    () => {},
+  );
+  ctx.accepting.set(lane, tail);
+  void tail.then(() => {
+    if (ctx.accepting.get(lane) === tail) ctx.accepting.delete(lane);
+  });
+  return mine;
+}
+
+async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
+  const { store } = ctx.deps;
+  const live = ctx.live.get(req.idempotencyKey);
+  if (live) return liveAnswer(live);
+  const existing = await store.getRun(req.idempotencyKey);
   if (existing) return existingAnswer(existing);
   if (ctx.draining) throw new ServiceDrainingError();
   refuseWhileStorageFails(ctx);
-  const { sessionKey, full } = resolveRequest(ctx, req);
+  const { sessionKey, full } = await resolveRequest(ctx, req);
+  const sessionMode = (await store.getSession(sessionKey))?.queueMode;
   const acceptedAt = ctx.deps.clock.now();
+  const before = ctx.sessions.get(sessionKey);
+  const route = routeOf(ctx, full, sessionMode, before);
+  refuseWhenFull(ctx, req, sessionKey, route, before);
+  const receipt = receiptOf(ctx, route, before);
+  try {
+    await storeAccepted(ctx, full, sessionKey, acceptedAt, receipt, origin);
+  } catch (err) {
+    // the same run id accepted meanwhile (another process, or a request for another session): its first answer
+    const first = await store.getRun(req.idempotencyKey).catch(() => undefined);
+    if (first) return existingAnswer(first);
+    throw err;
+  }
+  // Stored. What ran meanwhile (a turn ended, a loop stopped taking steered messages) is handled by enqueue: it
+  // looks at the session as it is now.
   const state = ctx.sessions.get(sessionKey);
-  const route = routeOf(ctx, full, sessionKey, state);
-  refuseWhenFull(ctx, req, sessionKey, route, state);
-  const receipt = receiptOf(ctx, route, state);
-  storeAccepted(ctx, full, sessionKey, acceptedAt, receipt, origin);
   ctx.deps.onReceived?.({ runId: req.idempotencyKey, sessionKey, agentId: full.agentId, message: full.message });
   const run = addLiveRun(ctx, {
     runId: req.idempotencyKey,
@@ -55,6 +102,7 @@ export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: Run
     mode: route.mode,
     acceptedAt,
     ...(origin ? { origin: { actor: origin.actor } } : {}),
+    receipt,
   });
   const s = state ?? sessionState(ctx, sessionKey);
   s.lastEnqueueAt = acceptedAt;
@@ -70,6 +118,18 @@ function refuseWhileStorageFails(ctx: QueueContext): void {
   if (fault) throw new StorageUnavailableError(fault);
 }
 
+/** The same idempotency key while the first is still live in this process. */
+function liveAnswer(run: LiveRun): AcceptedRun {
+  return {
+    runId: run.runId,
+    sessionKey: run.sessionKey,
+    status: "accepted",
+    acceptedAt: run.acceptedAt,
+    existing: true,
+    receipt: run.receipt ?? { kind: "started" },
+  };
+}
+
 /** The same idempotency key again: the first answer, and nothing new runs. */
 function existingAnswer(existing: RunRecord): AcceptedRun {
   return {
@@ -83,7 +143,10 @@ function existingAnswer(existing: RunRecord): AcceptedRun {
 }
 
 /** Checks the params the RPC schema cannot, and resolves the session and the agent it belongs to. */
-function resolveRequest(ctx: QueueContext, req: AgentRequest): { sessionKey: string; full: ResolvedRequest } {
+async function resolveRequest(
+  ctx: QueueContext,
+  req: AgentRequest,
+): Promise<{ sessionKey: string; full: ResolvedRequest }> {
   if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
     throw new RunParamError("queueMode", `queueMode: expected steer, followup, collect or interrupt`);
   }
@@ -93,7 +156,7 @@ function resolveRequest(ctx: QueueContext, req: AgentRequest): { sessionKey: str
   const agentId = req.agentId ?? deps.defaultAgentId();
   let sessionKey: string;
   if (req.sessionId && !req.sessionKey) {
-    const s = ctx.deps.store.getSessionById(req.sessionId);
+    const s = await ctx.deps.store.getSessionById(req.sessionId);
     if (!s) throw new RunParamError("sessionId", `sessionId: unknown session id "${req.sessionId}"`);
     sessionKey = s.key;
   } else {
@@ -107,12 +170,17 @@ function resolveRequest(ctx: QueueContext, req: AgentRequest): { sessionKey: str
   return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
 }
 
-function routeOf(ctx: QueueContext, req: ResolvedRequest, sessionKey: string, state?: SessionState): Route {
+function routeOf(
+  ctx: QueueContext,
+  req: ResolvedRequest,
+  sessionMode: string | undefined,
+  state?: SessionState,
+): Route {
   const cfg = ctx.deps.config();
   // A command picks its own mode whatever the queue mode says (e.g. `/stop` interrupts, `/new` waits its turn).
   const mode = resolveQueueMode({
     message: ctx.deps.commandMode?.(req.message) ?? req.queueMode,
-    session: ctx.deps.store.getSession(sessionKey)?.queueMode,
+    session: sessionMode,
     channel: req.channel,
     byChannel: cfg.byChannel,
     global: cfg.mode,
@@ -144,7 +212,7 @@ function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Recei
 }
 
 /** The receipt is known before anything runs, so it is stored with the run record in the same commit. */
-function storeAccepted(
+async function storeAccepted(
   ctx: QueueContext,
   req: ResolvedRequest,
   key: string,
@@ -152,10 +220,9 @@ function storeAccepted(
   receipt: Receipt,
   origin: RunOrigin | undefined,
 ) {
-  const { store } = ctx.deps;
-  store.transaction(() => {
-    store.ensureSession(key, req.agentId, acceptedAt);
-    store.createRun({
+  await ctx.deps.store.acceptInput(
+    { key, agentId: req.agentId, now: acceptedAt },
+    {
       runId: req.idempotencyKey,
       sessionKey: key,
       status: "queued",
@@ -167,13 +234,18 @@ function storeAccepted(
         owner: currentProcessIdentity(),
         ...(origin ? { [ORIGIN_PARAM]: { actor: origin.actor } } : {}),
       } as unknown as Record<string, unknown>,
-    });
-  });
+    },
+  );
 }
 
 function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route: Route): void {
-  if (!route.busy) launchTurn(ctx, s, run, [], run.req.message);
-  else if (route.steering && s.active) {
+  const busyNow = s.active !== undefined || s.pending.length > 0;
+  if (!route.busy && !busyNow) launchTurn(ctx, s, run, [], run.req.message);
+  else if (!route.busy) {
+    // the session got work while this message was being stored: it waits its turn
+    s.pending.push(run);
+    ctx.schedule(s);
+  } else if (route.steering && s.active) {
     run.phase = "merged";
     s.active.steer.push(run);
   } else if (route.mode === "interrupt") interrupt(ctx, s, run);

@@ -23,6 +23,8 @@ export function addLiveRun(
     mode: QueueMode;
     acceptedAt: number;
     origin?: RunOrigin;
+    receipt?: Receipt;
+    committed?: Promise<void>;
   },
 ): LiveRun {
   const run: LiveRun = { ...init, phase: "pending", done: deferred() };
@@ -47,9 +49,21 @@ export function sessionState(ctx: QueueContext, key: string): SessionState {
   return s;
 }
 
+/**
+ * Runs `then` once `write` has settled: an event about a row goes out only after the row is stored. A failed write
+ * (the disk is full) is reported and `then` still runs, so no waiter hangs; recovery fixes the record later.
+ */
+export function afterWrite(write: Promise<unknown>, then: () => void): void {
+  write.then(then, (err: unknown) => {
+    process.emitWarning(`a queue record could not be written: ${(err as Error)?.message ?? String(err)}`);
+    then();
+  });
+}
+
 export function setReceipt(ctx: QueueContext, run: LiveRun, receipt: Receipt): void {
-  ctx.deps.store.updateRun(run.runId, { receipt: receipt as unknown as Record<string, unknown> });
-  ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+  run.receipt = receipt;
+  const write = ctx.deps.store.updateRun(run.runId, { receipt: receipt as unknown as Record<string, unknown> });
+  afterWrite(write, () => ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt }));
 }
 
 export function finishRun(ctx: QueueContext, run: LiveRun, final: AgentFinal): void {
@@ -70,7 +84,10 @@ export function dropRun(
   const aborted = summary === "aborted";
   const final = endedFinal(run.runId, summary, aborted ? "aborted" : "dropped", reason);
   const receipt: Receipt = { kind: "dropped", reason };
-  store.updateRun(run.runId, {
+  run.receipt = receipt;
+  // gone from the live runs at once (a repeated key is answered from the record), ended once the record is written
+  ctx.live.delete(run.runId);
+  const write = store.updateRun(run.runId, {
     status: aborted ? "aborted" : "error",
     endedAt: now,
     stopReason: final.stopReason,
@@ -78,14 +95,16 @@ export function dropRun(
     result: final as unknown as Record<string, unknown>,
     receipt: receipt as unknown as Record<string, unknown>,
   });
-  bus.emit(run.runId, run.sessionKey, "queue", { receipt });
-  bus.emit(run.runId, run.sessionKey, "lifecycle", {
-    phase: "error",
-    endedAt: now,
-    status: aborted ? "aborted" : "error",
-    stopReason: final.stopReason ?? "dropped",
-    error: reason,
-    kind: aborted ? "aborted" : "dropped",
+  afterWrite(write, () => {
+    bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+    bus.emit(run.runId, run.sessionKey, "lifecycle", {
+      phase: "error",
+      endedAt: now,
+      status: aborted ? "aborted" : "error",
+      stopReason: final.stopReason ?? "dropped",
+      error: reason,
+      kind: aborted ? "aborted" : "dropped",
+    });
+    finishRun(ctx, run, final);
   });
-  finishRun(ctx, run, final);
 }

@@ -45,13 +45,13 @@ function startOverflowTurn(ctx: QueueContext, s: SessionState): void {
     idempotencyKey: runId,
     sessionKey: s.key,
   };
-  ctx.deps.store.createRun({
+  const committed = ctx.deps.store.createRun({
     runId,
     sessionKey: s.key,
     status: "queued",
     acceptedAt: now,
     params: req as unknown as Record<string, unknown>,
   });
-  const run = addLiveRun(ctx, { runId, sessionKey: s.key, req, mode: "followup", acceptedAt: now });
+  const run = addLiveRun(ctx, { runId, sessionKey: s.key, req, mode: "followup", acceptedAt: now, committed });
   launchTurn(ctx, s, run, [], text);
 }

@@ -10,13 +10,13 @@ import type { QueueContext, ResolvedRequest } from "./types.js";
  * in the run record and the transcript); queued inputs go back into their session queues in accepted order.
  * Runs of another live process (and of this one) are left alone.
  */
-export function recoverRuns(ctx: QueueContext): { failed: string[]; requeued: string[] } {
+export async function recoverRuns(ctx: QueueContext): Promise<{ failed: string[]; requeued: string[] }> {
   const { store } = ctx.deps;
   const leftover = (run: RunRecord) => !ctx.live.has(run.runId) && !ownedByLiveProcess(run);
-  const failed = store.listRuns({ statuses: ["running"] }).filter(leftover);
-  for (const run of failed) failInterrupted(ctx, run);
-  const requeued = store.listRuns({ statuses: ["queued"] }).filter(leftover);
-  for (const rec of requeued) requeue(ctx, rec);
+  const failed = (await store.listRuns({ statuses: ["running"] })).filter(leftover);
+  for (const run of failed) await failInterrupted(ctx, run);
+  const requeued = (await store.listRuns({ statuses: ["queued"] })).filter(leftover);
+  for (const rec of requeued) await requeue(ctx, rec);
   for (const s of ctx.sessions.values()) ctx.schedule(s);
   return { failed: failed.map((r) => r.runId), requeued: requeued.map((r) => r.runId) };
 }
@@ -31,14 +31,16 @@ function ownedByLiveProcess(run: RunRecord): boolean {
   return isSameLiveProcess({ pid: owner.pid, starttime: owner.starttime });
 }
 
-function failInterrupted(ctx: QueueContext, run: RunRecord): void {
+async function failInterrupted(ctx: QueueContext, run: RunRecord): Promise<void> {
   const { store, bus, clock } = ctx.deps;
   const now = clock.now();
   const error = "the gateway stopped while this run was active (it did not finish); send the message again";
   const final = endedFinal(run.runId, "failed", "gateway_restart", error);
   // the stored events are the source of truth for the run's numbering: the error event follows the last of them
-  bus.resumeSeq(run.runId, store.lastRunEventSeq(run.runId));
-  store.updateRun(run.runId, {
+  bus.resumeSeq(run.runId, await store.lastRunEventSeq(run.runId));
+  const origin = originOfRecord(run);
+  if (origin) ctx.recoveredOrigins.set(run.runId, origin);
+  await store.updateRun(run.runId, {
     status: "error",
     endedAt: now,
     stopReason: "gateway_restart",
@@ -56,7 +58,7 @@ function failInterrupted(ctx: QueueContext, run: RunRecord): void {
   bus.endRun(run.runId);
 }
 
-function requeue(ctx: QueueContext, rec: RunRecord): void {
+async function requeue(ctx: QueueContext, rec: RunRecord): Promise<void> {
   const req = rec.params as unknown as ResolvedRequest;
   const mode = req.queueMode === "collect" ? "collect" : "followup";
   const origin = originOfRecord(rec);
@@ -69,7 +71,7 @@ function requeue(ctx: QueueContext, rec: RunRecord): void {
     ...(origin ? { origin } : {}),
   });
   // its receipt was numbered and stored before the restart: the run goes on after the last stored seq
-  ctx.deps.bus.resumeSeq(rec.runId, ctx.deps.store.lastRunEventSeq(rec.runId));
+  ctx.deps.bus.resumeSeq(rec.runId, await ctx.deps.store.lastRunEventSeq(rec.runId));
   const s = sessionState(ctx, rec.sessionKey);
   s.pending.push(run);
   s.immediate = true;

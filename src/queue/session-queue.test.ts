@@ -7,7 +7,9 @@ import { parseConfig } from "../config/index.js";
 import type { Clock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { readProcessStartTime } from "../infra/process-liveness.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
+import type { RunRecord, Store } from "../storage/types.js";
 import { SessionQueue } from "./session-queue.js";
 import type { RunResult, RunSpec } from "./types.js";
 
@@ -50,7 +52,10 @@ function outcomeOf(spec: RunSpec, text: string): RunResult {
   };
 }
 
-function queueWith(runTurn: (spec: RunSpec) => Promise<RunResult>) {
+function queueWith(
+  runTurn: (spec: RunSpec) => Promise<RunResult>,
+  port: (engine: SqliteStore) => Store = (engine) => new SqliteStoreAdapter(engine),
+) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-queue-"));
   dirs.push(dir);
   const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
@@ -58,7 +63,7 @@ function queueWith(runTurn: (spec: RunSpec) => Promise<RunResult>) {
   const config = parseConfig({ messages: { queue: { debounceMs: 0 } } }).messages.queue;
   let ids = 0;
   const queue = new SessionQueue({
-    store,
+    store: port(store),
     bus: new AgentEventBus(),
     clock: nextTickClock,
     config: () => config,
@@ -70,6 +75,92 @@ function queueWith(runTurn: (spec: RunSpec) => Promise<RunResult>) {
   return { queue, store };
 }
 
+/**
+ * A store whose intake writes answer late, as a server backend's do: each `acceptInput` is held until the test lets
+ * it through (then it commits, as the engine does).
+ */
+class LateIntakeStore extends SqliteStoreAdapter {
+  readonly intakes: string[] = [];
+  private readonly held: Array<() => void> = [];
+  holding = true;
+
+  override async acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void> {
+    this.intakes.push(run.runId);
+    if (this.holding) await new Promise<void>((resolve) => this.held.push(resolve));
+    return super.acceptInput(session, run);
+  }
+
+  /** lets the held writes commit, the last held first (so a write issued later would finish earlier) */
+  releaseAll(): void {
+    this.holding = false;
+    for (const release of this.held.splice(0).reverse()) release();
+  }
+}
+
+/** Lets pending promise callbacks and immediates run (no time passes). */
+const turnOfTheLoop = () => new Promise((r) => setImmediate(r));
+
+describe("with a store that answers late", () => {
+  it("a session's messages are stored and run in the order they were sent, while another session is not held up", async () => {
+    const ran: string[] = [];
+    let late!: LateIntakeStore;
+    const { queue, store } = queueWith(
+      async (spec) => {
+        ran.push(spec.runId);
+        return outcomeOf(spec, spec.message);
+      },
+      (engine) => {
+        late = new LateIntakeStore(engine);
+        return late;
+      },
+    );
+    const committedAtAnswer: Record<string, boolean> = {};
+    const send = (runId: string, sessionKey: string) =>
+      queue.accept({ message: runId, idempotencyKey: runId, sessionKey, queueMode: "followup" }).then((a) => {
+        // the answer comes after the input is committed
+        committedAtAnswer[runId] = store.getRun(runId) !== undefined;
+        return a;
+      });
+    const answers = [send("a1", "chat"), send("a2", "chat"), send("b1", "other"), send("a3", "chat")];
+    await turnOfTheLoop();
+    // the first of each session is being written; the rest of "chat" waits behind a1 instead of overtaking it
+    expect(late.intakes).toEqual(["a1", "b1"]);
+    expect(ran).toEqual([]);
+
+    late.releaseAll();
+    await Promise.all(answers);
+    await Promise.all(["a1", "a2", "a3", "b1"].map((id) => queue.final(id)));
+    expect(late.intakes).toEqual(["a1", "b1", "a2", "a3"]);
+    expect(ran.filter((id) => id.startsWith("a"))).toEqual(["a1", "a2", "a3"]);
+    expect(committedAtAnswer).toEqual({ a1: true, a2: true, a3: true, b1: true });
+  });
+
+  it("the same idempotency key sent twice while the first is being stored runs once and gets one answer", async () => {
+    const ran: string[] = [];
+    let late!: LateIntakeStore;
+    const { queue } = queueWith(
+      async (spec) => {
+        ran.push(spec.runId);
+        return outcomeOf(spec, spec.message);
+      },
+      (engine) => {
+        late = new LateIntakeStore(engine);
+        return late;
+      },
+    );
+    const first = queue.accept({ message: "hi", idempotencyKey: "k1", sessionKey: "chat" });
+    const again = queue.accept({ message: "hi", idempotencyKey: "k1", sessionKey: "chat" });
+    await turnOfTheLoop();
+    late.releaseAll();
+    const [a, b] = await Promise.all([first, again]);
+    expect(a.existing).toBeFalsy();
+    expect(b).toMatchObject({ runId: "k1", existing: true });
+    await queue.final("k1");
+    expect(ran).toEqual(["k1"]);
+    expect(late.intakes).toEqual(["k1"]);
+  });
+});
+
 describe("session queue with its own run port", () => {
   it("hands the run port the message and the sender's options, and gives the sender the port's answer", async () => {
     const specs: RunSpec[] = [];
@@ -77,7 +168,7 @@ describe("session queue with its own run port", () => {
       specs.push(spec);
       return outcomeOf(spec, `echo: ${spec.message}`);
     });
-    queue.accept({
+    await queue.accept({
       message: "hello",
       idempotencyKey: "r1",
       sessionKey: "chat",
@@ -108,8 +199,8 @@ describe("session queue with its own run port", () => {
       if (spec.message === "first") throw new Error("port exploded");
       return outcomeOf(spec, "second ran");
     });
-    queue.accept({ message: "first", idempotencyKey: "r1", sessionKey: "chat" });
-    queue.accept({ message: "second", idempotencyKey: "r2", sessionKey: "chat", queueMode: "followup" });
+    await queue.accept({ message: "first", idempotencyKey: "r1", sessionKey: "chat" });
+    await queue.accept({ message: "second", idempotencyKey: "r2", sessionKey: "chat", queueMode: "followup" });
 
     const first = await queue.final("r1");
     const second = await queue.final("r2");
@@ -147,7 +238,7 @@ describe("recovery after a restart", () => {
     await queued("of-dead", false);
     await queued("of-live", true);
 
-    expect(queue.recover()).toEqual({ failed: [], requeued: ["of-dead"] });
+    expect(await queue.recover()).toEqual({ failed: [], requeued: ["of-dead"] });
     await queue.final("of-dead");
     expect(ran).toEqual(["of-dead"]);
     expect(store.getRun("of-live")?.status).toBe("queued");

@@ -5,7 +5,7 @@ import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
-import { acceptMessage, originOfRecord } from "./intake.js";
+import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
@@ -29,6 +29,8 @@ export class SessionQueue {
       sessions: new Map(),
       draining: false,
       generations: 0,
+      accepting: new Map(),
+      recoveredOrigins: new Map(),
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
@@ -90,24 +92,26 @@ export class SessionQueue {
     return abortStalledRun(this.ctx, opts);
   }
 
-  /** Validates, stores the session and run record, then routes by queue mode; returns at once. */
-  accept(req: AgentRequest, origin?: RunOrigin): AcceptedRun {
+  /** Validates, stores the session and run record, then routes by queue mode; resolves once stored and routed. */
+  accept(req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
     return acceptMessage(this.ctx, req, origin);
   }
 
-  /** Who started the run: from memory while it is live, else from its record (e.g. a run failed by recovery). */
+  /**
+   * Who started the run, from memory: while it is live, or (for a run of an earlier process that recovery ended)
+   * from the record recovery read. Synchronous: the audit ledger asks for every row it makes.
+   */
   originOf(runId: string): RunOrigin | undefined {
     const live = this.ctx.live.get(runId);
     if (live) return live.origin;
-    const rec = this.ctx.deps.store.getRun(runId);
-    return rec ? originOfRecord(rec) : undefined;
+    return this.ctx.recoveredOrigins.get(runId);
   }
 
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */
   async final(runId: string): Promise<AgentFinal> {
     const live = this.ctx.live.get(runId);
     if (live) return live.done.promise;
-    const run = this.ctx.deps.store.getRun(runId);
+    const run = await this.ctx.deps.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
     if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
@@ -119,7 +123,7 @@ export class SessionQueue {
     const { store, clock } = this.ctx.deps;
     const live = this.ctx.live.get(runId);
     if (!live) {
-      const run = store.getRun(runId);
+      const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
       return waitResultOf(run);
     }
@@ -133,7 +137,9 @@ export class SessionQueue {
       const queued = live.phase === "pending" || live.phase === "queued";
       return { runId, status: queued ? "pending" : "timeout" };
     }
-    return waitResultOf(store.getRun(runId)!);
+    const run = await store.getRun(runId);
+    if (!run) throw new RunNotFoundError(runId);
+    return waitResultOf(run);
   }
 
   /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
@@ -141,7 +147,7 @@ export class SessionQueue {
     return { aborted: abortSession(this.ctx, sessionKey, runId) };
   }
 
-  recover(): { failed: string[]; requeued: string[] } {
+  recover(): Promise<{ failed: string[]; requeued: string[] }> {
     return recoverRuns(this.ctx);
   }
 

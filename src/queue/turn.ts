@@ -1,6 +1,6 @@
 import type { ImageBlock, UserMessage } from "../providers/types.js";
 import { toFinal, zeroUsage } from "./finals.js";
-import { finishRun, setReceipt } from "./live-runs.js";
+import { afterWrite, finishRun, setReceipt } from "./live-runs.js";
 import type { ActiveTurn, LiveRun, QueueContext, RunResult, RunSpec, SessionState, TurnSteering } from "./types.js";
 import { wireRunOptions } from "./types.js";
 import { attachmentImages, userContent } from "./user-content.js";
@@ -39,7 +39,7 @@ export function launchTurn(
     // running a newer turn by now, which this late end must not touch
     if (turn.released) return;
     try {
-      recordOutcome(ctx, turn, outcome);
+      await recordOutcome(ctx, turn, outcome);
     } finally {
       // even when the store refused the outcome, the session must not stay blocked behind this turn
       if (s.active === turn) {
@@ -86,9 +86,9 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
       host.phase = "running";
       // Collected messages run inside this turn from now on, so a restart must report them with the host
       // instead of running them a second time (as steered messages are, once taken).
-      ctx.deps.store.transaction(() => {
-        for (const r of [host, ...turn.merged]) ctx.deps.store.updateRun(r.runId, { status: "running", startedAt });
-      });
+      return ctx.deps.store.updateRuns(
+        [host, ...turn.merged].map((r) => ({ runId: r.runId, patch: { status: "running" as const, startedAt } })),
+      );
     },
   };
 }
@@ -100,10 +100,15 @@ function steeringFor(ctx: QueueContext, turn: ActiveTurn): TurnSteering {
     take: () => {
       const taken = turn.steer.splice(0);
       const now = ctx.deps.clock.now();
-      for (const r of taken) {
-        turn.merged.push(r);
-        ctx.deps.store.updateRun(r.runId, { status: "running", startedAt: now });
-      }
+      turn.merged.push(...taken);
+      // issued now, in order with the run's other writes; the loop does not wait for it (a failure is reported, and
+      // the next start's recovery ends a record left queued)
+      afterWrite(
+        ctx.deps.store.updateRuns(
+          taken.map((r) => ({ runId: r.runId, patch: { status: "running" as const, startedAt: now } })),
+        ),
+        () => {},
+      );
       return taken.map(
         (r): UserMessage => ({ role: "user", content: userContent(r.req.message, attachmentImages(r.req)) }),
       );
@@ -113,6 +118,8 @@ function steeringFor(ctx: QueueContext, turn: ActiveTurn): TurnSteering {
 
 async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Promise<RunResult> {
   try {
+    // a run the queue made itself (an overflow notice) starts once its record is stored
+    if (turn.host.committed) await turn.host.committed;
     return await ctx.deps.runTurn(spec);
   } catch (err) {
     // The run port never throws by contract; if it does, the run still ends recorded.
@@ -136,7 +143,7 @@ async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Prom
 }
 
 /** Stores the outcome for the host and every merged message in one commit, then resolves their waiters. */
-export function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): void {
+export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): Promise<void> {
   const { host, merged } = turn;
   const final = toFinal(outcome);
   const record = {
@@ -148,14 +155,15 @@ export function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunR
   };
   const mergedFinal = (m: LiveRun) => ({ ...final, runId: m.runId, mergedInto: host.runId });
   try {
-    ctx.deps.store.transaction(() => {
-      ctx.deps.store.updateRun(host.runId, { ...record, result: final as unknown as Record<string, unknown> });
-      for (const m of merged) {
-        ctx.deps.store.updateRun(m.runId, { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> });
-      }
-    });
+    await ctx.deps.store.updateRuns([
+      { runId: host.runId, patch: { ...record, result: final as unknown as Record<string, unknown> } },
+      ...merged.map((m) => ({
+        runId: m.runId,
+        patch: { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> },
+      })),
+    ]);
   } catch (err) {
-    recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
+    await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
   } finally {
     // waiters get the outcome either way; an unrecorded one is failed by the next start's recovery
     finishRun(ctx, host, final);
@@ -167,11 +175,16 @@ export function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunR
  * The outcome did not fit (the disk is full): a record without the result needs no new space in most cases, so
  * the runs are at least recorded as failed with the reason. If even that fails, the error goes up.
  */
-function recordFailedWithoutResult(ctx: QueueContext, runs: LiveRun[], endedAt: number, cause: unknown): void {
+async function recordFailedWithoutResult(
+  ctx: QueueContext,
+  runs: LiveRun[],
+  endedAt: number,
+  cause: unknown,
+): Promise<void> {
   const error = (cause as Error)?.message ?? String(cause);
-  ctx.deps.store.transaction(() => {
-    for (const r of runs) ctx.deps.store.updateRun(r.runId, { status: "error", endedAt, stopReason: "error", error });
-  });
+  await ctx.deps.store.updateRuns(
+    runs.map((r) => ({ runId: r.runId, patch: { status: "error" as const, endedAt, stopReason: "error", error } })),
+  );
 }
 
 /** Steered too late: the run could no longer take them, so they become followups, first in line. */

@@ -4,7 +4,7 @@ import type { Clock } from "../infra/clock.js";
 import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
 import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
-import type { AgentFinal, AgentRequest, ReplyPayload, Usage } from "../protocol/run.js";
+import type { AgentFinal, AgentRequest, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
 import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
@@ -71,8 +71,8 @@ export interface RunSpec extends WireRunOptions {
   steering?: TurnSteering;
   /** the loop will take no more steered messages */
   onLoopEnd?: () => void;
-  /** the turn got its lanes and is running */
-  onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void;
+  /** the turn got its lanes and is running; the run waits for the returned promise before its start event */
+  onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void | Promise<void>;
 }
 
 /** How a run ended: the one record the queue stores as the final, the CLI renders, agent.wait reports. */
@@ -137,6 +137,10 @@ export interface LiveRun {
   acceptedAt: number;
   /** who started it (AgentService.accept's origin) */
   origin?: RunOrigin;
+  /** its current receipt (a repeated idempotency key gets it while the run is live) */
+  receipt?: Receipt;
+  /** settles once its run record is stored, for a run the queue made itself (an overflow notice): it runs after */
+  committed?: Promise<void>;
 }
 
 export interface ActiveTurn {
@@ -183,6 +187,10 @@ export interface QueueContext {
   draining: boolean;
   /** the last processing generation handed out (SessionState.generation) */
   generations: number;
+  /** per accept lane (the session as requests name it): the tail of its accepts, which run one at a time */
+  readonly accepting: Map<string, Promise<void>>;
+  /** who started runs of an earlier process that recovery ended or requeued (their records say so) */
+  readonly recoveredOrigins: Map<string, RunOrigin>;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
   schedule(s: SessionState): void;
 }

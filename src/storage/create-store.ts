@@ -1,5 +1,6 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import { openCheckedStore } from "./integrity.js";
+import { SqliteStoreAdapter } from "./sqlite-adapter.js";
 import { openStore } from "./sqlite-store.js";
 import type { Store } from "./types.js";
 
@@ -24,6 +25,8 @@ export async function createStore(
   // config load refuses "postgres" until its backend lands (config/unsupported.ts); a config built in code may not
   if (config.storage.backend !== "sqlite")
     throw new Error(`storage.backend: "${config.storage.backend}" is not supported yet`);
-  if (opts.owner) return openCheckedStore(stateDir, { quickCheck: config.storage.quickCheckOnStart });
-  return openStore(stateDir);
+  const db = opts.owner
+    ? openCheckedStore(stateDir, { quickCheck: config.storage.quickCheckOnStart })
+    : openStore(stateDir);
+  return new SqliteStoreAdapter(db);
 }

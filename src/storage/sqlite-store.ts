@@ -17,7 +17,6 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
-  Store,
   StoredRunEvent,
   TranscriptKind,
   TranscriptReadOptions,
@@ -154,11 +153,13 @@ function toRun(r: Row): RunRecord {
 }
 
 /**
- * SQLite store (better-sqlite3, WAL). Statements are prepared once; every multi-row write is one transaction so a
- * crash never leaves half a turn. Several processes may open the same file: WAL lets readers see committed rows
- * while another process writes, and busy_timeout makes writers queue instead of failing.
+ * The SQLite engine (better-sqlite3, WAL): synchronous, as better-sqlite3 is. Statements are prepared once; every
+ * multi-row write is one transaction so a crash never leaves half a turn. Several processes may open the same file:
+ * WAL lets readers see committed rows while another process writes, and busy_timeout makes writers queue instead of
+ * failing. The runtime reaches it through the Store port (SqliteStoreAdapter, sqlite-adapter.ts), which keeps this
+ * synchronous fast path inside; tests and tools that inspect a state dir may use it directly.
  */
-export class SqliteStore implements Store {
+export class SqliteStore {
   readonly kind = "sqlite";
   readonly file: string;
   private readonly db: Database.Database;
@@ -277,6 +278,23 @@ export class SqliteStore implements Store {
 
   /** One transaction runner built once (building better-sqlite3's wrapper per call costs more than the INSERT). */
   private runner?: Database.Transaction<(fn: () => unknown) => unknown>;
+
+  /** Store.acceptInput: the session (if missing) and the accepted run record, in one transaction. */
+  acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): void {
+    this.transaction(() => {
+      this.ensureSession(session.key, session.agentId, session.now);
+      this.createRun(run);
+    });
+  }
+
+  /** Store.updateRuns: every patch in one transaction. */
+  updateRuns(
+    patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+  ): void {
+    this.transaction(() => {
+      for (const { runId, patch } of patches) this.updateRun(runId, patch);
+    });
+  }
 
   transaction<T>(fn: () => T): T {
     this.runner ??= this.db.transaction((inner: () => unknown) => inner());

@@ -229,6 +229,60 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect((await store.getRun("same"))?.params).toEqual({ message: "first" });
       });
 
+      it("acceptInput stores the session (when missing) and the accepted input together; a repeated run id is refused, the first kept", async () => {
+        await store.acceptInput({ key: KEY, agentId: "main", now: 7 }, run("in1", { acceptedAt: 7 }));
+        const other = await t.openAnother();
+        expect(await other.getSession(KEY)).toMatchObject({ key: KEY, agentId: "main", createdAt: 7 });
+        expect(await other.getRun("in1")).toMatchObject({
+          status: "queued",
+          acceptedAt: 7,
+          params: { message: "m-in1" },
+        });
+        // an existing session is kept as it is
+        await store.acceptInput({ key: KEY, agentId: "main", now: 20 }, run("in2", { acceptedAt: 20 }));
+        expect((await store.getSession(KEY))?.createdAt).toBe(7);
+        expect(await store.countSessions()).toBe(1);
+        await refused(() =>
+          store.acceptInput({ key: OTHER, agentId: "main", now: 30 }, run("in1", { params: { message: "again" } })),
+        );
+        expect((await store.getRun("in1"))?.params).toEqual({ message: "m-in1" });
+        // all or none: the refused input did not leave its session behind
+        expect(await store.getSession(OTHER)).toBeUndefined();
+      });
+
+      it("updateRuns applies every patch, each to its own record, and another store sees them all", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("host"));
+        await store.createRun(run("merged"));
+        await store.createRun(run("untouched"));
+        await store.updateRuns([
+          { runId: "host", patch: { status: "running", startedAt: 4 } },
+          { runId: "merged", patch: { status: "running", startedAt: 4 } },
+        ]);
+        await store.updateRuns([
+          { runId: "host", patch: { status: "ok", endedAt: 8, result: { payloads: [{ text: "done" }] } } },
+          { runId: "merged", patch: { status: "ok", endedAt: 8, result: { mergedInto: "host" } } },
+        ]);
+        const other = await t.openAnother();
+        expect(await other.getRun("host")).toMatchObject({ status: "ok", startedAt: 4, endedAt: 8 });
+        expect(await other.getRun("merged")).toMatchObject({ status: "ok", result: { mergedInto: "host" } });
+        expect((await other.getRun("untouched"))?.status).toBe("queued");
+      });
+
+      it("recent runs come newest accepted first, of one session when asked", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.ensureSession(OTHER, "main", 1);
+        await store.createRun(run("old", { acceptedAt: 1 }));
+        await store.createRun(run("mid", { acceptedAt: 2, sessionKey: OTHER }));
+        await store.createRun(run("new", { acceptedAt: 3 }));
+        expect((await store.listRecentRuns({ limit: 10 })).map((r) => r.runId)).toEqual(["new", "mid", "old"]);
+        expect((await store.listRecentRuns({ limit: 2 })).map((r) => r.runId)).toEqual(["new", "mid"]);
+        expect((await store.listRecentRuns({ limit: 10, sessionKey: KEY })).map((r) => r.runId)).toEqual([
+          "new",
+          "old",
+        ]);
+      });
+
       it("crash leftovers: runs and cron runs left running by a store that went away are found by the next one", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.createRun(run("left", { status: "running", startedAt: 2 }));

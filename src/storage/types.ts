@@ -4,8 +4,11 @@ import type { ChatMessage } from "../providers/types.js";
 import type { StorageFault } from "./storage-fault.js";
 
 /**
- * The storage interface. SQLite (embedded, WAL) implements it today; a Postgres backend for scale-out is planned
- * behind the same interface and checked by the same conformance suite (storage/store.conformance.ts).
+ * The storage port. Every data method answers with a promise: SQLite (embedded, WAL; storage/sqlite-adapter.ts)
+ * does its work synchronously when called and hands back a settled promise, a server backend (Postgres, SPEC 18)
+ * answers after its round trip. Writes that must happen together are single purpose-named methods (acceptInput,
+ * updateRuns, appendCompaction, resetSession, ...), each all-or-none, so no caller holds a transaction across awaits.
+ * Every implementation passes storage/store.conformance.ts.
  */
 
 /** Where a session listing stopped: the last session it returned. */
@@ -115,94 +118,103 @@ export interface Store {
    * that knows no such state need not implement it.
    */
   storageFault?(): StorageFault | undefined;
-  getSession(key: string): SessionRecord | undefined;
-  getSessionById(sessionId: string): SessionRecord | undefined;
+  getSession(key: string): Promise<SessionRecord | undefined>;
+  getSessionById(sessionId: string): Promise<SessionRecord | undefined>;
   /** creates the session if missing; returns the stored record */
-  ensureSession(key: string, agentId: string, now: number): SessionRecord;
-  updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): void;
+  ensureSession(key: string, agentId: string, now: number): Promise<SessionRecord>;
+  updateSession(key: string, patch: Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>): Promise<void>;
   /** newest update first (ties by key); `after` continues a listing after that session */
-  listSessions(opts?: { limit?: number; agentId?: string; after?: SessionListPoint }): SessionRecord[];
-  countSessions(): number;
+  listSessions(opts?: { limit?: number; agentId?: string; after?: SessionListPoint }): Promise<SessionRecord[]>;
+  countSessions(): Promise<number>;
   /** deletes the session, its transcript and blobs, and the stored events of its runs, in one transaction */
-  deleteSession(key: string): boolean;
+  deleteSession(key: string): Promise<boolean>;
   /** starts a new transcript generation (reset marker row in the old one); returns the new generation */
-  resetSession(key: string, now: number, reason: string): number;
+  resetSession(key: string, now: number, reason: string): Promise<number>;
 
   /**
    * Appends rows after each session's last seq. Image parts with `data` are stored once per session as blobs (keyed
    * by the sha256 of their bytes); the row keeps `{type: "image", mimeType, blob, bytes, width, height}`.
    */
-  appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[];
+  appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): Promise<TranscriptRow[]>;
   /** Image parts come back as references (no `data`) unless `imageData` is set. */
-  readTranscript(key: string, opts?: TranscriptReadOptions): TranscriptRow[];
+  readTranscript(key: string, opts?: TranscriptReadOptions): Promise<TranscriptRow[]>;
 
   /**
    * Records a compaction of the session's current generation: a `compaction` row (summary + firstKeptSeq) and the
    * session's compactionCount + 1, in one transaction. Call it under the session write lock.
    */
-  appendCompaction(key: string, entry: CompactionEntry): TranscriptRow;
+  appendCompaction(key: string, entry: CompactionEntry): Promise<TranscriptRow>;
   /**
    * The rows a model's history is built from: the latest compaction row of the generation, then the message rows
    * from its firstKeptSeq on (oldest first). Without a compaction, every message row of the generation. Images
    * come with their bytes (`imageData`).
    */
-  readContextRows(key: string, opts?: { generation?: number }): TranscriptRow[];
+  readContextRows(key: string, opts?: { generation?: number }): Promise<TranscriptRow[]>;
 
-  createRun(run: RunRecord): void;
-  getRun(runId: string): RunRecord | undefined;
-  updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): void;
-  listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): RunRecord[];
+  createRun(run: RunRecord): Promise<void>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): Promise<void>;
+  listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): Promise<RunRecord[]>;
   /**
    * The newest `limit` run records (by acceptedAt, ties newest-created first), of one session when `sessionKey` is
    * given. A read of committed records only; no ordering guarantee beyond that.
    */
-  listRecentRuns(opts: { limit: number; sessionKey?: string }): RunRecord[];
+  listRecentRuns(opts: { limit: number; sessionKey?: string }): Promise<RunRecord[]>;
   /**
    * drops finished run records older than maxAgeMs and beyond maxCount (newest kept), and the stored events of the
    * runs it drops, in one transaction
    */
-  pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): number;
+  pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): Promise<number>;
 
   /**
    * Appends audit rows in the order given, all or none (one transaction). Each gets the next ledger sequence: a
    * sequence is larger than every one handed out before, and is never handed out again, also after a prune.
    */
-  appendAuditEvents(events: AuditEventInput[]): void;
+  appendAuditEvents(events: AuditEventInput[]): Promise<void>;
   /** Rows matching the query, newest (largest sequence) first, at most `limit`. */
-  listAuditEvents(query: AuditQuery): AuditEvent[];
+  listAuditEvents(query: AuditQuery): Promise<AuditEvent[]>;
   /** Drops rows that occurred before `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
-  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): number;
+  pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number>;
   /** Cron jobs added by RPC (config jobs live in the config), oldest first. */
-  listCronJobs(): CronJobRecord[];
+  listCronJobs(): Promise<CronJobRecord[]>;
   /** Adds a job; false (and nothing written) when a job with that id is already stored. */
-  addCronJob(job: CronJobRecord): boolean;
+  addCronJob(job: CronJobRecord): Promise<boolean>;
   /** Removes a job and its run history; false when no job had that id. */
-  removeCronJob(id: string): boolean;
+  removeCronJob(id: string): Promise<boolean>;
   /** Records a run of a job (also one that was skipped) and returns its id, unique in this store. */
-  addCronRun(run: CronRunInfo): number;
-  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): void;
+  addCronRun(run: CronRunInfo): Promise<number>;
+  updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): Promise<void>;
   /**
    * The newest `limit` runs of each of `jobIds` (by scheduledAt, then id; newest first), grouped by job; jobs with
    * no run are absent. One call for a whole listing.
    */
-  recentCronRuns(jobIds: readonly string[], limit: number): Map<string, CronRunRecord[]>;
+  recentCronRuns(jobIds: readonly string[], limit: number): Promise<Map<string, CronRunRecord[]>>;
   /** Runs still `running` (left by a process that stopped): recovery ends them. */
-  runningCronRuns(): CronRunRecord[];
+  runningCronRuns(): Promise<CronRunRecord[]>;
   /** Keeps the newest `keep` runs of each job; drops the older ones. */
-  pruneCronRuns(keep: number): number;
+  pruneCronRuns(keep: number): Promise<number>;
   /**
    * Stores run events, all in one transaction (all or none). An event whose (runId, seq) is already stored is left
    * as it is: the first write wins, and the count of such events is returned so the caller can report them.
    * Events need not belong to one run nor come in order.
    */
-  appendRunEvents(events: readonly StoredRunEvent[]): { ignored: number };
+  appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }>;
   /** A run's stored events with a seq above `afterSeq` (default 0), in seq order, at most `limit` of them. */
-  readRunEvents(runId: string, opts?: { afterSeq?: number; limit?: number }): StoredRunEvent[];
+  readRunEvents(runId: string, opts?: { afterSeq?: number; limit?: number }): Promise<StoredRunEvent[]>;
   /** The highest stored seq of the run; 0 when none is stored. */
-  lastRunEventSeq(runId: string): number;
+  lastRunEventSeq(runId: string): Promise<number>;
 
-  transaction<T>(fn: () => T): T;
-  close(): void;
+  /**
+   * Durable intake (SPEC 15): creates the session if missing and stores the accepted input as a run record, both or
+   * neither. Rejects when a run with that id exists already (the first record is kept): run ids are idempotency keys.
+   */
+  acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void>;
+  /** Applies each patch to its run record, all or none (a turn's host and the messages merged into it end together). */
+  updateRuns(
+    patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+  ): Promise<void>;
+
+  close(): Promise<void>;
 }
 
 /** A cron job added by RPC, as stored. */

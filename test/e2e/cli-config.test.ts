@@ -159,7 +159,7 @@ describe("an unknown agent id", () => {
       expect(res.stderr).toContain(
         'params.agentId: unknown agent "ghost"; configured agents: main (default), research',
       );
-      expect(gw.service.rt.store.countSessions()).toBe(0);
+      expect(await gw.service.rt.store.countSessions()).toBe(0);
     } finally {
       await gw.close();
     }

@@ -15,9 +15,12 @@ import {
 
 const gateway = useTestGateways();
 
-/** The gateway's own connection: max_page_count is a per-connection limit, so it must be set there. */
+/**
+ * The gateway's own connection: max_page_count is a per-connection limit, so it must be set there. The runtime's
+ * store is the Store port over the SQLite engine (SqliteStoreAdapter.db), which holds the connection.
+ */
 function dbOf(g: TestGateway): Database.Database {
-  return (g.gw.service.rt.store as unknown as { db: Database.Database }).db;
+  return (g.gw.service.rt.store as unknown as { db: { db: Database.Database } }).db.db;
 }
 
 /** The database may not grow past its current size: the next write that needs a new page fails with SQLITE_FULL. */

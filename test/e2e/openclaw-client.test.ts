@@ -224,7 +224,7 @@ describe("an operator client written from the published schema", () => {
     // the patch reached the run: its model and thinking level, and verbose mode's tool summary in the result
     expect(requests.at(0)).toEqual({ model: "m", thinking: "off" });
     expect(requests.at(-1)).toEqual({ model: "other", thinking: "low" });
-    expect(JSON.stringify(g.gw.service.rt.store.getRun("oc-2")?.result)).toContain("read: notes.txt");
+    expect(JSON.stringify((await g.gw.service.rt.store.getRun("oc-2"))?.result)).toContain("read: notes.txt");
 
     // the history, in the schema's message shape, before and after a reset
     const history = await client.call("chat.history", { sessionKey: key, limit: 50 }, "ChatHistoryParams");

@@ -34,7 +34,7 @@ type Case = {
   /** the schema's definition of the result, when it has one */
   resultDef?: string;
   /** what else the answer must show */
-  check?: (payload: Record<string, unknown>) => void;
+  check?: (payload: Record<string, unknown>) => unknown;
 };
 
 describe("the OpenClaw method surface", () => {
@@ -222,7 +222,8 @@ describe("the OpenClaw method surface", () => {
         },
         paramsDef: "ChatSendParams",
         // timeoutMs becomes the run's timeout
-        check: () => expect(g.gw.service.rt.store.getRun("every-param")?.params).toMatchObject({ timeout: 30 }),
+        check: async () =>
+          expect((await g.gw.service.rt.store.getRun("every-param"))?.params).toMatchObject({ timeout: 30 }),
       },
       {
         method: "chat.history",
@@ -298,11 +299,11 @@ describe("the OpenClaw method surface", () => {
       expect(res.ok, `${c.method} ${JSON.stringify(res.error)}`).toBe(true);
       const payload = (res.payload ?? {}) as Record<string, unknown>;
       if (c.resultDef) expect(issues(payload, c.resultDef), `${c.method} result`).toEqual([]);
-      c.check?.(payload);
+      await c.check?.(payload);
       methods.add(c.method);
     }
     // the patched model, thinking and verbose levels are what the session's next run uses
-    const made = g.gw.service.session("agent:main:made");
+    const made = await g.gw.service.session("agent:main:made");
     expect(made).toMatchObject({ modelOverride: "cloud/gpt-x", thinking: "high", verboseLevel: "full" });
     const changed = peer.frames.filter((f) => f.event === "sessions.changed").map((f) => f.payload?.reason);
     expect(new Set(changed)).toEqual(new Set(["status", "created", "patched"]));

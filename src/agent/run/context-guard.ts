@@ -178,7 +178,7 @@ export class RunContextGuard implements ContextGuard {
       });
     switch (result.outcome) {
       case "compacted": {
-        this.persist(messages, result.firstKeptIndex, result.summary);
+        await this.persist(messages, result.firstKeptIndex, result.summary);
         end(true, result.tokensAfter);
         await this.hook("after_compaction", {
           messageCount: result.messages.length,
@@ -204,11 +204,12 @@ export class RunContextGuard implements ContextGuard {
   }
 
   /** The compaction row: the summary, and the seq of the first message kept verbatim (under the run's lock). */
-  private persist(messages: ChatMessage[], firstKeptIndex: number, summary: string): void {
+  private async persist(messages: ChatMessage[], firstKeptIndex: number, summary: string): Promise<void> {
     const { rt, prepared, projection } = this.c;
+    await projection.flushed();
     const kept = messages.slice(firstKeptIndex).map((m) => projection.seqOf(m));
     const firstKeptSeq = kept.find((s) => s !== undefined) ?? projection.lastSeq() + 1;
-    rt.store.appendCompaction(prepared.hookCtx.sessionKey, {
+    await rt.store.appendCompaction(prepared.hookCtx.sessionKey, {
       summary,
       firstKeptSeq,
       runId: this.c.runId,

@@ -51,6 +51,8 @@ export interface ExecuteContext {
 export async function executeRun(ctx: ExecuteContext): Promise<ExecuteResult> {
   if (ctx.choices.compact) return compactCommand(ctx, ctx.choices.compact.instructions);
   ctx.projection.write(ctx.prepared.userMessage, ctx.prepared.modelUserMessage);
+  // the user's row is stored before anything else happens: a store that cannot write fails the run here
+  await ctx.projection.flushed();
   const claimed = await claimByPlugin(ctx);
   if (claimed) return claimed;
   return attemptLoop(ctx, [...ctx.prepared.history, ctx.prepared.modelUserMessage]);
@@ -121,6 +123,11 @@ async function attemptLoop(ctx: ExecuteContext, context: ChatMessage[]): Promise
     outcome = failedOutcome(state, err);
   }
   ctx.projection.settle();
+  try {
+    await ctx.projection.flushed();
+  } catch (err) {
+    outcome = failedOutcome(state, err);
+  }
   return { kind: "loop", outcome, model: state.model, usage: state.usage };
 }
 

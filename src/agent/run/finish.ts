@@ -102,7 +102,7 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
     }),
     ctx,
   );
-  recordUsage(rt, spec.sessionKey, usage, endedAt);
+  await recordUsage(rt, spec.sessionKey, usage, endedAt);
   const result: RunResult = {
     runId: spec.runId,
     sessionKey: spec.sessionKey,
@@ -180,13 +180,18 @@ function modelFacts(rt: AgentRuntime, ref: string, usage: Usage): { modelName?: 
   };
 }
 
-function recordUsage(rt: AgentRuntime, sessionKey: string, usage: RunResult["usage"], endedAt: number): void {
-  const s = usage.total > 0 ? rt.store.getSession(sessionKey) : undefined;
+async function recordUsage(
+  rt: AgentRuntime,
+  sessionKey: string,
+  usage: RunResult["usage"],
+  endedAt: number,
+): Promise<void> {
+  const s = usage.total > 0 ? await rt.store.getSession(sessionKey) : undefined;
   if (!s) {
-    rt.store.updateSession(sessionKey, { updatedAt: endedAt });
+    await rt.store.updateSession(sessionKey, { updatedAt: endedAt });
     return;
   }
-  rt.store.updateSession(sessionKey, {
+  await rt.store.updateSession(sessionKey, {
     inputTokens: s.inputTokens + usage.input,
     outputTokens: s.outputTokens + usage.output,
     totalTokens: s.totalTokens + usage.total,

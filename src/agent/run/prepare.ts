@@ -84,7 +84,7 @@ export async function prepareRun(
   });
   run.onLock(lock);
   if (waited) run.events.emit("lifecycle", { phase: "waiting", for: "model", model: model.ref });
-  const { messages: history, seqs: historySeqs } = rt.history.load(rt.store, spec.sessionKey);
+  const { messages: history, seqs: historySeqs } = await rt.history.load(rt.store, spec.sessionKey);
   const hookCtx = {
     agentId: spec.agentId,
     sessionKey: spec.sessionKey,

@@ -44,6 +44,9 @@ export interface ReplyParts {
 export class RunProjection {
   /** every message this run added to the transcript, in order (agent_end gets them) */
   readonly written: ChatMessage[] = [];
+  /** the last append issued (each settles after the ones before it) */
+  private writes: Promise<void> = Promise.resolve();
+  private writeError: unknown;
   private heldPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
@@ -174,17 +177,37 @@ export class RunProjection {
     }
   }
 
-  /** Writes a message row now (the user's message, a claimed reply); `contextCopy` is the model's view of it. */
+  /**
+   * Writes a message row now (the user's message, a claimed reply); `contextCopy` is the model's view of it. The
+   * append is issued here, in order (the store applies a session's appends in call order); its seq is known when it
+   * settles, and `flushed()` waits for that and reports a write that failed.
+   */
   write(message: ChatMessage, contextCopy?: ChatMessage): void {
     const { sessionKey } = this.prepared.hookCtx;
     this.written.push(message);
-    const [row] = this.rt.store.appendTranscript([
+    const appended = this.rt.store.appendTranscript([
       { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
     ]);
-    this.remember(message, row?.seq);
-    // the one place a run's transcript messages are appended: followers of the session hear of each one
-    if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
-    if (contextCopy) this.sameRow(message, contextCopy);
+    // chained on the appends before it: rows are remembered (and announced) in the order they were written
+    this.writes = this.writes
+      .then(() =>
+        appended.then(([row]) => {
+          this.remember(message, row?.seq);
+          // the one place a run's transcript messages are appended: followers of the session hear of each one,
+          // once it is stored
+          if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
+          if (contextCopy) this.sameRow(message, contextCopy);
+        }),
+      )
+      .catch((err: unknown) => {
+        this.writeError ??= err;
+      });
+  }
+
+  /** Every row written so far is stored and its seq known; rejects with the first write that failed. */
+  async flushed(): Promise<void> {
+    await this.writes;
+    if (this.writeError !== undefined) throw this.writeError;
   }
 
   /** The attempt is final: a held partial answer is written. */

@@ -9,6 +9,7 @@ import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { estimateCostUsd } from "../../providers/types.js";
+import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { AgentRuntime } from "../runtime.js";
 import { AgentService } from "../service.js";
@@ -118,7 +119,12 @@ describe("reasoning", () => {
 
     // a second process: a new runtime on the same SQLite file, so the history comes from the store, not a cache
     const store = new SqliteStore(path.join(h.rt.stateDir, "loopgate.sqlite"));
-    const rt = new AgentRuntime({ config: h.rt.config, stateDir: h.rt.stateDir, store, logger: silentLogger });
+    const rt = new AgentRuntime({
+      config: h.rt.config,
+      stateDir: h.rt.stateDir,
+      store: new SqliteStoreAdapter(store),
+      logger: silentLogger,
+    });
     try {
       h.enqueue({ text: "Yes." });
       const service = new AgentService(rt);
@@ -128,7 +134,7 @@ describe("reasoning", () => {
         sessionKey: "agent:main:test",
         promptMode: "minimal",
       });
-      expect((await service.final(accepted.runId)).status).toBe("ok");
+      expect((await service.final((await accepted).runId)).status).toBe("ok");
     } finally {
       store.close();
     }

@@ -8,6 +8,7 @@ import path from "node:path";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
+import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { type CapturedRequest, type FakeTurn, startFakeModelServer } from "../../testing/fake-model-server.js";
 import type { Tool } from "../../tools/types.js";
@@ -67,7 +68,7 @@ export async function startRunHarness(opts: {
   const rt = new AgentRuntime({
     config: parseConfig({ ...base, ...opts.config?.(server.baseUrl) }),
     stateDir: dir,
-    store,
+    store: new SqliteStoreAdapter(store),
     logger: silentLogger,
     // These tests are about runs, not the exec policy (exec-approvals tests cover it): exec runs as in `--local`,
     // unless a test's config sets tools.exec.security.
@@ -85,7 +86,7 @@ export async function startRunHarness(opts: {
     events,
     requests: server.requests,
     enqueue: (...turns) => server.enqueue(...turns),
-    send: (message, extra = {}) => {
+    send: async (message, extra = {}) => {
       const accepted = service.accept({
         message,
         idempotencyKey: `m${++n}`,
@@ -93,7 +94,7 @@ export async function startRunHarness(opts: {
         promptMode: "minimal",
         ...extra,
       });
-      return service.final(accepted.runId);
+      return service.final((await accepted).runId);
     },
     close: async () => {
       await server.close();

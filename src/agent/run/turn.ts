@@ -59,7 +59,7 @@ async function turnBody(
 ): Promise<RunResult> {
   const hooks = rt.pluginHooks;
   const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
-  const session = rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
+  const session = await rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
   spans?.conversation(session.sessionId);
   let message = spec.message;
   let reset = false;
@@ -89,7 +89,7 @@ async function turnBody(
   }
   // A session starts with the first turn that runs on an empty transcript generation (its first turn, or the
   // first one after /new or /reset): the service stores the session record when it accepts the message.
-  if (hooks.has("session_start") && rt.store.readTranscript(spec.sessionKey, { limit: 1 }).length === 0) {
+  if (hooks.has("session_start") && (await rt.store.readTranscript(spec.sessionKey, { limit: 1 })).length === 0) {
     void hooks.runObservers("session_start", { sessionKey: spec.sessionKey, sessionId: session.sessionId }, hookCtx);
   }
   const turnSpec = message === spec.message ? spec : { ...spec, message };
@@ -97,7 +97,7 @@ async function turnBody(
   return runInLanes(rt, turnSpec, choices, spans);
 }
 
-type SessionRow = ReturnType<AgentRuntime["store"]["ensureSession"]>;
+type SessionRow = Awaited<ReturnType<AgentRuntime["store"]["ensureSession"]>>;
 
 /** Model (request > session override > agent; before_model_resolve may change it), thinking, timeout, skills. */
 async function resolveChoices(
@@ -170,7 +170,8 @@ async function runPhases(
 ): Promise<RunResult> {
   const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
   const startedAt = rt.clock.now();
-  spec.onStarted?.({ startedAt, laneWaitMs });
+  // the run records say "running" before the start event goes out
+  await spec.onStarted?.({ startedAt, laneWaitMs });
   events.emit("lifecycle", {
     phase: "start",
     startedAt,
@@ -308,16 +309,16 @@ async function sessionSkills(
   const { snapshot, reused } = await resolveSkillSnapshot({ previous, dirs, reset, now: new Date(rt.clock.now()) });
   if (!reused) {
     for (const w of snapshot.warnings) rt.logger.warn(w);
-    rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
+    await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
   return snapshot;
 }
 
 /** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
-async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => T): Promise<T> {
+async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => Promise<T>): Promise<T> {
   const lock: SessionLock = await rt.sessionLocks.acquire(sessionKey);
   try {
-    return fn();
+    return await fn();
   } finally {
     await lock.release();
   }

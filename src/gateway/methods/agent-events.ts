@@ -7,10 +7,10 @@ import { DEFAULT_EVENTS_LIMIT, readRunEventsPage, replayRange, runState } from "
 /**
  * agent.events (SPEC 15, 20): replays a run's events after `afterSeq`, then the connection gets the rest live.
  *
- * Exactly once, in seq order: the replay ends at the run's newest event at the moment of the request (`lastSeq`),
- * and the read, the reply and letting the live events through happen in one synchronous step under
- * `broadcaster.hold()`, so no event of the run can be emitted in between. Every event after `lastSeq` reaches the
- * connection live after this reply (a connection that may see the run is already offered its events: read scope sees
+ * Exactly once, in seq order: the run's live events are held back (`broadcaster.hold(runId)`) from before the replay's end is read
+ * (`lastSeq`, the run's newest event at that moment) until the reply is sent and the connection watches the run;
+ * the store is read in between (asynchronously), and every event emitted meanwhile is delivered after the reply.
+ * Every event after `lastSeq` reaches the connection live after this reply (a connection that may see the run is already offered its events: read scope sees
  * every run, and a write-only client sees the runs it started); every event up to it is in the pages. A paged reply's
  * `nextCursor` keeps that end, so later pages carry only events the connection will not get live.
  *
@@ -22,7 +22,7 @@ export const agentEventsMethod = defineMethod({
   scope: "read",
   params: agentEventsParamsSchema,
   async handle({ params, conn, gw, reply }) {
-    // the record only names the run's session (access) and whether it ended; the replay below is one synchronous step
+    // the record only names the run's session (access) and whether it ended
     const run = await gw.service.sessions.run(params.runId);
     const writer = gw.service.rt.runEvents;
     conn.access.requireRunVisible(params.runId, run?.sessionKey);
@@ -32,11 +32,11 @@ export const agentEventsMethod = defineMethod({
         message: `params.runId: no run "${params.runId}" (never accepted here, or its record and events were pruned)`,
       });
     }
-    gw.broadcaster.hold();
+    gw.broadcaster.hold(run.runId);
     try {
-      const range = replayRange(writer, run.runId, params);
-      const state = runState(writer, run, range.continued ? writer.lastSeq(run.runId) : range.until);
-      const page = readRunEventsPage(writer, run, range, {
+      const range = await replayRange(writer, run.runId, params);
+      const state = await runState(writer, run, range.continued ? await writer.lastSeq(run.runId) : range.until);
+      const page = await readRunEventsPage(writer, run, range, {
         limit: params.limit ?? DEFAULT_EVENTS_LIMIT,
         maxBytes: gw.limits.maxPageBytes,
         state,
@@ -44,7 +44,7 @@ export const agentEventsMethod = defineMethod({
       reply.ok(page);
       if (!range.continued && !state.done) gw.broadcaster.watchRun(run.runId, conn);
     } finally {
-      gw.broadcaster.release();
+      gw.broadcaster.release(run.runId);
     }
   },
 });

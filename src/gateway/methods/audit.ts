@@ -22,7 +22,7 @@ export const auditListMethod = defineMethod({
         ? undefined
         : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
     conn.access.requireRead(sessionKey);
-    gw.audit.flush();
+    await gw.audit.flush();
     const { limit, cursor, ...query } = params;
     const page = await readAuditPage(gw.service.sessions, {
       query: { ...query, sessionKey },

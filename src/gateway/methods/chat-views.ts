@@ -24,7 +24,7 @@ export const chatStartupMethod = defineMethod({
     const agentId = params.agentId ?? rt.defaultAgentId;
     const key = normalizeSessionKey(params.sessionKey, agentId).key;
     conn.access.requireRead(key);
-    const session = gw.service.session(key);
+    const session = await gw.service.session(key);
     const history: ChatHistoryResult = session
       ? await readHistoryPage(gw.service.sessions, session, {
           limit: params.limit ?? STARTUP_HISTORY_LIMIT,
@@ -39,7 +39,7 @@ export const chatStartupMethod = defineMethod({
         return name ? { id, name } : { id };
       }),
       ...history,
-      ...(session ? { sessionInfo: listedSession(gw, session, false) } : {}),
+      ...(session ? { sessionInfo: await listedSession(gw, session, false) } : {}),
     };
     reply.ok(result);
   },
@@ -56,13 +56,13 @@ export const chatMetadataMethod = defineMethod({
         ? normalizeSessionKey(params.sessionKey, params.agentId ?? rt.defaultAgentId).key
         : undefined;
     conn.access.requireRead(key);
-    const session = key !== undefined ? gw.service.session(key) : undefined;
+    const session = key !== undefined ? await gw.service.session(key) : undefined;
     const agentId = session?.agentId ?? params.agentId ?? rt.defaultAgentId;
     const model = session?.modelOverride ?? rt.agentModelRef(agentId);
     const result: ChatMetadataResult = {
       agentId,
       ...(key !== undefined ? { sessionKey: key } : {}),
-      ...(session ? { session: listedSession(gw, session, false) } : {}),
+      ...(session ? { session: await listedSession(gw, session, false) } : {}),
       agent: await agentIdentity(gw, agentId),
       ...(model ? { model } : {}),
       ...SETTING_CHOICES,

@@ -21,9 +21,9 @@ function scheduler(gw: GatewayContext) {
 }
 
 /** The scheduler's refusals as gateway errors; CRON_JOB_NOT_FOUND is OpenClaw's detail code. */
-function call<T>(fn: () => T, jobId?: string): T {
+async function call<T>(fn: () => T | Promise<T>, jobId?: string): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (err) {
     if (!(err instanceof CronJobError)) throw err;
     const code =
@@ -52,11 +52,11 @@ export const cronListMethod = defineMethod({
   name: "cron.list",
   scope: "read",
   params: cronListParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     conn.access.requireRead(undefined);
     const cron = scheduler(gw);
     // a token confined to some sessions sees the jobs that run in them
-    const jobs = cron.list(params.runs ?? 10).filter((j) => conn.access.canSeeSession(j.sessionKey));
+    const jobs = (await cron.list(params.runs ?? 10)).filter((j) => conn.access.canSeeSession(j.sessionKey));
     const result: CronListResult = { enabled: cron.enabled, jobs };
     reply.ok(result);
   },
@@ -66,9 +66,9 @@ export const cronAddMethod = defineMethod({
   name: "cron.add",
   scope: "admin",
   params: cronAddParamsSchema,
-  handle({ params, conn, gw, reply }) {
-    conn.access.requireAdmin(call(() => scheduler(gw).sessionKeyFor(params)));
-    const result: CronAddResult = { job: call(() => scheduler(gw).add(params)) };
+  async handle({ params, conn, gw, reply }) {
+    conn.access.requireAdmin(await call(() => scheduler(gw).sessionKeyFor(params)));
+    const result: CronAddResult = { job: await call(() => scheduler(gw).add(params)) };
     reply.ok(result);
   },
 });
@@ -77,9 +77,9 @@ export const cronRemoveMethod = defineMethod({
   name: "cron.remove",
   scope: "admin",
   params: cronRemoveParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     requireJobSession(conn, gw, params.id);
-    const removed = call(() => scheduler(gw).remove(params.id), params.id);
+    const removed = await call(() => scheduler(gw).remove(params.id), params.id);
     const result: CronRemoveResult = { ok: true, id: params.id, removed };
     reply.ok(result);
   },
@@ -89,9 +89,9 @@ export const cronRunMethod = defineMethod({
   name: "cron.run",
   scope: "admin",
   params: cronRunParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     requireJobSession(conn, gw, params.id);
-    const { runId } = call(() => scheduler(gw).runNow(params.id), params.id);
+    const { runId } = await call(() => scheduler(gw).runNow(params.id), params.id);
     const result: CronRunResult = { ok: true, id: params.id, runId };
     reply.ok(result);
   },

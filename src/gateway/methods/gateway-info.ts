@@ -76,7 +76,7 @@ export const agentIdentityGetMethod = defineMethod({
     if (agentId === undefined && params.sessionKey) {
       const key = normalizeSessionKey(params.sessionKey, rt.defaultAgentId).key;
       conn.access.requireRead(key);
-      agentId = gw.service.session(key)?.agentId;
+      agentId = (await gw.service.session(key))?.agentId;
     } else conn.access.requireRead(undefined);
     reply.ok(await agentIdentity(gw, agentId ?? rt.defaultAgentId));
   },
@@ -141,9 +141,9 @@ export const statusMethod = defineMethod({
   name: "status",
   scope: "read",
   params: looseEmptyParamsSchema,
-  handle({ conn, gw, reply }) {
+  async handle({ conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const h = gw.health();
+    const h = await gw.health();
     const result: StatusResult = {
       ok: h.ok,
       version: h.version,

@@ -5,7 +5,7 @@ export const healthMethod = defineMethod({
   name: "health",
   scope: "read",
   params: healthParamsSchema,
-  handle({ gw, reply }) {
-    reply.ok(gw.health());
+  async handle({ gw, reply }) {
+    reply.ok(await gw.health());
   },
 });

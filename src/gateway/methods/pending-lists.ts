@@ -30,15 +30,12 @@ export const cronStatusMethod = defineMethod({
   name: "cron.status",
   scope: "read",
   params: looseEmptyParamsSchema,
-  handle({ conn, gw, reply }) {
+  async handle({ conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const health = gw.cron.health();
+    const health = await gw.cron.health();
     // only the jobs of sessions this client may see
     const visible = new Set(
-      gw.cron
-        .list(0)
-        .filter((j) => conn.access.canSeeSession(j.sessionKey))
-        .map((j) => j.id),
+      (await gw.cron.list(0)).filter((j) => conn.access.canSeeSession(j.sessionKey)).map((j) => j.id),
     );
     reply.ok({
       enabled: gw.cron.enabled,

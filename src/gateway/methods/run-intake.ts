@@ -19,11 +19,12 @@ export async function acceptRun(
   await checkSendAccess(gw, conn, params);
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
   const req = await prepareAttachments(params);
-  gw.broadcaster.hold();
+  // the run id is the idempotency key: its events wait until the answer is sent and the caller watches it
+  gw.broadcaster.hold(req.idempotencyKey);
   try {
     // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
-    const newSession = gw.service.sessionEvents.active && isNewSession(gw, req);
-    const accepted = gw.service.accept(req, { actor: conn.actor });
+    const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
+    const accepted = await gw.service.accept(req, { actor: conn.actor });
     if (!accepted.existing) {
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);
@@ -40,7 +41,7 @@ export async function acceptRun(
     gw.runLog.accepted(accepted, req);
     return accepted;
   } finally {
-    gw.broadcaster.release();
+    gw.broadcaster.release(req.idempotencyKey);
   }
 }
 
@@ -54,18 +55,18 @@ async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: 
     conn.access.requireRunVisible(existing.runId, existing.sessionKey);
     return;
   }
-  const key = targetSessionKey(gw, req);
+  const key = await targetSessionKey(gw, req);
   if (key !== undefined) conn.access.requireSend(key);
 }
 
-function isNewSession(gw: GatewayContext, req: AgentRequest): boolean {
-  const key = targetSessionKey(gw, req);
-  return key !== undefined && gw.service.session(key) === undefined;
+async function isNewSession(gw: GatewayContext, req: AgentRequest): Promise<boolean> {
+  const key = await targetSessionKey(gw, req);
+  return key !== undefined && (await gw.service.sessions.get(key)) === undefined;
 }
 
 /** The session a message goes to, as accept will resolve it; undefined when accept will refuse the params anyway. */
-function targetSessionKey(gw: GatewayContext, req: AgentRequest): string | undefined {
-  if (req.sessionId && !req.sessionKey) return gw.service.sessionById(req.sessionId)?.key;
+async function targetSessionKey(gw: GatewayContext, req: AgentRequest): Promise<string | undefined> {
+  if (req.sessionId && !req.sessionKey) return gw.service.sessions.keyOfSessionId(req.sessionId);
   try {
     return normalizeSessionKey(req.sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).key;
   } catch {

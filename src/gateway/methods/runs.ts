@@ -40,7 +40,7 @@ export const runsListMethod = defineMethod({
   name: "runs.list",
   scope: "read",
   params: runsListParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const sessionKey =
       params.sessionKey === undefined
         ? undefined
@@ -48,11 +48,11 @@ export const runsListMethod = defineMethod({
     conn.access.requireRead(sessionKey);
     const limit = params.limit ?? DEFAULT_RUNS_LIMIT;
     // a token confined to some sessions sees fewer rows than were read: read a few times the limit, once
-    const records = gw.service.recentRuns({ limit: sessionKey ? limit : limit * READ_FACTOR, sessionKey });
+    const records = await gw.service.recentRuns({ limit: sessionKey ? limit : limit * READ_FACTOR, sessionKey });
     const runs = records
       .filter((r) => conn.access.canSeeSession(r.sessionKey))
       .slice(0, limit)
-      .map((r) => runInfo(r, gw.service.originOf(r.runId)?.actor));
+      .map((r) => runInfo(r, gw.service.originOfRun(r)?.actor));
     const result: RunsListResult = { runs };
     reply.ok(result);
   },

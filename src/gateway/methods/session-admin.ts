@@ -35,9 +35,9 @@ export const sessionsCreateMethod = defineMethod({
     const agentId = params.agentId ?? gw.service.rt.defaultAgentId;
     const key = keyOf(gw, params.key ?? `s-${randomUUID().slice(0, 8)}`, agentId);
     conn.access.requireSend(key);
-    gw.service.createSession(key, agentId);
+    await gw.service.createSession(key, agentId);
     if (params.label !== undefined || params.model !== undefined || params.thinkingLevel !== undefined) {
-      gw.service.patchSession(key, { label: params.label, model: params.model, thinking: params.thinkingLevel });
+      await gw.service.patchSession(key, { label: params.label, model: params.model, thinking: params.thinkingLevel });
     }
     let run: { runId?: string; error?: ErrorShape } = {};
     if (params.message) {
@@ -60,12 +60,12 @@ export const sessionsCreateMethod = defineMethod({
         run = { error: toErrorShape(err) };
       }
     }
-    const session = requireSession(gw, key);
+    const session = await requireSession(gw, key);
     reply.ok({
       ok: true,
       key,
       sessionId: session.sessionId,
-      entry: listedSession(gw, session, false),
+      entry: await listedSession(gw, session, false),
       ...(params.message ? { runStarted: run.runId !== undefined } : {}),
       ...(run.runId ? { runId: run.runId } : {}),
       ...(run.error ? { runError: { code: run.error.code, message: run.error.message } } : {}),
@@ -82,8 +82,8 @@ export const sessionsResolveMethod = defineMethod({
     conn.access.requireRead(undefined);
     let found: SessionRecord | undefined;
     if (params.spawnedBy === undefined) {
-      if (params.key !== undefined) found = gw.service.session(keyOf(gw, params.key, params.agentId));
-      else if (params.sessionId !== undefined) found = gw.service.sessionById(params.sessionId);
+      if (params.key !== undefined) found = await gw.service.session(keyOf(gw, params.key, params.agentId));
+      else if (params.sessionId !== undefined) found = await gw.service.sessionById(params.sessionId);
       else if (params.label !== undefined) {
         found = (await gw.service.sessions.listSessions({ limit: LABEL_SCAN, agentId: params.agentId })).find(
           (s) => s.label === params.label && conn.access.canSeeSession(s.key),
@@ -116,16 +116,16 @@ export const sessionsDescribeMethod = defineMethod({
   name: "sessions.describe",
   scope: "read",
   params: sessionsDescribeParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = keyOf(gw, params.key, undefined);
     conn.access.requireRead(key);
-    const session = requireSession(gw, key);
-    const last = params.includeLastMessage ? gw.service.lastMessageText(session) : undefined;
+    const session = await requireSession(gw, key);
+    const last = params.includeLastMessage ? await gw.service.lastMessageText(session) : undefined;
     const preview = last !== undefined ? titleOf(last) : undefined;
     const result: SessionsDescribeResult = {
       ok: true,
       key,
-      session: listedSession(gw, session, params.includeDerivedTitles === true),
+      session: await listedSession(gw, session, params.includeDerivedTitles === true),
       ...(preview !== undefined ? { lastMessagePreview: preview } : {}),
     };
     reply.ok(result);
@@ -141,11 +141,11 @@ export const sessionsPatchMethod = defineMethod({
   name: "sessions.patch",
   scope: "admin",
   params: sessionsPatchParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = keyOf(gw, params.key, params.agentId);
     conn.access.requireAdmin(key);
-    requireSession(gw, key);
-    const patched = gw.service.patchSession(key, {
+    await requireSession(gw, key);
+    const patched = await gw.service.patchSession(key, {
       label: params.label,
       model: params.model,
       thinking: params.thinkingLevel,
@@ -155,7 +155,7 @@ export const sessionsPatchMethod = defineMethod({
     const result: SessionsPatchResult = {
       ok: true,
       key,
-      session: listedSession(gw, patched ?? requireSession(gw, key), false),
+      session: await listedSession(gw, patched ?? (await requireSession(gw, key)), false),
     };
     reply.ok(result);
   },

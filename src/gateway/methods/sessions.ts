@@ -35,8 +35,8 @@ export function targetKey(gw: GatewayContext, params: { sessionKey?: string; key
   return normalizeSessionKey(params.sessionKey ?? params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
 }
 
-export function requireSession(gw: GatewayContext, key: string): SessionRecord {
-  const s = gw.service.session(key);
+export async function requireSession(gw: GatewayContext, key: string): Promise<SessionRecord> {
+  const s = await gw.service.session(key);
   if (!s) throw new GatewayError({ code: ErrorCodes.notFound, message: `params.sessionKey: no session "${key}"` });
   return s;
 }
@@ -91,8 +91,8 @@ function sessionListDefaults(gw: GatewayContext): SessionListDefaults {
 }
 
 /** A listed session: whether a run of it is in progress, and its title when the client asked for titles. */
-export function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
-  const first = withTitle ? gw.service.firstUserText(s) : undefined;
+export async function listedSession(gw: GatewayContext, s: SessionRecord, withTitle: boolean) {
+  const first = withTitle ? await gw.service.firstUserText(s) : undefined;
   const info = sessionInfo(s, {
     running: gw.service.activeRuns(s.key).length > 0,
     derivedTitle: first !== undefined ? titleOf(first) : undefined,
@@ -105,10 +105,10 @@ export const sessionsGetMethod = defineMethod({
   name: "sessions.get",
   scope: "read",
   params: sessionsGetParamsSchema,
-  handle({ params, conn, gw, reply }) {
+  async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireRead(key);
-    const result: SessionsGetResult = { session: listedSession(gw, requireSession(gw, key), false) };
+    const result: SessionsGetResult = { session: await listedSession(gw, await requireSession(gw, key), false) };
     reply.ok(result);
   },
 });
@@ -120,7 +120,7 @@ export const sessionsResetMethod = defineMethod({
   async handle({ params, conn, gw, reply }) {
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
-    requireSession(gw, key);
+    await requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
     // a new transcript generation; the old rows stay (SPEC 4)
     // under the session lock, like a run
