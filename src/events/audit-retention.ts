@@ -1,17 +1,14 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { type PeriodicPrune, startPeriodicPrune } from "../infra/periodic-prune.js";
 import type { Store } from "../storage/types.js";
 
 /** The ledger is pruned at the gateway's start and then this often (as run records are: gateway/run-pruning.ts). */
 export const AUDIT_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export interface AuditPruning {
-  /** one pass now; returns how many rows went */
-  pruneNow(): Promise<number>;
-  stop(): void;
-}
+export type AuditPruning = PeriodicPrune;
 
 /**
  * Keeps the ledger bounded (`audit.retentionDays`, `audit.maxRows`): one pass now, then one every interval. A failing
@@ -24,36 +21,17 @@ export function startAuditPruning(opts: {
   logger: Logger;
   intervalMs?: number;
 }): AuditPruning {
-  const { store, limits, clock, logger } = opts;
-  const intervalMs = opts.intervalMs ?? AUDIT_PRUNE_INTERVAL_MS;
-  let timer: unknown;
-  let stopped = false;
-  const pruneNow = async (): Promise<number> => {
-    try {
-      return await store.pruneAuditEvents({
-        now: clock.now(),
+  const { store, limits } = opts;
+  return startPeriodicPrune({
+    what: "the audit ledger",
+    prune: () =>
+      store.pruneAuditEvents({
+        now: opts.clock.now(),
         maxAgeMs: limits.retentionDays * DAY_MS,
         maxRows: limits.maxRows,
-      });
-    } catch (err) {
-      logger.warn(`gateway: pruning the audit ledger failed: ${(err as Error)?.message ?? String(err)}`);
-      return 0;
-    }
-  };
-  const schedule = () => {
-    timer = clock.setTimeout(() => {
-      if (stopped) return;
-      void pruneNow();
-      schedule();
-    }, intervalMs);
-  };
-  void pruneNow();
-  schedule();
-  return {
-    pruneNow,
-    stop() {
-      stopped = true;
-      clock.clearTimeout(timer);
-    },
-  };
+      }),
+    clock: opts.clock,
+    logger: opts.logger,
+    intervalMs: opts.intervalMs ?? AUDIT_PRUNE_INTERVAL_MS,
+  });
 }

@@ -1,16 +1,13 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { type PeriodicPrune, startPeriodicPrune } from "../infra/periodic-prune.js";
 import type { Store } from "../storage/types.js";
 
 /** Run records accumulate with every message; an hourly pass keeps the table near its configured bounds. */
 export const RUN_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
-export interface RunPruning {
-  /** one pass now; returns how many records went */
-  pruneNow(): Promise<number>;
-  stop(): void;
-}
+export type RunPruning = PeriodicPrune;
 
 /**
  * Prunes finished run records (`session.runResults.maxAgeHours`, `maxCount`) once now and then every interval.
@@ -24,33 +21,17 @@ export function startRunPruning(opts: {
   logger: Logger;
   intervalMs?: number;
 }): RunPruning {
-  const { store, limits, clock, logger } = opts;
-  const intervalMs = opts.intervalMs ?? RUN_PRUNE_INTERVAL_MS;
-  let timer: unknown;
-  let stopped = false;
-  const pruneNow = async (): Promise<number> => {
-    try {
-      const maxAgeMs = limits.maxAgeHours * 60 * 60 * 1000;
-      return await store.pruneRuns({ now: clock.now(), maxAgeMs, maxCount: limits.maxCount });
-    } catch (err) {
-      logger.warn(`gateway: pruning run records failed: ${(err as Error)?.message ?? String(err)}`);
-      return 0;
-    }
-  };
-  const schedule = () => {
-    timer = clock.setTimeout(() => {
-      if (stopped) return;
-      void pruneNow();
-      schedule();
-    }, intervalMs);
-  };
-  void pruneNow();
-  schedule();
-  return {
-    pruneNow,
-    stop() {
-      stopped = true;
-      clock.clearTimeout(timer);
-    },
-  };
+  const { store, limits } = opts;
+  return startPeriodicPrune({
+    what: "run records",
+    prune: () =>
+      store.pruneRuns({
+        now: opts.clock.now(),
+        maxAgeMs: limits.maxAgeHours * 60 * 60 * 1000,
+        maxCount: limits.maxCount,
+      }),
+    clock: opts.clock,
+    logger: opts.logger,
+    intervalMs: opts.intervalMs ?? RUN_PRUNE_INTERVAL_MS,
+  });
 }
