@@ -66,6 +66,8 @@ export function sessionLockConformance(
       await expect(t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 })).rejects.toThrow();
     });
 
+    // Skipped for a backend with no second owner in this process (the file lock: its other owner is another process,
+    // and write-lock.test.ts covers these cases with real child processes).
     const twoOwners = (title: string, fn: (peer: SessionLockPort) => Promise<void>) =>
       it.skipIf(!hasPeer)(title, () => fn(t.peer!));
 

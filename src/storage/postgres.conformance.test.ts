@@ -1,4 +1,4 @@
-import { describe, it } from "vitest";
+import { it } from "vitest";
 import { eventBusConformance } from "../events/bus.conformance.js";
 import { sessionLockConformance } from "../session/lock.conformance.js";
 import { postgresFactories } from "../testing/postgres-hook.test-support.js";
@@ -15,5 +15,8 @@ if (pg) {
   if (factories.store) storeConformance("postgres", () => factories.store!(url));
   if (factories.locks) sessionLockConformance("postgres", () => factories.locks!(url), { hasPeer: true });
   if (factories.bus) eventBusConformance("postgres", () => factories.bus!(url));
-  if (missing.length === 3) describe.skip("conformance: postgres", () => it("no factory yet", () => {}));
+  // Skipped, with the reason as its title: the backend file exists but exports no factory for any of the three
+  // ports, so there is nothing to run the cases against (the Postgres Store adapter is issue 14's next step).
+  if (missing.length === 3)
+    it.skip("conformance: postgres: skipped: the backend exports no store, locks or bus factory");
 }

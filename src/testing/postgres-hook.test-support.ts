@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, it } from "vitest";
+import { it } from "vitest";
 import type { BusUnderTest } from "../events/bus.conformance.js";
 import type { LocksUnderTest } from "../session/lock.conformance.js";
 import type { StoreUnderTest } from "../storage/store.conformance.js";
@@ -35,7 +35,9 @@ export async function postgresFactories(): Promise<{ url: string; factories: Pos
   const url = process.env.LOOPGATE_TEST_POSTGRES_URL;
   const skip = (reason: string) => {
     console.info(`Postgres conformance cases skipped: ${reason}`);
-    describe.skip("conformance: postgres", () => it(reason, () => {}));
+    // Skipped, with the reason as its title: without a server URL, or without the Postgres backend's factories (not
+    // written yet, issue 14), there is no Postgres to run the conformance cases against; CI sets the URL.
+    it.skip(`conformance: postgres: skipped: ${reason}`);
     return undefined;
   };
   if (!url) return skip("LOOPGATE_TEST_POSTGRES_URL is not set");

@@ -21,6 +21,7 @@ const LEASE_MS = 2000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("a node killed with -9 loses its sessions after the lease (real processes)", () => {
   let ts: TestSchema;
   let pool: pg.Pool;

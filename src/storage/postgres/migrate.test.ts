@@ -26,6 +26,7 @@ describe("postgres migration order", () => {
   });
 });
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("postgres migrations on a real server", () => {
   let ts: TestSchema;
   const pools: pg.Pool[] = [];

@@ -17,6 +17,7 @@ describe("node heartbeat options", () => {
   });
 });
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("node heartbeats and dead-node detection", () => {
   let ts: TestSchema;
   let poolA: pg.Pool;

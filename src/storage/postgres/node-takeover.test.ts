@@ -9,6 +9,7 @@ import { createPostgresPool } from "./pool.js";
 import { claimQueuedInputs } from "./queue-claim.js";
 import { fencePredicate, SessionLeases } from "./session-leases.js";
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the run lost and runs the queue", () => {
   let ts: TestSchema;
   let poolA: pg.Pool;

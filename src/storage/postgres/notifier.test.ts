@@ -30,6 +30,7 @@ function next<T>(register: (fn: (v: T) => void) => () => void, what: string, ms 
   });
 }
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("LISTEN/NOTIFY pointers across nodes", () => {
   let ts: TestSchema;
   let writer: pg.Pool; // "node B", running the run

@@ -31,6 +31,7 @@ describe("which Postgres a node uses", () => {
   });
 });
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
   let ts: TestSchema;
   beforeAll(async () => {

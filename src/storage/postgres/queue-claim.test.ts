@@ -14,6 +14,7 @@ describe("queue claim options", () => {
   });
 });
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("claiming queued inputs with FOR UPDATE SKIP LOCKED", () => {
   let ts: TestSchema;
   let poolA: pg.Pool;

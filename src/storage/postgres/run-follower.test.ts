@@ -6,6 +6,7 @@ import { notifyChannel, PgNotifier } from "./notifier.js";
 import { createPostgresPool, inTransaction } from "./pool.js";
 import { type FollowedEvent, notifyRunEvents, RunEventFollower } from "./run-follower.js";
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("a client on node A follows a run executing on node B", () => {
   let ts: TestSchema;
   let nodeB: pg.Pool; // runs the run and stores its events

@@ -14,6 +14,7 @@ describe("session lease options", () => {
   });
 });
 
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("session ownership across two nodes (lease rows with fencing tokens)", () => {
   let ts: TestSchema;
   // two "nodes": each its own pool, as two processes would have
