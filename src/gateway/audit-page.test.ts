@@ -1,38 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
-import type { AuditAction } from "../protocol/payloads.js";
-import { SqliteStore } from "../storage/sqlite-store.js";
-import type { AuditEventInput } from "../storage/types.js";
+import { describe, expect, it } from "vitest";
+import { auditRow as row, auditTestStore as store } from "../storage/audit-rows.test-support.js";
+import type { SqliteStore } from "../storage/sqlite-store.js";
 import { readAuditPage } from "./audit-page.js";
 import { GatewayError } from "./errors.js";
-
-const stores: SqliteStore[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
-});
-
-function store(): SqliteStore {
-  const s = new SqliteStore(":memory:");
-  stores.push(s);
-  return s;
-}
-
-let n = 0;
-function row(over: Partial<AuditEventInput> = {}): AuditEventInput {
-  n++;
-  return {
-    eventId: `e${n}`,
-    sourceSequence: 1,
-    occurredAt: 1000 * n,
-    actor: "cli",
-    action: "agent.run.started" as AuditAction,
-    status: "started",
-    sessionKey: "agent:main:main",
-    runId: "r1",
-    schemaVersion: 1,
-    redaction: "metadata_only",
-    ...over,
-  };
-}
 
 /** the session service's read, over a bare store */
 function reads(s: SqliteStore) {

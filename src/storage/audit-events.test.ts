@@ -1,36 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
-import type { AuditAction } from "../protocol/payloads.js";
-import { SqliteStore } from "./sqlite-store.js";
-import type { AuditEventInput } from "./types.js";
-
-const stores: SqliteStore[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
-});
-
-function store(): SqliteStore {
-  const s = new SqliteStore(":memory:");
-  stores.push(s);
-  return s;
-}
-
-let n = 0;
-function row(over: Partial<AuditEventInput> = {}): AuditEventInput {
-  n++;
-  return {
-    eventId: `e${n}`,
-    sourceSequence: 1,
-    occurredAt: 1000 * n,
-    actor: "cli",
-    action: "agent.run.started" as AuditAction,
-    status: "started",
-    sessionKey: "agent:main:main",
-    runId: "r1",
-    schemaVersion: 1,
-    redaction: "metadata_only",
-    ...over,
-  };
-}
+import { describe, expect, it } from "vitest";
+import { auditRow as row, auditTestStore as store } from "./audit-rows.test-support.js";
+import type { SqliteStore } from "./sqlite-store.js";
 
 describe("audit rows in the store", () => {
   it("are numbered in append order and listed newest first, each filter narrowing the list", () => {
