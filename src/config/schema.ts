@@ -12,8 +12,6 @@ import { cronJobSchema } from "../protocol/params.js";
  * (src/config/unsupported.ts), until something reads them.
  */
 
-const notYetSupported = "not yet supported: rejected at load when set (src/config/unsupported.ts)";
-
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 
@@ -50,7 +48,8 @@ const modelRef = z
 
 const modelSelection = z.strictObject({
   primary: modelRef.optional(),
-  fallbacks: z.array(modelRef).default([]).describe(notYetSupported),
+  /** models tried in order when the primary fails with an error a retry cannot fix (SPEC 16, agent/run/fallback.ts) */
+  fallbacks: z.array(modelRef).default([]),
 });
 
 import {
