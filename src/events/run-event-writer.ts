@@ -8,10 +8,10 @@
  * JSON is made once for the writer and the gateway's broadcaster together (events/event-json.ts).
  *
  * Faults never reach the run: a listener that throws would only be logged by the bus, but a failed write is handled
- * here. A storage fault (disk full, I/O error), a database another process keeps locked past busy_timeout, or a lost
- * Postgres connection keeps the events buffered and retries with backoff; the buffer is bounded, and what no longer
- * fits is dropped oldest first, counted and logged. Any other write error drops that batch (counted, logged) so one
- * bad batch cannot block the ones behind it.
+ * here. A storage fault (disk full, I/O error) or a database another process keeps locked past busy_timeout keeps
+ * the events buffered and retries with backoff; the buffer is bounded, and what no longer fits is dropped oldest
+ * first, counted and logged. Any other write error drops that batch (counted, logged) so one bad batch cannot block
+ * the ones behind it.
  *
  * Events not written yet are still readable: `read` returns the stored events followed by the buffered ones, which
  * is what `agent.events` replays.
@@ -19,7 +19,7 @@
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
-import { isPostgresConnectionError } from "../storage/postgres/connection-errors.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
 import type { Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
@@ -266,12 +266,12 @@ export class RunEventWriter {
 
 /**
  * Worth retrying: the disk is full or failing, another process held the database longer than busy_timeout, or the
- * Postgres connection was lost (the batch's transaction did not commit; a new connection takes it).
+ * Postgres server is unreachable for now (restart, broken connection).
  */
 function retryable(err: unknown): boolean {
-  if (isStorageFault(err) || err instanceof StorageUnavailableError || isPostgresConnectionError(err)) return true;
+  if (isStorageFault(err) || err instanceof StorageUnavailableError) return true;
   const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+  return (typeof code === "string" && code.startsWith("SQLITE_BUSY")) || isTransientPostgresError(err);
 }
 
 function toStored(ev: AgentEvent): StoredRunEvent {
