@@ -97,7 +97,7 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
     // replay from node B reads the store
     const replay = await watcher.call("agent.events", { runId: "run-ab-1", afterSeq: 0 });
     expect(replay.ok, JSON.stringify(replay.error)).toBe(true);
-    expect((replay.payload?.events as Ev[]).map((e) => e.seq)).toEqual(onA.map((e) => e.seq));
+    expect(((replay.payload?.events ?? []) as Ev[]).map((e) => e.seq)).toEqual(onA.map((e) => e.seq));
     expect(replay.payload).toMatchObject({ done: true });
 
     // the session node A created is announced on node B, and B reads its history from Postgres
