@@ -163,7 +163,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = await openGatewayStore(opts.config, opts.stateDir);
+    ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -187,9 +187,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
 }
 
 /** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
-async function openGatewayStore(config: LoopgateConfig, stateDir: string): Promise<Store> {
+async function openGatewayStore(config: LoopgateConfig, stateDir: string, logger?: Logger): Promise<Store> {
   try {
-    return await createStore(config, stateDir, { owner: true });
+    return await createStore(config, stateDir, { owner: true, logger });
   } catch (err) {
     if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
