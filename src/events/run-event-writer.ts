@@ -89,10 +89,10 @@ export class RunEventWriter {
     this.defer = opts.defer ?? ((fn) => setImmediate(fn));
   }
 
-  /** Starts persisting the bus's events. */
+  /** Starts persisting the bus's events: this node's runs only (another node's run is stored by that node). */
   attach(bus: EventBusPort): void {
     this.unsubscribe?.();
-    this.unsubscribe = bus.subscribe((ev) => this.add(ev));
+    this.unsubscribe = bus.subscribeLocal((ev) => this.add(ev));
   }
 
   /** The hot path: one push, and a timer armed once per batch. */

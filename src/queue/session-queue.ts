@@ -8,6 +8,7 @@ import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns } from "./recovery.js";
+import { recordWhenEnded } from "./remote-runs.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
 import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
 
@@ -111,7 +112,10 @@ export class SessionQueue {
   async final(runId: string): Promise<AgentFinal> {
     const live = this.ctx.live.get(runId);
     if (live) return live.done.promise;
-    const run = await this.ctx.deps.store.getRun(runId);
+    // another node's run (gateway nodes on one Postgres): its final is in its record once the bus hears it end
+    const run = this.ctx.deps.bus.spansNodes
+      ? await recordWhenEnded(this.ctx.deps, runId)
+      : await this.ctx.deps.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
     if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
@@ -123,6 +127,8 @@ export class SessionQueue {
     const { store, clock } = this.ctx.deps;
     const live = this.ctx.live.get(runId);
     if (!live) {
+      // another node's run (gateway nodes on one Postgres) is waited for through the bus's end notice
+      if (this.ctx.deps.bus.spansNodes) return waitResultOf(await recordWhenEnded(this.ctx.deps, runId, timeoutMs));
       const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
       return waitResultOf(run);
