@@ -242,7 +242,7 @@ storage
   )
   .addHelpText(
     "after",
-    "\nRefused while a process (a gateway, a loopgate command) has the state dir's store open, while a gateway node\nheartbeats on the target, and when the store was written by a newer loopgate. Exit codes: 0 copied (or dry run ok),\n1 refused or failed (nothing of the SQLite file changes), 2 usage.",
+    "\nRefused while a process (a gateway, a loopgate command) has the state dir's store open, while a gateway node\nheartbeats on the target, and when the store was written by a newer loopgate. Exit codes: 0 copied (or dry run ok),\n1 refused or failed (nothing of the SQLite file changes), 2 usage.\n",
   )
   .action((opts) => run(async () => (await import("./storage-migrate.js")).runStorageMigrate(opts)));
 

@@ -130,8 +130,8 @@ export async function runStorageMigrate(opts: StorageMigrateOptions): Promise<nu
       dryRun: opts.dryRun,
       force: opts.force,
       onProgress: progressPrinter(out),
+      onNote: (text) => out.write(`${text}\n`),
     });
-    if (report.migrated.length > 0) out.write(`postgres migrations applied: ${report.migrated.join(", ")}\n`);
     if (report.dryRun) {
       out.write(`would copy: ${report.tables.map((t) => `${t.table} ${t.source}`).join(", ")}\n`);
       const held = report.tables.filter((t) => t.target > 0);

@@ -23,7 +23,9 @@ export interface StateFixture {
  * Fills a state dir's SQLite store through the real store, as a gateway would have left it: `sessions` sessions with
  * one finished turn each (user, assistant with a tool call, tool result, assistant; the first user message of the
  * first session carries an image), the run record of each turn with its run events and audit rows, a cron job with
- * one run, and one more input left queued in the last session (its accepting process gone). Times come from `t0`.
+ * one run, and one more input left queued in the last session (its accepting process gone). Times come from `t0`:
+ * a gateway prunes finished runs and audit rows older than its retention at start, so a state a gateway is to serve
+ * needs a recent `t0`.
  */
 export async function fillStateDir(stateDir: string, sessions: number, t0 = 1_700_000_000_000): Promise<StateFixture> {
   const store = new SqliteStoreAdapter(openStore(stateDir));
@@ -137,7 +139,8 @@ export async function fillStateDir(stateDir: string, sessions: number, t0 = 1_70
     );
     const cronJobId = "nightly";
     await store.addCronJob({
-      spec: { id: cronJobId, schedule: "0 3 * * *", message: "nightly report" },
+      // disabled: a gateway started on the copy must not fire it as a missed run (the e2e test counts sessions)
+      spec: { id: cronJobId, schedule: "0 3 * * *", message: "nightly report", enabled: false },
       createdAt: t0,
     });
     const cronRun = await store.addCronRun({ jobId: cronJobId, scheduledAt: t0, status: "running", startedAt: t0 });

@@ -109,7 +109,12 @@ describe.skipIf(!testPostgresUrl)("storage migrate into a real Postgres", () => 
       before = { hash: sha256Of(fs.readFileSync(file)), mtimeMs: fs.statSync(file).mtimeMs };
       progress = [];
       // small batches, so every table of more than 64 rows goes over several transactions
-      await copySqliteToPostgres({ sqliteFile: file, pool: pool(), batchRows: 64, onProgress: (p) => progress.push(p) });
+      await copySqliteToPostgres({
+        sqliteFile: file,
+        pool: pool(),
+        batchRows: 64,
+        onProgress: (p) => progress.push(p),
+      });
       sqlite = new SqliteStoreAdapter(openStore(dir));
       stores.push(sqlite);
       postgres = await openPostgresStore(ts.options);
@@ -126,7 +131,11 @@ describe.skipIf(!testPostgresUrl)("storage migrate into a real Postgres", () => 
       const transcript = progress.filter((p) => p.table === "transcript");
       expect(transcript.map((p) => p.done)).toEqual([64, 128, 192, 256, 320, 384, 400]);
       expect(transcript.every((p) => p.total === 400)).toBe(true);
-      expect(progress.filter((p) => p.table === "sessions").at(-1)).toEqual({ table: "sessions", done: 100, total: 100 });
+      expect(progress.filter((p) => p.table === "sessions").at(-1)).toEqual({
+        table: "sessions",
+        done: 100,
+        total: 100,
+      });
     });
 
     it("lists the same 100 sessions from Postgres as from SQLite", async () => {

@@ -63,6 +63,8 @@ export interface CopyOptions {
   /** a batch also ends once its values reach this many bytes (blobs run to megabytes); default 8 MiB */
   batchBytes?: number;
   onProgress?: (p: CopyProgress) => void;
+  /** a step worth a line, as it happens: the migrations applied, what `force` deleted */
+  onNote?: (text: string) => void;
 }
 
 export interface CopyReport {
@@ -293,6 +295,7 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
     const dryRun = opts.dryRun === true;
     await checkTarget(opts.pool, dryRun);
     const migrated = dryRun ? [] : await migratePostgres(opts.pool);
+    if (migrated.length > 0) opts.onNote?.(`postgres migrations applied: ${migrated.join(", ")}`);
     const held = await checkTargetEmpty(opts.pool, opts.force === true);
     // one read snapshot for the counts and every table: nothing can change between them (and nobody writes anyway)
     db.exec("BEGIN");
@@ -311,7 +314,10 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
         }
         return { dryRun, sqliteVersion: version, migrated, tables };
       }
-      if (held.length > 0) await emptyTarget(opts.pool);
+      if (held.length > 0) {
+        await emptyTarget(opts.pool);
+        opts.onNote?.(`--force: deleted what the target held (${held.join(", ")})`);
+      }
       const limits = {
         batchRows: opts.batchRows ?? 500,
         batchBytes: opts.batchBytes ?? 8 * 1024 * 1024,
