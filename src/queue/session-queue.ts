@@ -1,15 +1,25 @@
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
 import { abortSession } from "./abort.js";
+import { adoptRuns } from "./adopt.js";
 import { scheduleNext } from "./debounce.js";
+import type { RunRecord } from "../storage/types.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
-import { recoverRuns } from "./recovery.js";
+import { recoverRuns, reportEnded } from "./recovery.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
+import type {
+  AcceptedRun,
+  AdoptedRun,
+  QueueCluster,
+  QueueContext,
+  QueueDeps,
+  QueueSessionView,
+  RunOrigin,
+} from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -34,6 +44,32 @@ export class SessionQueue {
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
+  }
+
+  /** Several nodes on Postgres: intake, idle sessions and recovery go through the cluster layer (src/cluster/). */
+  attachCluster(cluster: QueueCluster): void {
+    this.ctx.cluster = cluster;
+  }
+
+  /** Inputs this node adopted join their sessions' queues, in the order given; how many joined. */
+  adopt(runs: readonly AdoptedRun[]): number {
+    if (this.ctx.draining) return 0;
+    return adoptRuns(this.ctx, runs);
+  }
+
+  /** Whether the session has work in this process (a turn, or inputs waiting): its lease must be kept. */
+  hasWork(sessionKey: string): boolean {
+    return this.ctx.sessions.has(sessionKey);
+  }
+
+  /** Ends a run that did not run to its end here (another node's, lost): record, lifecycle error event, end. */
+  reportEnded(run: RunRecord, ended: { stopReason: string; error: string }): Promise<void> {
+    return reportEnded(this.ctx, run, ended);
+  }
+
+  /** Whether drain has begun (nothing new starts here). */
+  get draining(): boolean {
+    return this.ctx.draining;
   }
 
   get activeRunCount(): number {
