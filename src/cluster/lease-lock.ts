@@ -43,7 +43,11 @@ export class LeaseSessionLock implements SessionLockPort {
 
   async acquire(sessionKey: string, opts: SessionLockOptions = {}): Promise<SessionLockHandle> {
     if (this.held.has(sessionKey)) {
-      throw new SessionBusyError(sessionKey, 0, "is already held on this node (a nested acquire would wait for itself)");
+      throw new SessionBusyError(
+        sessionKey,
+        0,
+        "is already held on this node (a nested acquire would wait for itself)",
+      );
     }
     // the fast path of every turn: the session is this node's already
     const owned = this.own.lease(sessionKey);

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { type Clock, systemClock } from "../infra/clock.js";
 import type { QueueCluster } from "../queue/types.js";
 import { NodeHeartbeat } from "../storage/postgres/node-heartbeat.js";
-import { notify, type NotifyPointer } from "../storage/postgres/notifier.js";
+import { type NotifyPointer, notify } from "../storage/postgres/notifier.js";
 import { unadoptQueuedInputs } from "../storage/postgres/queue-adopt.js";
 import { DEFAULT_LEASE_MS, SessionLeases } from "../storage/postgres/session-leases.js";
 import { ClusterIntake } from "./intake.js";
@@ -54,7 +54,6 @@ export class ClusterNode implements QueueCluster {
   private local?: LocalQueue;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
-
 
   constructor(private readonly opts: ClusterNodeOptions) {
     this.nodeId = opts.nodeId ?? newNodeId();

@@ -1,4 +1,4 @@
-import { ORIGIN_PARAM, enqueue, receiptOf, routeOf } from "./intake.js";
+import { enqueue, ORIGIN_PARAM, receiptOf, routeOf } from "./intake.js";
 import { addLiveRun, sessionState, setReceipt } from "./live-runs.js";
 import type { AdoptedRun, QueueContext, ResolvedRequest } from "./types.js";
 

@@ -1,9 +1,9 @@
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
+import type { RunRecord } from "../storage/types.js";
 import { abortSession } from "./abort.js";
 import { adoptRuns } from "./adopt.js";
 import { scheduleNext } from "./debounce.js";
-import type { RunRecord } from "../storage/types.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";

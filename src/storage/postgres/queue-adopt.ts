@@ -96,10 +96,7 @@ export async function hasUnadoptedInputs(db: Queryable, sessionKey: string): Pro
  * `running` in them (a running run without a lease belongs to a dead node: the takeover reports it lost first, so the
  * queue behind it runs only after that). Oldest waiting first, at most `limit`. Reads the partial index of queued rows.
  */
-export async function listOrphanedSessions(
-  db: Queryable,
-  opts: { limit: number; now?: number },
-): Promise<string[]> {
+export async function listOrphanedSessions(db: Queryable, opts: { limit: number; now?: number }): Promise<string[]> {
   const { rows } = await db.query<{ session_key: string }>(
     `SELECT r.session_key FROM runs r
      WHERE r.status = 'queued'
