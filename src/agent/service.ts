@@ -88,7 +88,7 @@ export class AgentService {
    */
   attachCluster(node: ClusterNode): void {
     this.cluster = node;
-    node.attach(this.queue);
+    node.attach(this.queue, () => this.rt.runEvents.flush());
     this.queue.attachCluster(node);
   }
 

@@ -24,8 +24,6 @@ export interface ClusterNodeOptions {
   acquireTimeoutMs: number;
   /** Tests pass a ManualClock (timers and lease times); without one leases are measured on the database's clock. */
   clock?: Clock;
-  /** Flushes this node's pending run events to the store (drain: before its inputs go to another node). */
-  flushEvents?: () => Promise<void>;
 }
 
 export function newNodeId(): string {
@@ -52,6 +50,7 @@ export class ClusterNode implements QueueCluster {
   private unsubscribe?: () => void;
   private unReconnect?: () => void;
   private local?: LocalQueue;
+  private flushEvents?: () => Promise<unknown>;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
 
@@ -91,9 +90,13 @@ export class ClusterNode implements QueueCluster {
     opts.store.setFence?.((key) => this.ownership.tokenOf(key));
   }
 
-  /** The node's session queue (AgentService binds it before `start`). */
-  attach(queue: LocalQueue): void {
+  /**
+   * The node's session queue (AgentService binds it before `start`), and how to flush the node's pending run events
+   * to the store (drain: before its inputs go to another node, whose events are numbered after the stored ones).
+   */
+  attach(queue: LocalQueue, flushEvents?: () => Promise<unknown>): void {
     this.local = queue;
+    this.flushEvents = flushEvents;
   }
 
   private bound(): LocalQueue {
@@ -187,7 +190,7 @@ export class ClusterNode implements QueueCluster {
   async handOff(): Promise<string[]> {
     await this.stopBeating();
     await this.ownership.serial.idle();
-    await this.opts.flushEvents?.();
+    await this.flushEvents?.();
     const pool = this.opts.store.pool;
     const sessions = await unadoptQueuedInputs(pool, this.nodeId);
     await this.heartbeat.stop({ leave: true });
