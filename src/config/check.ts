@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { isLoopbackBaseUrl } from "../providers/loopback.js";
+import { postgresUrlFrom } from "../storage/postgres/postgres-url.js";
 import { ConfigError } from "./errors.js";
 import type { LoopgateConfig } from "./schema.js";
 import { finishConfig } from "./source.js";
@@ -11,7 +12,25 @@ import { finishConfig } from "./source.js";
  */
 
 export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
-  return [...providerProblems(config, env), ...agentProblems(config), ...diagnosticsProblems(config)];
+  return [
+    ...providerProblems(config, env),
+    ...agentProblems(config),
+    ...diagnosticsProblems(config),
+    ...storageProblems(config, env),
+  ];
+}
+
+/** The Postgres backend needs a server: said at load, not at the first write. */
+function storageProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
+  if (config.storage.backend !== "postgres") return [];
+  try {
+    if (postgresUrlFrom(config.storage.postgres.url, env)) return [];
+  } catch (err) {
+    return [(err as Error).message];
+  }
+  return [
+    'storage.postgres.url: required when storage.backend is "postgres" (or set the LOOPGATE_POSTGRES_URL environment variable)',
+  ];
 }
 
 /** A stalled run is aborted at stuckSessionAbortMs; at or below the warn threshold it would never be reported first. */

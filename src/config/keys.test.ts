@@ -145,6 +145,10 @@ const T = {
     "test/e2e/storage-corruption.test.ts",
     "storage.quickCheckOnStart: false skips the check (for huge stores), so the same file starts",
   ),
+  postgresOpen: pin(
+    "src/storage/create-store.test.ts",
+    "storage.backend: postgres opens a migrated store in storage.postgres.schema with its poolSize and statementTimeoutMs; the URL may come from LOOPGATE_POSTGRES_URL",
+  ),
 };
 
 const audit: Record<string, Audit> = {
@@ -205,8 +209,12 @@ const audit: Record<string, Audit> = {
   "storage.quickCheckOnStart": T.quickCheck,
   "storage.backend": pin(
     "src/storage/create-store.test.ts",
-    "storage.backend: sqlite opens the state dir's database file; postgres is refused at load until its backend lands",
+    "storage.backend: sqlite opens the state dir's database file",
   ),
+  "storage.postgres.url": T.postgresOpen,
+  "storage.postgres.schema": T.postgresOpen,
+  "storage.postgres.poolSize": T.postgresOpen,
+  "storage.postgres.statementTimeoutMs": T.postgresOpen,
   "messages.queue.mode": T.queueMode,
   "messages.queue.byChannel": T.queueMode,
   "messages.queue.debounceMs": T.debounce,

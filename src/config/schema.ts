@@ -230,8 +230,24 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** the gateway's start checks the database's pages (PRAGMA quick_check); a huge store may skip it */
       quickCheckOnStart: z.boolean().default(true),
-      /** where state lives (SPEC 18): "sqlite" (the state dir's file); "postgres" is refused until its backend lands */
+      /** where state lives (SPEC 18): "sqlite" (the state dir's file) or "postgres" (storage.postgres) */
       backend: z.enum(["sqlite", "postgres"]).default("sqlite"),
+      /** the Postgres backend; read only when backend is "postgres" (a missing URL is a load error, config/check.ts) */
+      postgres: z
+        .strictObject({
+          /** postgres:// URL; unset: the LOOPGATE_POSTGRES_URL environment variable */
+          url: z.string().min(1).optional(),
+          /** the tables' schema (created when missing); unset: the server's search_path (normally "public") */
+          schema: z
+            .string()
+            .regex(/^[a-z_][a-z0-9_]{0,62}$/, "expected a plain lower-case identifier ([a-z_][a-z0-9_]*, at most 63)")
+            .optional(),
+          /** pooled connections per process (the LISTEN connection is one more); default 10 */
+          poolSize: positiveInt.optional(),
+          /** the server cancels a statement running longer; default 30000 */
+          statementTimeoutMs: positiveInt.optional(),
+        })
+        .prefault({}),
     })
     .prefault({}),
   messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),

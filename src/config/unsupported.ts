@@ -13,13 +13,7 @@ interface UnsupportedKey {
   why?: string;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [
-  {
-    path: "storage.backend",
-    isSet: (value) => value === "postgres",
-    why: 'the Postgres backend is not built yet; use "sqlite" (the default)',
-  },
-];
+export const unsupportedKeys: readonly UnsupportedKey[] = [];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "<path>: not yet supported ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {

@@ -1,5 +1,6 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import { openCheckedStore } from "./integrity.js";
+import { postgresUrlFrom } from "./postgres/postgres-url.js";
 import { SqliteStoreAdapter } from "./sqlite-adapter.js";
 import { openStore } from "./sqlite-store.js";
 import type { Store } from "./types.js";
@@ -10,23 +11,44 @@ export interface CreateStoreOptions {
    * whether every page is read. Short commands (the CLI) skip the check.
    */
   owner?: boolean;
+  /** Where `LOOPGATE_POSTGRES_URL` is read when `storage.postgres.url` is unset; default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
- * The one way to open the store of a state dir. SQLite (`<stateDir>/loopgate.sqlite`) is the only backend today; a
- * Postgres backend is chosen here when it lands (SPEC 18), so every opener — gateway, CLI, embedded runs — follows.
- * Asynchronous because a server backend connects and migrates before it answers.
+ * The one way to open the store of a state dir, so every opener (gateway, CLI, embedded runs) follows the config:
+ * SQLite (`<stateDir>/loopgate.sqlite`) or Postgres (`storage.postgres`, SPEC 18). Asynchronous because a server
+ * backend connects and migrates before it answers.
  */
 export async function createStore(
   config: Pick<LoopgateConfig, "storage">,
   stateDir: string,
   opts: CreateStoreOptions = {},
 ): Promise<Store> {
-  // config load refuses "postgres" until its backend lands (config/unsupported.ts); a config built in code may not
+  if (config.storage.backend === "postgres") return createPostgresStore(config.storage, opts.env ?? process.env);
   if (config.storage.backend !== "sqlite")
-    throw new Error(`storage.backend: "${config.storage.backend}" is not supported yet`);
+    throw new Error(`storage.backend: "${config.storage.backend}" is not a known backend (sqlite, postgres)`);
   const db = opts.owner
     ? openCheckedStore(stateDir, { quickCheck: config.storage.quickCheckOnStart })
     : openStore(stateDir);
   return new SqliteStoreAdapter(db);
+}
+
+/** The driver is loaded only by a process that uses Postgres: SQLite-only commands never pay for it. */
+async function createPostgresStore(storage: LoopgateConfig["storage"], env: NodeJS.ProcessEnv): Promise<Store> {
+  const pg = storage.postgres;
+  // config load says this already; a config built in code skips the load checks
+  const url = postgresUrlFrom(pg.url, env);
+  if (!url) {
+    throw new Error(
+      'storage.postgres.url: required when storage.backend is "postgres" (or set the LOOPGATE_POSTGRES_URL environment variable)',
+    );
+  }
+  const { openPostgresStore } = await import("./postgres/store.js");
+  return openPostgresStore({
+    url,
+    ...(pg.schema ? { schema: pg.schema } : {}),
+    ...(pg.poolSize ? { poolMax: pg.poolSize } : {}),
+    ...(pg.statementTimeoutMs ? { statementTimeoutMs: pg.statementTimeoutMs } : {}),
+  });
 }

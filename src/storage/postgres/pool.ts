@@ -1,8 +1,8 @@
 import pg from "pg";
 
 /**
- * How a node reaches Postgres. Not a config key yet (issue 14 wires `storage.postgres.*` into the schema once the
- * backend serves the Store port); `postgresUrlFrom` already reads `storage.postgres.url` and `LOOPGATE_POSTGRES_URL`.
+ * How a node reaches Postgres: `storage.postgres.*` in the config (url, schema, poolSize, statementTimeoutMs), turned
+ * into these options by storage/create-store.ts; the URL falls back to `LOOPGATE_POSTGRES_URL` (postgresUrlFrom).
  */
 export interface PostgresOptions {
   url: string;
@@ -30,19 +30,8 @@ export const POSTGRES_DEFAULTS = {
   connectTimeoutMs: 10_000,
 } as const;
 
-/** The URL a node uses: the config's `storage.postgres.url`, else `LOOPGATE_POSTGRES_URL`, else none. */
-export function postgresUrlFrom(
-  configUrl: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): string | undefined {
-  const url = configUrl?.trim() || env.LOOPGATE_POSTGRES_URL?.trim();
-  if (!url) return undefined;
-  if (!/^postgres(ql)?:\/\//.test(url)) {
-    const from = configUrl?.trim() ? "storage.postgres.url" : "LOOPGATE_POSTGRES_URL";
-    throw new Error(`${from}: expected a postgres:// or postgresql:// URL`);
-  }
-  return url;
-}
+// re-exported: callers that already hold the pool module need not know where it lives
+export { postgresUrlFrom } from "./postgres-url.js";
 
 /** A schema name goes into `search_path` and DDL unquoted, so only plain lower-case identifiers are accepted. */
 export function checkSchemaName(schema: string): string {

@@ -9,6 +9,14 @@ export interface FollowedEvent {
 }
 
 /**
+ * The pointer to a run's stored events up to `seq`. The notifier's channel is shared with other announcements (session
+ * ownership, ...), so every pointer names its kind: `k: "ev"` for run events.
+ */
+export function runEventPointer(runId: string, seq: number): { k: "ev"; runId: string; seq: number } {
+  return { k: "ev", runId, seq };
+}
+
+/**
  * Announces a batch of stored run events: one pointer per run, carrying the run's highest seq in the batch. Call it in
  * the transaction that inserts the rows, so the pointers go out at COMMIT, when the rows are visible.
  */
@@ -19,7 +27,7 @@ export async function notifyRunEvents(
 ): Promise<void> {
   const highest = new Map<string, number>();
   for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
-  for (const [runId, seq] of highest) await notify(db, channel, { runId, seq });
+  for (const [runId, seq] of highest) await notify(db, channel, runEventPointer(runId, seq));
 }
 
 interface Follow {
@@ -31,7 +39,7 @@ interface Follow {
 }
 
 /**
- * Follows runs that may execute on another node: a pointer (`{runId, seq}`) says there is more, and the events
+ * Follows runs that may execute on another node: a pointer (`{k: "ev", runId, seq}`) says there is more, and the events
  * themselves are read from `run_events` after the last seq delivered. So every event is delivered once, in seq
  * order, whatever the pointers do: several pointers for one read, pointers lost while the LISTEN connection was down
  * (every followed run is re-read after a reconnect), or none at all for events stored before the follow began (read
@@ -78,7 +86,8 @@ export class RunEventFollower {
   }
 
   private onPointer(p: NotifyPointer): void {
-    if (typeof p.runId !== "string") return;
+    // other kinds of pointer share the channel
+    if (p.k !== "ev" || typeof p.runId !== "string") return;
     const set = this.follows.get(p.runId);
     if (!set) return;
     for (const f of set) if (typeof p.seq !== "number" || p.seq > f.lastSeq) this.read(p.runId, f);

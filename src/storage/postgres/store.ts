@@ -1,0 +1,974 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import type { AuditEvent, CronRunInfo, CronRunStatus } from "../../protocol/payloads.js";
+import type { ChatMessage } from "../../providers/types.js";
+import { type ImageBlobRow, imageRefs, splitImageData, withImageData } from "../image-blobs.js";
+import type {
+  AuditEventInput,
+  AuditQuery,
+  CompactionEntry,
+  CronJobRecord,
+  CronRunRecord,
+  RunRecord,
+  RunStatus,
+  SessionListPoint,
+  SessionRecord,
+  Store,
+  StoredRunEvent,
+  TranscriptKind,
+  TranscriptReadOptions,
+  TranscriptRow,
+} from "../types.js";
+import { migratePostgres } from "./migrate.js";
+import { type NotifierOptions, notifyChannel, PgNotifier } from "./notifier.js";
+import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
+import { runEventPointer } from "./run-follower.js";
+import { checkFence } from "./session-leases.js";
+
+type Row = Record<string, unknown>;
+type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
+type SessionPatch = Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>;
+type NewTranscriptRow = Omit<TranscriptRow, "seq" | "generation">;
+
+/** Which lease token this node writes a session under, or undefined when it writes it unfenced. */
+export type FenceTokens = (sessionKey: string) => number | undefined;
+
+export interface PostgresStoreOptions extends PostgresOptions {
+  /** The shared LISTEN connection's reconnect backoff, clock and error report (see notifier.ts). */
+  notifier?: Omit<NotifierOptions, "connection" | "channel">;
+}
+
+const sessionColumns: Record<string, string> = {
+  agentId: "agent_id",
+  generation: "generation",
+  updatedAt: "updated_at",
+  label: "label",
+  modelOverride: "model_override",
+  thinking: "thinking",
+  queueMode: "queue_mode",
+  verboseLevel: "verbose_level",
+  inputTokens: "input_tokens",
+  outputTokens: "output_tokens",
+  totalTokens: "total_tokens",
+  compactionCount: "compaction_count",
+  skillsSnapshot: "skills_snapshot",
+};
+
+const runColumns: Record<string, string> = {
+  status: "status",
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  stopReason: "stop_reason",
+  error: "error",
+  params: "params",
+  result: "result",
+  receipt: "receipt",
+};
+const jsonRunColumns = new Set(["params", "result", "receipt"]);
+
+const cronRunColumns: Record<string, string> = {
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  runId: "run_id",
+  status: "status",
+  errorKind: "error_kind",
+};
+
+/** audit.list's filters: query field → the comparison on its column (the parameter number is added) */
+const auditFilters: Array<[keyof AuditQuery, string]> = [
+  ["sessionKey", "session_key ="],
+  ["runId", "run_id ="],
+  ["actor", "actor ="],
+  ["action", "action ="],
+  ["status", "status ="],
+  ["after", "ts >="],
+  ["before", "ts <"],
+  ["beforeSequence", "seq <"],
+];
+
+const UNIQUE_VIOLATION = "23505";
+/**
+ * Appends compute the next seq from the rows committed when their statement starts; two writers on one session at
+ * the same moment pick the same seq, and the loser's insert fails on the primary key with nothing written. It then
+ * runs again and sees the winner's rows. Every round has a winner, so this bounds the wait for any number of writers
+ * a deployment has per session (one, under the session write lock; a few in tests that race on purpose).
+ */
+const MAX_SEQ_RACES = 64;
+
+function opt<T>(v: unknown): T | undefined {
+  return v === null || v === undefined ? undefined : (v as T);
+}
+
+function toSession(r: Row): SessionRecord {
+  return {
+    key: r.key as string,
+    sessionId: r.session_id as string,
+    agentId: r.agent_id as string,
+    generation: r.generation as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    label: opt(r.label),
+    modelOverride: opt(r.model_override),
+    thinking: opt(r.thinking),
+    queueMode: opt(r.queue_mode),
+    verboseLevel: opt(r.verbose_level),
+    inputTokens: r.input_tokens as number,
+    outputTokens: r.output_tokens as number,
+    totalTokens: r.total_tokens as number,
+    compactionCount: r.compaction_count as number,
+    skillsSnapshot: opt(r.skills_snapshot),
+  };
+}
+
+function toRun(r: Row): RunRecord {
+  return {
+    runId: r.run_id as string,
+    sessionKey: r.session_key as string,
+    status: r.status as RunStatus,
+    acceptedAt: r.accepted_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    stopReason: opt(r.stop_reason),
+    error: opt(r.error),
+    params: JSON.parse(r.params as string),
+    result: r.result ? JSON.parse(r.result as string) : undefined,
+    receipt: r.receipt ? JSON.parse(r.receipt as string) : undefined,
+  };
+}
+
+function toCronRun(r: Row): CronRunRecord {
+  return {
+    id: r.id as number,
+    jobId: r.job_id as string,
+    scheduledAt: r.scheduled_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    runId: opt(r.run_id),
+    status: r.status as CronRunStatus,
+    errorKind: opt(r.error_kind),
+  };
+}
+
+function toAuditEvent(r: Row): AuditEvent {
+  return {
+    eventId: r.id as string,
+    sequence: r.seq as number,
+    sourceSequence: r.source_seq as number,
+    occurredAt: r.ts as number,
+    actor: r.actor as string,
+    kind: (r.action as string).startsWith("tool.") ? "tool_action" : "agent_run",
+    action: r.action as AuditEvent["action"],
+    status: r.status as AuditEvent["status"],
+    ...(r.code !== null ? { code: r.code as string } : {}),
+    sessionKey: r.session_key as string,
+    runId: r.run_id as string,
+    ...(r.tool_name !== null ? { toolName: r.tool_name as string } : {}),
+    ...(r.tool_call_fp !== null ? { toolCallFingerprint: r.tool_call_fp as string } : {}),
+    schemaVersion: r.schema_version as number,
+    redaction: "metadata_only",
+  };
+}
+
+type RowData = { message?: ChatMessage; text?: string; firstKeptSeq?: number };
+
+function toTranscriptRow(r: Row, data: RowData): TranscriptRow {
+  return {
+    sessionKey: r.session_key as string,
+    generation: r.generation as number,
+    seq: r.seq as number,
+    kind: r.kind as TranscriptKind,
+    runId: opt(r.run_id),
+    createdAt: r.created_at as number,
+    message: data.message,
+    text: data.text,
+    ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
+  };
+}
+
+/** The JSON `data` column of a transcript row, as SQLite writes it: the message, or the text (and firstKeptSeq). */
+function rowData(row: NewTranscriptRow, message: ChatMessage | undefined): string {
+  if (message) return JSON.stringify({ message });
+  return JSON.stringify(
+    row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text },
+  );
+}
+
+/** `col = $n, ...` for a patch; `values` gets the parameters (numbered from `values.length + 1`). */
+function setClause(
+  what: string,
+  patch: Record<string, unknown>,
+  columns: Record<string, string>,
+  values: unknown[],
+  json?: ReadonlySet<string>,
+): string {
+  const sets: string[] = [];
+  for (const [k, v] of Object.entries(patch)) {
+    const col = columns[k];
+    if (!col) throw new Error(`${what}: unknown field ${k}`);
+    values.push(v === undefined || v === null ? null : json?.has(k) ? JSON.stringify(v) : v);
+    sets.push(`${col} = $${values.length}`);
+  }
+  return sets.join(", ");
+}
+
+function isSeqRace(err: unknown): boolean {
+  const e = err as { code?: string; table?: string };
+  return e?.code === UNIQUE_VIOLATION && e.table === "transcript";
+}
+
+/**
+ * The Store port on PostgreSQL (SPEC 18): the same tables as SQLite (migrations.ts), the same semantics (every
+ * conformance case). Each atomic method is one statement where SQL allows (data-modifying CTEs), else one
+ * transaction, so a call costs one round trip in the common case. Transcript seqs are per (session, generation),
+ * computed in the inserting statement; see MAX_SEQ_RACES for two writers at once.
+ *
+ * Several nodes: `setFence` makes a session's writes carry this node's lease token for it (session-leases.ts), so a
+ * node that lost the session writes nothing and gets a FencedError. `notifier()` is the node's one LISTEN connection.
+ */
+export class PostgresStore implements Store {
+  readonly kind = "postgres";
+  readonly channel: string;
+  private fence: FenceTokens | undefined;
+  private notifierStart: Promise<PgNotifier> | undefined;
+  private closed = false;
+
+  constructor(
+    readonly pool: pg.Pool,
+    readonly schema: string | undefined,
+    private readonly opts: PostgresStoreOptions,
+  ) {
+    this.channel = notifyChannel(schema);
+  }
+
+  /**
+   * Fences this node's session writes (pg-cluster sets it): while `fn` returns a token for a session, every write of
+   * its transcript, its session row, a compaction, a reset and its run records first checks that the token is still
+   * the session's lease, in the writing transaction, and fails with FencedError (writing nothing) when it is not.
+   * Undefined (the default, one node): writes go straight through.
+   */
+  setFence(fn: FenceTokens | undefined): void {
+    this.fence = fn;
+  }
+
+  /** The node's one LISTEN connection on `channel`, started by the first call and stopped by close(). */
+  notifier(): Promise<PgNotifier> {
+    if (this.closed) return Promise.reject(new Error("postgres store: closed"));
+    if (!this.notifierStart) {
+      const n = new PgNotifier({ ...this.opts.notifier, connection: this.opts, channel: this.channel });
+      const started = n.start().then(() => n);
+      // a failed start is not remembered: the next caller tries again
+      started.catch(() => {
+        if (this.notifierStart === started) this.notifierStart = undefined;
+      });
+      this.notifierStart = started;
+    }
+    return this.notifierStart;
+  }
+
+  /**
+   * Runs `write` fenced for `sessionKeys`: with no token for any of them, on the pool (one statement, its own
+   * transaction); else in a transaction whose first statements lock and check each token (checkFence).
+   */
+  private async fenced<T>(sessionKeys: Iterable<string>, write: (db: Queryable) => Promise<T>): Promise<T> {
+    const fence = this.fence;
+    if (!fence) return write(this.pool);
+    const tokens: Array<[string, number]> = [];
+    for (const key of new Set(sessionKeys)) {
+      const token = fence(key);
+      if (token !== undefined) tokens.push([key, token]);
+    }
+    if (tokens.length === 0) return write(this.pool);
+    return inTransaction(this.pool, async (client) => {
+      for (const [key, token] of tokens) await checkFence(client, key, token);
+      return write(client);
+    });
+  }
+
+  /** Runs a write that computes transcript seqs again while it loses a seq race (see MAX_SEQ_RACES). */
+  private async seqRetry<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!isSeqRace(err) || attempt >= MAX_SEQ_RACES) throw err;
+      }
+    }
+  }
+
+  async getSession(key: string): Promise<SessionRecord | undefined> {
+    const { rows } = await this.pool.query("SELECT * FROM sessions WHERE key = $1", [key]);
+    return rows[0] ? toSession(rows[0]) : undefined;
+  }
+
+  async getSessionById(sessionId: string): Promise<SessionRecord | undefined> {
+    const { rows } = await this.pool.query("SELECT * FROM sessions WHERE session_id = $1", [sessionId]);
+    return rows[0] ? toSession(rows[0]) : undefined;
+  }
+
+  async ensureSession(key: string, agentId: string, now: number): Promise<SessionRecord> {
+    // one round trip: the row this statement inserted, or the one already there
+    const { rows } = await this.pool.query(
+      `WITH ins AS (
+         INSERT INTO sessions (key, session_id, agent_id, generation, created_at, updated_at)
+         VALUES ($1, $2, $3, 1, $4, $4) ON CONFLICT (key) DO NOTHING RETURNING *)
+       SELECT * FROM ins UNION ALL SELECT * FROM sessions WHERE key = $1 LIMIT 1`,
+      [key, randomUUID(), agentId, now],
+    );
+    if (rows[0]) return toSession(rows[0]);
+    // another writer inserted it after this statement's snapshot was taken: it is committed now
+    const found = await this.getSession(key);
+    if (!found) throw new Error(`ensureSession: session ${key} was deleted while it was being created`);
+    return found;
+  }
+
+  async updateSession(key: string, patch: SessionPatch): Promise<void> {
+    const values: unknown[] = [];
+    const sets = setClause("updateSession", patch, sessionColumns, values);
+    if (!sets) return;
+    values.push(key);
+    const sql = `UPDATE sessions SET ${sets} WHERE key = $${values.length}`;
+    await this.fenced([key], (db) => db.query(sql, values));
+  }
+
+  async listSessions(
+    opts: { limit?: number; agentId?: string; after?: SessionListPoint } = {},
+  ): Promise<SessionRecord[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (opts.agentId) {
+      args.push(opts.agentId);
+      where.push(`agent_id = $${args.length}`);
+    }
+    if (opts.after) {
+      // the list's own order: newest update first, then by key
+      args.push(opts.after.updatedAt, opts.after.key);
+      where.push(
+        `(updated_at < $${args.length - 1} OR (updated_at = $${args.length - 1} AND key COLLATE "C" > $${args.length}))`,
+      );
+    }
+    args.push(opts.limit ?? 1000);
+    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    // COLLATE "C": keys compare bytewise, as in SQLite, whatever the database's collation
+    const { rows } = await this.pool.query(
+      `SELECT * FROM sessions ${clause} ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map(toSession);
+  }
+
+  async countSessions(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>("SELECT count(*) AS n FROM sessions");
+    return rows[0].n;
+  }
+
+  async deleteSession(key: string): Promise<boolean> {
+    // one statement, so all or none; the run events go through the runs table (indexed by session)
+    const { rowCount } = await this.pool.query(
+      `WITH ev AS (DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM runs WHERE session_key = $1)),
+            tr AS (DELETE FROM transcript WHERE session_key = $1),
+            bl AS (DELETE FROM blobs WHERE session_key = $1)
+       DELETE FROM sessions WHERE key = $1`,
+      [key],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async resetSession(key: string, now: number, reason: string): Promise<number> {
+    const data = JSON.stringify({ text: reason });
+    const sql = `
+      WITH s AS (SELECT generation FROM sessions WHERE key = $1),
+           marker AS (
+             INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
+             SELECT $1, s.generation,
+                    coalesce((SELECT max(seq) FROM transcript WHERE session_key = $1 AND generation = s.generation), 0) + 1,
+                    'reset', NULL, $2, $3
+             FROM s RETURNING generation)
+      UPDATE sessions SET generation = marker.generation + 1, updated_at = $2 FROM marker WHERE key = $1
+      RETURNING sessions.generation`;
+    const { rows } = await this.seqRetry(() =>
+      this.fenced([key], (db) => db.query<{ generation: number }>(sql, [key, now, data])),
+    );
+    if (!rows[0]) throw new Error(`unknown session ${key}`);
+    return rows[0].generation;
+  }
+
+  async appendTranscript(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
+    if (rows.length === 0) return [];
+    const keys = new Array<string>(rows.length);
+    const kinds = new Array<string>(rows.length);
+    const runIds = new Array<string | null>(rows.length);
+    const createdAts = new Array<number>(rows.length);
+    const datas = new Array<string>(rows.length);
+    const blobs = new Map<string, ImageBlobRow & { sessionKey: string; createdAt: number }>();
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      let message = row.message;
+      if (message) {
+        const split = splitImageData(message);
+        message = split.message;
+        for (const b of split.blobs) {
+          blobs.set(`${row.sessionKey}\n${b.sha256}`, { ...b, sessionKey: row.sessionKey, createdAt: row.createdAt });
+        }
+      }
+      keys[i] = row.sessionKey;
+      kinds[i] = row.kind;
+      runIds[i] = row.runId ?? null;
+      createdAts[i] = row.createdAt;
+      datas[i] = rowData(row, message);
+    }
+    const stored = await this.seqRetry(() =>
+      this.fenced(keys, (db) =>
+        this.insertTranscriptRows(db, keys, kinds, runIds, createdAts, datas, [...blobs.values()]),
+      ),
+    );
+    // the statement numbered each session's rows in the order given; hand them back in that order
+    const next = new Map<string, { generation: number; seq: number }>();
+    for (const r of stored) {
+      const pos = next.get(r.session_key);
+      if (!pos || r.seq < pos.seq) next.set(r.session_key, { generation: r.generation, seq: r.seq });
+    }
+    return rows.map((row) => {
+      const pos = next.get(row.sessionKey);
+      if (!pos) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
+      return { ...row, generation: pos.generation, seq: pos.seq++ };
+    });
+  }
+
+  /**
+   * One statement: each session's rows numbered after its last seq of its current generation, in the order given,
+   * and (when there are images) their blobs. A row of an unknown session has no generation, so the NOT NULL
+   * constraint fails the whole statement: nothing is written, and the error is reported by session.
+   */
+  private async insertTranscriptRows(
+    db: Queryable,
+    keys: string[],
+    kinds: string[],
+    runIds: Array<string | null>,
+    createdAts: number[],
+    datas: string[],
+    blobs: Array<ImageBlobRow & { sessionKey: string; createdAt: number }>,
+  ): Promise<Array<{ session_key: string; generation: number; seq: number }>> {
+    const args: unknown[] = [keys, kinds, runIds, createdAts, datas];
+    let blobCte = "";
+    if (blobs.length > 0) {
+      args.push(
+        blobs.map((b) => b.sessionKey),
+        blobs.map((b) => b.sha256),
+        blobs.map((b) => b.mimeType),
+        blobs.map((b) => b.bytes.byteLength),
+        blobs.map((b) => b.createdAt),
+        blobs.map((b) => b.bytes),
+      );
+      blobCte = `, bl AS (
+        INSERT INTO blobs (session_key, sha256, mime_type, bytes, created_at, data)
+        SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bytea[])
+        ON CONFLICT (session_key, sha256) DO NOTHING)`;
+    }
+    const sql = `
+      WITH r AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+          WITH ORDINALITY AS r(session_key, kind, run_id, created_at, data, ord)),
+      pos AS (
+        SELECT k.session_key, s.generation,
+               coalesce((SELECT max(t.seq) FROM transcript t
+                         WHERE t.session_key = k.session_key AND t.generation = s.generation), 0) AS last
+        FROM (SELECT DISTINCT session_key FROM r) k LEFT JOIN sessions s ON s.key = k.session_key)${blobCte}
+      INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
+      SELECT r.session_key, pos.generation,
+             pos.last + row_number() OVER (PARTITION BY r.session_key ORDER BY r.ord), r.kind, r.run_id, r.created_at, r.data
+      FROM r JOIN pos ON pos.session_key = r.session_key
+      ORDER BY r.ord
+      RETURNING session_key, generation, seq`;
+    try {
+      const { rows } = await db.query<{ session_key: string; generation: number; seq: number }>(sql, args);
+      return rows;
+    } catch (err) {
+      const e = err as { code?: string; column?: string; table?: string };
+      if (e.code === "23502" && e.table === "transcript" && e.column === "generation") {
+        const { rows } = await db.query<{ key: string }>(
+          "SELECT k AS key FROM unnest($1::text[]) k WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE key = k) LIMIT 1",
+          [keys],
+        );
+        throw new Error(`appendTranscript: unknown session ${rows[0]?.key ?? keys[0]}`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  async readTranscript(key: string, opts: TranscriptReadOptions = {}): Promise<TranscriptRow[]> {
+    const args: unknown[] = [key, opts.generation ?? null];
+    // without a generation: the session's current one (none for an unknown session, so no rows)
+    const where = [
+      "session_key = $1",
+      "generation = coalesce($2::int, (SELECT generation FROM sessions WHERE key = $1))",
+    ];
+    if (opts.beforeSeq !== undefined) {
+      args.push(opts.beforeSeq);
+      where.push(`seq < $${args.length}`);
+    }
+    if (opts.afterSeq !== undefined) {
+      args.push(opts.afterSeq);
+      where.push(`seq > $${args.length}`);
+    }
+    if (opts.kinds?.length) {
+      args.push(opts.kinds);
+      where.push(`kind = ANY($${args.length}::text[])`);
+    }
+    args.push(opts.limit ?? null);
+    // the newest `limit` rows (an index range scan backwards), returned oldest first
+    const { rows } = await this.pool.query(
+      `SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
+      args,
+    );
+    rows.reverse();
+    return this.toTranscriptRows(key, rows, opts.imageData === true);
+  }
+
+  /** Parses rows; with `imageData`, loads every referenced image of the rows in one more query. */
+  private async toTranscriptRows(key: string, rows: Row[], imageData: boolean): Promise<TranscriptRow[]> {
+    const datas = rows.map((r) => JSON.parse(r.data as string) as RowData);
+    if (imageData) {
+      const refs = new Set<string>();
+      for (const d of datas) if (d.message) for (const ref of imageRefs(d.message)) refs.add(ref);
+      if (refs.size > 0) {
+        const found = await this.pool.query<{ sha256: string; data: Buffer }>(
+          "SELECT sha256, data FROM blobs WHERE session_key = $1 AND sha256 = ANY($2::text[])",
+          [key, [...refs]],
+        );
+        const blobs = new Map(found.rows.map((b) => [b.sha256, b.data]));
+        for (const d of datas) if (d.message) d.message = withImageData(d.message, blobs);
+      }
+    }
+    return rows.map((r, i) => toTranscriptRow(r, datas[i]));
+  }
+
+  async appendCompaction(key: string, entry: CompactionEntry): Promise<TranscriptRow> {
+    if (entry.summary.trim() === "") throw new Error(`appendCompaction: empty summary for session ${key}`);
+    const first = entry.firstKeptSeq;
+    const data = JSON.stringify({ text: entry.summary, firstKeptSeq: first });
+    // One statement: the row after the generation's last one, written only when firstKeptSeq is within it (at most
+    // last + 1), and the session's count. No row back: unknown session, or firstKeptSeq out of range (said below).
+    const sql = `
+      WITH s AS (
+        SELECT key, generation,
+               coalesce((SELECT max(seq) FROM transcript WHERE session_key = $1 AND generation = sessions.generation), 0)
+                 AS last
+        FROM sessions WHERE key = $1),
+      ins AS (
+        INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
+        SELECT $1, s.generation, s.last + 1, 'compaction', $2, $3, $4 FROM s WHERE $5::int BETWEEN 1 AND s.last + 1
+        RETURNING generation, seq),
+      bump AS (UPDATE sessions SET compaction_count = compaction_count + 1 FROM ins WHERE key = $1)
+      SELECT s.last, ins.generation, ins.seq FROM s LEFT JOIN ins ON true`;
+    const { rows } = await this.seqRetry(() =>
+      this.fenced([key], (db) =>
+        db.query<{ last: number; generation: number | null; seq: number | null }>(sql, [
+          key,
+          entry.runId ?? null,
+          entry.createdAt,
+          data,
+          Number.isInteger(first) ? first : -1,
+        ]),
+      ),
+    );
+    const r = rows[0];
+    if (!r) throw new Error(`appendCompaction: unknown session ${key}`);
+    if (r.seq === null || r.generation === null) {
+      throw new Error(
+        `appendCompaction: firstKeptSeq ${first} of session ${key} must be a row seq from 1 to ${r.last + 1} (the last row is ${r.last})`,
+      );
+    }
+    return {
+      sessionKey: key,
+      generation: r.generation,
+      seq: r.seq,
+      kind: "compaction",
+      runId: entry.runId,
+      createdAt: entry.createdAt,
+      text: entry.summary,
+      firstKeptSeq: first,
+    };
+  }
+
+  async readContextRows(key: string, opts: { generation?: number } = {}): Promise<TranscriptRow[]> {
+    // One query: the generation's latest compaction row, then its message rows from the compaction's firstKeptSeq
+    // (a compaction row without one summarized everything before it), oldest first.
+    const { rows } = await this.pool.query(
+      `WITH g AS (SELECT coalesce($2::int, (SELECT generation FROM sessions WHERE key = $1)) AS generation),
+       c AS (
+         SELECT t.* FROM transcript t, g
+         WHERE t.session_key = $1 AND t.generation = g.generation AND t.kind = 'compaction'
+         ORDER BY t.seq DESC LIMIT 1),
+       kept AS (SELECT coalesce((SELECT coalesce((data::jsonb ->> 'firstKeptSeq')::int, seq + 1) FROM c), 1) AS seq)
+       SELECT 0 AS part, c.* FROM c
+       UNION ALL
+       SELECT 1 AS part, t.* FROM transcript t, g, kept
+       WHERE t.session_key = $1 AND t.generation = g.generation AND t.kind = 'message' AND t.seq >= kept.seq
+       ORDER BY part, seq`,
+      [key, opts.generation ?? null],
+    );
+    return this.toTranscriptRows(key, rows, true);
+  }
+
+  async createRun(run: RunRecord): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO runs (run_id, session_key, status, accepted_at, started_at, ended_at, stop_reason, error, params, result, receipt)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      runValues(run),
+    );
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const { rows } = await this.pool.query("SELECT * FROM runs WHERE run_id = $1", [runId]);
+    return rows[0] ? toRun(rows[0]) : undefined;
+  }
+
+  async updateRun(runId: string, patch: RunPatch): Promise<void> {
+    await this.updateRuns([{ runId, patch }]);
+  }
+
+  async listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): Promise<RunRecord[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (opts.statuses?.length) {
+      args.push(opts.statuses);
+      where.push(`status = ANY($${args.length}::text[])`);
+    }
+    if (opts.sessionKey) {
+      args.push(opts.sessionKey);
+      where.push(`session_key = $${args.length}`);
+    }
+    args.push(opts.limit ?? null);
+    // queue_seq: the order records were created in (SQLite's rowid)
+    const { rows } = await this.pool.query(
+      `SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY accepted_at ASC, queue_seq ASC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map(toRun);
+  }
+
+  async listRecentRuns(opts: { limit: number; sessionKey?: string }): Promise<RunRecord[]> {
+    const { rows } = opts.sessionKey
+      ? await this.pool.query(
+          "SELECT * FROM runs WHERE session_key = $1 ORDER BY accepted_at DESC, queue_seq DESC LIMIT $2",
+          [opts.sessionKey, opts.limit],
+        )
+      : await this.pool.query("SELECT * FROM runs ORDER BY accepted_at DESC, queue_seq DESC LIMIT $1", [opts.limit]);
+    return rows.map(toRun);
+  }
+
+  async pruneRuns(opts: { now: number; maxAgeMs: number; maxCount: number }): Promise<number> {
+    // One statement: the finished runs past their age, and of the rest those beyond the newest maxCount (what
+    // pruning by age and then by count leaves), with their events.
+    const { rowCount } = await this.pool.query(
+      `WITH finished AS (
+         SELECT run_id, accepted_at, queue_seq, coalesce(ended_at, accepted_at) < $1 AS old
+         FROM runs WHERE status NOT IN ('queued', 'running')),
+       doomed AS (
+         SELECT run_id FROM finished WHERE old
+         UNION ALL
+         SELECT run_id FROM (
+           SELECT run_id, row_number() OVER (ORDER BY accepted_at DESC, queue_seq DESC) AS n
+           FROM finished WHERE NOT old) kept
+         WHERE n > $2),
+       ev AS (DELETE FROM run_events WHERE run_id IN (SELECT run_id FROM doomed))
+       DELETE FROM runs WHERE run_id IN (SELECT run_id FROM doomed)`,
+      [opts.now - opts.maxAgeMs, Math.max(0, opts.maxCount)],
+    );
+    return rowCount ?? 0;
+  }
+
+  async appendAuditEvents(events: AuditEventInput[]): Promise<void> {
+    if (events.length === 0) return;
+    const col = <T>(f: (e: AuditEventInput) => T) => events.map(f);
+    // one statement; ORDER BY ord makes the identity hand out sequences in the order given
+    await this.pool.query(
+      `INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
+                                 tool_call_fp, schema_version, redaction)
+       SELECT id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp,
+              schema_version, redaction
+       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::int[], $10::text[], $11::text[], $12::int[], $13::text[])
+         WITH ORDINALITY AS e(id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
+                              tool_call_fp, schema_version, redaction, ord)
+       ORDER BY ord`,
+      [
+        col((e) => e.eventId),
+        col((e) => e.occurredAt),
+        col((e) => e.actor),
+        col((e) => e.action),
+        col((e) => e.status),
+        col((e) => e.code ?? null),
+        col((e) => e.sessionKey),
+        col((e) => e.runId),
+        col((e) => e.sourceSequence),
+        col((e) => e.toolName ?? null),
+        col((e) => e.toolCallFingerprint ?? null),
+        col((e) => e.schemaVersion),
+        col((e) => e.redaction),
+      ],
+    );
+  }
+
+  async listAuditEvents(query: AuditQuery): Promise<AuditEvent[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    for (const [field, comparison] of auditFilters) {
+      const value = query[field];
+      if (value === undefined) continue;
+      args.push(value);
+      where.push(`${comparison} $${args.length}`);
+    }
+    args.push(query.limit);
+    const clause = where.length > 0 ? `WHERE ${where.join(" AND ")}` : "";
+    const { rows } = await this.pool.query(
+      `SELECT * FROM audit_events ${clause} ORDER BY seq DESC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map(toAuditEvent);
+  }
+
+  async pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
+    // the rows past their age, and of the rest everything at or below the (maxRows+1)th newest sequence
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM audit_events WHERE ts < $1 OR seq <= (
+         SELECT seq FROM audit_events WHERE ts >= $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
+      [opts.now - opts.maxAgeMs, Math.max(0, opts.maxRows)],
+    );
+    return rowCount ?? 0;
+  }
+
+  async listCronJobs(): Promise<CronJobRecord[]> {
+    const { rows } = await this.pool.query(
+      `SELECT spec, created_at FROM cron_jobs ORDER BY created_at, id COLLATE "C"`,
+    );
+    return rows.map((r) => ({ spec: JSON.parse(r.spec as string), createdAt: r.created_at as number }));
+  }
+
+  async addCronJob(job: CronJobRecord): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      "INSERT INTO cron_jobs (id, spec, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+      [job.spec.id, JSON.stringify(job.spec), job.createdAt],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async removeCronJob(id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      "WITH r AS (DELETE FROM cron_runs WHERE job_id = $1) DELETE FROM cron_jobs WHERE id = $1",
+      [id],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async addCronRun(run: CronRunInfo): Promise<number> {
+    const { rows } = await this.pool.query<{ id: number }>(
+      `INSERT INTO cron_runs (job_id, scheduled_at, started_at, ended_at, run_id, status, error_kind)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+      [
+        run.jobId,
+        run.scheduledAt,
+        run.startedAt ?? null,
+        run.endedAt ?? null,
+        run.runId ?? null,
+        run.status,
+        run.errorKind ?? null,
+      ],
+    );
+    return rows[0].id;
+  }
+
+  async updateCronRun(id: number, patch: Partial<Omit<CronRunInfo, "jobId" | "scheduledAt">>): Promise<void> {
+    const values: unknown[] = [];
+    const sets = setClause("updateCronRun", patch, cronRunColumns, values);
+    if (!sets) return;
+    values.push(id);
+    await this.pool.query(`UPDATE cron_runs SET ${sets} WHERE id = $${values.length}`, values);
+  }
+
+  async recentCronRuns(jobIds: readonly string[], limit: number): Promise<Map<string, CronRunRecord[]>> {
+    const out = new Map<string, CronRunRecord[]>();
+    if (jobIds.length === 0 || limit <= 0) return out;
+    // a window per job: one statement for the whole listing, however many jobs
+    const { rows } = await this.pool.query(
+      `SELECT * FROM (
+         SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n
+         FROM cron_runs WHERE job_id = ANY($1::text[])) w
+       WHERE n <= $2 ORDER BY job_id, n`,
+      [[...jobIds], limit],
+    );
+    for (const r of rows) {
+      const run = toCronRun(r);
+      const list = out.get(run.jobId);
+      if (list) list.push(run);
+      else out.set(run.jobId, [run]);
+    }
+    return out;
+  }
+
+  async runningCronRuns(): Promise<CronRunRecord[]> {
+    const { rows } = await this.pool.query("SELECT * FROM cron_runs WHERE status = 'running' ORDER BY id");
+    return rows.map(toCronRun);
+  }
+
+  async pruneCronRuns(keep: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM cron_runs WHERE id IN (
+         SELECT id FROM (
+           SELECT id, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) w
+         WHERE n > $1)`,
+      [Math.max(0, keep)],
+    );
+    return rowCount ?? 0;
+  }
+
+  async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
+    if (events.length === 0) return { ignored: 0 };
+    // one pointer per run (its highest seq in the batch), sent by the same statement, so at its commit
+    const highest = new Map<string, number>();
+    for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
+    const pointers = [...highest].map(([runId, seq]) => JSON.stringify(runEventPointer(runId, seq)));
+    const { rows } = await this.pool.query<{ inserted: number }>(
+      `WITH ins AS (
+         INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
+         SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+         ON CONFLICT (run_id, seq) DO NOTHING
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM ins)::int AS inserted,
+              (SELECT count(pg_notify($7, p)) FROM unnest($8::text[]) p)::int AS notified`,
+      [
+        events.map((e) => e.runId),
+        events.map((e) => e.seq),
+        events.map((e) => e.ts),
+        events.map((e) => e.sessionKey),
+        events.map((e) => e.stream),
+        events.map((e) => e.json),
+        this.channel,
+        pointers,
+      ],
+    );
+    return { ignored: events.length - rows[0].inserted };
+  }
+
+  async readRunEvents(runId: string, opts: { afterSeq?: number; limit?: number } = {}): Promise<StoredRunEvent[]> {
+    const { rows } = await this.pool.query(
+      "SELECT run_id, seq, ts, session_key, stream, event FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+      [runId, opts.afterSeq ?? 0, opts.limit ?? null],
+    );
+    return rows.map((r) => ({
+      runId: r.run_id as string,
+      seq: r.seq as number,
+      ts: r.ts as number,
+      sessionKey: r.session_key as string,
+      stream: r.stream as string,
+      json: r.event as string,
+    }));
+  }
+
+  async lastRunEventSeq(runId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ m: number | null }>(
+      "SELECT max(seq) AS m FROM run_events WHERE run_id = $1",
+      [runId],
+    );
+    return rows[0].m ?? 0;
+  }
+
+  async acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void> {
+    // one statement: a repeated run id fails it whole, so the session it would have created is not left behind
+    await this.pool.query(
+      `WITH s AS (
+         INSERT INTO sessions (key, session_id, agent_id, generation, created_at, updated_at)
+         VALUES ($12, $13, $14, 1, $15, $15) ON CONFLICT (key) DO NOTHING)
+       INSERT INTO runs (run_id, session_key, status, accepted_at, started_at, ended_at, stop_reason, error, params, result, receipt)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [...runValues(run), session.key, randomUUID(), session.agentId, session.now],
+    );
+  }
+
+  async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>): Promise<void> {
+    // patches of one run merged in order (a later field wins, as applying them one after another would do)
+    const merged = new Map<string, Record<string, unknown>>();
+    for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
+    const values: unknown[] = [];
+    const updates: string[] = [];
+    for (const [runId, patch] of merged) {
+      const sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
+      if (!sets) continue;
+      values.push(runId);
+      updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
+    }
+    if (updates.length === 0) return;
+    // one statement, so all or none: each update a CTE of its own (they touch different rows)
+    const sql =
+      updates.length === 1
+        ? updates[0]
+        : `WITH ${updates
+            .slice(1)
+            .map((u, i) => `u${i} AS (${u})`)
+            .join(", ")} ${updates[0]}`;
+    if (!this.fence) {
+      await this.pool.query(sql, values);
+      return;
+    }
+    // fenced: the runs' sessions decide the tokens (a run's session never changes, so reading it first is safe)
+    const { rows } = await this.pool.query<{ session_key: string }>(
+      "SELECT DISTINCT session_key FROM runs WHERE run_id = ANY($1::text[])",
+      [[...merged.keys()]],
+    );
+    await this.fenced(
+      rows.map((r) => r.session_key),
+      (db) => db.query(sql, values),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const starting = this.notifierStart;
+    this.notifierStart = undefined;
+    if (starting)
+      await starting.then(
+        (n) => n.stop(),
+        () => {},
+      );
+    await this.pool.end();
+  }
+}
+
+function runValues(run: RunRecord): unknown[] {
+  return [
+    run.runId,
+    run.sessionKey,
+    run.status,
+    run.acceptedAt,
+    run.startedAt ?? null,
+    run.endedAt ?? null,
+    run.stopReason ?? null,
+    run.error ?? null,
+    JSON.stringify(run.params),
+    run.result ? JSON.stringify(run.result) : null,
+    run.receipt ? JSON.stringify(run.receipt) : null,
+  ];
+}
+
+/**
+ * Opens the store: the pool, the schema (created when it is named and missing), the migrations (advisory-locked, so
+ * several nodes starting at once migrate once). A failure closes what was opened and rejects.
+ */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const pool = createPostgresPool(opts);
+  try {
+    if (opts.schema) await ensureSchema(pool, checkSchemaName(opts.schema));
+    await migratePostgres(pool);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw err;
+  }
+  return new PostgresStore(pool, opts.schema, opts);
+}
+
+/** CREATE SCHEMA only when missing: a role allowed to use an existing schema need not be allowed to create one. */
+async function ensureSchema(pool: pg.Pool, schema: string): Promise<void> {
+  const { rowCount } = await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+  if (!rowCount) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+}
