@@ -10,6 +10,7 @@ import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
 import { recoverRuns, reportEnded } from "./recovery.js";
+import { waitRemoteEnd } from "./remote-end.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
 import type {
   AcceptedRun,
@@ -150,8 +151,14 @@ export class SessionQueue {
     const run = await this.ctx.deps.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
-    if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
-    return final;
+    if (final) return final;
+    // several nodes: it runs (or waits) on another node; its end is heard or read from there
+    if (this.ctx.cluster) {
+      const ended = await waitRemoteEnd(this.ctx, runId, Number.POSITIVE_INFINITY);
+      const remote = ended && finalFromRecord(ended);
+      if (remote) return remote;
+    }
+    throw new Error(`run ${runId} is ${run.status} but not active in this process`);
   }
 
   /** Waits up to timeoutMs for the run to end; never stops it. */
@@ -161,7 +168,10 @@ export class SessionQueue {
     if (!live) {
       const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
-      return waitResultOf(run);
+      if (!this.ctx.cluster || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
+      // several nodes: it runs (or waits) on another node
+      const ended = await waitRemoteEnd(this.ctx, runId, timeoutMs);
+      return waitResultOf(ended ?? (await store.getRun(runId)) ?? run);
     }
     let timer: unknown;
     const timedOut = new Promise<"timeout">((resolve) => {
