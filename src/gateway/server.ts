@@ -4,6 +4,8 @@ import type { Duplex } from "node:stream";
 import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
+import type { ClusterNode } from "../cluster/node.js";
+import { clusterNodeFor } from "../cluster/wire.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { CronScheduler } from "../cron/scheduler.js";
 import { defaultAbortMs } from "../diagnostics/classify.js";
@@ -140,11 +142,14 @@ function startDiagnostics(
 
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
+  let cluster: ClusterNode | undefined;
   let service = opts.service;
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
     ownedStore = await openGatewayStore(opts.config, opts.stateDir);
+    // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
+    cluster = clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -152,12 +157,18 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
       providers: opts.providers,
       clock: opts.clock,
       logger: opts.logger,
+      ...(cluster ? { sessionLocks: cluster.locks } : {}),
     });
     service = new AgentService(rt);
+    if (cluster) {
+      service.attachCluster(cluster);
+      await cluster.start();
+    }
   }
   try {
     return await listen(service, opts, ownedStore);
   } catch (err) {
+    await cluster?.stopBeating();
     if (ownedStore) {
       await service.rt.runEvents.close();
       await ownedStore.close();

@@ -1,15 +1,26 @@
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
+import type { RunRecord } from "../storage/types.js";
 import { abortSession } from "./abort.js";
+import { adoptRuns } from "./adopt.js";
 import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
-import { recoverRuns } from "./recovery.js";
+import { recoverRuns, reportEnded } from "./recovery.js";
+import { waitRemoteEnd } from "./remote-end.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
+import type {
+  AcceptedRun,
+  AdoptedRun,
+  QueueCluster,
+  QueueContext,
+  QueueDeps,
+  QueueSessionView,
+  RunOrigin,
+} from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -34,6 +45,32 @@ export class SessionQueue {
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
+  }
+
+  /** Several nodes on Postgres: intake, idle sessions and recovery go through the cluster layer (src/cluster/). */
+  attachCluster(cluster: QueueCluster): void {
+    this.ctx.cluster = cluster;
+  }
+
+  /** Inputs this node adopted join their sessions' queues, in the order given; how many joined. */
+  adopt(runs: readonly AdoptedRun[]): number {
+    if (this.ctx.draining) return 0;
+    return adoptRuns(this.ctx, runs);
+  }
+
+  /** Whether the session has work in this process (a turn, or inputs waiting): its lease must be kept. */
+  hasWork(sessionKey: string): boolean {
+    return this.ctx.sessions.has(sessionKey);
+  }
+
+  /** Ends a run that did not run to its end here (another node's, lost): record, lifecycle error event, end. */
+  reportEnded(run: RunRecord, ended: { stopReason: string; error: string }): Promise<void> {
+    return reportEnded(this.ctx, run, ended);
+  }
+
+  /** Whether drain has begun (nothing new starts here). */
+  get draining(): boolean {
+    return this.ctx.draining;
   }
 
   get activeRunCount(): number {
@@ -114,8 +151,14 @@ export class SessionQueue {
     const run = await this.ctx.deps.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
-    if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
-    return final;
+    if (final) return final;
+    // several nodes: it runs (or waits) on another node; its end is heard or read from there
+    if (this.ctx.cluster) {
+      const ended = await waitRemoteEnd(this.ctx, runId, Number.POSITIVE_INFINITY);
+      const remote = ended && finalFromRecord(ended);
+      if (remote) return remote;
+    }
+    throw new Error(`run ${runId} is ${run.status} but not active in this process`);
   }
 
   /** Waits up to timeoutMs for the run to end; never stops it. */
@@ -125,7 +168,10 @@ export class SessionQueue {
     if (!live) {
       const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
-      return waitResultOf(run);
+      if (!this.ctx.cluster || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
+      // several nodes: it runs (or waits) on another node
+      const ended = await waitRemoteEnd(this.ctx, runId, timeoutMs);
+      return waitResultOf(ended ?? (await store.getRun(runId)) ?? run);
     }
     let timer: unknown;
     const timedOut = new Promise<"timeout">((resolve) => {

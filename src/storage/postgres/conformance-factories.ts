@@ -1,3 +1,4 @@
+import { openLeaseLocks } from "../../cluster/lease-lock.test-support.js";
 import type { PostgresFactories } from "../../testing/postgres-hook.test-support.js";
 import { createTestSchema } from "../../testing/postgres-schema.js";
 import type { StoreUnderTest } from "../store.conformance.js";
@@ -9,6 +10,7 @@ import { openPostgresStore, type PostgresStore } from "./store.js";
  */
 export const conformanceFactories: PostgresFactories = {
   store: openStoreUnderTest,
+  locks: openLeaseLocks,
 };
 
 /** A store on a fresh schema; "another store" is a second pool on that schema, as another node would open it. */

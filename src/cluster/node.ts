@@ -1,0 +1,212 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { type Clock, systemClock } from "../infra/clock.js";
+import type { QueueCluster } from "../queue/types.js";
+import { NodeHeartbeat } from "../storage/postgres/node-heartbeat.js";
+import { type NotifyPointer, notify } from "../storage/postgres/notifier.js";
+import { unadoptQueuedInputs } from "../storage/postgres/queue-adopt.js";
+import { DEFAULT_LEASE_MS, SessionLeases } from "../storage/postgres/session-leases.js";
+import { ClusterIntake } from "./intake.js";
+import { LeaseSessionLock } from "./lease-lock.js";
+import { SessionOwnership } from "./ownership.js";
+import { sweepOrphanedSessions } from "./sweeper.js";
+import { takeOverDeadNodes } from "./takeover.js";
+import { type ClusterLogger, type ClusterStore, type LocalQueue, POINTER_INPUT, POINTER_RELEASED } from "./types.js";
+
+export interface ClusterNodeOptions {
+  store: ClusterStore;
+  logger: ClusterLogger;
+  /** `storage.postgres.leaseMs` (default 15000): lease length; heartbeat, sweep and dead-node watch every third. */
+  leaseMs?: number;
+  /** default: `<hostname>-<pid>-<random>` (a restarted process is a new node; the old one is dead to the others) */
+  nodeId?: string;
+  /** session lock waits: `session.writeLock.acquireTimeoutMs` */
+  acquireTimeoutMs: number;
+  /** Tests pass a ManualClock (timers and lease times); without one leases are measured on the database's clock. */
+  clock?: Clock;
+}
+
+export function newNodeId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+}
+
+/**
+ * One gateway node among several on one Postgres (docs/scale-out.md): session ownership by lease, intake routing,
+ * the beat (heartbeat, dead-node takeover, sweep, lost-lease check), the lease-backed SessionLockPort, and the drain
+ * hand-off. Built only when the store is Postgres; the SQLite path never sees it.
+ */
+export class ClusterNode implements QueueCluster {
+  readonly nodeId: string;
+  readonly leaseMs: number;
+  readonly ownership: SessionOwnership;
+  readonly intake: ClusterIntake;
+  readonly locks: LeaseSessionLock;
+  private readonly heartbeat: NodeHeartbeat;
+  private readonly clock: Clock;
+  private readonly fixedClock?: Clock;
+  private timer: unknown;
+  private stopped = true;
+  private ticking: Promise<void> = Promise.resolve();
+  private unsubscribe?: () => void;
+  private unReconnect?: () => void;
+  private local?: LocalQueue;
+  private flushEvents?: () => Promise<unknown>;
+  /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
+  private readonly queue: LocalQueue;
+
+  constructor(private readonly opts: ClusterNodeOptions) {
+    this.nodeId = opts.nodeId ?? newNodeId();
+    this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.clock = opts.clock ?? systemClock;
+    this.fixedClock = opts.clock;
+    const pool = opts.store.pool;
+    const leases = new SessionLeases(pool, {
+      nodeId: this.nodeId,
+      leaseMs: this.leaseMs,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+    const local = () => this.local;
+    this.queue = {
+      adopt: (runs) => this.bound().adopt(runs),
+      hasWork: (key) => local()?.hasWork(key) ?? false,
+      get draining() {
+        return local()?.draining ?? false;
+      },
+      reportEnded: (run, ended) => this.bound().reportEnded(run, ended),
+      abort: (key) => this.bound().abort(key),
+    };
+    this.ownership = new SessionOwnership(leases, (key) => this.queue.hasWork(key));
+    this.intake = new ClusterIntake(pool, opts.store.channel, this.ownership, this.queue, opts.logger);
+    this.locks = new LeaseSessionLock(this.ownership, {
+      acquireTimeoutMs: opts.acquireTimeoutMs,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+    this.heartbeat = new NodeHeartbeat(pool, {
+      nodeId: this.nodeId,
+      leaseMs: this.leaseMs,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      onError: (err) => opts.logger.warn("cluster: heartbeat failed; retrying", { error: err.message }),
+    });
+    opts.store.setFence?.((key) => this.ownership.tokenOf(key));
+  }
+
+  /**
+   * The node's session queue (AgentService binds it before `start`), and how to flush the node's pending run events
+   * to the store (drain: before its inputs go to another node, whose events are numbered after the stored ones).
+   */
+  attach(queue: LocalQueue, flushEvents?: () => Promise<unknown>): void {
+    this.local = queue;
+    this.flushEvents = flushEvents;
+  }
+
+  private bound(): LocalQueue {
+    if (!this.local) throw new Error("cluster node: no session queue attached (AgentService.attachCluster)");
+    return this.local;
+  }
+
+  get intervalMs(): number {
+    return this.heartbeat.intervalMs;
+  }
+
+  /** Registers the node, listens for pointers, and starts the beat. */
+  async start(): Promise<void> {
+    await this.heartbeat.start();
+    const notifier = await this.opts.store.notifier();
+    this.unsubscribe = notifier.subscribe((p) => this.onPointer(p));
+    // pointers sent while the LISTEN connection was down are gone: the sweep finds what they announced
+    this.unReconnect = notifier.onReconnect(() => void this.tick());
+    this.stopped = false;
+    this.opts.logger.info("cluster: node started", { nodeId: this.nodeId, leaseMs: this.leaseMs });
+    this.schedule();
+  }
+
+  // QueueCluster (the session queue's side)
+  routeStored(sessionKey: string): Promise<void> {
+    return this.intake.routeStored(sessionKey);
+  }
+
+  sessionIdle(sessionKey: string): void {
+    this.intake.sessionIdle(sessionKey);
+  }
+
+  /** Start-up: nothing of a live node is touched; dead nodes' runs and unowned queues are taken as on any beat. */
+  async recover(): Promise<{ failed: string[]; requeued: string[] }> {
+    const { failed, adopted } = await this.beat();
+    return { failed, requeued: adopted };
+  }
+
+  private onPointer(p: NotifyPointer): void {
+    if (p.k === POINTER_INPUT && typeof p.sessionKey === "string") this.intake.onInputPointer(p.sessionKey);
+    else if (p.k === POINTER_RELEASED && p.node !== this.nodeId) void this.tick();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = this.clock.setTimeout(() => {
+      void this.tick().finally(() => this.schedule());
+    }, this.intervalMs);
+  }
+
+  /** One beat's work, never two at once; failures are reported and the next beat tries again. */
+  tick(): Promise<void> {
+    this.ticking = this.ticking.then(async () => {
+      if (this.stopped) return;
+      try {
+        await this.beat();
+      } catch (err) {
+        this.opts.logger.warn("cluster: beat failed; retrying", { error: (err as Error)?.message ?? String(err) });
+      }
+    });
+    return this.ticking;
+  }
+
+  private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
+    const { store, logger } = this.opts;
+    const queue = this.queue;
+    for (const key of await this.ownership.reconcile()) {
+      logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
+      queue.abort(key);
+    }
+    const failed = await takeOverDeadNodes(store, this.ownership, this.intake, queue, logger, {
+      leaseMs: this.leaseMs,
+      ...(this.fixedClock ? { clock: this.fixedClock } : {}),
+    });
+    const adopted = queue.draining
+      ? []
+      : await sweepOrphanedSessions(
+          store.pool,
+          this.ownership,
+          this.intake,
+          this.fixedClock ? { now: this.fixedClock.now() } : {},
+        );
+    return { failed, adopted };
+  }
+
+  /**
+   * Drain hand-off, after the local queue drained (running turns finished or were aborted and recorded): this node's
+   * adopted inputs that never started go back to nobody (keeping their place), its leases and its node row are
+   * deleted, and the other nodes are told to sweep now rather than at their next beat.
+   */
+  async handOff(): Promise<string[]> {
+    await this.stopBeating();
+    await this.ownership.serial.idle();
+    await this.flushEvents?.();
+    const pool = this.opts.store.pool;
+    const sessions = await unadoptQueuedInputs(pool, this.nodeId);
+    await this.heartbeat.stop({ leave: true });
+    this.ownership.clear();
+    await notify(pool, this.opts.store.channel, { k: POINTER_RELEASED, node: this.nodeId });
+    this.opts.logger.info("cluster: handed queued work to the other nodes", { sessions: sessions.length });
+    return sessions;
+  }
+
+  /** Stops the beat without leaving (tests: a node that stops beating, as a kill -9 would). */
+  async stopBeating(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.unsubscribe?.();
+    this.unReconnect?.();
+    await this.ticking;
+    await this.heartbeat.stop();
+  }
+}
