@@ -1,0 +1,303 @@
+// The Postgres figures (`--only=postgres`): the gateway turn workload (the same client, turn and noop tool as the
+// gateway rows) against SQLite on one node, measured in this run as the baseline, then Postgres with 1, 2 and 3
+// gateway nodes (real processes, one fresh schema per configuration, the throughput clients spread over the nodes,
+// each on its own session). Per configuration: turns/s, p50 warm turn, CPU per turn of each node (process CPU time /
+// turns it ran) and of the Postgres backends serving the nodes (from /proc, when the server runs on this machine).
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import pg from "pg";
+import { runMetricChild } from "./child.mjs";
+import { cpuMsOf } from "./gateway.mjs";
+import { startGatewayHost } from "./gateway-metrics.mjs";
+import { median, round } from "./stats.mjs";
+
+export const POSTGRES_NODE_COUNTS = [1, 2, 3];
+
+/** The server the Postgres rows run against, or undefined (then they are skipped with one line). */
+export function benchPostgresUrl(env = process.env) {
+  return env.LOOPGATE_BENCH_POSTGRES_URL?.trim() || env.LOOPGATE_TEST_POSTGRES_URL?.trim() || undefined;
+}
+
+async function withClient(url, fn) {
+  const c = new pg.Client({ connectionString: url, application_name: "loopgate-bench-admin" });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * A database of the bench's own, so the server's backends serving the nodes can be told apart from everyone else's
+ * (pg_stat_activity.datname): the server may be shared (CI, other tests running). Without CREATEDB rights the rows
+ * run in a schema of the given database and the Postgres CPU row says why it is missing.
+ */
+async function benchDatabase(url, progress) {
+  const name = `loopgate_bench_${randomBytes(4).toString("hex")}`;
+  try {
+    await withClient(url, (c) => c.query(`CREATE DATABASE ${name}`));
+  } catch (err) {
+    progress(`postgres: cannot create a database of the bench's own (${err.message}); Postgres CPU not measured`);
+    return { url, drop: async () => {} };
+  }
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  return {
+    url: own.toString(),
+    name,
+    drop: () => withClient(url, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).catch(() => {}),
+  };
+}
+
+async function createSchema(url) {
+  const schema = `lg_bench_${randomBytes(4).toString("hex")}`;
+  await withClient(url, (c) => c.query(`CREATE SCHEMA ${schema}`));
+  return schema;
+}
+
+/**
+ * CPU time so far of each server process serving `database` (Linux /proc; the server must run on this machine).
+ * Asked from the admin connection to the original database, which is therefore not counted.
+ */
+async function backendCpu(adminUrl, database) {
+  if (!database || !fs.existsSync("/proc/self/stat")) return undefined;
+  const { rows } = await withClient(adminUrl, (c) =>
+    c.query("SELECT pid FROM pg_stat_activity WHERE datname = $1", [database]),
+  );
+  const cpu = new Map();
+  for (const { pid } of rows) {
+    try {
+      cpu.set(pid, cpuMsOf(pid));
+    } catch {
+      // gone since, or not on this machine: not counted
+    }
+  }
+  return cpu.size > 0 || rows.length === 0 ? cpu : undefined;
+}
+
+/** CPU used between two snapshots; a backend started in between counts from zero. */
+function cpuBetween(before, after) {
+  if (!before || !after) return undefined;
+  let ms = 0;
+  for (const [pid, end] of after) ms += end - (before.get(pid) ?? 0);
+  return ms;
+}
+
+/** One configuration: `nodes` gateway hosts (SQLite when `postgres` is undefined), the latency and throughput runs. */
+async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, verbose, progress, attempt }) {
+  const out = { label, nodes };
+  const hosts = [];
+  try {
+    for (let i = 0; i < nodes; i++) {
+      const h = await attempt(`${label}: gateway node ${i + 1}`, () =>
+        startGatewayHost(baseUrl, { verbose, postgres }),
+      );
+      if (h.error) {
+        out.error = h.error;
+        return out;
+      }
+      hosts.push(h);
+    }
+    progress(
+      `${label}: warm turn latency on node 1, then ${work.sessions} sessions × ${work.turns} turns over ${nodes} node(s)`,
+    );
+    const lat = await attempt(`${label}: latency`, () =>
+      runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "latency", url: hosts[0].url, turns: work.latencyTurns, warmup: work.warmup },
+        { verbose, timeoutMs: 300_000 },
+      ),
+    );
+    if (lat.error) out.error = lat.error;
+    else out.turnP50 = lat.turnMs.p50;
+
+    const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
+    const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
+    const tp = await attempt(`${label}: throughput`, () =>
+      runMetricChild(
+        "metrics/gateway-client.mjs",
+        {
+          mode: "throughput",
+          urls: hosts.map((h) => h.url),
+          sessions: work.sessions,
+          turns: work.turns,
+          repeats: work.repeats,
+        },
+        { verbose, timeoutMs: 600_000 },
+      ),
+    );
+    if (tp.error) {
+      out.error ??= tp.error;
+      return out;
+    }
+    const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
+    const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
+    // connection i went to node i % nodes; each connection ran one warm-up turn, then `turns` per repeat
+    const perConnection = 1 + work.turns * work.repeats;
+    const turnsOf = (n) =>
+      Array.from({ length: work.sessions }, (_, i) => i % nodes === n).filter(Boolean).length * perConnection;
+    const totalTurns = work.sessions * perConnection;
+    out.turnsPerSecond = tp.turnsPerSecond;
+    out.rates = tp.rates;
+    out.nodeCpuMsPerTurn = hosts.map((_, n) => cpuMs[n] / turnsOf(n));
+    out.cpuMsPerTurn = cpuMs.reduce((a, b) => a + b, 0) / totalTurns;
+    if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
+    else if (postgres)
+      out.postgresCpuUnavailable = db?.name
+        ? "the server's processes are not readable in /proc here"
+        : "no database of the bench's own (CREATEDB refused)";
+    return out;
+  } finally {
+    for (const h of hosts) await h.stop();
+  }
+}
+
+export async function runPostgresMetrics({ url, baseUrl, plan, verbose, progress, attempt }) {
+  const work = plan.postgres;
+  const out = { work, configs: {} };
+  out.sqlite = await measure({ label: "sqlite, 1 node", nodes: 1, baseUrl, work, verbose, progress, attempt });
+  const db = await benchDatabase(url, progress);
+  try {
+    for (const nodes of POSTGRES_NODE_COUNTS) {
+      const schema = await attempt(`postgres ${nodes} node(s): schema`, () => createSchema(db.url));
+      if (typeof schema !== "string") {
+        out.configs[nodes] = { error: schema.error };
+        continue;
+      }
+      out.configs[nodes] = await measure({
+        label: `postgres, ${nodes} node(s)`,
+        nodes,
+        postgres: { url: db.url, schema },
+        db,
+        adminUrl: url,
+        baseUrl,
+        work,
+        verbose,
+        progress,
+        attempt,
+      });
+    }
+  } finally {
+    await db.drop();
+  }
+  return out;
+}
+
+/** The rows of the table, through run.mjs's `row`; always the same ids, "not available" with the reason if need be. */
+export function postgresRows(res, row) {
+  const na = res.unavailable;
+  const base = res.sqlite ?? {};
+  const { sessions, turns } = res.work ?? {};
+  const workload = sessions ? `${sessions} sessions × ${turns} turns` : "the throughput workload";
+  row({
+    id: "postgres.sqlite.throughput",
+    metric: `SQLite, 1 node (baseline of the Postgres rows): ${workload}`,
+    value: base.turnsPerSecond,
+    unit: "turns/s",
+    digits: 0,
+    reason: na ?? base.error,
+  });
+  row({
+    id: "postgres.sqlite.turn.p50",
+    metric: "SQLite, 1 node: warm turn, p50",
+    value: base.turnP50,
+    unit: "ms",
+    reason: na ?? base.error,
+  });
+  row({
+    id: "postgres.sqlite.cpu",
+    metric: "SQLite, 1 node: gateway CPU per turn",
+    value: base.cpuMsPerTurn,
+    unit: "ms",
+    reason: na ?? base.error,
+  });
+  for (const n of POSTGRES_NODE_COUNTS) {
+    const c = res.configs?.[n] ?? {};
+    const why = na ?? c.error;
+    const nodes = `Postgres, ${n} node${n > 1 ? "s" : ""}`;
+    row({
+      id: `postgres.n${n}.throughput`,
+      metric: `${nodes}: ${workload}, clients spread over the nodes`,
+      value: c.turnsPerSecond,
+      unit: "turns/s",
+      digits: 0,
+      floorValue: base.turnsPerSecond,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.turn.p50`,
+      metric: `${nodes}: warm turn on node 1, p50`,
+      value: c.turnP50,
+      unit: "ms",
+      floorValue: base.turnP50,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.cpu`,
+      metric: `${nodes}: gateway CPU per turn, all nodes together (per-turn cost)`,
+      value: c.cpuMsPerTurn,
+      unit: "ms",
+      floorValue: base.cpuMsPerTurn,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.cpu.node`,
+      metric: `${nodes}: CPU per turn of each node (the highest shown; all in the JSON)`,
+      value: c.nodeCpuMsPerTurn ? Math.max(...c.nodeCpuMsPerTurn) : undefined,
+      unit: "ms",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.pg.cpu`,
+      metric: `${nodes}: Postgres server CPU per turn (the backends serving the nodes)`,
+      value: c.postgresCpuMsPerTurn,
+      unit: "ms",
+      reason: why ?? c.postgresCpuUnavailable,
+    });
+  }
+}
+
+/**
+ * What the figures say for nodes on machines of their own. Here every node, Postgres, the model and the client share
+ * two cores, so turns/s cannot grow with nodes; CPU per turn can be carried over: a node that spends c ms of CPU per
+ * turn serves at most 1000 / c turns/s per core, and Postgres, spending p ms per turn, at most 1000 / p turns/s per
+ * core of its own; N nodes give min(N × node limit, Postgres limit).
+ */
+export function postgresScalingLines(res) {
+  if (res.unavailable) return [];
+  const lines = [];
+  const cfgs = POSTGRES_NODE_COUNTS.map((n) => [n, res.configs?.[n]]).filter(([, c]) => c?.nodeCpuMsPerTurn);
+  if (cfgs.length === 0) return lines;
+  const nodeCpu = median(cfgs.flatMap(([, c]) => c.nodeCpuMsPerTurn));
+  const pgCpus = cfgs.map(([, c]) => c.postgresCpuMsPerTurn).filter((v) => typeof v === "number" && v > 0);
+  const pgCpu = pgCpus.length ? median(pgCpus) : undefined;
+  const perNode = 1000 / nodeCpu;
+  const pgLimit = pgCpu ? 1000 / pgCpu : undefined;
+  lines.push(
+    "",
+    "Expected scaling on separate machines (this machine's nodes share its cores with Postgres, the model and the client, so the turns/s above cannot grow with nodes):",
+    "",
+    `- a node spends ${round(nodeCpu, 2)} ms of CPU per turn (median over the nodes of every Postgres configuration): at most ~${Math.round(perNode)} turns/s per core it has (model at 0 ms; a real model's wait costs no CPU)`,
+  );
+  if (pgLimit) {
+    lines.push(
+      `- Postgres spends ${round(pgCpu, 2)} ms of CPU per turn (its backends serving the nodes; WAL writer and checkpointer not counted): ~${Math.round(pgLimit)} turns/s per Postgres core`,
+    );
+    for (const n of POSTGRES_NODE_COUNTS) {
+      const nodesLimit = n * perNode;
+      lines.push(
+        `- ${n} node${n > 1 ? "s" : ""} of one core each: ~${Math.round(Math.min(nodesLimit, pgLimit * 4))} turns/s with a 4-core Postgres (${nodesLimit < pgLimit * 4 ? "the nodes are the limit" : "Postgres is the limit"})`,
+      );
+    }
+    lines.push(
+      `- Postgres becomes the limit at about ${round(pgLimit / perNode, 1)} single-core nodes per Postgres core; beyond that, add Postgres cores (or cut statements per turn), not nodes`,
+    );
+  } else {
+    lines.push("- Postgres CPU per turn was not measured, so where it becomes the limit is not estimated");
+  }
+  return lines;
+}
