@@ -76,6 +76,41 @@ async function backendCpu(adminUrl, database) {
   return cpu.size > 0 || rows.length === 0 ? cpu : undefined;
 }
 
+/**
+ * The Postgres floor: one durable INSERT + COMMIT round trip (the server flushes its WAL before it answers, as it does
+ * for every commit of the store), p50 over `n`, in a table of its own that is dropped afterwards.
+ */
+async function commitFloor(url, n) {
+  return withClient(url, async (c) => {
+    const table = `lg_bench_commit_${randomBytes(4).toString("hex")}`;
+    await c.query(`CREATE TABLE ${table} (x INTEGER)`);
+    try {
+      const samples = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await c.query(`INSERT INTO ${table} VALUES ($1)`, [i]);
+        samples.push(performance.now() - t0);
+      }
+      return median(samples);
+    } finally {
+      await c.query(`DROP TABLE ${table}`);
+    }
+  });
+}
+
+/**
+ * Transactions committed in `database` so far (pg_stat_database). A backend reports its counts when it goes idle,
+ * at most about once a second (later when it is busy), so the reader waits over twice that first; an estimate.
+ */
+async function commitsSoFar(adminUrl, database) {
+  if (!database) return undefined;
+  await new Promise((r) => setTimeout(r, 2500));
+  const { rows } = await withClient(adminUrl, (c) =>
+    c.query("SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = $1", [database]),
+  );
+  return rows[0]?.n;
+}
+
 /** CPU used between two snapshots; a backend started in between counts from zero. */
 function cpuBetween(before, after) {
   if (!before || !after) return undefined;
@@ -113,6 +148,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     else out.turnP50 = lat.turnMs.p50;
 
     const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
+    const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name) : undefined;
     const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
     const tp = await attempt(`${label}: throughput`, () =>
       runMetricChild(
@@ -133,6 +169,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     }
     const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
     const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
+    const commits1 = postgres ? await commitsSoFar(adminUrl, db?.name) : undefined;
     // connection i went to node i % nodes; each connection ran one warm-up turn, then `turns` per repeat
     const perConnection = 1 + work.turns * work.repeats;
     const turnsOf = (n) =>
@@ -142,6 +179,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     out.rates = tp.rates;
     out.nodeCpuMsPerTurn = hosts.map((_, n) => cpuMs[n] / turnsOf(n));
     out.cpuMsPerTurn = cpuMs.reduce((a, b) => a + b, 0) / totalTurns;
+    if (commits0 !== undefined && commits1 !== undefined) out.commitsPerTurn = (commits1 - commits0) / totalTurns;
     if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
     else if (postgres)
       out.postgresCpuUnavailable = db?.name
@@ -159,6 +197,9 @@ export async function runPostgresMetrics({ url, baseUrl, plan, verbose, progress
   out.sqlite = await measure({ label: "sqlite, 1 node", nodes: 1, baseUrl, work, verbose, progress, attempt });
   const db = await benchDatabase(url, progress);
   try {
+    const floor = await attempt("postgres: commit round trip", () => commitFloor(db.url, work.commitProbes));
+    if (typeof floor === "number") out.commitMs = floor;
+    else out.commitError = floor.error;
     for (const nodes of POSTGRES_NODE_COUNTS) {
       const schema = await attempt(`postgres ${nodes} node(s): schema`, () => createSchema(db.url));
       if (typeof schema !== "string") {
@@ -212,6 +253,13 @@ export function postgresRows(res, row) {
     unit: "ms",
     reason: na ?? base.error,
   });
+  row({
+    id: "postgres.commit",
+    metric: "floor (p): one durable INSERT + COMMIT round trip to Postgres, p50",
+    value: res.commitMs,
+    unit: "ms",
+    reason: na ?? res.commitError,
+  });
   for (const n of POSTGRES_NODE_COUNTS) {
     const c = res.configs?.[n] ?? {};
     const why = na ?? c.error;
@@ -258,6 +306,14 @@ export function postgresRows(res, row) {
       unit: "ms",
       reason: why ?? c.postgresCpuUnavailable,
     });
+    row({
+      id: `postgres.n${n}.commits`,
+      metric: `${nodes}: Postgres commits per turn (each waits for a WAL flush: × floor (p) is the turn's share of it)`,
+      value: c.commitsPerTurn,
+      unit: "commits",
+      digits: 1,
+      reason: why ?? (c.commitsPerTurn === undefined ? "no database of the bench's own (CREATEDB refused)" : undefined),
+    });
   }
 }
 
@@ -298,6 +354,13 @@ export function postgresScalingLines(res) {
     );
   } else {
     lines.push("- Postgres CPU per turn was not measured, so where it becomes the limit is not estimated");
+  }
+  const one = res.configs?.[1];
+  if (one?.commitsPerTurn && res.commitMs && one.turnP50) {
+    const waited = one.commitsPerTurn * res.commitMs;
+    lines.push(
+      `- latency, not CPU, is what a turn on Postgres pays most: ${round(one.commitsPerTurn, 1)} commits per turn × ${round(res.commitMs, 2)} ms per durable commit (floor p) ≈ ${round(waited, 1)} ms of the ${round(one.turnP50, 1)} ms p50 is spent waiting for WAL flushes (SQLite's WAL at synchronous=NORMAL does not flush per commit). It does not limit throughput: other sessions' turns run while one waits`,
+    );
   }
   return lines;
 }
