@@ -102,9 +102,9 @@ async function commitFloor(url, n) {
  * Transactions committed in `database` so far (pg_stat_database). A backend reports its counts when it goes idle,
  * at most about once a second (later when it is busy), so the reader waits over twice that first; an estimate.
  */
-async function commitsSoFar(adminUrl, database) {
+async function commitsSoFar(adminUrl, database, waitMs) {
   if (!database) return undefined;
-  await new Promise((r) => setTimeout(r, 2500));
+  await new Promise((r) => setTimeout(r, waitMs));
   const { rows } = await withClient(adminUrl, (c) =>
     c.query("SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = $1", [database]),
   );
@@ -148,7 +148,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     else out.turnP50 = lat.turnMs.p50;
 
     const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
-    const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name) : undefined;
+    const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
     const tp = await attempt(`${label}: throughput`, () =>
       runMetricChild(
@@ -169,7 +169,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     }
     const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
     const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
-    const commits1 = postgres ? await commitsSoFar(adminUrl, db?.name) : undefined;
+    const commits1 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     // connection i went to node i % nodes; each connection ran one warm-up turn, then `turns` per repeat
     const perConnection = 1 + work.turns * work.repeats;
     const turnsOf = (n) =>
