@@ -96,7 +96,15 @@ const plan = quick
       gwBig: { sessions: 100, turns: 10 },
       gwRss: { sessions: 100, turns: 10 },
       // the same workload for SQLite 1 node and Postgres 1/2/3 nodes; 12 sessions spread evenly over 1, 2 or 3 nodes
-      postgres: { sessions: 12, turns: 10, repeats: 3, latencyTurns: 100, warmup: 30, commitProbes: 200, statsWaitMs: 2500 },
+      postgres: {
+        sessions: 12,
+        turns: 10,
+        repeats: 3,
+        latencyTurns: 100,
+        warmup: 30,
+        commitProbes: 200,
+        statsWaitMs: 2500,
+      },
       // streaming at scale: each run streams `tokens` at `rate` tokens/s; N grows through `levels` until a level
       // misses (gateway CPU > 1 core or p99 lag > 100 ms) or the search has used its time budget
       stream: {
