@@ -319,41 +319,38 @@ export function postgresRows(res, row) {
 
 /**
  * What the figures say for nodes on machines of their own. Here every node, Postgres, the model and the client share
- * two cores, so turns/s cannot grow with nodes; CPU per turn can be carried over: a node that spends c ms of CPU per
- * turn serves at most 1000 / c turns/s per core, and Postgres, spending p ms per turn, at most 1000 / p turns/s per
- * core of its own; N nodes give min(N × node limit, Postgres limit).
+ * two cores, so turns/s cannot grow with nodes; CPU per turn can be carried over. For each configuration: a node that
+ * spends c ms of CPU per turn serves at most 1000 / c turns/s per core (c measured with that many nodes, so it includes
+ * what a node does for the others: their event pointers, the sweeper); Postgres, spending p ms per turn, at most
+ * 1000 / p turns/s per core of its own. N single-core nodes give min(N × 1000 / c, cores × 1000 / p).
  */
 export function postgresScalingLines(res) {
   if (res.unavailable) return [];
-  const lines = [];
   const cfgs = POSTGRES_NODE_COUNTS.map((n) => [n, res.configs?.[n]]).filter(([, c]) => c?.nodeCpuMsPerTurn);
-  if (cfgs.length === 0) return lines;
-  const nodeCpu = median(cfgs.flatMap(([, c]) => c.nodeCpuMsPerTurn));
-  const pgCpus = cfgs.map(([, c]) => c.postgresCpuMsPerTurn).filter((v) => typeof v === "number" && v > 0);
-  const pgCpu = pgCpus.length ? median(pgCpus) : undefined;
-  const perNode = 1000 / nodeCpu;
-  const pgLimit = pgCpu ? 1000 / pgCpu : undefined;
-  lines.push(
+  if (cfgs.length === 0) return [];
+  const lines = [
     "",
-    "Expected scaling on separate machines (this machine's nodes share its cores with Postgres, the model and the client, so the turns/s above cannot grow with nodes):",
+    "Expected scaling on separate machines (here the nodes share two cores with Postgres, the model and the client, so turns/s cannot grow with nodes; CPU per turn carries over). Model at 0 ms: a real model's wait costs no CPU, so these are upper bounds of the gateway and database work:",
     "",
-    `- a node spends ${round(nodeCpu, 2)} ms of CPU per turn (median over the nodes of every Postgres configuration): at most ~${Math.round(perNode)} turns/s per core it has (model at 0 ms; a real model's wait costs no CPU)`,
-  );
-  if (pgLimit) {
+    "| nodes | CPU per turn per node (median) | turns/s per single-core node | N nodes | Postgres CPU per turn | turns/s per Postgres core | Postgres cores N busy nodes need |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  for (const [n, c] of cfgs) {
+    const nodeCpu = median(c.nodeCpuMsPerTurn);
+    const perNode = 1000 / nodeCpu;
+    const pg = c.postgresCpuMsPerTurn;
+    const perPgCore = pg ? 1000 / pg : undefined;
     lines.push(
-      `- Postgres spends ${round(pgCpu, 2)} ms of CPU per turn (its backends serving the nodes; WAL writer and checkpointer not counted): ~${Math.round(pgLimit)} turns/s per Postgres core`,
+      `| ${n} | ${round(nodeCpu, 2)} ms | ~${Math.round(perNode)} | ~${Math.round(n * perNode)} turns/s | ${pg ? `${round(pg, 2)} ms` : "—"} | ${perPgCore ? `~${Math.round(perPgCore)}` : "—"} | ${perPgCore ? round((n * perNode) / perPgCore, 1) : "—"} |`,
     );
-    for (const n of POSTGRES_NODE_COUNTS) {
-      const nodesLimit = n * perNode;
-      lines.push(
-        `- ${n} node${n > 1 ? "s" : ""} of one core each: ~${Math.round(Math.min(nodesLimit, pgLimit * 4))} turns/s with a 4-core Postgres (${nodesLimit < pgLimit * 4 ? "the nodes are the limit" : "Postgres is the limit"})`,
-      );
-    }
+  }
+  const last = cfgs[cfgs.length - 1][1];
+  if (last.postgresCpuMsPerTurn) {
+    const ratio = last.postgresCpuMsPerTurn / median(last.nodeCpuMsPerTurn);
     lines.push(
-      `- Postgres becomes the limit at about ${round(pgLimit / perNode, 1)} single-core nodes per Postgres core; beyond that, add Postgres cores (or cut statements per turn), not nodes`,
+      "",
+      `- Postgres spends ${round(ratio, 2)} ms of its CPU for each ms a node spends (backends only; WAL writer and checkpointer not counted): past about ${round(1 / ratio, 1)} node cores per Postgres core, Postgres is the limit; then add Postgres cores or cut the statements of a turn, not nodes`,
     );
-  } else {
-    lines.push("- Postgres CPU per turn was not measured, so where it becomes the limit is not estimated");
   }
   const one = res.configs?.[1];
   if (one?.commitsPerTurn && res.commitMs && one.turnP50) {

@@ -177,7 +177,11 @@ describe.skipIf(!testPostgresUrl)("storage migrate of a 100-session state dir, t
       expect(JSON.stringify(image.messages[0]?.content)).toContain('"type":"image"');
     } finally {
       await client.close();
-      await killHard(gw);
+      // SIGTERM: the node drains and leaves (its node row goes), as an operator stops it; a node killed with -9 would
+      // still count as running on the schema for a lease, and the next case would be refused for that instead
+      const exited = new Promise((r) => gw.child.once("exit", r));
+      gw.child.kill("SIGTERM");
+      await exited;
     }
   }, 90_000);
 
