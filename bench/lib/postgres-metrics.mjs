@@ -119,6 +119,15 @@ function cpuBetween(before, after) {
   return ms;
 }
 
+/**
+ * Why the throughput client failed, in one line: the first failed turn's error text when the child printed one (a
+ * failed turn is a finding about the nodes, not about the bench), else the child's exit.
+ */
+function throughputFailure(label, err) {
+  const text = err.message.match(/turn failed: .*?"text":"((?:[^"\\]|\\.)*)"/)?.[1];
+  return text ? `${label}: a turn failed: ${text}` : `${label}: throughput failed: ${err.message.split("\n")[0]}`;
+}
+
 /** One configuration: `nodes` gateway hosts (SQLite when `postgres` is undefined), the latency and throughput runs. */
 async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, verbose, progress, attempt }) {
   const out = { label, nodes };
@@ -150,8 +159,9 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
     const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
-    const tp = await attempt(`${label}: throughput`, () =>
-      runMetricChild(
+    let tp;
+    try {
+      tp = await runMetricChild(
         "metrics/gateway-client.mjs",
         {
           mode: "throughput",
@@ -161,10 +171,10 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
           repeats: work.repeats,
         },
         { verbose, timeoutMs: 600_000 },
-      ),
-    );
-    if (tp.error) {
-      out.error ??= tp.error;
+      );
+    } catch (err) {
+      out.error ??= throughputFailure(label, err);
+      progress(out.error);
       return out;
     }
     const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
