@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migratePostgres } from "../storage/postgres/migrate.js";
 import { createPostgresPool } from "../storage/postgres/pool.js";
 import { checkFence, FencedError } from "../storage/postgres/session-leases.js";
+import { openPostgresStore } from "../storage/postgres/store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../testing/postgres-schema.js";
 import { eventually, openTestNode, type TestNode } from "./cluster.test-support.js";
@@ -155,5 +156,56 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.queue.adoptedIds()).toEqual([]);
     await b.node.tick();
     expect(b.queue.adoptedIds()).toEqual(["r1"]);
+  });
+});
+
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
+describe.skipIf(!testPostgresUrl)("a zombie node (its lease taken while it was paused) on the Postgres store", () => {
+  let ts: TestSchema;
+  const open: TestNode[] = [];
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+  });
+  afterAll(async () => {
+    for (const n of open.splice(0)) await n.close();
+    await ts?.drop();
+  });
+
+  it("writes nothing more for the session: its transcript and run writes fail with FencedError, the new owner's go through", async () => {
+    const clock = new ManualClock();
+    const storeA = await openPostgresStore(ts.options);
+    const storeB = await openPostgresStore(ts.options);
+    const a = await openTestNode(ts.options, { nodeId: "node-a", leaseMs: LEASE, clock, store: storeA });
+    open.push(a);
+    const b = await openTestNode(ts.options, { nodeId: "node-b", leaseMs: LEASE, clock, store: storeB });
+    open.push(b);
+    const key = "agent:main:z";
+    const now = clock.now();
+    await storeA.acceptInput(
+      { key, agentId: "main", now },
+      { runId: "z1", sessionKey: key, status: "queued", acceptedAt: now, params: { message: "hi" } },
+    );
+    await a.node.routeStored(key);
+    await a.queue.start(key);
+    const row = { sessionKey: key, kind: "message" as const, runId: "z1", createdAt: now };
+    await storeA.appendTranscript([{ ...row, message: { role: "user", content: "hi" } }]);
+    // A pauses past its lease; B takes the session over
+    await a.node.stopBeating();
+    clock.advance(LEASE + 1);
+    await b.node.tick();
+    expect(b.queue.ended).toEqual([{ runId: "z1", stopReason: NODE_LOST }]);
+    // A wakes up and carries on with its turn: none of it lands
+    const late = {
+      ...row,
+      message: { role: "assistant" as const, content: [{ type: "text" as const, text: "late" }] },
+    };
+    await expect(storeA.appendTranscript([late])).rejects.toBeInstanceOf(FencedError);
+    await expect(storeA.updateRun("z1", { status: "ok" })).rejects.toBeInstanceOf(FencedError);
+    expect((await storeB.getRun("z1"))?.status).toBe("error");
+    expect((await storeB.readTranscript(key)).map((r) => r.runId)).toEqual(["z1"]);
+    // the new owner writes
+    await storeB.appendTranscript([{ ...row, runId: "z2", message: { role: "user", content: "next" } }]);
+    expect((await storeB.readTranscript(key)).length).toBe(2);
   });
 });
