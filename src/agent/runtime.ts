@@ -3,6 +3,7 @@ import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
 import type { EventBusPort } from "../events/bus-port.js";
+import { type PgBusSource, PgEventBus } from "../events/pg-bus.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
@@ -37,7 +38,7 @@ export interface RuntimeOptions {
   config: LoopgateConfig;
   stateDir: string;
   store: Store;
-  /** the event bus port; default: an in-process AgentEventBus */
+  /** the event bus port; default: an in-process AgentEventBus, or with a Postgres store the nodes' PgEventBus */
   bus?: EventBusPort;
   /** session ownership; default: the file write lock under stateDir (SPEC 3) */
   sessionLocks?: SessionLockPort;
@@ -105,8 +106,8 @@ export class AgentRuntime {
     this.stateDir = opts.stateDir;
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
-    this.bus = opts.bus ?? new AgentEventBus({ now: () => this.clock.now() });
     this.logger = opts.logger ?? createLogger();
+    this.bus = opts.bus ?? this.defaultBus();
     this.env = opts.env ?? process.env;
     this.sessionLocks =
       opts.sessionLocks ??
@@ -141,6 +142,26 @@ export class AgentRuntime {
     this.internalHooks = new InternalHookRegistry(this.hookLogger);
     this.runEvents = new RunEventWriter({ store: this.store, clock: this.clock, logger: this.logger });
     this.runEvents.attach(this.bus);
+  }
+
+  /**
+   * The bus by backend: SQLite is one node, so the in-process bus (unchanged, nothing extra per event); Postgres may
+   * have several nodes, whose runs are heard through the store (events/pg-bus.ts). A run's end is announced to the
+   * other nodes once its events are written, so the writer's flush goes first.
+   */
+  private defaultBus(): EventBusPort {
+    if (this.store.kind !== "postgres") return new AgentEventBus({ now: () => this.clock.now() });
+    const source = this.store as Partial<PgBusSource>;
+    if (!source.pool || typeof source.channel !== "string" || typeof source.notifier !== "function")
+      throw new Error("the postgres store does not expose pool, channel and notifier(): the event bus needs them");
+    const log = this.logger;
+    return new PgEventBus({
+      source: source as PgBusSource,
+      store: this.store,
+      now: () => this.clock.now(),
+      beforeEndNotice: () => this.runEvents.flush(),
+      onError: (err) => log.warn("event bus: reading another node's events failed", { error: err.message }),
+    });
   }
 
   /**

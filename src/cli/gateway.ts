@@ -1,5 +1,6 @@
 import { loadConfig, resolveSecretRef } from "../config/index.js";
 import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
+import { describeStorage } from "../storage/describe-storage.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { createGatewayLogger, type GatewayLogFlags } from "./gateway-logging.js";
 import { resolveGatewayToken, tokenFlagWarning } from "./gateway-token.js";
@@ -106,7 +107,9 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   }
   const httpBase = handle.url.replace(/^ws:/, "http:");
   process.stdout.write(`loopgate gateway listening on ${handle.url} (health: ${httpBase}/health)\n`);
-  process.stdout.write(`state: ${loaded.stateDir} · config: ${loaded.file ?? "defaults (no config file)"}\n`);
+  process.stdout.write(
+    `state: ${loaded.stateDir} · storage: ${describeStorage(loaded.config, loaded.stateDir)} · config: ${loaded.file ?? "defaults (no config file)"}\n`,
+  );
   process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
 
   await new Promise<void>((resolve) => {

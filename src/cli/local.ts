@@ -69,7 +69,8 @@ export async function runLocalTurn(
   signal?: AbortSignal,
 ): Promise<AgentFinal> {
   const runId = req.idempotencyKey ?? randomUUID();
-  const unsubscribe = service.rt.bus.subscribe((ev) => {
+  // the run executes in this process: nothing from other nodes is wanted (nor paid for)
+  const unsubscribe = service.rt.bus.subscribeLocal((ev) => {
     if (ev.runId === runId) onEvent(ev);
   });
   try {

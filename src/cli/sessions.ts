@@ -2,6 +2,7 @@ import { loadConfig } from "../config/index.js";
 import { contentWithImageNotes } from "../providers/types.js";
 import { normalizeSessionKey } from "../session/keys.js";
 import { createStore } from "../storage/create-store.js";
+import { describeStorage } from "../storage/describe-storage.js";
 import type { SessionRecord, TranscriptRow } from "../storage/types.js";
 import { redactTranscriptRow } from "../tools/redact-transcript.js";
 import { CliError } from "./exit-codes.js";
@@ -59,7 +60,7 @@ export async function sessionsList(opts: { config?: string; json?: boolean; limi
       return 0;
     }
     if (sessions.length === 0) {
-      process.stdout.write(`no sessions yet (state: ${stateDir})\n`);
+      process.stdout.write(`no sessions yet (storage: ${describeStorage(config, stateDir)})\n`);
       return 0;
     }
     for (const s of sessions) {

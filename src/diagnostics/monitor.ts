@@ -78,7 +78,8 @@ export class DiagnosticsMonitor {
 
   /** Starts observing: the bus, the runtime's model calls, and the tick timer. */
   start(bus: EventBusPort, rt?: Pick<AgentRuntime, "modelCalls">): void {
-    this.unsubscribe = bus.subscribe((ev) => this.tracker.onEvent(ev));
+    // this node's runs only: a stalled run can be recovered only where it executes
+    this.unsubscribe = bus.subscribeLocal((ev) => this.tracker.onEvent(ev));
     if (rt) {
       rt.modelCalls = this.tracker;
       this.detachModelCalls = () => {

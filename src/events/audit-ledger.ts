@@ -50,10 +50,10 @@ export class AuditLedger {
     this.newId = opts.newId ?? randomUUID;
   }
 
-  /** Starts recording the bus's events. */
+  /** Starts recording the bus's events: this node's runs only (each node records the runs it executes, once). */
   attach(bus: EventBusPort): void {
     this.unsubscribe?.();
-    this.unsubscribe = bus.subscribe((event) => this.offer(event));
+    this.unsubscribe = bus.subscribeLocal((event) => this.offer(event));
   }
 
   /** Rows waiting to be written, and rows lost since this ledger started. */

@@ -12,13 +12,24 @@ export type AgentEventListener = (event: AgentEvent) => void;
  *   subscriber sees the same number for the same event, whenever it subscribed.
  * - A run's events reach each listener in seq order.
  * - A listener that throws is isolated: the other listeners and the emitter go on.
- * - `subscribeRun` listeners hear only their run; `subscribe` listeners hear every run.
+ * - `subscribeRun` listeners hear only their run; `subscribe` listeners hear every run, wherever it executes;
+ *   `subscribeLocal` listeners hear only the runs this process emits (on one node that is every run).
  * - `endRun` is the run's completion: its `onRunEnd` listeners hear it once, and the run's counter is forgotten
  *   (an emit after it starts again from 1 unless `resumeSeq` says otherwise).
  */
 export interface EventBusPort {
-  /** Hears every run's events; returns the unsubscribe. */
+  /**
+   * True when the bus also carries runs executing in other processes (gateway nodes on one Postgres). Then a run
+   * that is not live here may still be running elsewhere, and its `onRunEnd` listeners hear when it ends there.
+   */
+  readonly spansNodes: boolean;
+  /** Hears every run's events, also those of runs executing on other nodes; returns the unsubscribe. */
   subscribe(listener: AgentEventListener): () => void;
+  /**
+   * Hears only the runs this process emits. For whoever acts once per event where the run executes: the run-event
+   * writer (a remote event is already stored), the audit ledger, run-log lines, the stuck-session monitor.
+   */
+  subscribeLocal(listener: AgentEventListener): () => void;
   /** Hears one run's events only; costs nothing per event of the other runs. Returns the unsubscribe. */
   subscribeRun(runId: string, listener: AgentEventListener): () => void;
   /** Publishes with the run's next seq and returns the event as the subscribers saw it. */

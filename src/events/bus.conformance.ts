@@ -15,7 +15,12 @@ export interface BusUnderTest {
   close(): Promise<void>;
 }
 
-export function eventBusConformance(name: string, open: () => Promise<BusUnderTest>): void {
+export interface BusCapabilities {
+  /** `peer` is another node (process): it hears `bus`'s runs as remote ones */
+  separateNodes?: boolean;
+}
+
+export function eventBusConformance(name: string, open: () => Promise<BusUnderTest>, caps: BusCapabilities = {}): void {
   describe(`EventBusPort conformance: ${name}`, () => {
     let t: BusUnderTest;
     beforeEach(async () => {
@@ -33,8 +38,15 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
       const a2 = t.bus.emit("run-a", "s1", "assistant", { delta: "c" });
       await t.settle();
       expect([a1.seq, a2.seq]).toEqual([1, 2]);
-      expect(seen.map((e) => `${e.runId}#${e.seq}`)).toEqual(["run-a#1", "run-b#1", "run-a#2"]);
-      expect(seen[0]).toMatchObject({ sessionKey: "s1", stream: "assistant", data: { delta: "a" } });
+      // order is promised within a run; across runs, another node may hear one run's batch before the other's
+      const ofRun = (runId: string) => seen.filter((e) => e.runId === runId).map((e) => e.seq);
+      expect(seen).toHaveLength(3);
+      expect([ofRun("run-a"), ofRun("run-b")]).toEqual([[1, 2], [1]]);
+      expect(seen.find((e) => e.runId === "run-a")).toMatchObject({
+        sessionKey: "s1",
+        stream: "assistant",
+        data: { delta: "a" },
+      });
     });
 
     it("a run listener hears only its run, in seq order, and nothing after it unsubscribes", async () => {
@@ -79,6 +91,51 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
       await t.settle();
       expect(heard).toEqual([1]);
     });
+
+    it("a local listener hears the runs its own process emits, and another node's only where they execute", async () => {
+      const here: string[] = [];
+      const there: string[] = [];
+      t.bus.subscribeLocal((ev) => here.push(`${ev.runId}#${ev.seq}`));
+      t.peer.subscribeLocal((ev) => there.push(`${ev.runId}#${ev.seq}`));
+      t.peer.subscribe(() => {}); // the peer follows every run: still not its local listeners' business
+      t.bus.emit("r", "s", "assistant", { delta: "x" });
+      await t.settle();
+      expect(here).toEqual(["r#1"]);
+      expect(there).toEqual(caps.separateNodes ? [] : ["r#1"]);
+    });
+
+    // runs only where `peer` is another node (the in-process bus has one process: nothing is heard "remotely")
+    it.runIf(caps.separateNodes)(
+      "another node hears a long run live: every event once, with the emitter's seq, data and wire JSON, in order, and its end",
+      async () => {
+        const heard: AgentEvent[] = [];
+        let ended = 0;
+        t.peer.subscribe((ev) => heard.push(ev));
+        t.peer.onRunEnd("long", () => ended++);
+        const sent: AgentEvent[] = [];
+        sent.push(t.bus.emit("long", "s", "lifecycle", { phase: "start", startedAt: 1 }));
+        for (let i = 0; i < 1200; i++) {
+          sent.push(t.bus.emit("long", "s", "assistant", { delta: `t${i}` }));
+          if (i % 400 === 0) await t.settle(); // several batches, some read while others are written
+        }
+        sent.push(
+          t.bus.emit("long", "s", "lifecycle", {
+            phase: "end",
+            startedAt: 1,
+            endedAt: 2,
+            status: "ok",
+            stopReason: "stop",
+            usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+          }),
+        );
+        t.bus.endRun("long");
+        await t.settle();
+        expect(heard.map((e) => e.seq)).toEqual(sent.map((e) => e.seq));
+        expect(heard.map((e) => JSON.stringify(e))).toEqual(sent.map((e) => JSON.stringify(e)));
+        expect(ended).toBe(1);
+        expect(t.peer.spansNodes).toBe(true);
+      },
+    );
 
     it("tells a run's end listeners once when the run completes, and starts a later run of that id from 1", async () => {
       let ended = 0;

@@ -16,3 +16,12 @@ export function agentEventJson(event: AgentEvent): string {
   }
   return lastJson;
 }
+
+/**
+ * An event read back from the store (a run on another node): its stored JSON is the wire text, so the listeners that
+ * ask for it next get those bytes instead of a re-serialization.
+ */
+export function rememberAgentEventJson(event: AgentEvent, json: string): void {
+  lastEvent = event;
+  lastJson = json;
+}

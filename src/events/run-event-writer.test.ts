@@ -195,6 +195,27 @@ describe("a store that fails", () => {
     expect(seqs("r1")).toEqual([1, 2, 3]);
   });
 
+  it("a Postgres server that went away (terminated connection, restart) is retried like a full disk, not dropped", async () => {
+    const { clock, writer, stream } = setup();
+    vi.spyOn(store, "appendRunEvents")
+      .mockImplementationOnce(() => {
+        throw new Error("Connection terminated unexpectedly");
+      })
+      .mockImplementationOnce(() => {
+        throw Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" });
+      });
+    stream("r1", 3);
+    clock.advance(50);
+    await settle();
+    expect(writer.stats).toMatchObject({ dropped: 0, buffered: 3, failedWrites: 1 });
+    clock.advance(100);
+    await settle();
+    expect(writer.stats).toMatchObject({ dropped: 0, buffered: 3, failedWrites: 2 });
+    clock.advance(200);
+    await settle();
+    expect(seqs("r1")).toEqual([1, 2, 3]);
+  });
+
   it("a batch that fails for another reason is dropped (counted, logged), and the next batch is written", async () => {
     const { clock, writer, lines, stream } = setup();
     vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {

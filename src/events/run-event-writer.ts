@@ -19,6 +19,7 @@
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
 import type { Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
@@ -88,10 +89,10 @@ export class RunEventWriter {
     this.defer = opts.defer ?? ((fn) => setImmediate(fn));
   }
 
-  /** Starts persisting the bus's events. */
+  /** Starts persisting the bus's events: this node's runs only (another node's run is stored by that node). */
   attach(bus: EventBusPort): void {
     this.unsubscribe?.();
-    this.unsubscribe = bus.subscribe((ev) => this.add(ev));
+    this.unsubscribe = bus.subscribeLocal((ev) => this.add(ev));
   }
 
   /** The hot path: one push, and a timer armed once per batch. */
@@ -263,11 +264,14 @@ export class RunEventWriter {
   }
 }
 
-/** Worth retrying: the disk is full or failing, or another process held the database longer than busy_timeout. */
+/**
+ * Worth retrying: the disk is full or failing, another process held the database longer than busy_timeout, or the
+ * Postgres server is unreachable for now (restart, broken connection).
+ */
 function retryable(err: unknown): boolean {
   if (isStorageFault(err) || err instanceof StorageUnavailableError) return true;
   const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+  return (typeof code === "string" && code.startsWith("SQLITE_BUSY")) || isTransientPostgresError(err);
 }
 
 function toStored(ev: AgentEvent): StoredRunEvent {

@@ -121,6 +121,11 @@ export class Broadcaster {
     this.unfollowMessages(sessionKey, sink);
   }
 
+  /** Whether a connection follows the session's messages (another node's message is read only then). */
+  followsMessages(sessionKey: string): boolean {
+    return this.messageFollowers.has(sessionKey);
+  }
+
   private unfollowMessages(sessionKey: string, sink: EventSink): void {
     const set = this.messageFollowers.get(sessionKey);
     set?.delete(sink);

@@ -18,8 +18,9 @@ export class RunLog {
     this.service = service;
   }
 
+  /** "run started" is logged by the node that runs it (the node that accepted it logs the accept). */
   attach(bus: EventBusPort): void {
-    this.unsubscribe = bus.subscribe((ev) => this.onEvent(ev));
+    this.unsubscribe = bus.subscribeLocal((ev) => this.onEvent(ev));
   }
 
   detach(): void {

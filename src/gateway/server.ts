@@ -12,6 +12,8 @@ import { defaultAbortMs } from "../diagnostics/classify.js";
 import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import { startAuditPruning } from "../events/audit-retention.js";
+import { type PgBusSource, PgEventBus } from "../events/pg-bus.js";
+import { PgSessionRelay } from "../events/pg-session-relay.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
@@ -140,6 +142,23 @@ function startDiagnostics(
   return monitor;
 }
 
+/** Starts the bus's LISTEN (a node must not serve deaf) and relays session notices between nodes. */
+async function startSessionRelay(
+  rt: AgentService["rt"],
+  service: AgentService,
+  broadcaster: Broadcaster,
+  logger: Logger,
+): Promise<PgSessionRelay> {
+  await (rt.bus as PgEventBus).ready();
+  return PgSessionRelay.start({
+    source: rt.store as unknown as PgBusSource,
+    events: service.sessionEvents,
+    store: rt.store,
+    wantsMessages: (key) => broadcaster.followsMessages(key),
+    onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
+  });
+}
+
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
   let cluster: ClusterNode | undefined;
@@ -171,6 +190,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     await cluster?.stopBeating();
     if (ownedStore) {
       await service.rt.runEvents.close();
+      if (service.rt.bus instanceof PgEventBus) service.rt.bus.close();
       await ownedStore.close();
     }
     throw err;
@@ -228,6 +248,8 @@ async function listen(
     const s = await service.session(key);
     return s ? sessionInfo(s, { running: service.activeRuns(key).length > 0 }) : undefined;
   });
+  // gateway nodes on one Postgres: the bus listens before the first client does, session notices cross nodes
+  const relay = rt.bus instanceof PgEventBus ? await startSessionRelay(rt, service, broadcaster, logger) : undefined;
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   // attached before recovery, so runs a previous process left are recorded as they are failed
@@ -411,6 +433,7 @@ async function listen(
       }
       clearInterval(tick);
       diagnostics?.stop();
+      relay?.close();
       broadcaster.detach();
       runLog.detach();
       // every run has ended (drained or aborted and recorded): its last rows are written before the store closes
@@ -428,6 +451,7 @@ async function listen(
       // the drained runs' last events are written before the store closes (an injected runtime keeps its writer)
       if (ownedStore) {
         await rt.runEvents.close();
+        if (rt.bus instanceof PgEventBus) rt.bus.close();
         await ownedStore.close();
       } else await rt.runEvents.flush();
     })();

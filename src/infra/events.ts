@@ -15,6 +15,8 @@ export class AgentEventBus implements EventBusPort {
   private readonly seqByRun = new Map<string, number>();
   private readonly endListeners = new Map<string, Set<() => void>>();
   private readonly now: () => number;
+  /** one process: every run is local */
+  readonly spansNodes = false;
 
   constructor(opts: { now?: () => number } = {}) {
     this.now = opts.now ?? Date.now;
@@ -23,6 +25,11 @@ export class AgentEventBus implements EventBusPort {
   subscribe(listener: AgentEventListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Every run of this bus is this process's, so local listeners are plain listeners (no cost per event). */
+  subscribeLocal(listener: AgentEventListener): () => void {
+    return this.subscribe(listener);
   }
 
   /**

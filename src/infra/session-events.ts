@@ -8,10 +8,14 @@ import type { TranscriptRow } from "../storage/types.js";
 
 export type SessionChangeReason = "created" | "reset" | "deleted" | "patched";
 
+/**
+ * `remote`: heard from another gateway node on the same Postgres (events/pg-session-relay.ts); the relay announces
+ * only the notices without it, so none goes round twice.
+ */
 export type SessionEvent =
-  | { type: "changed"; sessionKey: string; reason: SessionChangeReason }
+  | { type: "changed"; sessionKey: string; reason: SessionChangeReason; remote?: boolean }
   /** a transcript message row, as stored (images as references) */
-  | { type: "message"; sessionKey: string; row: TranscriptRow };
+  | { type: "message"; sessionKey: string; row: TranscriptRow; remote?: boolean };
 
 export type SessionEventListener = (event: SessionEvent) => void;
 

@@ -68,6 +68,11 @@ export class SessionQueue {
     return reportEnded(this.ctx, run, ended);
   }
 
+  /** Several gateway nodes share the store: a run not live here may be live on another node. */
+  private get spansNodes(): boolean {
+    return this.ctx.cluster !== undefined || this.ctx.deps.bus.spansNodes;
+  }
+
   /** Whether drain has begun (nothing new starts here). */
   get draining(): boolean {
     return this.ctx.draining;
@@ -152,8 +157,8 @@ export class SessionQueue {
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
     if (final) return final;
-    // several nodes: it runs (or waits) on another node; its end is heard or read from there
-    if (this.ctx.cluster) {
+    // another node's run (gateway nodes on one Postgres): its end is heard through the bus, or read from its record
+    if (this.spansNodes) {
       const ended = await waitRemoteEnd(this.ctx, runId, Number.POSITIVE_INFINITY);
       const remote = ended && finalFromRecord(ended);
       if (remote) return remote;
@@ -168,8 +173,8 @@ export class SessionQueue {
     if (!live) {
       const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
-      if (!this.ctx.cluster || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
-      // several nodes: it runs (or waits) on another node
+      if (!this.spansNodes || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
+      // another node's run (gateway nodes on one Postgres): it runs (or waits) there
       const ended = await waitRemoteEnd(this.ctx, runId, timeoutMs);
       return waitResultOf(ended ?? (await store.getRun(runId)) ?? run);
     }

@@ -14,7 +14,7 @@ if (pg) {
     console.info(`Postgres conformance: no ${missing.join(", ")} factory yet; those suites skipped`);
   if (factories.store) storeConformance("postgres", () => factories.store!(url));
   if (factories.locks) sessionLockConformance("postgres", () => factories.locks!(url), { hasPeer: true });
-  if (factories.bus) eventBusConformance("postgres", () => factories.bus!(url));
+  if (factories.bus) eventBusConformance("postgres", () => factories.bus!(url), { separateNodes: true });
   // Skipped, with the reason as its title: the backend file exists but exports no factory for any of the three
   // ports, so there is nothing to run the cases against (the Postgres Store adapter is issue 14's next step).
   if (missing.length === 3)

@@ -1,4 +1,5 @@
 import { openLeaseLocks } from "../../cluster/lease-lock.test-support.js";
+import { openTwoNodeBus } from "../../events/pg-bus.test-support.js";
 import type { PostgresFactories } from "../../testing/postgres-hook.test-support.js";
 import { createTestSchema } from "../../testing/postgres-schema.js";
 import type { StoreUnderTest } from "../store.conformance.js";
@@ -11,6 +12,7 @@ import { openPostgresStore, type PostgresStore } from "./store.js";
 export const conformanceFactories: PostgresFactories = {
   store: openStoreUnderTest,
   locks: openLeaseLocks,
+  bus: openTwoNodeBus,
 };
 
 /** A store on a fresh schema; "another store" is a second pool on that schema, as another node would open it. */

@@ -49,6 +49,9 @@ export class RunEventFollower {
   private readonly follows = new Map<string, Set<Follow>>();
   private readonly pageSize: number;
   private readonly offs: Array<() => void>;
+  /** reads in progress, and who waits for there to be none (tests settle on it; a bus reports it) */
+  private reading = 0;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     private readonly db: Queryable,
@@ -78,6 +81,12 @@ export class RunEventFollower {
     };
   }
 
+  /** Resolves once no read is in progress (at once when none is): everything pointed at so far is delivered. */
+  idle(): Promise<void> {
+    if (this.reading === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   /** Stops listening to the notifier (the notifier itself is the caller's). */
   close(): void {
     for (const off of this.offs) off();
@@ -100,14 +109,17 @@ export class RunEventFollower {
       return;
     }
     f.reading = true;
+    this.reading++;
     this.readAll(runId, f)
       .catch((err: Error) => this.opts.onError?.(err))
       .finally(() => {
         f.reading = false;
+        this.reading--;
         if (f.again) {
           f.again = false;
           this.read(runId, f);
         }
+        if (this.reading === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
   }
 

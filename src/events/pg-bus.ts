@@ -1,0 +1,365 @@
+/**
+ * The EventBusPort of gateway nodes sharing one Postgres (SPEC 18, issue 14 "events across nodes").
+ *
+ * Local runs (the ones this node emits) behave exactly as on the in-process bus: numbered here, delivered
+ * synchronously to every listener. Their events reach the other nodes through the store: the run-event writer stores
+ * them in batches and `appendRunEvents` announces each batch with a pointer `{k: "ev", runId, seq}` at COMMIT.
+ *
+ * Runs executing on other nodes are heard through those pointers: the node reads `run_events` after the last seq it
+ * delivered (RunEventFollower) and hands each event, with its original seq and stored wire JSON, to the `subscribe`
+ * and `subscribeRun` listeners, never to `subscribeLocal` ones (the writer would store it again, the audit ledger and
+ * diagnostics would count it twice).
+ *
+ * A node follows a remote run only while it has a reason: a `subscribe` listener exists (then every announced run is
+ * followed from its first pointer, read from seq 1), or a `subscribeRun` listener for that run. A follow ends at the
+ * run's terminal lifecycle event, at its end notice, or when the last reason goes.
+ *
+ * Completion: `endRun` fires this node's end listeners at once and announces `{k: "end", runId, seq}` after the
+ * run's events are stored (`beforeEndNotice`, the writer's flush), and `endRun` is called once the run record is
+ * written. So a remote `onRunEnd` listener (agent.wait, a repeated idempotency key) that reads the record on the
+ * notice finds it final, and a follower that delivered up to `seq` has every event. Messages merged into a turn have
+ * no lifecycle events of their own; the end notice is what ends them.
+ *
+ * Missed notifications (the LISTEN connection was down) are caught up on reconnect: the follower re-reads every run
+ * it follows, runs waited for are looked up in the store, and while a `subscribe` listener exists the runs the store
+ * says are running are followed.
+ */
+
+import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
+import { type NotifyPointer, notify, type PgNotifier } from "../storage/postgres/notifier.js";
+import type { Queryable } from "../storage/postgres/pool.js";
+import { type FollowedEvent, RunEventFollower } from "../storage/postgres/run-follower.js";
+import type { Store } from "../storage/types.js";
+import type { AgentEventListener, EventBusPort } from "./bus-port.js";
+import { rememberAgentEventJson } from "./event-json.js";
+
+/** What the bus needs of the Postgres store: its pool, its NOTIFY channel and the node's one LISTEN connection. */
+export interface PgBusSource {
+  readonly pool: Queryable;
+  readonly channel: string;
+  notifier(): Promise<PgNotifier>;
+}
+
+export interface PgEventBusOptions {
+  source: PgBusSource;
+  /** run records and stored seqs, read when notifications may have been missed */
+  store: Pick<Store, "getRun" | "lastRunEventSeq" | "listRuns">;
+  now?: () => number;
+  /** Resolves once the events emitted so far are stored; the end notice waits for it. */
+  beforeEndNotice?: () => Promise<unknown>;
+  /** A read, an announcement or a catch-up failed: reported, never thrown. */
+  onError?: (err: Error) => void;
+  /** How often an end notice is tried before it is given up (the reader's reconnect catch-up still finds the end). */
+  endNoticeAttempts?: number;
+  /** Timers between end-notice attempts (default setTimeout). */
+  setTimeout?: (fn: () => void, ms: number) => unknown;
+}
+
+interface RemoteRun {
+  unfollow: () => void;
+  /** the highest seq delivered */
+  delivered: number;
+  /** from the end notice: the run is over once `delivered` reaches it */
+  endSeq?: number;
+  terminal: boolean;
+}
+
+/** Run ids whose end was seen, so a late pointer does not start following them again from seq 1. Bounded. */
+const MAX_ENDED = 10_000;
+
+export class PgEventBus implements EventBusPort {
+  readonly spansNodes = true;
+  private readonly all = new Set<AgentEventListener>();
+  private readonly locals = new Set<AgentEventListener>();
+  private readonly runListeners = new Map<string, Set<AgentEventListener>>();
+  private readonly endListeners = new Map<string, Set<() => void>>();
+  /** this node's runs and their last seq */
+  private readonly seqByRun = new Map<string, number>();
+  private readonly remote = new Map<string, RemoteRun>();
+  private readonly ended = new Map<string, true>();
+  private readonly now: () => number;
+  private follower: RunEventFollower | undefined;
+  private readonly offs: Array<() => void> = [];
+  private readonly started: Promise<void>;
+  private closed = false;
+
+  constructor(private readonly opts: PgEventBusOptions) {
+    this.now = opts.now ?? Date.now;
+    this.started = this.start();
+  }
+
+  /** Resolves once the bus listens on the node's LISTEN connection (rejects if that connection cannot be made). */
+  ready(): Promise<void> {
+    return this.started;
+  }
+
+  private async start(): Promise<void> {
+    const notifier = await this.opts.source.notifier();
+    if (this.closed) return;
+    this.follower = new RunEventFollower(this.opts.source.pool, notifier, { onError: (err) => this.report(err) });
+    this.offs.push(
+      notifier.subscribe((p) => this.onPointer(p)),
+      notifier.onReconnect(() => void this.catchUp()),
+    );
+    // runs that began before this node listened and that a listener already wants
+    for (const runId of this.runListeners.keys()) this.considerFollow(runId);
+    if (this.all.size > 0) void this.catchUp();
+  }
+
+  subscribe(listener: AgentEventListener): () => void {
+    this.all.add(listener);
+    return () => {
+      this.all.delete(listener);
+      if (this.all.size === 0) for (const runId of [...this.remote.keys()]) this.dropIfUnwanted(runId);
+    };
+  }
+
+  subscribeLocal(listener: AgentEventListener): () => void {
+    this.locals.add(listener);
+    return () => this.locals.delete(listener);
+  }
+
+  subscribeRun(runId: string, listener: AgentEventListener): () => void {
+    let set = this.runListeners.get(runId);
+    if (!set) {
+      set = new Set();
+      this.runListeners.set(runId, set);
+    }
+    set.add(listener);
+    const listeners = set;
+    this.considerFollow(runId);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.runListeners.get(runId) === listeners) {
+        this.runListeners.delete(runId);
+        this.dropIfUnwanted(runId);
+      }
+    };
+  }
+
+  emit<S extends AgentStream>(runId: string, sessionKey: string, stream: S, data: AgentEventData[S]): AgentEventOf<S> {
+    const last = this.seqByRun.get(runId);
+    // the run executes here from now on (a run taken over from a lost node): its events are ours, not followed
+    if (last === undefined) this.becomeLocal(runId);
+    const seq = (last ?? 0) + 1;
+    this.seqByRun.set(runId, seq);
+    const event: AgentEventOf<S> = { runId, seq, stream, ts: this.now(), sessionKey, data };
+    for (const listener of this.locals) notify1(listener, event as AgentEvent);
+    for (const listener of this.all) notify1(listener, event as AgentEvent);
+    const own = this.runListeners.get(runId);
+    if (own) for (const listener of own) notify1(listener, event as AgentEvent);
+    return event;
+  }
+
+  resumeSeq(runId: string, lastSeq: number): void {
+    this.becomeLocal(runId);
+    this.seqByRun.set(runId, lastSeq);
+  }
+
+  endRun(runId: string): void {
+    const seq = this.seqByRun.get(runId) ?? this.remote.get(runId)?.delivered ?? 0;
+    this.seqByRun.delete(runId);
+    this.stopFollowing(runId);
+    this.markEnded(runId);
+    this.fireEnd(runId);
+    void this.announceEnd(runId, seq);
+  }
+
+  onRunEnd(runId: string, listener: () => void): () => void {
+    let set = this.endListeners.get(runId);
+    if (!set) {
+      set = new Set();
+      this.endListeners.set(runId, set);
+    }
+    set.add(listener);
+    const listeners = set;
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.endListeners.get(runId) === listeners) this.endListeners.delete(runId);
+    };
+  }
+
+  /** Resolves once every read started so far has delivered its events (tests settle on it). */
+  async idle(): Promise<void> {
+    await this.started.catch(() => {});
+    await this.follower?.idle();
+  }
+
+  /** Stops following and listening (the notifier and pool are the store's). */
+  close(): void {
+    this.closed = true;
+    for (const off of this.offs.splice(0)) off();
+    for (const st of this.remote.values()) st.unfollow();
+    this.remote.clear();
+    this.follower?.close();
+  }
+
+  private becomeLocal(runId: string): void {
+    this.stopFollowing(runId);
+    this.ended.delete(runId);
+  }
+
+  /** Follows `runId` when it is not ours, not followed yet, not over, and someone wants it. */
+  private considerFollow(runId: string): void {
+    if (!this.follower || this.closed) return;
+    if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId)) return;
+    if (this.all.size === 0 && !this.runListeners.has(runId)) return;
+    const st: RemoteRun = { unfollow: () => {}, delivered: 0, terminal: false };
+    this.remote.set(runId, st);
+    st.unfollow = this.follower.follow(runId, 0, (e) => this.deliverRemote(st, e));
+  }
+
+  private dropIfUnwanted(runId: string): void {
+    if (this.all.size > 0 || this.runListeners.has(runId)) return;
+    this.stopFollowing(runId);
+  }
+
+  private stopFollowing(runId: string): void {
+    const st = this.remote.get(runId);
+    if (!st) return;
+    st.unfollow();
+    this.remote.delete(runId);
+  }
+
+  private deliverRemote(st: RemoteRun, e: FollowedEvent): void {
+    if (this.remote.get(e.runId) !== st) return;
+    st.delivered = e.seq;
+    let event: AgentEvent;
+    try {
+      event = JSON.parse(e.event) as AgentEvent;
+    } catch (err) {
+      this.report(
+        new Error(`run ${e.runId} event ${e.seq}: the stored JSON does not parse (${(err as Error).message})`),
+      );
+      return;
+    }
+    rememberAgentEventJson(event, e.event);
+    for (const listener of this.all) notify1(listener, event);
+    const own = this.runListeners.get(e.runId);
+    if (own) for (const listener of own) notify1(listener, event);
+    if (event.stream === "lifecycle") {
+      const phase = (event.data as { phase?: string }).phase;
+      if (phase === "end" || phase === "error") st.terminal = true;
+    }
+    this.settle(e.runId, st);
+  }
+
+  /** A followed run is over once its end notice's seq is delivered, or (no notice yet) at its terminal event. */
+  private settle(runId: string, st: RemoteRun): void {
+    if (st.endSeq !== undefined) {
+      if (st.delivered < st.endSeq) return;
+      this.stopFollowing(runId);
+      this.markEnded(runId);
+      this.fireEnd(runId);
+      return;
+    }
+    if (!st.terminal) return;
+    // the end notice (record written) still fires the end listeners; only the reads stop here
+    this.stopFollowing(runId);
+    this.markEnded(runId);
+  }
+
+  private onPointer(p: NotifyPointer): void {
+    if (typeof p.runId !== "string") return;
+    const runId = p.runId;
+    if (p.k === "end") {
+      if (this.seqByRun.has(runId)) return;
+      const st = this.remote.get(runId);
+      if (st) {
+        st.endSeq = typeof p.seq === "number" ? p.seq : 0;
+        this.settle(runId, st);
+        return;
+      }
+      this.markEnded(runId);
+      this.fireEnd(runId);
+      return;
+    }
+    if (p.k !== undefined && p.k !== "ev") return;
+    // a followed run's follower reads on its own; a new run is followed if someone wants every run
+    this.considerFollow(runId);
+  }
+
+  /**
+   * After a reconnect (or at start): notifications may have been missed. Runs waited for are looked up (a run whose
+   * record is final has ended); while every run is wanted, the runs the store says are running are followed.
+   */
+  private async catchUp(): Promise<void> {
+    try {
+      for (const runId of [...this.endListeners.keys()]) {
+        if (this.seqByRun.has(runId)) continue;
+        const run = await this.opts.store.getRun(runId);
+        if (!run || run.status === "queued" || run.status === "running") continue;
+        const st = this.remote.get(runId);
+        if (st) {
+          st.endSeq = await this.opts.store.lastRunEventSeq(runId);
+          this.settle(runId, st);
+        } else {
+          this.markEnded(runId);
+          this.fireEnd(runId);
+        }
+      }
+      if (this.all.size > 0) {
+        for (const run of await this.opts.store.listRuns({ statuses: ["running"] })) this.considerFollow(run.runId);
+      }
+    } catch (err) {
+      this.report(err as Error);
+    }
+  }
+
+  private markEnded(runId: string): void {
+    this.ended.set(runId, true);
+    if (this.ended.size > MAX_ENDED) {
+      const oldest = this.ended.keys().next().value;
+      if (oldest !== undefined) this.ended.delete(oldest);
+    }
+  }
+
+  private fireEnd(runId: string): void {
+    const ends = this.endListeners.get(runId);
+    if (!ends) return;
+    this.endListeners.delete(runId);
+    for (const listener of ends) {
+      try {
+        listener();
+      } catch (err) {
+        process.emitWarning(`run end listener failed: ${(err as Error)?.message ?? String(err)}`);
+      }
+    }
+  }
+
+  /**
+   * The end notice goes out after the run's events are stored. A failed NOTIFY (the connection was lost) is tried
+   * again a few times; a node that still missed it finds the end in the store at its next reconnect.
+   */
+  private async announceEnd(runId: string, seq: number): Promise<void> {
+    if (this.closed) return;
+    const attempts = this.opts.endNoticeAttempts ?? 5;
+    const later = this.opts.setTimeout ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
+    for (let i = 0; i < attempts && !this.closed; i++) {
+      try {
+        await this.opts.beforeEndNotice?.();
+        await notify(this.opts.source.pool, this.opts.source.channel, { k: "end", runId, seq });
+        return;
+      } catch (err) {
+        if (i === attempts - 1) {
+          this.report(new Error(`run ${runId}: its end could not be announced: ${(err as Error).message}`));
+          return;
+        }
+        await new Promise<void>((resolve) => later(resolve, 100 * 2 ** i));
+      }
+    }
+  }
+
+  private report(err: Error): void {
+    if (this.opts.onError) this.opts.onError(err);
+    else process.emitWarning(`event bus: ${err.message}`);
+  }
+}
+
+function notify1(listener: AgentEventListener, event: AgentEvent): void {
+  try {
+    listener(event);
+  } catch (err) {
+    process.emitWarning(`agent event listener failed: ${(err as Error)?.message ?? String(err)}`);
+  }
+}

@@ -1,0 +1,228 @@
+import { createHash } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../../providers/types.js";
+import { ManualClock } from "../../testing/manual-clock.js";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
+import type { NotifyPointer } from "./notifier.js";
+import { FencedError, SessionLeases } from "./session-leases.js";
+import { openPostgresStore, type PostgresStore } from "./store.js";
+
+// What the conformance cases (store.conformance.ts) do not cover: image blobs in Postgres, the fencing hook for
+// several nodes, the shared LISTEN connection and the run-event pointers. Skipped without LOOPGATE_TEST_POSTGRES_URL:
+// these need a real PostgreSQL server (.ci/run sets it).
+describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
+  let ts: TestSchema;
+  const open: PostgresStore[] = [];
+  let keyNo = 0;
+  let key: string;
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+  });
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+  });
+  afterAll(async () => {
+    await ts?.drop();
+  });
+
+  async function store(): Promise<PostgresStore> {
+    const s = await openPostgresStore({ ...ts.options, poolMax: 3 });
+    open.push(s);
+    return s;
+  }
+
+  const nextKey = () => {
+    key = `agent:main:s${++keyNo}`;
+    return key;
+  };
+  const text = (sessionKey: string, t: string) => ({
+    sessionKey,
+    kind: "message" as const,
+    createdAt: 1,
+    message: { role: "user", content: t } as ChatMessage,
+  });
+
+  describe("image blobs", () => {
+    const bytes = Buffer.from("\x89PNG\r\n\x1a\n pretend image bytes", "latin1");
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    const withImage = (t: string): ChatMessage => ({
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "read",
+      isError: false,
+      content: [
+        { type: "text", text: t },
+        { type: "image", mimeType: "image/png", data: bytes.toString("base64"), width: 3, height: 2 },
+      ],
+    });
+    const reference = {
+      type: "image",
+      mimeType: "image/png",
+      blob: sha256,
+      bytes: bytes.byteLength,
+      width: 3,
+      height: 2,
+    };
+
+    it("an image is stored once per session as a BYTEA blob; the row's JSON keeps only the reference", async () => {
+      const s = await store();
+      nextKey();
+      await s.ensureSession(key, "main", 1);
+      await s.appendTranscript([
+        { sessionKey: key, kind: "message", createdAt: 1, message: withImage("first") },
+        { sessionKey: key, kind: "message", createdAt: 2, message: withImage("same picture again") },
+      ]);
+      const blobs = await s.pool.query("SELECT sha256, mime_type, bytes, data FROM blobs WHERE session_key = $1", [
+        key,
+      ]);
+      expect(blobs.rows).toEqual([{ sha256, mime_type: "image/png", bytes: bytes.byteLength, data: bytes }]);
+      const rows = await s.pool.query<{ data: string }>(
+        "SELECT data FROM transcript WHERE session_key = $1 ORDER BY seq",
+        [key],
+      );
+      expect(JSON.parse(rows.rows[0].data).message.content[1]).toEqual(reference);
+      for (const r of rows.rows) expect(r.data).not.toContain(bytes.toString("base64"));
+    });
+
+    it("clients read the image reference; the model's history gets the bytes back; deleting the session drops its blobs", async () => {
+      const s = await store();
+      nextKey();
+      await s.ensureSession(key, "main", 1);
+      await s.appendTranscript([{ sessionKey: key, kind: "message", createdAt: 1, message: withImage("look") }]);
+      const [listed] = await s.readTranscript(key);
+      expect(listed.message?.role === "toolResult" && listed.message.content[1]).toEqual(reference);
+      const [context] = await s.readContextRows(key);
+      expect(context.message?.role === "toolResult" && context.message.content[1]).toEqual({
+        ...reference,
+        data: bytes.toString("base64"),
+      });
+      expect(await s.deleteSession(key)).toBe(true);
+      const left = await s.pool.query("SELECT count(*)::int AS n FROM blobs WHERE session_key = $1", [key]);
+      expect(left.rows[0].n).toBe(0);
+    });
+  });
+
+  describe("refusals write nothing", () => {
+    it("appending to an unknown session names it, and the known session's rows in the same batch are not written", async () => {
+      const s = await store();
+      const known = nextKey();
+      await s.ensureSession(known, "main", 1);
+      await expect(s.appendTranscript([text(known, "kept out"), text("agent:main:nobody", "x")])).rejects.toThrow(
+        "appendTranscript: unknown session agent:main:nobody",
+      );
+      expect(await s.readTranscript(known)).toEqual([]);
+    });
+
+    it("a compaction whose firstKeptSeq is past the last row is refused with the valid range, and not counted", async () => {
+      const s = await store();
+      nextKey();
+      await s.ensureSession(key, "main", 1);
+      await s.appendTranscript([text(key, "a"), text(key, "b")]);
+      await expect(s.appendCompaction(key, { summary: "x", firstKeptSeq: 5, createdAt: 1 })).rejects.toThrow(
+        "must be a row seq from 1 to 3 (the last row is 2)",
+      );
+      await expect(
+        s.appendCompaction("agent:main:nobody", { summary: "x", firstKeptSeq: 1, createdAt: 1 }),
+      ).rejects.toThrow("unknown session");
+      expect((await s.getSession(key))?.compactionCount).toBe(0);
+      expect((await s.readTranscript(key)).map((r) => r.kind)).toEqual(["message", "message"]);
+    });
+  });
+
+  describe("fencing (several nodes)", () => {
+    it("a node fenced with an old lease token after another node took the session writes nothing and gets FencedError", async () => {
+      const clock = new ManualClock();
+      const nodeA = await store();
+      const nodeB = await store();
+      const leasesA = new SessionLeases(nodeA.pool, { nodeId: "a", leaseMs: 15_000, clock });
+      const leasesB = new SessionLeases(nodeB.pool, { nodeId: "b", leaseMs: 15_000, clock });
+      nextKey();
+      await nodeA.acceptInput(
+        { key, agentId: "main", now: 1 },
+        {
+          runId: `${key}-run`,
+          sessionKey: key,
+          status: "queued",
+          acceptedAt: 1,
+          params: {},
+        },
+      );
+      const leaseA = await leasesA.acquire(key);
+      const tokensA = new Map([[key, leaseA?.token as number]]);
+      nodeA.setFence((k) => tokensA.get(k));
+      await nodeA.appendTranscript([text(key, "while A holds the lease")]);
+      await nodeA.updateRun(`${key}-run`, { status: "running", startedAt: 2 });
+
+      // A stops heartbeating; its lease runs out and B takes the session with a larger token
+      clock.advance(20_000);
+      const leaseB = await leasesB.acquire(key);
+      expect(leaseB?.token).toBeGreaterThan(leaseA?.token as number);
+
+      await expect(nodeA.appendTranscript([text(key, "zombie write")])).rejects.toBeInstanceOf(FencedError);
+      await expect(nodeA.updateSession(key, { totalTokens: 99 })).rejects.toBeInstanceOf(FencedError);
+      await expect(nodeA.appendCompaction(key, { summary: "s", firstKeptSeq: 1, createdAt: 3 })).rejects.toBeInstanceOf(
+        FencedError,
+      );
+      await expect(nodeA.resetSession(key, 3, "zombie reset")).rejects.toBeInstanceOf(FencedError);
+      await expect(nodeA.updateRuns([{ runId: `${key}-run`, patch: { status: "ok" } }])).rejects.toBeInstanceOf(
+        FencedError,
+      );
+
+      const rows = await nodeB.readTranscript(key);
+      expect(rows.map((r) => r.message?.content)).toEqual(["while A holds the lease"]);
+      expect(await nodeB.getSession(key)).toMatchObject({ totalTokens: 0, compactionCount: 0, generation: 1 });
+      expect((await nodeB.getRun(`${key}-run`))?.status).toBe("running");
+
+      // the new owner, fenced with its own token, writes on
+      nodeB.setFence((k) => (k === key ? leaseB?.token : undefined));
+      const [appended] = await nodeB.appendTranscript([text(key, "B's turn")]);
+      expect(appended.seq).toBe(2);
+      // a session the fence gives no token for is written unfenced
+      const other = `${key}-other`;
+      await nodeA.ensureSession(other, "main", 1);
+      expect((await nodeA.appendTranscript([text(other, "free")]))[0].seq).toBe(1);
+    });
+  });
+
+  describe("the shared LISTEN connection", () => {
+    it("appendRunEvents announces one {k: 'ev', runId, seq} pointer per run, after the rows are readable", async () => {
+      const writer = await store();
+      const reader = await store();
+      const notifier = await reader.notifier();
+      expect(await reader.notifier()).toBe(notifier);
+      const seen: Array<{ pointer: NotifyPointer; readable: Promise<number> }> = [];
+      const arrived = new Promise<void>((resolve) => {
+        notifier.subscribe((pointer) => {
+          seen.push({ pointer, readable: reader.lastRunEventSeq(String(pointer.runId)) });
+          if (seen.length === 2) resolve();
+        });
+      });
+      const ev = (runId: string, seq: number) => ({
+        runId,
+        seq,
+        ts: seq,
+        sessionKey: "agent:main:ev",
+        stream: "assistant",
+        json: JSON.stringify({ runId, seq }),
+      });
+      await writer.appendRunEvents([ev("run-x", 1), ev("run-x", 3), ev("run-y", 1), ev("run-x", 2)]);
+      await arrived;
+      const pointers = seen.map((s) => s.pointer).sort((a, b) => String(a.runId).localeCompare(String(b.runId)));
+      expect(pointers).toEqual([
+        { k: "ev", runId: "run-x", seq: 3 },
+        { k: "ev", runId: "run-y", seq: 1 },
+      ]);
+      expect(await Promise.all(seen.map((s) => s.readable))).toEqual(seen.map((s) => s.pointer.seq));
+    });
+
+    it("closing the store stops its LISTEN connection", async () => {
+      const s = await store();
+      const notifier = await s.notifier();
+      expect(notifier.listening).toBe(true);
+      await s.close();
+      expect(notifier.listening).toBe(false);
+      await expect(s.notifier()).rejects.toThrow("closed");
+    });
+  });
+});
