@@ -149,6 +149,23 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(rows.map((r) => r.id)).toEqual(["node-b"]);
   });
 
+  it("a lease whose release failed is given back on the next beat, and the session's input then runs", async () => {
+    const [a] = await nodes("node-a");
+    // the node holds a lease it does not know of (its DELETE never reached the server); beats would renew it for ever
+    await a.pool.query(
+      "INSERT INTO session_leases (session_key, node_id, token, acquired_at, expires_at) VALUES ('agent:main:o', 'node-a', nextval('lease_tokens'), $1, $2)",
+      [clock.now(), clock.now() + LEASE],
+    );
+    await a.pool.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('o1', 'agent:main:o', 'queued', 1, '{}')",
+    );
+    await a.node.tick();
+    await a.node.ownership.serial.idle();
+    await a.node.tick();
+    expect(a.queue.adoptedIds()).toEqual(["o1"]);
+    expect(a.node.ownership.owns("agent:main:o")).toBe(true);
+  });
+
   it("a draining node takes no new session, and its accepted input goes to the owner-to-be", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     a.queue.draining = true;
