@@ -65,6 +65,11 @@ export class AgentService {
   private readonly queue: SessionQueue;
   private cluster?: ClusterNode;
 
+  /** The node's cluster layer when the store is Postgres (several nodes), else undefined. */
+  get clusterNode(): ClusterNode | undefined {
+    return this.cluster;
+  }
+
   constructor(rt: AgentRuntime) {
     this.rt = rt;
     this.sessions = new SessionService(rt.store, rt.sessionLocks);

@@ -166,6 +166,35 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.node.ownership.owns("agent:main:o")).toBe(true);
   });
 
+  it("one node at a time leads a role (cron); a survivor takes it once the leader's lease is gone", async () => {
+    const [a, b, c] = await nodes("node-a", "node-b", "node-c");
+    const leading = new Set<string>();
+    for (const n of [a, b, c]) {
+      const id = n.node.nodeId;
+      n.node.lead("cron", { gain: () => void leading.add(id), lose: () => void leading.delete(id) });
+    }
+    await Promise.all([a, b, c].map((n) => n.node.tick()));
+    expect(leading.size).toBe(1);
+    const first = [...leading][0];
+    const leader = [a, b, c].find((n) => n.node.nodeId === first) as TestNode;
+    const others = [a, b, c].filter((n) => n !== leader);
+    // the leader dies: after its lease, exactly one survivor leads
+    await leader.node.stopBeating();
+    leading.clear();
+    clock.advance(LEASE + 1);
+    await Promise.all(others.map((n) => n.node.tick()));
+    expect(leading.size).toBe(1);
+    expect([...leading][0]).not.toBe(first);
+    // the new leader drains: it stops leading, and the other survivor takes over at once (no expiry waited for)
+    const next = others.find((n) => leading.has(n.node.nodeId)) as TestNode;
+    next.queue.draining = true;
+    await next.node.handOff();
+    await eventually(
+      () => leading.size === 1 && !leading.has(next.node.nodeId),
+      "the last node leads after the hand-off",
+    );
+  });
+
   it("a draining node takes no new session, and its accepted input goes to the owner-to-be", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     a.queue.draining = true;

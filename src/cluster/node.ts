@@ -26,6 +26,17 @@ export interface ClusterNodeOptions {
   clock?: Clock;
 }
 
+/** A job one node of the deployment does at a time (cron): started when this node gets its lease, stopped on loss. */
+export interface LeaderRole {
+  gain(): Promise<void> | void;
+  lose(): void;
+}
+
+/** The lease key of a role: not a session key (those are `agent:…`), so no session can hold it. */
+export function leaderKey(role: string): string {
+  return `loopgate:leader:${role}`;
+}
+
 export function newNodeId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
 }
@@ -50,6 +61,7 @@ export class ClusterNode implements QueueCluster {
   private unsubscribe?: () => void;
   private unReconnect?: () => void;
   private local?: LocalQueue;
+  private readonly roles = new Map<string, LeaderRole>();
   private flushEvents?: () => Promise<unknown>;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
@@ -160,10 +172,46 @@ export class ClusterNode implements QueueCluster {
     return this.ticking;
   }
 
+  /**
+   * Runs `role` on one node of the deployment at a time: the node that holds the role's lease (a row of the session
+   * leases under a key no session has, renewed by the heartbeat like the others). Tried on every beat; a node that
+   * dies or drains loses it, and another node gets it on its next beat.
+   */
+  lead(role: string, handlers: LeaderRole): void {
+    this.roles.set(leaderKey(role), handlers);
+  }
+
+  private async claimRoles(): Promise<void> {
+    if (this.queue.draining) return;
+    for (const [key, role] of this.roles) {
+      if (this.ownership.owns(key)) continue;
+      const lease = await this.ownership.serial.run(key, async () => {
+        const l = await this.ownership.take(key);
+        // held for as long as the node has it: never given back as an idle session would be
+        if (l) this.ownership.hold(key);
+        return l;
+      });
+      if (!lease) continue;
+      this.opts.logger.info("cluster: this node leads", { role: key });
+      try {
+        await role.gain();
+      } catch (err) {
+        this.opts.logger.warn("cluster: starting a led role failed", { role: key, error: (err as Error).message });
+      }
+    }
+  }
+
   private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
     const { store, logger } = this.opts;
     const queue = this.queue;
     for (const key of await this.ownership.reconcile()) {
+      const role = this.roles.get(key);
+      if (role) {
+        logger.warn("cluster: another node took over a led role", { role: key });
+        this.ownership.unhold(key);
+        role.lose();
+        continue;
+      }
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
     }
@@ -179,6 +227,7 @@ export class ClusterNode implements QueueCluster {
           this.intake,
           this.fixedClock ? { now: this.fixedClock.now() } : {},
         );
+    await this.claimRoles();
     return { failed, adopted };
   }
 
@@ -189,6 +238,7 @@ export class ClusterNode implements QueueCluster {
    */
   async handOff(): Promise<string[]> {
     await this.stopBeating();
+    for (const [key, role] of this.roles) if (this.ownership.owns(key)) role.lose();
     await this.ownership.serial.idle();
     await this.flushEvents?.();
     const pool = this.opts.store.pool;

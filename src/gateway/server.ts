@@ -401,7 +401,12 @@ async function listen(
     }
   }
   // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
-  await cron.start();
+  // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
+  const leader = service.clusterNode;
+  if (leader) {
+    leader.lead("cron", { gain: () => cron.start(), lose: () => cron.stop() });
+    void leader.tick();
+  } else await cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
