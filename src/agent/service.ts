@@ -155,7 +155,10 @@ export class AgentService {
 
   /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
   abort(sessionKey: string, runId?: string): { aborted: string[] } {
-    return this.queue.abort(sessionKey, runId);
+    const out = this.queue.abort(sessionKey, runId);
+    // several nodes: the session may run on another node; its owner aborts there
+    this.cluster?.forwardAbort(sessionKey, runId);
+    return out;
   }
 
   /** After a crash or restart: interrupted runs are failed with "gateway_restart"; queued inputs run again. */

@@ -41,8 +41,8 @@ export class ScriptedQueue implements LocalQueue {
     this.ended.push({ runId: run.runId, stopReason: ended.stopReason });
   }
 
-  abort(sessionKey: string): void {
-    this.aborted.push(sessionKey);
+  abort(sessionKey: string, runId?: string): void {
+    this.aborted.push(runId ? `${sessionKey} ${runId}` : sessionKey);
   }
 
   /** Starts the session's next adopted input (status running), as a turn's start does. */

@@ -195,6 +195,15 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     );
   });
 
+  it("chat.abort sent to a node that does not run the session reaches the owner, which aborts", async () => {
+    const [a, b] = await nodes("node-a", "node-b");
+    await a.accept("agent:main:s", "r1");
+    b.node.forwardAbort("agent:main:s", "r1");
+    await eventually(() => a.queue.aborted.length > 0, "the owner hears the abort");
+    expect(a.queue.aborted).toEqual(["agent:main:s r1"]);
+    expect(b.queue.aborted).toEqual([]);
+  });
+
   it("a draining node takes no new session, and its accepted input goes to the owner-to-be", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     a.queue.draining = true;

@@ -11,7 +11,14 @@ import { LeaseSessionLock } from "./lease-lock.js";
 import { SessionOwnership } from "./ownership.js";
 import { sweepOrphanedSessions } from "./sweeper.js";
 import { takeOverDeadNodes } from "./takeover.js";
-import { type ClusterLogger, type ClusterStore, type LocalQueue, POINTER_INPUT, POINTER_RELEASED } from "./types.js";
+import {
+  type ClusterLogger,
+  type ClusterStore,
+  type LocalQueue,
+  POINTER_ABORT,
+  POINTER_INPUT,
+  POINTER_RELEASED,
+} from "./types.js";
 
 export interface ClusterNodeOptions {
   store: ClusterStore;
@@ -85,7 +92,7 @@ export class ClusterNode implements QueueCluster {
         return local()?.draining ?? false;
       },
       reportEnded: (run, ended) => this.bound().reportEnded(run, ended),
-      abort: (key) => this.bound().abort(key),
+      abort: (key, runId) => this.bound().abort(key, runId),
     };
     this.ownership = new SessionOwnership(leases, (key) => this.queue.hasWork(key));
     this.intake = new ClusterIntake(pool, opts.store.channel, this.ownership, this.queue, opts.logger);
@@ -150,6 +157,24 @@ export class ClusterNode implements QueueCluster {
   private onPointer(p: NotifyPointer): void {
     if (p.k === POINTER_INPUT && typeof p.sessionKey === "string") this.intake.onInputPointer(p.sessionKey);
     else if (p.k === POINTER_RELEASED && p.node !== this.nodeId) void this.tick();
+    else if (p.k === POINTER_ABORT && typeof p.sessionKey === "string" && this.ownership.owns(p.sessionKey)) {
+      this.queue.abort(p.sessionKey, typeof p.runId === "string" ? p.runId : undefined);
+    }
+  }
+
+  /**
+   * chat.abort of a session another node runs: the owner aborts (its runs end with their aborted lifecycle events,
+   * which followers on every node see). Nothing to do when this node owns the session (the local abort did it).
+   */
+  forwardAbort(sessionKey: string, runId?: string): void {
+    if (this.ownership.owns(sessionKey)) return;
+    notify(this.opts.store.pool, this.opts.store.channel, {
+      k: POINTER_ABORT,
+      sessionKey,
+      ...(runId !== undefined ? { runId } : {}),
+    }).catch((err: Error) =>
+      this.opts.logger.warn("cluster: forwarding an abort failed", { sessionKey, error: err.message }),
+    );
   }
 
   private schedule(): void {
