@@ -166,7 +166,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = await openGatewayStore(opts.config, opts.stateDir);
+    ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
     cluster = clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
     const rt = new AgentRuntime({
@@ -198,9 +198,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
 }
 
 /** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
-async function openGatewayStore(config: LoopgateConfig, stateDir: string): Promise<Store> {
+async function openGatewayStore(config: LoopgateConfig, stateDir: string, logger?: Logger): Promise<Store> {
   try {
-    return await createStore(config, stateDir, { owner: true });
+    return await createStore(config, stateDir, { owner: true, logger });
   } catch (err) {
     if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
