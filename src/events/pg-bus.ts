@@ -26,9 +26,10 @@
  */
 
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
-import { type NotifyPointer, notify, type PgNotifier } from "../storage/postgres/notifier.js";
+// types only at load: the driver (pg) is loaded by start(), so a SQLite process that loads the runtime never pays for it
+import type { NotifyPointer, notify, PgNotifier } from "../storage/postgres/notifier.js";
 import type { Queryable } from "../storage/postgres/pool.js";
-import { type FollowedEvent, RunEventFollower } from "../storage/postgres/run-follower.js";
+import type { FollowedEvent, RunEventFollower } from "../storage/postgres/run-follower.js";
 import type { Store } from "../storage/types.js";
 import type { AgentEventListener, EventBusPort } from "./bus-port.js";
 import { rememberAgentEventJson } from "./event-json.js";
@@ -79,6 +80,7 @@ export class PgEventBus implements EventBusPort {
   private readonly ended = new Map<string, true>();
   private readonly now: () => number;
   private follower: RunEventFollower | undefined;
+  private notify: typeof notify | undefined;
   private readonly offs: Array<() => void> = [];
   private readonly started: Promise<void>;
   private closed = false;
@@ -86,6 +88,8 @@ export class PgEventBus implements EventBusPort {
   constructor(private readonly opts: PgEventBusOptions) {
     this.now = opts.now ?? Date.now;
     this.started = this.start();
+    // reported here for a process that never asks `ready()` (a CLI run): an unheard rejection would end it
+    this.started.catch((err: Error) => this.report(new Error(`not listening to other nodes: ${err.message}`)));
   }
 
   /** Resolves once the bus listens on the node's LISTEN connection (rejects if that connection cannot be made). */
@@ -94,7 +98,12 @@ export class PgEventBus implements EventBusPort {
   }
 
   private async start(): Promise<void> {
-    const notifier = await this.opts.source.notifier();
+    const [{ RunEventFollower }, notifierModule, notifier] = await Promise.all([
+      import("../storage/postgres/run-follower.js"),
+      import("../storage/postgres/notifier.js"),
+      this.opts.source.notifier(),
+    ]);
+    this.notify = notifierModule.notify;
     if (this.closed) return;
     this.follower = new RunEventFollower(this.opts.source.pool, notifier, { onError: (err) => this.report(err) });
     this.offs.push(
@@ -338,7 +347,9 @@ export class PgEventBus implements EventBusPort {
     for (let i = 0; i < attempts && !this.closed; i++) {
       try {
         await this.opts.beforeEndNotice?.();
-        await notify(this.opts.source.pool, this.opts.source.channel, { k: "end", runId, seq });
+        await this.started;
+        if (!this.notify) return;
+        await this.notify(this.opts.source.pool, this.opts.source.channel, { k: "end", runId, seq });
         return;
       } catch (err) {
         if (i === attempts - 1) {

@@ -15,7 +15,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
-import { type NotifyPointer, notify, type PgNotifier } from "../storage/postgres/notifier.js";
+// types only at load: start() loads the driver, so the gateway's SQLite path never does
+import type { NotifyPointer, notify as notifyFn, PgNotifier } from "../storage/postgres/notifier.js";
 import type { Store } from "../storage/types.js";
 import type { PgBusSource } from "./pg-bus.js";
 
@@ -40,6 +41,7 @@ export class PgSessionRelay {
   private constructor(
     private readonly opts: PgSessionRelayOptions,
     notifier: PgNotifier,
+    private readonly notify: typeof notifyFn,
   ) {
     this.offs.push(
       opts.events.subscribe((ev) => this.announce(ev)),
@@ -48,7 +50,8 @@ export class PgSessionRelay {
   }
 
   static async start(opts: PgSessionRelayOptions): Promise<PgSessionRelay> {
-    return new PgSessionRelay(opts, await opts.source.notifier());
+    const { notify } = await import("../storage/postgres/notifier.js");
+    return new PgSessionRelay(opts, await opts.source.notifier(), notify);
   }
 
   /** Resolves once every notice announced so far has been sent (or failed). */
@@ -69,7 +72,7 @@ export class PgSessionRelay {
         : { k: "sm", sessionKey: ev.sessionKey, generation: ev.row.generation, seq: ev.row.seq, node: this.node };
     const { pool, channel } = this.opts.source;
     this.sending = this.sending
-      .then(() => notify(pool, channel, pointer))
+      .then(() => this.notify(pool, channel, pointer))
       .catch((err: Error) => this.opts.onError?.(new Error(`session notice not announced: ${err.message}`)));
   }
 

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
-import { checkSchemaName, connectionConfig, createPostgresPool, inTransaction, postgresUrlFrom } from "./pool.js";
+import {
+  checkSchemaName,
+  connectionConfig,
+  createPostgresPool,
+  inTransaction,
+  neverExecuted,
+  postgresUrlFrom,
+} from "./pool.js";
 
 describe("which Postgres a node uses", () => {
   it("takes storage.postgres.url first, then LOOPGATE_POSTGRES_URL, else none", () => {
@@ -88,6 +95,45 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
     } finally {
       await pool.end();
       await admin.end();
+    }
+  });
+
+  it("a statement handed a connection the server just terminated is sent again on a fresh one, not failed", async () => {
+    const pool = createPostgresPool({ ...ts.options, poolMax: 3 });
+    const admin = createPostgresPool(ts.options);
+    try {
+      // three idle connections, all terminated at once (a server restart, pg_terminate_backend of the node)
+      const held = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
+      const pids = await Promise.all(
+        held.map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid),
+      );
+      for (const c of held) c.release();
+      for (const pid of pids) await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+      // at once, before the pool may have heard: statements and a transaction still succeed
+      const [one, two] = await Promise.all([
+        pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid"),
+        inTransaction(pool, async (c) => (await c.query<{ n: number }>("SELECT 2 AS n")).rows[0].n),
+      ]);
+      expect(pids).not.toContain(one.rows[0].pid);
+      expect(two).toBe(2);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
+  });
+
+  it("a statement that fails for its own reasons is not sent again", async () => {
+    const pool = createPostgresPool(ts.options);
+    try {
+      await pool.query("CREATE TABLE once_only (n INT PRIMARY KEY)");
+      await pool.query("INSERT INTO once_only VALUES (1)");
+      await expect(pool.query("INSERT INTO once_only VALUES (1)")).rejects.toThrow(/duplicate key/);
+      expect(neverExecuted(Object.assign(new Error("x"), { code: "23505" }))).toBe(false);
+      expect(neverExecuted(Object.assign(new Error("terminating connection"), { code: "57P01" }))).toBe(true);
+      // the socket closed mid-statement: it may have run, so it is the caller's to decide
+      expect(neverExecuted(new Error("Connection terminated unexpectedly"))).toBe(false);
+    } finally {
+      await pool.end();
     }
   });
 

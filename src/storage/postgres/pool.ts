@@ -1,4 +1,5 @@
 import pg from "pg";
+import { isTransientPostgresError } from "./transient-errors.js";
 
 /**
  * How a node reaches Postgres: `storage.postgres.*` in the config (url, schema, poolSize, statementTimeoutMs), turned
@@ -83,25 +84,76 @@ export function createPostgresPool(opts: PostgresOptions): pg.Pool {
   pool.on("connect", (client) => client.on("error", (err) => opts.onConnectionError?.(err)));
   // ...which also hears the idle case; the pool's own 'error' event then needs a listener only so it is not fatal
   pool.on("error", () => {});
+  retryUnexecuted(pool, opts.poolMax ?? POSTGRES_DEFAULTS.poolMax);
   return pool;
+}
+
+/**
+ * A pooled connection can die between two queries (pg_terminate_backend, a server restart): the pool hands it out
+ * before it has heard, and the next statement fails although the server never ran it. Such a statement is sent
+ * once more on a fresh connection; a failure that leaves it unknown whether the statement ran (the socket closed
+ * mid-statement) is not retried, and a second failure goes to the caller. Only the promise form of `pool.query`.
+ */
+function retryUnexecuted(pool: pg.Pool, poolMax: number): void {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    if (typeof args[args.length - 1] === "function") return query(...args);
+    return withFreshConnections(poolMax, () => query(...args));
+  };
+}
+
+/**
+ * Every idle connection of the pool may have died at once (a server restart): each failed attempt drops one, so
+ * at most `poolMax` attempts meet a dead one and the next gets a fresh connection.
+ */
+async function withFreshConnections<T>(poolMax: number, attempt: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (i >= poolMax || !neverExecuted(err)) throw err;
+    }
+  }
+}
+
+/**
+ * The server ended the backend before it ran the statement (57P01 admin_shutdown, 57P02 crash_shutdown: the
+ * transaction of a single statement is rolled back), it refused the connection, or the driver refused to send on a
+ * connection it already knew was broken.
+ */
+export function neverExecuted(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (e?.code === "57P01" || e?.code === "57P02" || e?.code === "57P03" || e?.code === "ECONNREFUSED") return true;
+  return typeof e?.message === "string" && /not queryable/.test(e.message);
 }
 
 /** What the primitives below need: a pool or a checked-out client (so a caller can put them in its transaction). */
 export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
 
-/** Runs `fn` in one transaction on one pooled connection; rolls back (and rethrows) when it throws. */
+/**
+ * Runs `fn` in one transaction on one pooled connection; rolls back (and rethrows) when it throws. A transaction the
+ * server ended before it committed (the connection was terminated: `neverExecuted`) is run again, from the start, on
+ * a fresh connection; `fn` must only query through `client`.
+ */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withFreshConnections(pool.options.max ?? POSTGRES_DEFAULTS.poolMax, () => transactionOnce(pool, fn));
+}
+
+async function transactionOnce<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const out = await fn(client);
     await client.query("COMMIT");
     return out;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
+    // a connection that failed is not handed to the next caller: released with the error, the pool drops it
+    if (isTransientPostgresError(err)) broken = err as Error;
+    else await client.query("ROLLBACK").catch(() => {});
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 
