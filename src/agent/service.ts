@@ -65,6 +65,11 @@ export class AgentService {
   private readonly queue: SessionQueue;
   private cluster?: ClusterNode;
 
+  /** The node's cluster layer when the store is Postgres (several nodes), else undefined. */
+  get clusterNode(): ClusterNode | undefined {
+    return this.cluster;
+  }
+
   constructor(rt: AgentRuntime) {
     this.rt = rt;
     this.sessions = new SessionService(rt.store, rt.sessionLocks);
@@ -150,7 +155,10 @@ export class AgentService {
 
   /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
   abort(sessionKey: string, runId?: string): { aborted: string[] } {
-    return this.queue.abort(sessionKey, runId);
+    const out = this.queue.abort(sessionKey, runId);
+    // several nodes: the session may run on another node; its owner aborts there
+    this.cluster?.forwardAbort(sessionKey, runId);
+    return out;
   }
 
   /** After a crash or restart: interrupted runs are failed with "gateway_restart"; queued inputs run again. */

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { AdoptedRun } from "../queue/types.js";
 import { notifyChannel, PgNotifier } from "../storage/postgres/notifier.js";
 import { createPostgresPool, type PostgresOptions } from "../storage/postgres/pool.js";
+import type { PostgresStore } from "../storage/postgres/store.js";
 import type { RunRecord, RunStatus } from "../storage/types.js";
 import type { ManualClock } from "../testing/manual-clock.js";
 import { ClusterNode } from "./node.js";
@@ -40,8 +41,8 @@ export class ScriptedQueue implements LocalQueue {
     this.ended.push({ runId: run.runId, stopReason: ended.stopReason });
   }
 
-  abort(sessionKey: string): void {
-    this.aborted.push(sessionKey);
+  abort(sessionKey: string, runId?: string): void {
+    this.aborted.push(runId ? `${sessionKey} ${runId}` : sessionKey);
   }
 
   /** Starts the session's next adopted input (status running), as a turn's start does. */
@@ -79,13 +80,15 @@ export interface TestNode {
 
 export async function openTestNode(
   options: PostgresOptions,
-  opts: { nodeId: string; leaseMs: number; clock: ManualClock },
+  opts: { nodeId: string; leaseMs: number; clock: ManualClock; store?: PostgresStore },
 ): Promise<TestNode> {
-  const pool = createPostgresPool(options);
+  const pool = opts.store?.pool ?? createPostgresPool(options);
   const channel = notifyChannel(options.schema);
-  const notifier = new PgNotifier({ connection: options, channel, reconnect: { baseMs: 20, maxMs: 200 } });
-  await notifier.start();
-  const store: ClusterStore = {
+  const notifier = opts.store
+    ? await opts.store.notifier()
+    : new PgNotifier({ connection: options, channel, reconnect: { baseMs: 20, maxMs: 200 } });
+  if (!opts.store) await notifier.start();
+  const store: ClusterStore = opts.store ?? {
     kind: "postgres",
     pool,
     channel,
@@ -134,6 +137,7 @@ export async function openTestNode(
     },
     async close() {
       await node.stopBeating().catch(() => {});
+      if (opts.store) return opts.store.close();
       await notifier.stop();
       await pool.end();
     },

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migratePostgres } from "../storage/postgres/migrate.js";
 import { createPostgresPool } from "../storage/postgres/pool.js";
 import { checkFence, FencedError } from "../storage/postgres/session-leases.js";
+import { openPostgresStore } from "../storage/postgres/store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../testing/postgres-schema.js";
 import { eventually, openTestNode, type TestNode } from "./cluster.test-support.js";
@@ -148,6 +149,61 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(rows.map((r) => r.id)).toEqual(["node-b"]);
   });
 
+  it("a lease whose release failed is given back on the next beat, and the session's input then runs", async () => {
+    const [a] = await nodes("node-a");
+    // the node holds a lease it does not know of (its DELETE never reached the server); beats would renew it for ever
+    await a.pool.query(
+      "INSERT INTO session_leases (session_key, node_id, token, acquired_at, expires_at) VALUES ('agent:main:o', 'node-a', nextval('lease_tokens'), $1, $2)",
+      [clock.now(), clock.now() + LEASE],
+    );
+    await a.pool.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('o1', 'agent:main:o', 'queued', 1, '{}')",
+    );
+    await a.node.tick();
+    await a.node.ownership.serial.idle();
+    await a.node.tick();
+    expect(a.queue.adoptedIds()).toEqual(["o1"]);
+    expect(a.node.ownership.owns("agent:main:o")).toBe(true);
+  });
+
+  it("one node at a time leads a role (cron); a survivor takes it once the leader's lease is gone", async () => {
+    const [a, b, c] = await nodes("node-a", "node-b", "node-c");
+    const leading = new Set<string>();
+    for (const n of [a, b, c]) {
+      const id = n.node.nodeId;
+      n.node.lead("cron", { gain: () => void leading.add(id), lose: () => void leading.delete(id) });
+    }
+    await Promise.all([a, b, c].map((n) => n.node.tick()));
+    expect(leading.size).toBe(1);
+    const first = [...leading][0];
+    const leader = [a, b, c].find((n) => n.node.nodeId === first) as TestNode;
+    const others = [a, b, c].filter((n) => n !== leader);
+    // the leader dies: after its lease, exactly one survivor leads
+    await leader.node.stopBeating();
+    leading.clear();
+    clock.advance(LEASE + 1);
+    await Promise.all(others.map((n) => n.node.tick()));
+    expect(leading.size).toBe(1);
+    expect([...leading][0]).not.toBe(first);
+    // the new leader drains: it stops leading, and the other survivor takes over at once (no expiry waited for)
+    const next = others.find((n) => leading.has(n.node.nodeId)) as TestNode;
+    next.queue.draining = true;
+    await next.node.handOff();
+    await eventually(
+      () => leading.size === 1 && !leading.has(next.node.nodeId),
+      "the last node leads after the hand-off",
+    );
+  });
+
+  it("chat.abort sent to a node that does not run the session reaches the owner, which aborts", async () => {
+    const [a, b] = await nodes("node-a", "node-b");
+    await a.accept("agent:main:s", "r1");
+    b.node.forwardAbort("agent:main:s", "r1");
+    await eventually(() => a.queue.aborted.length > 0, "the owner hears the abort");
+    expect(a.queue.aborted).toEqual(["agent:main:s r1"]);
+    expect(b.queue.aborted).toEqual([]);
+  });
+
   it("a draining node takes no new session, and its accepted input goes to the owner-to-be", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     a.queue.draining = true;
@@ -155,5 +211,56 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.queue.adoptedIds()).toEqual([]);
     await b.node.tick();
     expect(b.queue.adoptedIds()).toEqual(["r1"]);
+  });
+});
+
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
+describe.skipIf(!testPostgresUrl)("a zombie node (its lease taken while it was paused) on the Postgres store", () => {
+  let ts: TestSchema;
+  const open: TestNode[] = [];
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+  });
+  afterAll(async () => {
+    for (const n of open.splice(0)) await n.close();
+    await ts?.drop();
+  });
+
+  it("writes nothing more for the session: its transcript and run writes fail with FencedError, the new owner's go through", async () => {
+    const clock = new ManualClock();
+    const storeA = await openPostgresStore(ts.options);
+    const storeB = await openPostgresStore(ts.options);
+    const a = await openTestNode(ts.options, { nodeId: "node-a", leaseMs: LEASE, clock, store: storeA });
+    open.push(a);
+    const b = await openTestNode(ts.options, { nodeId: "node-b", leaseMs: LEASE, clock, store: storeB });
+    open.push(b);
+    const key = "agent:main:z";
+    const now = clock.now();
+    await storeA.acceptInput(
+      { key, agentId: "main", now },
+      { runId: "z1", sessionKey: key, status: "queued", acceptedAt: now, params: { message: "hi" } },
+    );
+    await a.node.routeStored(key);
+    await a.queue.start(key);
+    const row = { sessionKey: key, kind: "message" as const, runId: "z1", createdAt: now };
+    await storeA.appendTranscript([{ ...row, message: { role: "user", content: "hi" } }]);
+    // A pauses past its lease; B takes the session over
+    await a.node.stopBeating();
+    clock.advance(LEASE + 1);
+    await b.node.tick();
+    expect(b.queue.ended).toEqual([{ runId: "z1", stopReason: NODE_LOST }]);
+    // A wakes up and carries on with its turn: none of it lands
+    const late = {
+      ...row,
+      message: { role: "assistant" as const, content: [{ type: "text" as const, text: "late" }] },
+    };
+    await expect(storeA.appendTranscript([late])).rejects.toBeInstanceOf(FencedError);
+    await expect(storeA.updateRun("z1", { status: "ok" })).rejects.toBeInstanceOf(FencedError);
+    expect((await storeB.getRun("z1"))?.status).toBe("error");
+    expect((await storeB.readTranscript(key)).map((r) => r.runId)).toEqual(["z1"]);
+    // the new owner writes
+    await storeB.appendTranscript([{ ...row, runId: "z2", message: { role: "user", content: "next" } }]);
+    expect((await storeB.readTranscript(key)).length).toBe(2);
   });
 });

@@ -72,12 +72,15 @@ export class ClusterIntake {
     return true;
   }
 
-  /** Adopts under `lease`; with nothing to run here after all, the lease goes straight back. */
+  /** Adopts under `lease`; with nothing to run here after all (or draining), the lease goes straight back. */
   async adoptUnder(lease: SessionLease): Promise<number> {
-    const rows = await adoptQueuedInputs(this.pool, {
-      nodeId: this.own.nodeId,
-      session: { key: lease.sessionKey, token: lease.token },
-    });
+    // a draining node takes nothing new (what it adopted would only go back at its hand-off)
+    const rows = this.queue.draining
+      ? []
+      : await adoptQueuedInputs(this.pool, {
+          nodeId: this.own.nodeId,
+          session: { key: lease.sessionKey, token: lease.token },
+        });
     const joined = rows.length > 0 ? this.queue.adopt(rows.map(toAdoptedRun)) : 0;
     if (!this.queue.hasWork(lease.sessionKey)) await this.own.releaseIfIdle(lease.sessionKey);
     return joined;

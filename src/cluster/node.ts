@@ -11,7 +11,14 @@ import { LeaseSessionLock } from "./lease-lock.js";
 import { SessionOwnership } from "./ownership.js";
 import { sweepOrphanedSessions } from "./sweeper.js";
 import { takeOverDeadNodes } from "./takeover.js";
-import { type ClusterLogger, type ClusterStore, type LocalQueue, POINTER_INPUT, POINTER_RELEASED } from "./types.js";
+import {
+  type ClusterLogger,
+  type ClusterStore,
+  type LocalQueue,
+  POINTER_ABORT,
+  POINTER_INPUT,
+  POINTER_RELEASED,
+} from "./types.js";
 
 export interface ClusterNodeOptions {
   store: ClusterStore;
@@ -24,6 +31,17 @@ export interface ClusterNodeOptions {
   acquireTimeoutMs: number;
   /** Tests pass a ManualClock (timers and lease times); without one leases are measured on the database's clock. */
   clock?: Clock;
+}
+
+/** A job one node of the deployment does at a time (cron): started when this node gets its lease, stopped on loss. */
+export interface LeaderRole {
+  gain(): Promise<void> | void;
+  lose(): void;
+}
+
+/** The lease key of a role: not a session key (those are `agent:…`), so no session can hold it. */
+export function leaderKey(role: string): string {
+  return `loopgate:leader:${role}`;
 }
 
 export function newNodeId(): string {
@@ -50,6 +68,7 @@ export class ClusterNode implements QueueCluster {
   private unsubscribe?: () => void;
   private unReconnect?: () => void;
   private local?: LocalQueue;
+  private readonly roles = new Map<string, LeaderRole>();
   private flushEvents?: () => Promise<unknown>;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
@@ -73,7 +92,7 @@ export class ClusterNode implements QueueCluster {
         return local()?.draining ?? false;
       },
       reportEnded: (run, ended) => this.bound().reportEnded(run, ended),
-      abort: (key) => this.bound().abort(key),
+      abort: (key, runId) => this.bound().abort(key, runId),
     };
     this.ownership = new SessionOwnership(leases, (key) => this.queue.hasWork(key));
     this.intake = new ClusterIntake(pool, opts.store.channel, this.ownership, this.queue, opts.logger);
@@ -138,6 +157,24 @@ export class ClusterNode implements QueueCluster {
   private onPointer(p: NotifyPointer): void {
     if (p.k === POINTER_INPUT && typeof p.sessionKey === "string") this.intake.onInputPointer(p.sessionKey);
     else if (p.k === POINTER_RELEASED && p.node !== this.nodeId) void this.tick();
+    else if (p.k === POINTER_ABORT && typeof p.sessionKey === "string" && this.ownership.owns(p.sessionKey)) {
+      this.queue.abort(p.sessionKey, typeof p.runId === "string" ? p.runId : undefined);
+    }
+  }
+
+  /**
+   * chat.abort of a session another node runs: the owner aborts (its runs end with their aborted lifecycle events,
+   * which followers on every node see). Nothing to do when this node owns the session (the local abort did it).
+   */
+  forwardAbort(sessionKey: string, runId?: string): void {
+    if (this.ownership.owns(sessionKey)) return;
+    notify(this.opts.store.pool, this.opts.store.channel, {
+      k: POINTER_ABORT,
+      sessionKey,
+      ...(runId !== undefined ? { runId } : {}),
+    }).catch((err: Error) =>
+      this.opts.logger.warn("cluster: forwarding an abort failed", { sessionKey, error: err.message }),
+    );
   }
 
   private schedule(): void {
@@ -160,10 +197,46 @@ export class ClusterNode implements QueueCluster {
     return this.ticking;
   }
 
+  /**
+   * Runs `role` on one node of the deployment at a time: the node that holds the role's lease (a row of the session
+   * leases under a key no session has, renewed by the heartbeat like the others). Tried on every beat; a node that
+   * dies or drains loses it, and another node gets it on its next beat.
+   */
+  lead(role: string, handlers: LeaderRole): void {
+    this.roles.set(leaderKey(role), handlers);
+  }
+
+  private async claimRoles(): Promise<void> {
+    if (this.queue.draining) return;
+    for (const [key, role] of this.roles) {
+      if (this.ownership.owns(key)) continue;
+      const lease = await this.ownership.serial.run(key, async () => {
+        const l = await this.ownership.take(key);
+        // held for as long as the node has it: never given back as an idle session would be
+        if (l) this.ownership.hold(key);
+        return l;
+      });
+      if (!lease) continue;
+      this.opts.logger.info("cluster: this node leads", { role: key });
+      try {
+        await role.gain();
+      } catch (err) {
+        this.opts.logger.warn("cluster: starting a led role failed", { role: key, error: (err as Error).message });
+      }
+    }
+  }
+
   private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
     const { store, logger } = this.opts;
     const queue = this.queue;
     for (const key of await this.ownership.reconcile()) {
+      const role = this.roles.get(key);
+      if (role) {
+        logger.warn("cluster: another node took over a led role", { role: key });
+        this.ownership.unhold(key);
+        role.lose();
+        continue;
+      }
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
     }
@@ -179,6 +252,7 @@ export class ClusterNode implements QueueCluster {
           this.intake,
           this.fixedClock ? { now: this.fixedClock.now() } : {},
         );
+    await this.claimRoles();
     return { failed, adopted };
   }
 
@@ -189,6 +263,7 @@ export class ClusterNode implements QueueCluster {
    */
   async handOff(): Promise<string[]> {
     await this.stopBeating();
+    for (const [key, role] of this.roles) if (this.ownership.owns(key)) role.lose();
     await this.ownership.serial.idle();
     await this.flushEvents?.();
     const pool = this.opts.store.pool;

@@ -88,11 +88,21 @@ export class SessionOwnership {
 
   /**
    * The leases this node still has in the table, compared with what it thinks it owns: those gone or re-issued to
-   * another node are lost (returned), their stale tokens kept as the fence.
+   * another node are lost (returned), their stale tokens kept as the fence; those it holds but does not own (a
+   * release that failed) are given back.
    */
   async reconcile(): Promise<string[]> {
-    if (this.owned.size === 0) return [];
     const current = new Map((await this.leases.listHeld()).map((l) => [l.sessionKey, l.token]));
+    for (const [key, token] of current) {
+      if (this.owned.has(key)) continue;
+      // a lease whose release failed (the database was unreachable): the heartbeat would renew it for ever and the
+      // session would be nobody's. Given back, in the session's order (a take in flight is in `owned` by then).
+      void this.serial
+        .run(key, async () => {
+          if (!this.owned.has(key)) await this.leases.release({ sessionKey: key, token });
+        })
+        .catch(() => {});
+    }
     const gone: string[] = [];
     for (const [key, lease] of this.owned) {
       if (current.get(key) === lease.token) continue;

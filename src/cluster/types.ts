@@ -25,13 +25,17 @@ export interface LocalQueue {
   readonly draining: boolean;
   /** Ends a run another (dead) node left running: record, lifecycle error event numbered after the stored ones. */
   reportEnded(run: RunRecord, ended: { stopReason: string; error: string }): Promise<void>;
-  /** Aborts the session's local work (its lease was taken: the writes it would make are fenced anyway). */
-  abort(sessionKey: string): unknown;
+  /**
+   * Aborts the session's local work, or one run of it: a lease taken by another node (the writes it would make are
+   * fenced anyway), or a chat.abort sent to another node.
+   */
+  abort(sessionKey: string, runId?: string): unknown;
 }
 
 /** NOTIFY pointers of the cluster layer (`k` tells them apart from the event bus's `"ev"`). */
 export const POINTER_INPUT = "in"; // {k, sessionKey}: the session has a stored input its owner should adopt
 export const POINTER_RELEASED = "rel"; // {k, node}: a node gave its sessions back (drain): sweep now
+export const POINTER_ABORT = "ab"; // {k, sessionKey, runId?}: chat.abort sent to another node: the owner aborts
 
 export interface ClusterLogger {
   info(msg: string, fields?: Record<string, unknown>): void;

@@ -2,7 +2,7 @@ import { systemClock } from "../infra/clock.js";
 import { silentLogger } from "../infra/logger.js";
 import { notify, type PgNotifier } from "../storage/postgres/notifier.js";
 import type { PostgresOptions } from "../storage/postgres/pool.js";
-import { openPostgresStore, type PostgresStore } from "../storage/postgres/store.js";
+import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from "../storage/postgres/store.js";
 import { createTestSchema } from "../testing/postgres-schema.js";
 import type { BusUnderTest } from "./bus.conformance.js";
 import { PgEventBus } from "./pg-bus.js";
@@ -17,12 +17,11 @@ export interface BusNode {
   close(): Promise<void>;
 }
 
-export async function openBusNode(options: PostgresOptions): Promise<BusNode> {
-  const store = await openPostgresStore({
-    ...options,
-    poolMax: 4,
-    notifier: { reconnect: { baseMs: 20, maxMs: 200 } },
-  });
+export async function openBusNode(
+  options: PostgresOptions,
+  notifier: PostgresStoreOptions["notifier"] = { reconnect: { baseMs: 20, maxMs: 200 } },
+): Promise<BusNode> {
+  const store = await openPostgresStore({ ...options, poolMax: 4, notifier });
   const writer = new RunEventWriter({ store, clock: systemClock, logger: silentLogger, flushDelayMs: 5 });
   const bus = new PgEventBus({ source: store, store, beforeEndNotice: () => writer.flush() });
   writer.attach(bus);

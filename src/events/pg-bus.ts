@@ -88,6 +88,8 @@ export class PgEventBus implements EventBusPort {
   constructor(private readonly opts: PgEventBusOptions) {
     this.now = opts.now ?? Date.now;
     this.started = this.start();
+    // reported here for a process that never asks `ready()` (a CLI run): an unheard rejection would end it
+    this.started.catch((err: Error) => this.report(new Error(`not listening to other nodes: ${err.message}`)));
   }
 
   /** Resolves once the bus listens on the node's LISTEN connection (rejects if that connection cannot be made). */

@@ -1,6 +1,7 @@
 import { RunNotFoundError, RunParamError, ServiceDrainingError } from "../agent/service.js";
 import { ErrorCodes, type ErrorShape } from "../protocol/frames.js";
 import { SessionKeyError } from "../session/keys.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 
 /** An error a method handler throws on purpose: it becomes the error response as is. */
 export class GatewayError extends Error {
@@ -37,6 +38,10 @@ export function toErrorShape(err: unknown): ErrorShape {
     return { code: ErrorCodes.conflict, message: String(e.message), retryable: true };
   }
   const message = typeof e?.message === "string" && e.message ? e.message : String(err);
+  // the Postgres server restarting or out of reach: the same request (same idempotency key) may succeed shortly
+  if (isTransientPostgresError(err)) {
+    return { code: ErrorCodes.unavailable, message: `storage unavailable: ${message}`, retryable: true };
+  }
   // Service errors carry their own snake_case wire code (queue_full, ...); system errors (ENOENT) do not qualify.
   if (typeof e?.code === "string" && (knownCodes.has(e.code) || /^[a-z][a-z_]*$/.test(e.code))) {
     return { code: e.code, message, ...(e.retryable === true ? { retryable: true } : {}) };

@@ -166,7 +166,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = await openGatewayStore(opts.config, opts.stateDir);
+    ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
     cluster = clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
     const rt = new AgentRuntime({
@@ -198,9 +198,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
 }
 
 /** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
-async function openGatewayStore(config: LoopgateConfig, stateDir: string): Promise<Store> {
+async function openGatewayStore(config: LoopgateConfig, stateDir: string, logger?: Logger): Promise<Store> {
   try {
-    return await createStore(config, stateDir, { owner: true });
+    return await createStore(config, stateDir, { owner: true, logger });
   } catch (err) {
     if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
@@ -401,7 +401,12 @@ async function listen(
     }
   }
   // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
-  await cron.start();
+  // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
+  const leader = service.clusterNode;
+  if (leader) {
+    leader.lead("cron", { gain: () => cron.start(), lose: () => cron.stop() });
+    void leader.tick();
+  } else await cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().

@@ -1,11 +1,14 @@
 import type { RunRecord } from "../storage/types.js";
 import type { QueueContext } from "./types.js";
 
-/** How often a wait for a run on another node reads its record again, in case the end's pointer was missed. */
-export const REMOTE_END_POLL_MS = 250;
+/**
+ * How often a wait for a run on another node reads its record again, in case the end's notice was missed (the bus's
+ * end notice is the usual way; this bounds how late a lost one makes the answer). One read per waiter per second.
+ */
+export const REMOTE_END_POLL_MS = 1000;
 
 /**
- * Several nodes: waits for a run that is not live in this process (it runs, or waits, on another node) to end. The
+ * Several nodes (a cluster node, or a bus that spans nodes): waits for a run that is not live in this process (it runs, or waits, on another node) to end. The
  * bus's end of the run (a cross-node bus hears it) and a read of its record every REMOTE_END_POLL_MS, whichever
  * comes first: the read makes the wait independent of a lost notification. Resolves with the ended record, or
  * undefined once `timeoutMs` has passed (Infinity: no bound).

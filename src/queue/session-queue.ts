@@ -207,7 +207,11 @@ export class SessionQueue {
     const { ctx } = this;
     const { clock } = ctx.deps;
     ctx.draining = true;
-    const pending = [...ctx.live.values()].map((r) => r.done.promise);
+    // several nodes: only the turns running here are waited for; what waits behind them goes to another node (the
+    // cluster's hand-off after this), so it would never end here
+    const pending = ctx.cluster
+      ? [...ctx.sessions.values()].flatMap((s) => (s.active ? [s.active.host.done.promise] : []))
+      : [...ctx.live.values()].map((r) => r.done.promise);
     if (pending.length === 0) return;
     let timer: unknown;
     const grace = new Promise<void>((resolve) => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig } from "../config/load.js";
 import { createTestSchema, testPostgresUrl } from "../testing/postgres-schema.js";
 import { createStore } from "./create-store.js";
+import { describeStorage } from "./describe-storage.js";
 import type { PostgresStore } from "./postgres/store.js";
 
 const dirs: string[] = [];
@@ -58,6 +59,19 @@ describe("createStore", () => {
     // a config built in code skips the load checks: the factory says the same
     const config = parseConfig({ storage: { backend: "postgres" } });
     await expect(createStore(config, tempDir(), { env: {} })).rejects.toThrow(/storage\.postgres\.url: required/);
+  });
+
+  it("an unreachable Postgres server fails the open with storage.postgres and the URL, its password masked", async () => {
+    const config = parseConfig({
+      storage: { backend: "postgres", postgres: { url: "postgres://lg:s3cret@127.0.0.1:1/db", schema: "lg" } },
+    });
+    const err = await createStore(config, tempDir()).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(
+      /^storage\.postgres: cannot open the store at postgres:\/\/lg:\*\*\*@127\.0\.0\.1:1\/db schema lg: .*ECONNREFUSED/,
+    );
+    expect((err as Error).message).not.toContain("s3cret");
+    expect(describeStorage(parseConfig({}), "/var/lib/lg")).toBe("sqlite /var/lib/lg/loopgate.sqlite");
   });
 
   // Skipped without LOOPGATE_TEST_POSTGRES_URL: opening the Postgres backend needs a real server (.ci/run sets it).

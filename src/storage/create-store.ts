@@ -1,4 +1,6 @@
 import type { LoopgateConfig } from "../config/schema.js";
+import type { Logger } from "../infra/logger.js";
+import { describeStorage } from "./describe-storage.js";
 import { openCheckedStore } from "./integrity.js";
 import { postgresUrlFrom } from "./postgres/postgres-url.js";
 import { SqliteStoreAdapter } from "./sqlite-adapter.js";
@@ -13,6 +15,8 @@ export interface CreateStoreOptions {
   owner?: boolean;
   /** Where `LOOPGATE_POSTGRES_URL` is read when `storage.postgres.url` is unset; default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Hears what a server backend lives through (a connection lost and replaced); unset: nothing is said. */
+  logger?: Logger;
 }
 
 /**
@@ -25,7 +29,8 @@ export async function createStore(
   stateDir: string,
   opts: CreateStoreOptions = {},
 ): Promise<Store> {
-  if (config.storage.backend === "postgres") return createPostgresStore(config.storage, opts.env ?? process.env);
+  if (config.storage.backend === "postgres")
+    return createPostgresStore(config.storage, opts.env ?? process.env, opts.logger);
   if (config.storage.backend !== "sqlite")
     throw new Error(`storage.backend: "${config.storage.backend}" is not a known backend (sqlite, postgres)`);
   const db = opts.owner
@@ -35,7 +40,11 @@ export async function createStore(
 }
 
 /** The driver is loaded only by a process that uses Postgres: SQLite-only commands never pay for it. */
-async function createPostgresStore(storage: LoopgateConfig["storage"], env: NodeJS.ProcessEnv): Promise<Store> {
+async function createPostgresStore(
+  storage: LoopgateConfig["storage"],
+  env: NodeJS.ProcessEnv,
+  logger: Logger | undefined,
+): Promise<Store> {
   const pg = storage.postgres;
   // config load says this already; a config built in code skips the load checks
   const url = postgresUrlFrom(pg.url, env);
@@ -45,10 +54,21 @@ async function createPostgresStore(storage: LoopgateConfig["storage"], env: Node
     );
   }
   const { openPostgresStore } = await import("./postgres/store.js");
-  return openPostgresStore({
-    url,
-    ...(pg.schema ? { schema: pg.schema } : {}),
-    ...(pg.poolSize ? { poolMax: pg.poolSize } : {}),
-    ...(pg.statementTimeoutMs ? { statementTimeoutMs: pg.statementTimeoutMs } : {}),
-  });
+  const onError = (what: string) => (err: Error) => logger?.warn(`postgres: ${what}`, { error: err.message });
+  try {
+    return await openPostgresStore({
+      url,
+      ...(pg.schema ? { schema: pg.schema } : {}),
+      ...(pg.poolSize ? { poolMax: pg.poolSize } : {}),
+      ...(pg.statementTimeoutMs ? { statementTimeoutMs: pg.statementTimeoutMs } : {}),
+      onConnectionError: onError("a pooled connection failed; the next statement gets a new one"),
+      notifier: { onError: onError("the LISTEN connection failed; reconnecting") },
+    });
+  } catch (err) {
+    // "connect ECONNREFUSED" alone does not say which setting to look at
+    throw new Error(
+      `storage.postgres: cannot open the store at ${describeStorage({ storage }, "", env).replace(/^postgres /, "")}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
 }

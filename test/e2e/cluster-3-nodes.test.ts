@@ -144,4 +144,37 @@ describe.skipIf(!testPostgresUrl)("three gateway nodes on one Postgres (real pro
     );
     for (let i = 1; i < spans.length; i++) expect(spans[i].started_at).toBeGreaterThanOrEqual(spans[i - 1].ended_at);
   }, 60_000);
+
+  it("a client on node A follows, live, the run its message started on node C (the session's owner)", async () => {
+    const [a, , c] = nodes;
+    const sessionKey = "followed";
+    const onC = await connect(c);
+    const onA = await connect(a);
+    // node C owns the session: its client's messages keep it busy while A's message arrives
+    let started!: () => void;
+    const cStarted = new Promise<void>((r) => {
+      started = r;
+    });
+    const cRuns = ["c1", "c2", "c3"].map((id, i) =>
+      onC.agent(
+        { message: `on c ${id}`, idempotencyKey: `followed-${id}`, sessionKey, queueMode: "followup" },
+        { onEvent: (ev) => i === 0 && ev.stream === "lifecycle" && ev.data.phase === "start" && started() },
+      ),
+    );
+    await cStarted;
+    const seen: Array<{ seq: number; stream: string; phase?: unknown }> = [];
+    const final = await onA.agent(
+      { message: "from a", idempotencyKey: "followed-a", sessionKey, queueMode: "followup" },
+      { onEvent: (ev) => seen.push({ seq: ev.seq, stream: ev.stream, phase: (ev.data as { phase?: unknown }).phase }) },
+    );
+    expect(final.status).toBe("ok");
+    expect(JSON.stringify(final.result?.payloads)).toContain("ran: from a");
+    for (const r of await Promise.all(cRuns)) expect(r.status).toBe("ok");
+    // it ran on C (node ids carry the pid), and A's client saw its events as they came: in seq order, no gap
+    const { rows } = await pool.query<{ node_id: string }>("SELECT node_id FROM runs WHERE run_id = 'followed-a'");
+    expect(rows[0].node_id).toContain(`-${c.child.pid}-`);
+    expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + seen[0].seq));
+    expect(seen.some((e) => e.stream === "assistant")).toBe(true);
+    expect(seen.filter((e) => e.stream === "lifecycle").map((e) => e.phase)).toEqual(["start", "end"]);
+  }, 60_000);
 });

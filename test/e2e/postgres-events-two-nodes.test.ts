@@ -48,11 +48,12 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
     removeTempDirs();
   });
 
-  it("a client on node B sees a run executing on node A live (every agent event in seq order, the chat final), waits for it, replays it, and hears the session change", async () => {
+  it("a client on node B sees a run executing on node A live (every agent event in seq order, the chat final), waits for it, replays it, and hears the session change and its messages", async () => {
     const gate = deferred();
     nodeA.provider.script = () => ({ before: ["one ", "two "], gate: gate.promise, after: ["three ", "four"] });
     const watcher = await onNode(nodeB, ["operator.read"]);
     expect((await watcher.call("sessions.subscribe", {})).ok).toBe(true);
+    expect((await watcher.call("sessions.messages.subscribe", { key: "main" })).ok).toBe(true);
     const sender = await onNode(nodeA);
 
     const accepted = await sender.call("chat.send", {
@@ -96,7 +97,7 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
     // replay from node B reads the store
     const replay = await watcher.call("agent.events", { runId: "run-ab-1", afterSeq: 0 });
     expect(replay.ok, JSON.stringify(replay.error)).toBe(true);
-    expect((replay.payload?.events as Ev[]).map((e) => e.seq)).toEqual(onA.map((e) => e.seq));
+    expect(((replay.payload?.events ?? []) as Ev[]).map((e) => e.seq)).toEqual(onA.map((e) => e.seq));
     expect(replay.payload).toMatchObject({ done: true });
 
     // the session node A created is announced on node B, and B reads its history from Postgres
@@ -107,6 +108,18 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
         f.payload?.reason === "created",
       "sessions.changed (created) on node B",
     );
+    // and so are its transcript messages, read from Postgres by node B (the user's, then the assistant's)
+    const reply = await watcher.seen(
+      (f) =>
+        f.event === "session.message" &&
+        f.payload?.sessionKey === "agent:main:main" &&
+        JSON.stringify(f.payload?.message).includes("one two three four"),
+      "the assistant message on node B",
+    );
+    const messages = watcher.all((f) => f.event === "session.message").map((f) => f.payload?.messageSeq as number);
+    expect(messages).toEqual([...messages].sort((x, y) => x - y));
+    expect(messages).toContain(reply.payload?.messageSeq);
+    expect(messages.length).toBeGreaterThanOrEqual(2);
     const history = await watcher.call("chat.history", { sessionKey: "main" });
     expect(history.ok, JSON.stringify(history.error)).toBe(true);
     expect(JSON.stringify(history.payload)).toContain("one two three four");
