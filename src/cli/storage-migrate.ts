@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../config/index.js";
+import { maskPassword } from "../storage/describe-storage.js";
 import { type CopyProgress, copySqliteToPostgres, StorageMigrateError } from "../storage/postgres/copy-from-sqlite.js";
 import { checkSchemaName, createPostgresPool } from "../storage/postgres/pool.js";
 import { processesHoldingFile } from "../storage/sqlite-holders.js";
@@ -15,17 +16,6 @@ export interface StorageMigrateOptions {
   force?: boolean;
 }
 
-/** The URL as it may be printed: without its password. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
-  }
-}
-
 function checkUrl(raw: string | undefined): string {
   const url = raw?.trim();
   if (!url) throw new CliError("--to: expected a postgres:// URL (e.g. postgres://user@host:5432/db)");
@@ -33,7 +23,7 @@ function checkUrl(raw: string | undefined): string {
   try {
     new URL(url);
   } catch {
-    throw new CliError(`--to: "${redactUrl(url)}" is not a valid URL`);
+    throw new CliError(`--to: "${maskPassword(url)}" is not a valid URL`);
   }
   return url;
 }
@@ -103,7 +93,7 @@ export async function runStorageMigrate(opts: StorageMigrateOptions): Promise<nu
     );
   }
 
-  const target = `${redactUrl(url)}${schema ? ` schema ${schema}` : ""}`;
+  const target = `${maskPassword(url)}${schema ? ` schema ${schema}` : ""}`;
   const out = process.stdout;
   let connectionError: Error | undefined;
   const pool = createPostgresPool({
