@@ -2,7 +2,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../config/index.js";
 import { maskPassword } from "../storage/describe-storage.js";
-import { type CopyProgress, copySqliteToPostgres, StorageMigrateError } from "../storage/postgres/copy-from-sqlite.js";
+import {
+  type CopyProgress,
+  type CopyReport,
+  copySqliteToPostgres,
+  StorageMigrateError,
+} from "../storage/postgres/copy-from-sqlite.js";
 import { checkSchemaName, createPostgresPool } from "../storage/postgres/pool.js";
 import { processesHoldingFile } from "../storage/sqlite-holders.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -62,6 +67,43 @@ function progressPrinter(out: NodeJS.WritableStream, now: () => number = Date.no
   };
 }
 
+/** The state dir's SQLite file, refused when missing or while another process has it open. */
+function sourceFile(stateDir: string): string {
+  const file = path.join(stateDir, "loopgate.sqlite");
+  if (!fs.existsSync(file)) throw new CliError(`no SQLite store in ${stateDir} (expected ${file})`, EXIT.runError);
+  const holders = processesHoldingFile(file);
+  if (holders === undefined) {
+    process.stderr.write(
+      "loopgate: could not check whether a gateway has the store open (no /proc, no lsof): stop it before migrating\n",
+    );
+  } else if (holders.length > 0) {
+    const who = holders.map((h) => `pid ${h.pid}${h.command ? ` (${h.command})` : ""}`).join(", ");
+    throw new CliError(
+      `the state dir is in use: ${who} has ${file} open; stop the gateway (and any loopgate command using this state dir) first, or the copy would miss what it writes`,
+      EXIT.runError,
+    );
+  }
+  return file;
+}
+
+function printReport(out: NodeJS.WritableStream, report: CopyReport, file: string, schema: string | undefined): void {
+  if (report.dryRun) {
+    out.write(`would copy: ${report.tables.map((t) => `${t.table} ${t.source}`).join(", ")}\n`);
+    const held = report.tables.filter((t) => t.target > 0);
+    if (held.length > 0) {
+      out.write(
+        `the target holds rows already: ${held.map((t) => `${t.table} ${t.target}`).join(", ")} (refused without --force)\n`,
+      );
+    }
+    out.write("dry run: nothing was written\n");
+    return;
+  }
+  out.write(`verified: ${report.tables.map((t) => `${t.table} ${t.target}/${t.source}`).join(", ")}\n`);
+  out.write(
+    `done: start the gateways with storage.backend "postgres" and this URL${schema ? ` and schema ${schema}` : ""}; ${file} was not changed\n`,
+  );
+}
+
 /**
  * `loopgate storage migrate --to postgres://…`: copies the state dir's SQLite store into Postgres (after running the
  * Postgres migrations), then compares the row counts. The SQLite file is only read. Refuses while a process has the
@@ -77,21 +119,7 @@ export async function runStorageMigrate(opts: StorageMigrateOptions): Promise<nu
       throw new CliError(`--schema: ${(err as Error).message}`);
     }
   }
-  const stateDir = resolveStateDir(opts);
-  const file = path.join(stateDir, "loopgate.sqlite");
-  if (!fs.existsSync(file)) throw new CliError(`no SQLite store in ${stateDir} (expected ${file})`, EXIT.runError);
-  const holders = processesHoldingFile(file);
-  if (holders === undefined) {
-    process.stderr.write(
-      "loopgate: could not check whether a gateway has the store open (no /proc, no lsof): stop it before migrating\n",
-    );
-  } else if (holders.length > 0) {
-    const who = holders.map((h) => `pid ${h.pid}${h.command ? ` (${h.command})` : ""}`).join(", ");
-    throw new CliError(
-      `the state dir is in use: ${who} has ${file} open; stop the gateway (and any loopgate command using this state dir) first, or the copy would miss what it writes`,
-      EXIT.runError,
-    );
-  }
+  const file = sourceFile(resolveStateDir(opts));
 
   const target = `${maskPassword(url)}${schema ? ` schema ${schema}` : ""}`;
   const out = process.stdout;
@@ -122,21 +150,7 @@ export async function runStorageMigrate(opts: StorageMigrateOptions): Promise<nu
       onProgress: progressPrinter(out),
       onNote: (text) => out.write(`${text}\n`),
     });
-    if (report.dryRun) {
-      out.write(`would copy: ${report.tables.map((t) => `${t.table} ${t.source}`).join(", ")}\n`);
-      const held = report.tables.filter((t) => t.target > 0);
-      if (held.length > 0) {
-        out.write(
-          `the target holds rows already: ${held.map((t) => `${t.table} ${t.target}`).join(", ")} (refused without --force)\n`,
-        );
-      }
-      out.write("dry run: nothing was written\n");
-      return EXIT.ok;
-    }
-    out.write(`verified: ${report.tables.map((t) => `${t.table} ${t.target}/${t.source}`).join(", ")}\n`);
-    out.write(
-      `done: start the gateways with storage.backend "postgres" and this URL${schema ? ` and schema ${schema}` : ""}; ${file} was not changed\n`,
-    );
+    printReport(out, report, file, schema);
     return EXIT.ok;
   } catch (err) {
     const message = (err as Error).message ?? String(err);

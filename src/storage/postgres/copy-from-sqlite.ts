@@ -289,6 +289,18 @@ async function continueIdentities(db: Source, pool: pg.Pool, runsCopied: number)
   await setAbove("runs", "queue_seq", runsCopied);
 }
 
+/** Each copied table's rows on both sides (a table the target does not have yet holds none). */
+async function bothCounts(pool: pg.Pool, source: ReadonlyMap<string, number>): Promise<TableCount[]> {
+  const tables: TableCount[] = [];
+  for (const { table } of COPIED_TABLES) {
+    const target = (await targetHasTable(pool, table))
+      ? (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
+      : 0;
+    tables.push({ table, source: source.get(table) ?? 0, target });
+  }
+  return tables;
+}
+
 export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyReport> {
   const { db, version } = openSource(opts.sqliteFile);
   try {
@@ -304,16 +316,7 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
       const counts = new Map(
         present.map((c) => [c.table, (db.prepare(`SELECT count(*) AS n FROM ${c.table}`).get() as { n: number }).n]),
       );
-      if (dryRun) {
-        const tables: TableCount[] = [];
-        for (const { table } of COPIED_TABLES) {
-          const target = (await targetHasTable(opts.pool, table))
-            ? (await opts.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n
-            : 0;
-          tables.push({ table, source: counts.get(table) ?? 0, target });
-        }
-        return { dryRun, sqliteVersion: version, migrated, tables };
-      }
+      if (dryRun) return { dryRun, sqliteVersion: version, migrated, tables: await bothCounts(opts.pool, counts) };
       if (held.length > 0) {
         await emptyTarget(opts.pool);
         opts.onNote?.(`--force: deleted what the target held (${held.join(", ")})`);
@@ -329,11 +332,7 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
         if (table === "runs") runsCopied = n;
       }
       await continueIdentities(db, opts.pool, runsCopied);
-      const tables: TableCount[] = [];
-      for (const { table } of COPIED_TABLES) {
-        const { rows } = await opts.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-        tables.push({ table, source: counts.get(table) ?? 0, target: rows[0].n });
-      }
+      const tables = await bothCounts(opts.pool, counts);
       const off = tables.filter((t) => t.source !== t.target);
       if (off.length > 0) {
         throw new StorageMigrateError(
