@@ -102,6 +102,21 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(rowCount).toBe(0);
   });
 
+  it("an owner whose LISTEN connection was lost adopts, once reconnected, the input announced meanwhile", async () => {
+    const [a] = await nodes("node-a");
+    await a.accept("agent:main:s", "r1");
+    const pid = a.notifier.backendPid;
+    const admin = createPostgresPool(ts.options);
+    await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+    // stored by another node while A was deaf: its pointer never reached A, and A's lease keeps the sweeper away
+    await admin.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('gap', 'agent:main:s', 'queued', 1, '{}')",
+    );
+    await admin.end();
+    await eventually(() => a.queue.adoptedIds().includes("gap"), "the owner adopts after reconnecting");
+    expect(a.notifier.backendPid).not.toBe(pid);
+  });
+
   it("the sweeper adopts a session whose inputs nobody was told about", async () => {
     const [a] = await nodes("node-a");
     for (const id of ["q1", "q2"]) {

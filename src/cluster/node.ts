@@ -132,8 +132,12 @@ export class ClusterNode implements QueueCluster {
     await this.heartbeat.start();
     const notifier = await this.opts.store.notifier();
     this.unsubscribe = notifier.subscribe((p) => this.onPointer(p));
-    // pointers sent while the LISTEN connection was down are gone: the sweep finds what they announced
-    this.unReconnect = notifier.onReconnect(() => void this.tick());
+    // pointers sent while the LISTEN connection was down are gone: the sweep finds what they announced for sessions
+    // nobody holds, and the sessions this node holds adopt what was announced to it
+    this.unReconnect = notifier.onReconnect(() => {
+      void this.tick();
+      for (const key of this.ownership.ownedKeys()) if (!this.roles.has(key)) this.intake.onInputPointer(key);
+    });
     this.stopped = false;
     this.opts.logger.info("cluster: node started", { nodeId: this.nodeId, leaseMs: this.leaseMs });
     this.schedule();
