@@ -154,7 +154,13 @@ export class ClusterNode implements QueueCluster {
 
   /** Start-up: nothing of a live node is touched; dead nodes' runs and unowned queues are taken as on any beat. */
   async recover(): Promise<{ failed: string[]; requeued: string[] }> {
-    const { failed, adopted } = await this.beat();
+    // in line with the timer's beats (never two at once); its failure fails the start, not the later beats
+    const run = this.ticking.then(() => this.beat());
+    this.ticking = run.then(
+      () => {},
+      () => {},
+    );
+    const { failed, adopted } = await run;
     return { failed, requeued: adopted };
   }
 
