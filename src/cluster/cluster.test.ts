@@ -181,6 +181,17 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.node.ownership.owns("agent:main:o")).toBe(true);
   });
 
+  it("a lease taken by a step that then failed (its adoption never ran) is given back, and the input runs", async () => {
+    const [a] = await nodes("node-a");
+    await a.pool.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('f1', 'agent:main:f', 'queued', 1, '{}')",
+    );
+    // the lease is taken, the adoption that should follow fails: nothing here runs the session
+    await a.node.ownership.serial.run("agent:main:f", () => a.node.ownership.take("agent:main:f"));
+    await a.node.tick();
+    expect(a.queue.adoptedIds()).toEqual(["f1"]);
+  });
+
   it("one node at a time leads a role (cron); a survivor takes it once the leader's lease is gone", async () => {
     const [a, b, c] = await nodes("node-a", "node-b", "node-c");
     const leading = new Set<string>();

@@ -250,6 +250,9 @@ export class ClusterNode implements QueueCluster {
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
     }
+    for (const key of await this.ownership.releaseUnused()) {
+      logger.warn("cluster: gave back a session lease nothing here used (an earlier step failed)", { sessionKey: key });
+    }
     const failed = await takeOverDeadNodes(store, this.ownership, this.intake, queue, logger, {
       leaseMs: this.leaseMs,
       ...(this.fixedClock ? { clock: this.fixedClock } : {}),
