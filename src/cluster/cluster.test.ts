@@ -150,6 +150,21 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.node.ownership.tokenOf("agent:main:s")).toBe(stale);
   });
 
+  it("a node waking from a pause does not start a turn on a lease another node took meanwhile", async () => {
+    const [a, b] = await nodes("node-a", "node-b");
+    await a.accept("agent:main:s", "r1");
+    await a.node.tick();
+    // while its beats confirm the lease, a turn's lock is the held lease, at once
+    const h = await a.node.locks.acquire("agent:main:s");
+    expect(h.fencingToken).toBe(a.node.ownership.tokenOf("agent:main:s"));
+    await h.release();
+    await a.node.stopBeating();
+    clock.advance(LEASE + 1);
+    await b.node.tick();
+    // A wakes and its queue starts the next turn before any beat of A ran: the lock asks the table first
+    await expect(a.node.locks.acquire("agent:main:s")).rejects.toBeInstanceOf(FencedError);
+  });
+
   it("a draining node hands its queued inputs to another node at once, in order, keeping the one it finished", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     for (const id of ["r1", "r2", "r3"]) await a.accept("agent:main:s", id);

@@ -69,6 +69,8 @@ export class ClusterNode implements QueueCluster {
   private unReconnect?: () => void;
   private local?: LocalQueue;
   private readonly roles = new Map<string, LeaderRole>();
+  /** when a beat last read which leases this node holds (the lock's fast path trusts them for half a lease) */
+  private confirmedAt = Number.NEGATIVE_INFINITY;
   private flushEvents?: () => Promise<unknown>;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
@@ -98,6 +100,7 @@ export class ClusterNode implements QueueCluster {
     this.intake = new ClusterIntake(pool, opts.store.channel, this.ownership, this.queue, opts.logger);
     this.locks = new LeaseSessionLock(this.ownership, {
       acquireTimeoutMs: opts.acquireTimeoutMs,
+      confirmed: () => this.clock.now() - this.confirmedAt < this.leaseMs / 2,
       ...(opts.clock ? { clock: opts.clock } : {}),
     });
     this.heartbeat = new NodeHeartbeat(pool, {
@@ -239,7 +242,9 @@ export class ClusterNode implements QueueCluster {
   private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
     const { store, logger } = this.opts;
     const queue = this.queue;
-    for (const key of await this.ownership.reconcile()) {
+    const lost = await this.ownership.reconcile();
+    this.confirmedAt = this.clock.now();
+    for (const key of lost) {
       const role = this.roles.get(key);
       if (role) {
         logger.warn("cluster: another node took over a led role", { role: key });
