@@ -102,6 +102,21 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(rowCount).toBe(0);
   });
 
+  it("an owner whose LISTEN connection was lost adopts, once reconnected, the input announced meanwhile", async () => {
+    const [a] = await nodes("node-a");
+    await a.accept("agent:main:s", "r1");
+    const pid = a.notifier.backendPid;
+    const admin = createPostgresPool(ts.options);
+    await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+    // stored by another node while A was deaf: its pointer never reached A, and A's lease keeps the sweeper away
+    await admin.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('gap', 'agent:main:s', 'queued', 1, '{}')",
+    );
+    await admin.end();
+    await eventually(() => a.queue.adoptedIds().includes("gap"), "the owner adopts after reconnecting");
+    expect(a.notifier.backendPid).not.toBe(pid);
+  });
+
   it("the sweeper adopts a session whose inputs nobody was told about", async () => {
     const [a] = await nodes("node-a");
     for (const id of ["q1", "q2"]) {
@@ -135,6 +150,21 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     expect(a.node.ownership.tokenOf("agent:main:s")).toBe(stale);
   });
 
+  it("a node waking from a pause does not start a turn on a lease another node took meanwhile", async () => {
+    const [a, b] = await nodes("node-a", "node-b");
+    await a.accept("agent:main:s", "r1");
+    await a.node.tick();
+    // while its beats confirm the lease, a turn's lock is the held lease, at once
+    const h = await a.node.locks.acquire("agent:main:s");
+    expect(h.fencingToken).toBe(a.node.ownership.tokenOf("agent:main:s"));
+    await h.release();
+    await a.node.stopBeating();
+    clock.advance(LEASE + 1);
+    await b.node.tick();
+    // A wakes and its queue starts the next turn before any beat of A ran: the lock asks the table first
+    await expect(a.node.locks.acquire("agent:main:s")).rejects.toBeInstanceOf(FencedError);
+  });
+
   it("a draining node hands its queued inputs to another node at once, in order, keeping the one it finished", async () => {
     const [a, b] = await nodes("node-a", "node-b");
     for (const id of ["r1", "r2", "r3"]) await a.accept("agent:main:s", id);
@@ -164,6 +194,17 @@ describe.skipIf(!testPostgresUrl)("several nodes serving one fleet of sessions (
     await a.node.tick();
     expect(a.queue.adoptedIds()).toEqual(["o1"]);
     expect(a.node.ownership.owns("agent:main:o")).toBe(true);
+  });
+
+  it("a lease taken by a step that then failed (its adoption never ran) is given back, and the input runs", async () => {
+    const [a] = await nodes("node-a");
+    await a.pool.query(
+      "INSERT INTO runs (run_id, session_key, status, accepted_at, params) VALUES ('f1', 'agent:main:f', 'queued', 1, '{}')",
+    );
+    // the lease is taken, the adoption that should follow fails: nothing here runs the session
+    await a.node.ownership.serial.run("agent:main:f", () => a.node.ownership.take("agent:main:f"));
+    await a.node.tick();
+    expect(a.queue.adoptedIds()).toEqual(["f1"]);
   });
 
   it("one node at a time leads a role (cron); a survivor takes it once the leader's lease is gone", async () => {

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../infra/clock.js";
 import type { SessionLockHandle, SessionLockOptions, SessionLockPort } from "../session/lock-port.js";
+import { FencedError } from "../storage/postgres/session-leases.js";
 import type { SessionOwnership } from "./ownership.js";
 
 /** The same name and code as the file lock's busy error, so the gateway answers both alike (gateway/errors.ts). */
@@ -36,7 +37,13 @@ export class LeaseSessionLock implements SessionLockPort {
 
   constructor(
     private readonly own: SessionOwnership,
-    private readonly opts: { acquireTimeoutMs: number; clock?: Clock; pollMs?: number },
+    private readonly opts: {
+      acquireTimeoutMs: number;
+      clock?: Clock;
+      pollMs?: number;
+      /** whether the node's beats confirmed its leases recently (false after a pause) */
+      confirmed?: () => boolean;
+    },
   ) {
     this.clock = opts.clock ?? systemClock;
   }
@@ -51,7 +58,15 @@ export class LeaseSessionLock implements SessionLockPort {
     }
     // the fast path of every turn: the session is this node's already
     const owned = this.own.lease(sessionKey);
-    if (owned) return this.grant(sessionKey, owned.token);
+    if (owned) {
+      // After a pause (the node's beats did not confirm its leases lately) the lease may be another node's by now:
+      // asked once before a turn runs its model and tools again elsewhere. Writes are fenced in any case.
+      if (this.opts.confirmed && !this.opts.confirmed()) {
+        const holder = await this.own.leases.holder(sessionKey);
+        if (holder?.token !== owned.token) throw new FencedError(sessionKey, owned.token);
+      }
+      return this.grant(sessionKey, owned.token);
+    }
     const timeoutMs = opts.acquireTimeoutMs ?? this.opts.acquireTimeoutMs;
     const started = this.clock.now();
     let told = false;

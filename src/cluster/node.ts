@@ -69,6 +69,8 @@ export class ClusterNode implements QueueCluster {
   private unReconnect?: () => void;
   private local?: LocalQueue;
   private readonly roles = new Map<string, LeaderRole>();
+  /** when a beat last read which leases this node holds (the lock's fast path trusts them for half a lease) */
+  private confirmedAt = Number.NEGATIVE_INFINITY;
   private flushEvents?: () => Promise<unknown>;
   /** the local queue, bound after construction (the runtime takes `locks` before the queue exists) */
   private readonly queue: LocalQueue;
@@ -98,6 +100,7 @@ export class ClusterNode implements QueueCluster {
     this.intake = new ClusterIntake(pool, opts.store.channel, this.ownership, this.queue, opts.logger);
     this.locks = new LeaseSessionLock(this.ownership, {
       acquireTimeoutMs: opts.acquireTimeoutMs,
+      confirmed: () => this.clock.now() - this.confirmedAt < this.leaseMs / 2,
       ...(opts.clock ? { clock: opts.clock } : {}),
     });
     this.heartbeat = new NodeHeartbeat(pool, {
@@ -132,8 +135,12 @@ export class ClusterNode implements QueueCluster {
     await this.heartbeat.start();
     const notifier = await this.opts.store.notifier();
     this.unsubscribe = notifier.subscribe((p) => this.onPointer(p));
-    // pointers sent while the LISTEN connection was down are gone: the sweep finds what they announced
-    this.unReconnect = notifier.onReconnect(() => void this.tick());
+    // pointers sent while the LISTEN connection was down are gone: the sweep finds what they announced for sessions
+    // nobody holds, and the sessions this node holds adopt what was announced to it
+    this.unReconnect = notifier.onReconnect(() => {
+      void this.tick();
+      for (const key of this.ownership.ownedKeys()) if (!this.roles.has(key)) this.intake.onInputPointer(key);
+    });
     this.stopped = false;
     this.opts.logger.info("cluster: node started", { nodeId: this.nodeId, leaseMs: this.leaseMs });
     this.schedule();
@@ -150,7 +157,13 @@ export class ClusterNode implements QueueCluster {
 
   /** Start-up: nothing of a live node is touched; dead nodes' runs and unowned queues are taken as on any beat. */
   async recover(): Promise<{ failed: string[]; requeued: string[] }> {
-    const { failed, adopted } = await this.beat();
+    // in line with the timer's beats (never two at once); its failure fails the start, not the later beats
+    const run = this.ticking.then(() => this.beat());
+    this.ticking = run.then(
+      () => {},
+      () => {},
+    );
+    const { failed, adopted } = await run;
     return { failed, requeued: adopted };
   }
 
@@ -229,7 +242,9 @@ export class ClusterNode implements QueueCluster {
   private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
     const { store, logger } = this.opts;
     const queue = this.queue;
-    for (const key of await this.ownership.reconcile()) {
+    const lost = await this.ownership.reconcile();
+    this.confirmedAt = this.clock.now();
+    for (const key of lost) {
       const role = this.roles.get(key);
       if (role) {
         logger.warn("cluster: another node took over a led role", { role: key });
@@ -239,6 +254,9 @@ export class ClusterNode implements QueueCluster {
       }
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
+    }
+    for (const key of await this.ownership.releaseUnused()) {
+      logger.warn("cluster: gave back a session lease nothing here used (an earlier step failed)", { sessionKey: key });
     }
     const failed = await takeOverDeadNodes(store, this.ownership, this.intake, queue, logger, {
       leaseMs: this.leaseMs,

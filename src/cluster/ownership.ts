@@ -113,6 +113,23 @@ export class SessionOwnership {
     return gone;
   }
 
+  /**
+   * Gives back every lease held with nothing here needing it: a step that took a lease and then failed (an adoption
+   * that did not reach the server) would otherwise keep it, renewed by every beat, with its inputs never run. Each
+   * check runs in the session's order, so a step that takes a lease and adopts is never cut in between.
+   */
+  async releaseUnused(): Promise<string[]> {
+    const released: string[] = [];
+    await Promise.all(
+      [...this.owned.keys()].map((key) =>
+        this.serial.run(key, async () => {
+          if (await this.releaseIfIdle(key)) released.push(key);
+        }),
+      ),
+    );
+    return released;
+  }
+
   /** Forgets a lost session once its local work is gone (its writes need no fence any more: there are none). */
   forgetLost(sessionKey: string): void {
     if (!this.busy(sessionKey)) this.lost.delete(sessionKey);
