@@ -4,6 +4,8 @@
 //   npm run bench                      full run (a few minutes)
 //   npm run bench -- --quick           short smoke run: every metric is produced, the figures mean little
 //   npm run bench -- --only=embedded,cli-local   a subset (ids below)
+//   npm run bench -- --only=postgres   SQLite 1 node vs Postgres 1/2/3 nodes (needs LOOPGATE_BENCH_POSTGRES_URL or
+//                                      LOOPGATE_TEST_POSTGRES_URL; skipped with one line without)
 //   npm run bench -- --profile         afterwards, re-run each missed metric under --cpu-prof and print its
 //                                      top self-time functions (profiles kept in bench/results/profiles/)
 //   npm run bench -- --verbose         pass the children's stderr through
@@ -34,7 +36,7 @@ const outFile = path.resolve(
   option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
 );
 
-const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway", "stream"];
+const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway", "stream", "postgres"];
 if (only) {
   for (const id of only) {
     if (!GROUPS.includes(id)) {
@@ -63,6 +65,7 @@ const plan = quick
       gwThroughputRepeats: 1,
       gwBig: { sessions: 10, turns: 3 },
       gwRss: { sessions: 10, turns: 10 },
+      postgres: { sessions: 6, turns: 2, repeats: 1, latencyTurns: 10, warmup: 3, commitProbes: 20, statsWaitMs: 1200 },
       stream: {
         levels: [5, 20],
         tokens: 400,
@@ -92,6 +95,16 @@ const plan = quick
       gwThroughputRepeats: 5,
       gwBig: { sessions: 100, turns: 10 },
       gwRss: { sessions: 100, turns: 10 },
+      // the same workload for SQLite 1 node and Postgres 1/2/3 nodes; 12 sessions spread evenly over 1, 2 or 3 nodes
+      postgres: {
+        sessions: 12,
+        turns: 10,
+        repeats: 3,
+        latencyTurns: 100,
+        warmup: 30,
+        commitProbes: 200,
+        statsWaitMs: 2500,
+      },
       // streaming at scale: each run streams `tokens` at `rate` tokens/s; N grows through `levels` until a level
       // misses (gateway CPU > 1 core or p99 lag > 100 ms) or the search has used its time budget
       stream: {
@@ -317,6 +330,28 @@ if (runs("stream")) {
     stream = await attempt("stream metrics", () => runStreamMetrics({ plan, verbose, progress, attempt }));
   }
   results.raw.stream = stream;
+}
+
+// ---- Postgres: SQLite 1 node vs Postgres 1/2/3 nodes ------------------------------------------------------------
+
+let postgresRes = { unavailable: "not run (--only)" };
+if (runs("postgres")) {
+  const { benchPostgresUrl, runPostgresMetrics } = await import("./lib/postgres-metrics.mjs");
+  const url = benchPostgresUrl();
+  const availability = url ? await gatewayAvailability() : { ok: false };
+  if (!url) {
+    postgresRes = { unavailable: "no Postgres: set LOOPGATE_BENCH_POSTGRES_URL (or LOOPGATE_TEST_POSTGRES_URL)" };
+    progress(`postgres metrics skipped: ${postgresRes.unavailable}`);
+  } else if (!availability.ok) {
+    postgresRes = { unavailable: availability.reason };
+    progress(`postgres metrics: ${availability.reason}`);
+  } else {
+    postgresRes = await attempt("postgres metrics", () =>
+      runPostgresMetrics({ url, baseUrl: model.baseUrl, plan, verbose, progress, attempt }),
+    );
+    if (postgresRes.error) postgresRes = { unavailable: postgresRes.error };
+  }
+  results.raw.postgres = postgresRes;
 }
 
 await model.stop();
@@ -699,6 +734,11 @@ if (runs("transcript")) {
   });
 }
 
+if (runs("postgres")) {
+  const { postgresRows } = await import("./lib/postgres-metrics.mjs");
+  postgresRows(postgresRes, row);
+}
+
 // ---- profiles of missed targets ------------------------------------------------------------------------------
 
 /**
@@ -863,6 +903,10 @@ if (t?.pieces) {
     `| whole minus the sum of the pieces (the pieces are timed separately, so this is noise-sized and may be negative) | ${round(t.single.usPerRow - known - (t.pieces.emptyTransactionBuiltPerCall.usPerRow - t.pieces.emptyTransaction.usPerRow), 1)} |`,
     `| for comparison: 100 rows per call | ${us(t.batched)} |`,
   );
+}
+if (runs("postgres")) {
+  const { postgresScalingLines } = await import("./lib/postgres-metrics.mjs");
+  lines.push(...postgresScalingLines(postgresRes));
 }
 process.stdout.write(`\n${lines.join("\n")}\n`);
 results.table = lines.join("\n");

@@ -9,14 +9,14 @@ import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
 /** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
-export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false, agentDefaults } = {}) {
+export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false, agentDefaults, postgres } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       [
         ...execArgv,
         path.join(BENCH_DIR, "metrics", "gateway-host.mjs"),
-        JSON.stringify({ baseUrl, stateDir, agentDefaults }),
+        JSON.stringify({ baseUrl, stateDir, agentDefaults, postgres }),
       ],
       { stdio: ["pipe", "pipe", "pipe"] },
     );

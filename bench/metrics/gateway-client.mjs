@@ -2,7 +2,8 @@
 //   mode "latency":    one session at a time, `agent` → final, sequential; sessions rotate every 10 turns so the
 //                      history stays short (as in the embedded figure). Options: { turns, warmup }.
 //   mode "throughput": `sessions` sessions at once, one connection each, `turns` sequential turns per session;
-//                      turns/s from the first send to the last final. Options: { sessions, turns, repeats }.
+//                      turns/s from the first send to the last final. Options: { sessions, turns, repeats, urls }
+//                      (urls: several gateway nodes; connection i goes to urls[i % urls.length], default [url]).
 import { GatewayClient } from "../../dist/client/index.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
 import { FINAL_TEXT } from "../lib/model.mjs";
@@ -39,10 +40,11 @@ if (opts.mode === "latency") {
   // own session's events. (With operator.read/admin every connection would also receive every other session's
   // events — the fan-out an operator dashboard pays for, not a chat client.)
   // Connected 16 at a time: the gateway closes connections beyond 32 unauthenticated ones per address (1013).
+  const urls = opts.urls ?? [opts.url];
   const clients = [];
   for (let i = 0; i < sessions; i += 16) {
-    const batch = Array.from({ length: Math.min(16, sessions - i) }, () =>
-      GatewayClient.connect({ url: opts.url, scopes: ["operator.write"] }),
+    const batch = Array.from({ length: Math.min(16, sessions - i) }, (_, j) =>
+      GatewayClient.connect({ url: urls[(i + j) % urls.length], scopes: ["operator.write"] }),
     );
     clients.push(...(await Promise.all(batch)));
   }

@@ -1,12 +1,15 @@
 // A gateway in its own process: startGateway with a runtime that has the noop tool (the `loopgate gateway` CLI
 // cannot be given extra tools), SQLite on, the real openai-completions provider against the fake model process.
 // Prints {"url", "pid"} once listening; closes the gateway and exits when its stdin closes.
-// Options: { baseUrl, stateDir, agentDefaults } (agentDefaults: more `agents.defaults` keys, e.g. maxConcurrent).
+// Options: { baseUrl, stateDir, agentDefaults, postgres } (agentDefaults: more `agents.defaults` keys, e.g.
+// maxConcurrent; postgres: { url, schema } puts the store on Postgres, with the cluster node `loopgate gateway` builds
+// there, so several hosts on one schema are the nodes of one cluster).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
+import { clusterNodeFor } from "../../dist/cluster/wire.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
@@ -19,16 +22,25 @@ const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
 const config = benchConfig(opts.baseUrl);
 config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
+if (opts.postgres) config.storage = { backend: "postgres", postgres: opts.postgres };
 const parsed = parseConfig(config);
 const store = await createStore(parsed, stateDir);
+const logger = createLogger();
+// as startGateway does for a store it opens itself: on Postgres the node owns sessions by lease (undefined on SQLite)
+const cluster = clusterNodeFor(store, parsed, logger);
 const rt = new AgentRuntime({
   config: parsed,
   stateDir,
   store,
-  logger: createLogger(),
+  logger,
   tools: [noopTool],
+  ...(cluster ? { sessionLocks: cluster.locks } : {}),
 });
 const service = new AgentService(rt);
+if (cluster) {
+  service.attachCluster(cluster);
+  await cluster.start();
+}
 const gateway = await startGateway({ service, port: 0, host: "127.0.0.1" });
 process.stdout.write(`${JSON.stringify({ url: gateway.url, pid: process.pid })}\n`);
 

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ClusterNode } from "../cluster/node.js";
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import type { SessionChangeReason, SessionEvents } from "../infra/session-events.js";
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
@@ -62,6 +63,12 @@ export class AgentService {
   /** sessions, runs and audit rows as the gateway's handlers read and change them (never the store directly) */
   readonly sessions: SessionService;
   private readonly queue: SessionQueue;
+  private cluster?: ClusterNode;
+
+  /** The node's cluster layer when the store is Postgres (several nodes), else undefined. */
+  get clusterNode(): ClusterNode | undefined {
+    return this.cluster;
+  }
 
   constructor(rt: AgentRuntime) {
     this.rt = rt;
@@ -78,6 +85,16 @@ export class AgentService {
       newId: randomUUID,
       onReceived: (m) => messageReceived(rt, m),
     });
+  }
+
+  /**
+   * Several nodes on Postgres (src/cluster/): intake, idle sessions, recovery and drain go through the node. Bound
+   * before the gateway recovers or serves.
+   */
+  attachCluster(node: ClusterNode): void {
+    this.cluster = node;
+    node.attach(this.queue, () => this.rt.runEvents.flush());
+    this.queue.attachCluster(node);
   }
 
   get activeRunCount(): number {
@@ -138,7 +155,10 @@ export class AgentService {
 
   /** chat.abort: queued turns of the session first, then the active run (or just `runId`). */
   abort(sessionKey: string, runId?: string): { aborted: string[] } {
-    return this.queue.abort(sessionKey, runId);
+    const out = this.queue.abort(sessionKey, runId);
+    // several nodes: the session may run on another node; its owner aborts there
+    this.cluster?.forwardAbort(sessionKey, runId);
+    return out;
   }
 
   /** After a crash or restart: interrupted runs are failed with "gateway_restart"; queued inputs run again. */
@@ -147,8 +167,15 @@ export class AgentService {
   }
 
   /** Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. */
-  drain(graceMs: number): Promise<void> {
-    return this.queue.drain(graceMs);
+  async drain(graceMs: number): Promise<void> {
+    await this.queue.drain(graceMs);
+    // several nodes: what waits here and never started goes to the other nodes now, not after a lease expiry
+    if (this.cluster) {
+      await this.cluster.handOff().catch((err: Error) => {
+        // not lost: the inputs stay queued in the store, and the other nodes' sweepers take them after the lease
+        this.rt.logger.warn("cluster: hand-off on drain failed", { error: err?.message ?? String(err) });
+      });
+    }
   }
 
   /** Inputs accepted and not started yet, over every session (health's queueDepth). */

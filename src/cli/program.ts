@@ -225,6 +225,27 @@ program
   .option("--config <path>", "config file")
   .action((opts) => run(async () => (await import("./audit.js")).runAudit(opts)));
 
+const storage = program.command("storage").description("move a state dir's store between backends");
+storage
+  .command("migrate")
+  .description(
+    "copy the state dir's SQLite store (sessions, transcripts, blobs, runs and their events, audit ledger, cron) into Postgres, then check the row counts; the SQLite file is only read",
+  )
+  .requiredOption("--to <url>", "target database: postgres://user[:password]@host[:port]/db")
+  .option("--schema <name>", "put the tables in this schema (created if missing; default: the search_path's, public)")
+  .option("--state-dir <dir>", "state dir to copy (default LOOPGATE_STATE_DIR, or the one --config points to)")
+  .option("--config <path>", "config file (only to find the state dir)")
+  .option("--dry-run", "check both sides and print what would be copied; write nothing")
+  .option(
+    "--force",
+    "delete every Loopgate row the target schema holds before copying (without it a target with any rows is refused)",
+  )
+  .addHelpText(
+    "after",
+    "\nRefused while a process (a gateway, a loopgate command) has the state dir's store open, while a gateway node\nheartbeats on the target, and when the store was written by a newer loopgate. Exit codes: 0 copied (or dry run ok),\n1 refused or failed (nothing of the SQLite file changes), 2 usage.\n",
+  )
+  .action((opts) => run(async () => (await import("./storage-migrate.js")).runStorageMigrate(opts)));
+
 program
   .command("gateway")
   .description("run the gateway: WebSocket RPC, HTTP /health and the web console (http://<host>:<port>/) on one port")

@@ -215,6 +215,10 @@ const audit: Record<string, Audit> = {
   "storage.postgres.schema": T.postgresOpen,
   "storage.postgres.poolSize": T.postgresOpen,
   "storage.postgres.statementTimeoutMs": T.postgresOpen,
+  "storage.postgres.leaseMs": pin(
+    "src/cluster/wire.test.ts",
+    "storage.postgres.leaseMs sets the lease of a Postgres gateway's node: its heartbeat, takeover and sweep every third",
+  ),
   "messages.queue.mode": T.queueMode,
   "messages.queue.byChannel": T.queueMode,
   "messages.queue.debounceMs": T.debounce,

@@ -246,6 +246,11 @@ export const configSchema = z.strictObject({
           poolSize: positiveInt.optional(),
           /** the server cancels a statement running longer; default 30000 */
           statementTimeoutMs: positiveInt.optional(),
+          /**
+           * several nodes (src/cluster/): a node silent this long is dead, its sessions go to the others and its
+           * active runs end as node_lost; heartbeat every third of it. Default 15000
+           */
+          leaseMs: z.number().int().min(300).optional(),
         })
         .prefault({}),
     })

@@ -4,6 +4,8 @@ import type { Duplex } from "node:stream";
 import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
+import type { ClusterNode } from "../cluster/node.js";
+import { clusterNodeFor } from "../cluster/wire.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { CronScheduler } from "../cron/scheduler.js";
 import { defaultAbortMs } from "../diagnostics/classify.js";
@@ -159,11 +161,14 @@ async function startSessionRelay(
 
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
+  let cluster: ClusterNode | undefined;
   let service = opts.service;
   if (!service) {
     if (!opts.config || !opts.stateDir)
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
     ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
+    // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
+    cluster = clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -171,12 +176,18 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
       providers: opts.providers,
       clock: opts.clock,
       logger: opts.logger,
+      ...(cluster ? { sessionLocks: cluster.locks } : {}),
     });
     service = new AgentService(rt);
+    if (cluster) {
+      service.attachCluster(cluster);
+      await cluster.start();
+    }
   }
   try {
     return await listen(service, opts, ownedStore);
   } catch (err) {
+    await cluster?.stopBeating();
     if (ownedStore) {
       await service.rt.runEvents.close();
       if (service.rt.bus instanceof PgEventBus) service.rt.bus.close();
@@ -390,7 +401,12 @@ async function listen(
     }
   }
   // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
-  await cron.start();
+  // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
+  const leader = service.clusterNode;
+  if (leader) {
+    leader.lead("cron", { gain: () => cron.start(), lose: () => cron.stop() });
+    void leader.tick();
+  } else await cron.start();
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().

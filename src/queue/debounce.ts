@@ -12,6 +12,7 @@ export function scheduleNext(ctx: QueueContext, s: SessionState, due: (s: Sessio
   s.dueAt = undefined;
   if (s.pending.length === 0 && s.overflow.count === 0) {
     ctx.sessions.delete(s.key);
+    ctx.cluster?.sessionIdle(s.key);
     return;
   }
   const quietUntil = s.lastEnqueueAt + ctx.deps.config().debounceMs;

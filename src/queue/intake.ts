@@ -8,7 +8,15 @@ import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
 import { isQueueMode, type QueueMode, resolveQueueMode } from "./modes.js";
 import { applyCap } from "./overflow.js";
 import { launchTurn } from "./turn.js";
-import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, RunOrigin, SessionState } from "./types.js";
+import type {
+  AcceptedRun,
+  LiveRun,
+  QueueCluster,
+  QueueContext,
+  ResolvedRequest,
+  RunOrigin,
+  SessionState,
+} from "./types.js";
 
 /**
  * Durable intake: an accepted message is a run record (status "queued", with its receipt) in the store before
@@ -18,7 +26,7 @@ import type { AcceptedRun, LiveRun, QueueContext, ResolvedRequest, RunOrigin, Se
  */
 
 /** How a message is handled, decided before anything is stored. */
-interface Route {
+export interface Route {
   mode: QueueMode;
   busy: boolean;
   steering: boolean;
@@ -91,6 +99,7 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
     if (first) return existingAnswer(first);
     throw err;
   }
+  if (ctx.cluster) return routeInCluster(ctx, ctx.cluster, full, sessionKey, acceptedAt, receipt);
   // Stored. What ran meanwhile (a turn ended, a loop stopped taking steered messages) is handled by enqueue: it
   // looks at the session as it is now.
   const state = ctx.sessions.get(sessionKey);
@@ -110,6 +119,26 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
   ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
   enqueue(ctx, s, run, route);
   return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
+}
+
+/**
+ * Several nodes: the stored input goes where its session runs. This node adopts it (with the session's other queued
+ * inputs, in acceptance order) when it owns the session or can take it; else the owner is told and adopts it. The
+ * answer comes once routed; its receipt is the adopted run's when this node runs it.
+ */
+async function routeInCluster(
+  ctx: QueueContext,
+  cluster: QueueCluster,
+  req: ResolvedRequest,
+  sessionKey: string,
+  acceptedAt: number,
+  stored: Receipt,
+): Promise<AcceptedRun> {
+  const runId = req.idempotencyKey;
+  ctx.deps.onReceived?.({ runId, sessionKey, agentId: req.agentId, message: req.message });
+  await cluster.routeStored(sessionKey);
+  const receipt = ctx.live.get(runId)?.receipt ?? stored;
+  return { runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
 }
 
 /** A store that cannot write would lose the message or fail its run half way: refused, retryable, until it can. */
@@ -170,7 +199,7 @@ async function resolveRequest(
   return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
 }
 
-function routeOf(
+export function routeOf(
   ctx: QueueContext,
   req: ResolvedRequest,
   sessionMode: string | undefined,
@@ -199,7 +228,7 @@ function refuseWhenFull(ctx: QueueContext, req: AgentRequest, key: string, route
   throw reason;
 }
 
-function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Receipt {
+export function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Receipt {
   if (!route.busy || !state) return { kind: "started" };
   if (route.steering && state.active) return { kind: "steered", into: state.active.host.runId };
   if (route.mode === "interrupt") return { kind: "queued", position: 1, mode: "followup" };
@@ -238,7 +267,7 @@ async function storeAccepted(
   );
 }
 
-function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route: Route): void {
+export function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route: Route): void {
   const busyNow = s.active !== undefined || s.pending.length > 0;
   if (!route.busy && !busyNow) launchTurn(ctx, s, run, [], run.req.message);
   else if (!route.busy) {

@@ -11,6 +11,9 @@ import type { QueueContext, ResolvedRequest } from "./types.js";
  * Runs of another live process (and of this one) are left alone.
  */
 export async function recoverRuns(ctx: QueueContext): Promise<{ failed: string[]; requeued: string[] }> {
+  // Several nodes share the store: every other `running` run may be a live node's. Only a dead node's runs are
+  // failed (node_lost), by the takeover watcher; queued inputs are adopted by lease holders (src/cluster/).
+  if (ctx.cluster) return ctx.cluster.recover();
   const { store } = ctx.deps;
   const leftover = (run: RunRecord) => !ctx.live.has(run.runId) && !ownedByLiveProcess(run);
   const failed = (await store.listRuns({ statuses: ["running"] })).filter(leftover);
@@ -31,31 +34,43 @@ function ownedByLiveProcess(run: RunRecord): boolean {
   return isSameLiveProcess({ pid: owner.pid, starttime: owner.starttime });
 }
 
-async function failInterrupted(ctx: QueueContext, run: RunRecord): Promise<void> {
+/**
+ * A run that did not run to its end (a restart, a lost node): its record (error, with the reason and a final for
+ * waiters), then its lifecycle error event, numbered after the last event stored for it (the stored events are the
+ * source of truth for the run's numbering, whichever process wrote them).
+ */
+export async function reportEnded(
+  ctx: QueueContext,
+  run: RunRecord,
+  ended: { stopReason: string; error: string },
+): Promise<void> {
   const { store, bus, clock } = ctx.deps;
   const now = clock.now();
-  const error = "the gateway stopped while this run was active (it did not finish); send the message again";
-  const final = endedFinal(run.runId, "failed", "gateway_restart", error);
-  // the stored events are the source of truth for the run's numbering: the error event follows the last of them
+  const final = endedFinal(run.runId, "failed", ended.stopReason, ended.error);
   bus.resumeSeq(run.runId, await store.lastRunEventSeq(run.runId));
   const origin = originOfRecord(run);
   if (origin) ctx.recoveredOrigins.set(run.runId, origin);
   await store.updateRun(run.runId, {
     status: "error",
     endedAt: now,
-    stopReason: "gateway_restart",
-    error,
+    stopReason: ended.stopReason,
+    error: ended.error,
     result: final as unknown as Record<string, unknown>,
   });
   bus.emit(run.runId, run.sessionKey, "lifecycle", {
     phase: "error",
     endedAt: now,
     status: "error",
-    stopReason: "gateway_restart",
-    error,
-    kind: "gateway_restart",
+    stopReason: ended.stopReason,
+    error: ended.error,
+    kind: ended.stopReason,
   });
   bus.endRun(run.runId);
+}
+
+function failInterrupted(ctx: QueueContext, run: RunRecord): Promise<void> {
+  const error = "the gateway stopped while this run was active (it did not finish); send the message again";
+  return reportEnded(ctx, run, { stopReason: "gateway_restart", error });
 }
 
 async function requeue(ctx: QueueContext, rec: RunRecord): Promise<void> {

@@ -1,16 +1,26 @@
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
+import type { RunRecord } from "../storage/types.js";
 import { abortSession } from "./abort.js";
+import { adoptRuns } from "./adopt.js";
 import { scheduleNext } from "./debounce.js";
 import { RunNotFoundError } from "./errors.js";
 import { finalFromRecord, waitResultOf } from "./finals.js";
 import { inspectSessions, queuedInputs } from "./inspect.js";
 import { acceptMessage } from "./intake.js";
 import { startNextTurn } from "./next-turn.js";
-import { recoverRuns } from "./recovery.js";
-import { recordWhenEnded } from "./remote-runs.js";
+import { recoverRuns, reportEnded } from "./recovery.js";
+import { waitRemoteEnd } from "./remote-end.js";
 import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
-import type { AcceptedRun, QueueContext, QueueDeps, QueueSessionView, RunOrigin } from "./types.js";
+import type {
+  AcceptedRun,
+  AdoptedRun,
+  QueueCluster,
+  QueueContext,
+  QueueDeps,
+  QueueSessionView,
+  RunOrigin,
+} from "./types.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -35,6 +45,37 @@ export class SessionQueue {
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
+  }
+
+  /** Several nodes on Postgres: intake, idle sessions and recovery go through the cluster layer (src/cluster/). */
+  attachCluster(cluster: QueueCluster): void {
+    this.ctx.cluster = cluster;
+  }
+
+  /** Inputs this node adopted join their sessions' queues, in the order given; how many joined. */
+  adopt(runs: readonly AdoptedRun[]): number {
+    if (this.ctx.draining) return 0;
+    return adoptRuns(this.ctx, runs);
+  }
+
+  /** Whether the session has work in this process (a turn, or inputs waiting): its lease must be kept. */
+  hasWork(sessionKey: string): boolean {
+    return this.ctx.sessions.has(sessionKey);
+  }
+
+  /** Ends a run that did not run to its end here (another node's, lost): record, lifecycle error event, end. */
+  reportEnded(run: RunRecord, ended: { stopReason: string; error: string }): Promise<void> {
+    return reportEnded(this.ctx, run, ended);
+  }
+
+  /** Several gateway nodes share the store: a run not live here may be live on another node. */
+  private get spansNodes(): boolean {
+    return this.ctx.cluster !== undefined || this.ctx.deps.bus.spansNodes;
+  }
+
+  /** Whether drain has begun (nothing new starts here). */
+  get draining(): boolean {
+    return this.ctx.draining;
   }
 
   get activeRunCount(): number {
@@ -112,14 +153,17 @@ export class SessionQueue {
   async final(runId: string): Promise<AgentFinal> {
     const live = this.ctx.live.get(runId);
     if (live) return live.done.promise;
-    // another node's run (gateway nodes on one Postgres): its final is in its record once the bus hears it end
-    const run = this.ctx.deps.bus.spansNodes
-      ? await recordWhenEnded(this.ctx.deps, runId)
-      : await this.ctx.deps.store.getRun(runId);
+    const run = await this.ctx.deps.store.getRun(runId);
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
-    if (!final) throw new Error(`run ${runId} is ${run.status} but not active in this process`);
-    return final;
+    if (final) return final;
+    // another node's run (gateway nodes on one Postgres): its end is heard through the bus, or read from its record
+    if (this.spansNodes) {
+      const ended = await waitRemoteEnd(this.ctx, runId, Number.POSITIVE_INFINITY);
+      const remote = ended && finalFromRecord(ended);
+      if (remote) return remote;
+    }
+    throw new Error(`run ${runId} is ${run.status} but not active in this process`);
   }
 
   /** Waits up to timeoutMs for the run to end; never stops it. */
@@ -127,11 +171,12 @@ export class SessionQueue {
     const { store, clock } = this.ctx.deps;
     const live = this.ctx.live.get(runId);
     if (!live) {
-      // another node's run (gateway nodes on one Postgres) is waited for through the bus's end notice
-      if (this.ctx.deps.bus.spansNodes) return waitResultOf(await recordWhenEnded(this.ctx.deps, runId, timeoutMs));
       const run = await store.getRun(runId);
       if (!run) throw new RunNotFoundError(runId);
-      return waitResultOf(run);
+      if (!this.spansNodes || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
+      // another node's run (gateway nodes on one Postgres): it runs (or waits) there
+      const ended = await waitRemoteEnd(this.ctx, runId, timeoutMs);
+      return waitResultOf(ended ?? (await store.getRun(runId)) ?? run);
     }
     let timer: unknown;
     const timedOut = new Promise<"timeout">((resolve) => {
@@ -162,7 +207,11 @@ export class SessionQueue {
     const { ctx } = this;
     const { clock } = ctx.deps;
     ctx.draining = true;
-    const pending = [...ctx.live.values()].map((r) => r.done.promise);
+    // several nodes: only the turns running here are waited for; what waits behind them goes to another node (the
+    // cluster's hand-off after this), so it would never end here
+    const pending = ctx.cluster
+      ? [...ctx.sessions.values()].flatMap((s) => (s.active ? [s.active.host.done.promise] : []))
+      : [...ctx.live.values()].map((r) => r.done.promise);
     if (pending.length === 0) return;
     let timer: unknown;
     const grace = new Promise<void>((resolve) => {

@@ -193,6 +193,36 @@ export interface QueueContext {
   readonly recoveredOrigins: Map<string, RunOrigin>;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
   schedule(s: SessionState): void;
+  /**
+   * Set when this node is one of several on Postgres (src/cluster/): intake hands every stored input to it instead of
+   * the local queue, and it feeds the local queue the inputs this node adopts. Unset (SQLite, one node): the queue
+   * works as it always did, with no extra step per message.
+   */
+  cluster?: QueueCluster;
+}
+
+/** What the session queue asks of the cluster layer (src/cluster/intake.ts implements it). */
+export interface QueueCluster {
+  /**
+   * The input is stored (queued, adopted by nobody): route it. If this node owns the session or can take its lease,
+   * it adopts the session's queued inputs into the local queue (this one among them); else the owner is told.
+   * Resolves once routed; never rejects (an input left unrouted is the sweeper's).
+   */
+  routeStored(sessionKey: string): Promise<void>;
+  /** The local queue has nothing left for the session: its lease can go back. */
+  sessionIdle(sessionKey: string): void;
+  /** Start-up recovery on a node of a cluster: only what dead nodes left, never a live node's runs. */
+  recover(): Promise<{ failed: string[]; requeued: string[] }>;
+}
+
+/** A queued input another node accepted and this node adopted (src/storage/postgres/queue-adopt.ts). */
+export interface AdoptedRun {
+  runId: string;
+  sessionKey: string;
+  acceptedAt: number;
+  params: Record<string, unknown>;
+  sessionQueueMode?: string;
+  lastEventSeq: number;
 }
 
 /** Who started a run, told to `AgentService.accept` by the entry point. */

@@ -22,7 +22,8 @@ export function describeStorage(
   return `postgres ${where}${pg.schema ? ` schema ${pg.schema}` : ""}`;
 }
 
-function maskPassword(url: string): string {
+/** The URL as it may be printed or logged: its password replaced by ***. */
+export function maskPassword(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "***";

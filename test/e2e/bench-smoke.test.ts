@@ -45,6 +45,14 @@ const EXPECTED_METRICS = [
   "stream.bytes.long",
   "stream.bytes.chat.short",
   "stream.bytes.chat.long",
+  // Postgres rows: measured when LOOPGATE_TEST_POSTGRES_URL is set (CI), else "not available" with the reason
+  "postgres.sqlite.throughput",
+  "postgres.sqlite.turn.p50",
+  "postgres.sqlite.cpu",
+  "postgres.commit",
+  ...[1, 2, 3].flatMap((n) =>
+    ["throughput", "turn.p50", "cpu", "cpu.node", "pg.cpu", "commits"].map((m) => `postgres.n${n}.${m}`),
+  ),
 ];
 
 interface MetricRow {

@@ -1,3 +1,4 @@
+import { openLeaseLocks } from "../../cluster/lease-lock.test-support.js";
 import { openTwoNodeBus } from "../../events/pg-bus.test-support.js";
 import type { PostgresFactories } from "../../testing/postgres-hook.test-support.js";
 import { createTestSchema } from "../../testing/postgres-schema.js";
@@ -10,6 +11,7 @@ import { openPostgresStore, type PostgresStore } from "./store.js";
  */
 export const conformanceFactories: PostgresFactories = {
   store: openStoreUnderTest,
+  locks: openLeaseLocks,
   bus: openTwoNodeBus,
 };
 

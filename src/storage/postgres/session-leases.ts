@@ -106,6 +106,15 @@ export class SessionLeases {
     return (rowCount ?? 0) > 0;
   }
 
+  /** The leases the table says this node holds now (a lease another node took is not among them). */
+  async listHeld(): Promise<Array<{ sessionKey: string; token: number }>> {
+    const { rows } = await this.db.query<{ session_key: string; token: number }>(
+      "SELECT session_key, token FROM session_leases WHERE node_id = $1",
+      [this.nodeId],
+    );
+    return rows.map((r) => ({ sessionKey: r.session_key, token: r.token }));
+  }
+
   /** The session's current lease, expired or not (undefined when nobody holds one). */
   async holder(sessionKey: string): Promise<SessionLease | undefined> {
     const { rows } = await this.db.query<LeaseRow>(

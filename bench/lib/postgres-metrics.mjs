@@ -1,0 +1,373 @@
+// The Postgres figures (`--only=postgres`): the gateway turn workload (the same client, turn and noop tool as the
+// gateway rows) against SQLite on one node, measured in this run as the baseline, then Postgres with 1, 2 and 3
+// gateway nodes (real processes, one fresh schema per configuration, the throughput clients spread over the nodes,
+// each on its own session). Per configuration: turns/s, p50 warm turn, CPU per turn of each node (process CPU time /
+// turns it ran) and of the Postgres backends serving the nodes (from /proc, when the server runs on this machine).
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import pg from "pg";
+import { runMetricChild } from "./child.mjs";
+import { cpuMsOf } from "./gateway.mjs";
+import { startGatewayHost } from "./gateway-metrics.mjs";
+import { median, round } from "./stats.mjs";
+
+export const POSTGRES_NODE_COUNTS = [1, 2, 3];
+
+/** The server the Postgres rows run against, or undefined (then they are skipped with one line). */
+export function benchPostgresUrl(env = process.env) {
+  return env.LOOPGATE_BENCH_POSTGRES_URL?.trim() || env.LOOPGATE_TEST_POSTGRES_URL?.trim() || undefined;
+}
+
+async function withClient(url, fn) {
+  const c = new pg.Client({ connectionString: url, application_name: "loopgate-bench-admin" });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * A database of the bench's own, so the server's backends serving the nodes can be told apart from everyone else's
+ * (pg_stat_activity.datname): the server may be shared (CI, other tests running). Without CREATEDB rights the rows
+ * run in a schema of the given database and the Postgres CPU row says why it is missing.
+ */
+async function benchDatabase(url, progress) {
+  const name = `loopgate_bench_${randomBytes(4).toString("hex")}`;
+  try {
+    await withClient(url, (c) => c.query(`CREATE DATABASE ${name}`));
+  } catch (err) {
+    progress(`postgres: cannot create a database of the bench's own (${err.message}); Postgres CPU not measured`);
+    return { url, drop: async () => {} };
+  }
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  return {
+    url: own.toString(),
+    name,
+    drop: () => withClient(url, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).catch(() => {}),
+  };
+}
+
+async function createSchema(url) {
+  const schema = `lg_bench_${randomBytes(4).toString("hex")}`;
+  await withClient(url, (c) => c.query(`CREATE SCHEMA ${schema}`));
+  return schema;
+}
+
+/**
+ * CPU time so far of each server process serving `database` (Linux /proc; the server must run on this machine).
+ * Asked from the admin connection to the original database, which is therefore not counted.
+ */
+async function backendCpu(adminUrl, database) {
+  if (!database || !fs.existsSync("/proc/self/stat")) return undefined;
+  const { rows } = await withClient(adminUrl, (c) =>
+    c.query("SELECT pid FROM pg_stat_activity WHERE datname = $1", [database]),
+  );
+  const cpu = new Map();
+  for (const { pid } of rows) {
+    try {
+      cpu.set(pid, cpuMsOf(pid));
+    } catch {
+      // gone since, or not on this machine: not counted
+    }
+  }
+  return cpu.size > 0 || rows.length === 0 ? cpu : undefined;
+}
+
+/**
+ * The Postgres floor: one durable INSERT + COMMIT round trip (the server flushes its WAL before it answers, as it does
+ * for every commit of the store), p50 over `n`, in a table of its own that is dropped afterwards.
+ */
+async function commitFloor(url, n) {
+  return withClient(url, async (c) => {
+    const table = `lg_bench_commit_${randomBytes(4).toString("hex")}`;
+    await c.query(`CREATE TABLE ${table} (x INTEGER)`);
+    try {
+      const samples = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await c.query(`INSERT INTO ${table} VALUES ($1)`, [i]);
+        samples.push(performance.now() - t0);
+      }
+      return median(samples);
+    } finally {
+      await c.query(`DROP TABLE ${table}`);
+    }
+  });
+}
+
+/**
+ * Transactions committed in `database` so far (pg_stat_database). A backend reports its counts when it goes idle,
+ * at most about once a second (later when it is busy), so the reader waits over twice that first; an estimate.
+ */
+async function commitsSoFar(adminUrl, database, waitMs) {
+  if (!database) return undefined;
+  await new Promise((r) => setTimeout(r, waitMs));
+  const { rows } = await withClient(adminUrl, (c) =>
+    c.query("SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = $1", [database]),
+  );
+  return rows[0]?.n;
+}
+
+/** CPU used between two snapshots; a backend started in between counts from zero. */
+function cpuBetween(before, after) {
+  if (!before || !after) return undefined;
+  let ms = 0;
+  for (const [pid, end] of after) ms += end - (before.get(pid) ?? 0);
+  return ms;
+}
+
+/**
+ * Why the throughput client failed, in one line: the first failed turn's error text when the child printed one (a
+ * failed turn is a finding about the nodes, not about the bench), else the child's exit.
+ */
+function throughputFailure(label, err) {
+  const text = err.message.match(/turn failed: .*?"text":"((?:[^"\\]|\\.)*)"/)?.[1];
+  return text ? `${label}: a turn failed: ${text}` : `${label}: throughput failed: ${err.message.split("\n")[0]}`;
+}
+
+/** One configuration: `nodes` gateway hosts (SQLite when `postgres` is undefined), the latency and throughput runs. */
+async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, verbose, progress, attempt }) {
+  const out = { label, nodes };
+  const hosts = [];
+  try {
+    for (let i = 0; i < nodes; i++) {
+      const h = await attempt(`${label}: gateway node ${i + 1}`, () =>
+        startGatewayHost(baseUrl, { verbose, postgres }),
+      );
+      if (h.error) {
+        out.error = h.error;
+        return out;
+      }
+      hosts.push(h);
+    }
+    progress(
+      `${label}: warm turn latency on node 1, then ${work.sessions} sessions × ${work.turns} turns over ${nodes} node(s)`,
+    );
+    const lat = await attempt(`${label}: latency`, () =>
+      runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "latency", url: hosts[0].url, turns: work.latencyTurns, warmup: work.warmup },
+        { verbose, timeoutMs: 300_000 },
+      ),
+    );
+    if (lat.error) out.error = lat.error;
+    else out.turnP50 = lat.turnMs.p50;
+
+    const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
+    const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
+    const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
+    let tp;
+    try {
+      tp = await runMetricChild(
+        "metrics/gateway-client.mjs",
+        {
+          mode: "throughput",
+          urls: hosts.map((h) => h.url),
+          sessions: work.sessions,
+          turns: work.turns,
+          repeats: work.repeats,
+        },
+        { verbose, timeoutMs: 600_000 },
+      );
+    } catch (err) {
+      out.error ??= throughputFailure(label, err);
+      progress(out.error);
+      return out;
+    }
+    const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
+    const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
+    const commits1 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
+    // connection i went to node i % nodes; each connection ran one warm-up turn, then `turns` per repeat
+    const perConnection = 1 + work.turns * work.repeats;
+    const turnsOf = (n) =>
+      Array.from({ length: work.sessions }, (_, i) => i % nodes === n).filter(Boolean).length * perConnection;
+    const totalTurns = work.sessions * perConnection;
+    out.turnsPerSecond = tp.turnsPerSecond;
+    out.rates = tp.rates;
+    out.nodeCpuMsPerTurn = hosts.map((_, n) => cpuMs[n] / turnsOf(n));
+    out.cpuMsPerTurn = cpuMs.reduce((a, b) => a + b, 0) / totalTurns;
+    if (commits0 !== undefined && commits1 !== undefined) out.commitsPerTurn = (commits1 - commits0) / totalTurns;
+    if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
+    else if (postgres)
+      out.postgresCpuUnavailable = db?.name
+        ? "the server's processes are not readable in /proc here"
+        : "no database of the bench's own (CREATEDB refused)";
+    return out;
+  } finally {
+    for (const h of hosts) await h.stop();
+  }
+}
+
+export async function runPostgresMetrics({ url, baseUrl, plan, verbose, progress, attempt }) {
+  const work = plan.postgres;
+  const out = { work, configs: {} };
+  out.sqlite = await measure({ label: "sqlite, 1 node", nodes: 1, baseUrl, work, verbose, progress, attempt });
+  const db = await benchDatabase(url, progress);
+  try {
+    const floor = await attempt("postgres: commit round trip", () => commitFloor(db.url, work.commitProbes));
+    if (typeof floor === "number") out.commitMs = floor;
+    else out.commitError = floor.error;
+    for (const nodes of POSTGRES_NODE_COUNTS) {
+      const schema = await attempt(`postgres ${nodes} node(s): schema`, () => createSchema(db.url));
+      if (typeof schema !== "string") {
+        out.configs[nodes] = { error: schema.error };
+        continue;
+      }
+      out.configs[nodes] = await measure({
+        label: `postgres, ${nodes} node(s)`,
+        nodes,
+        postgres: { url: db.url, schema },
+        db,
+        adminUrl: url,
+        baseUrl,
+        work,
+        verbose,
+        progress,
+        attempt,
+      });
+    }
+  } finally {
+    await db.drop();
+  }
+  return out;
+}
+
+/** The rows of the table, through run.mjs's `row`; always the same ids, "not available" with the reason if need be. */
+export function postgresRows(res, row) {
+  const na = res.unavailable;
+  const base = res.sqlite ?? {};
+  const { sessions, turns } = res.work ?? {};
+  const workload = sessions ? `${sessions} sessions × ${turns} turns` : "the throughput workload";
+  row({
+    id: "postgres.sqlite.throughput",
+    metric: `SQLite, 1 node (baseline of the Postgres rows): ${workload}`,
+    value: base.turnsPerSecond,
+    unit: "turns/s",
+    digits: 0,
+    reason: na ?? base.error,
+  });
+  row({
+    id: "postgres.sqlite.turn.p50",
+    metric: "SQLite, 1 node: warm turn, p50",
+    value: base.turnP50,
+    unit: "ms",
+    reason: na ?? base.error,
+  });
+  row({
+    id: "postgres.sqlite.cpu",
+    metric: "SQLite, 1 node: gateway CPU per turn",
+    value: base.cpuMsPerTurn,
+    unit: "ms",
+    reason: na ?? base.error,
+  });
+  row({
+    id: "postgres.commit",
+    metric: "floor (p): one durable INSERT + COMMIT round trip to Postgres, p50",
+    value: res.commitMs,
+    unit: "ms",
+    reason: na ?? res.commitError,
+  });
+  for (const n of POSTGRES_NODE_COUNTS) {
+    const c = res.configs?.[n] ?? {};
+    const why = na ?? c.error;
+    const nodes = `Postgres, ${n} node${n > 1 ? "s" : ""}`;
+    row({
+      id: `postgres.n${n}.throughput`,
+      metric: `${nodes}: ${workload}, clients spread over the nodes`,
+      value: c.turnsPerSecond,
+      unit: "turns/s",
+      digits: 0,
+      floorValue: base.turnsPerSecond,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.turn.p50`,
+      metric: `${nodes}: warm turn on node 1, p50`,
+      value: c.turnP50,
+      unit: "ms",
+      floorValue: base.turnP50,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.cpu`,
+      metric: `${nodes}: gateway CPU per turn, all nodes together (per-turn cost)`,
+      value: c.cpuMsPerTurn,
+      unit: "ms",
+      floorValue: base.cpuMsPerTurn,
+      floorName: "SQLite 1 node",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.cpu.node`,
+      metric: `${nodes}: CPU per turn of each node (the highest shown; all in the JSON)`,
+      value: c.nodeCpuMsPerTurn ? Math.max(...c.nodeCpuMsPerTurn) : undefined,
+      unit: "ms",
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.pg.cpu`,
+      metric: `${nodes}: Postgres server CPU per turn (the backends serving the nodes)`,
+      value: c.postgresCpuMsPerTurn,
+      unit: "ms",
+      reason: why ?? c.postgresCpuUnavailable,
+    });
+    row({
+      id: `postgres.n${n}.commits`,
+      metric: `${nodes}: Postgres commits per turn (each waits for a WAL flush: × floor (p) is the turn's share of it)`,
+      value: c.commitsPerTurn,
+      unit: "commits",
+      digits: 1,
+      reason: why ?? (c.commitsPerTurn === undefined ? "no database of the bench's own (CREATEDB refused)" : undefined),
+    });
+  }
+}
+
+/**
+ * What the figures say for nodes on machines of their own. Here every node, Postgres, the model and the client share
+ * two cores, so turns/s cannot grow with nodes; CPU per turn can be carried over. For each configuration: a node that
+ * spends c ms of CPU per turn serves at most 1000 / c turns/s per core (c measured with that many nodes, so it includes
+ * what a node does for the others: their event pointers, the sweeper); Postgres, spending p ms per turn, at most
+ * 1000 / p turns/s per core of its own. N single-core nodes give min(N × 1000 / c, cores × 1000 / p).
+ */
+export function postgresScalingLines(res) {
+  if (res.unavailable) return [];
+  const cfgs = POSTGRES_NODE_COUNTS.map((n) => [n, res.configs?.[n]]).filter(([, c]) => c?.nodeCpuMsPerTurn);
+  if (cfgs.length === 0) return [];
+  const lines = [
+    "",
+    "Expected scaling on separate machines (here the nodes share two cores with Postgres, the model and the client, so turns/s cannot grow with nodes; CPU per turn carries over). Model at 0 ms: a real model's wait costs no CPU, so these are upper bounds of the gateway and database work:",
+    "",
+    "| nodes | CPU per turn per node (median) | turns/s per single-core node | N nodes | Postgres CPU per turn | turns/s per Postgres core | Postgres cores N busy nodes need |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  for (const [n, c] of cfgs) {
+    const nodeCpu = median(c.nodeCpuMsPerTurn);
+    const perNode = 1000 / nodeCpu;
+    const pg = c.postgresCpuMsPerTurn;
+    const perPgCore = pg ? 1000 / pg : undefined;
+    lines.push(
+      `| ${n} | ${round(nodeCpu, 2)} ms | ~${Math.round(perNode)} | ~${Math.round(n * perNode)} turns/s | ${pg ? `${round(pg, 2)} ms` : "—"} | ${perPgCore ? `~${Math.round(perPgCore)}` : "—"} | ${perPgCore ? round((n * perNode) / perPgCore, 1) : "—"} |`,
+    );
+  }
+  const last = cfgs[cfgs.length - 1][1];
+  if (last.postgresCpuMsPerTurn) {
+    const ratio = last.postgresCpuMsPerTurn / median(last.nodeCpuMsPerTurn);
+    lines.push(
+      "",
+      `- Postgres spends ${round(ratio, 2)} ms of its CPU for each ms a node spends (backends only; WAL writer and checkpointer not counted): past about ${round(1 / ratio, 1)} node cores per Postgres core, Postgres is the limit; then add Postgres cores or cut the statements of a turn, not nodes`,
+    );
+  }
+  const one = res.configs?.[1];
+  if (one?.commitsPerTurn && res.commitMs && one.turnP50) {
+    const waited = one.commitsPerTurn * res.commitMs;
+    lines.push(
+      `- latency, not CPU, is what a turn on Postgres pays most: ${round(one.commitsPerTurn, 1)} commits per turn × ${round(res.commitMs, 2)} ms per durable commit (floor p) ≈ ${round(waited, 1)} ms of the ${round(one.turnP50, 1)} ms p50 is spent waiting for WAL flushes (SQLite's WAL at synchronous=NORMAL does not flush per commit). It does not limit throughput: other sessions' turns run while one waits`,
+    );
+  }
+  return lines;
+}
