@@ -30,6 +30,14 @@ const quick = flag("quick");
 const verbose = flag("verbose");
 const wantProfile = flag("profile");
 const only = option("only")?.split(",");
+// --stream-n=1000[,1500]: measure only these N (each level, whatever the one before gave): to iterate on one level
+const streamN = option("stream-n")
+  ?.split(",")
+  .map((n) => Number.parseInt(n, 10));
+if (streamN?.some((n) => !(n > 0))) {
+  process.stderr.write(`bench: --stream-n: expected positive integers separated by commas, got "${option("stream-n")}"\n`);
+  process.exit(2);
+}
 const outFile = path.resolve(
   option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
 );
@@ -107,6 +115,11 @@ const plan = quick
         longTokens: 2000,
       },
     };
+
+if (streamN) {
+  plan.stream.levels = streamN;
+  plan.stream.fixedLevels = true;
+}
 
 const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
 const childOpts = (timeoutMs) => ({ verbose, timeoutMs });

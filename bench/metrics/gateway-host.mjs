@@ -5,6 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
@@ -43,8 +44,19 @@ async function stop() {
 }
 // Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
 // full GC if exposed. "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
+// "loop-start" / "loop-stop": the event loop's delay (perf_hooks histogram, ms) and the time spent in GC between
+// the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
 let input = "";
 let stopProfile = async () => {};
+let loopDelay;
+let gc = { ms: 0, count: 0, maxMs: 0 };
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    gc.ms += e.duration;
+    gc.count++;
+    gc.maxMs = Math.max(gc.maxMs, e.duration);
+  }
+});
 const answer = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 process.stdin.setEncoding("utf8").on("data", (d) => {
   input += d;
@@ -58,6 +70,29 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       void startProfile(line.slice("profile ".length)).then((stopIt) => {
         stopProfile = stopIt;
         answer({ profiling: true });
+      });
+    } else if (line === "loop-start") {
+      loopDelay?.disable();
+      loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
+      gc = { ms: 0, count: 0, maxMs: 0 };
+      gcObserver.observe({ entryTypes: ["gc"] });
+      answer({ loop: true });
+    } else if (line === "loop-stop") {
+      loopDelay?.disable();
+      gcObserver.disconnect();
+      const ms = (ns) => Math.round(ns / 1e4) / 100;
+      answer({
+        loopDelayMs: loopDelay
+          ? {
+              p50: ms(loopDelay.percentile(50)),
+              p90: ms(loopDelay.percentile(90)),
+              p99: ms(loopDelay.percentile(99)),
+              max: ms(loopDelay.max),
+              mean: ms(loopDelay.mean),
+            }
+          : null,
+        gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 },
       });
     } else if (line === "profile-stop") {
       void stopProfile().then(() => answer({ profiled: true }));
