@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { PerformanceObserver } from "node:perf_hooks";
 import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
@@ -14,6 +14,7 @@ import { createLogger } from "../../dist/infra/logger.js";
 import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
+import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 
 const opts = childOptions();
@@ -44,11 +45,11 @@ async function stop() {
 }
 // Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
 // full GC if exposed. "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
-// "loop-start" / "loop-stop": the event loop's delay (perf_hooks histogram, ms) and the time spent in GC between
-// the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
+// "loop-start" / "loop-stop": how late the event loop ran a 5 ms timer (stream-loop-probe.mjs) and the time spent
+// in GC between the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
 let input = "";
 let stopProfile = async () => {};
-let loopDelay;
+let stopLoopProbe;
 let gc = { ms: 0, count: 0, maxMs: 0 };
 const gcObserver = new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
@@ -72,28 +73,16 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
         answer({ profiling: true });
       });
     } else if (line === "loop-start") {
-      loopDelay?.disable();
-      loopDelay = monitorEventLoopDelay({ resolution: 5 });
-      loopDelay.enable();
+      stopLoopProbe?.();
+      stopLoopProbe = startLoopProbe();
       gc = { ms: 0, count: 0, maxMs: 0 };
       gcObserver.observe({ entryTypes: ["gc"] });
       answer({ loop: true });
     } else if (line === "loop-stop") {
-      loopDelay?.disable();
+      const loopDelayMs = stopLoopProbe?.() ?? null;
+      stopLoopProbe = undefined;
       gcObserver.disconnect();
-      const ms = (ns) => Math.round(ns / 1e4) / 100;
-      answer({
-        loopDelayMs: loopDelay
-          ? {
-              p50: ms(loopDelay.percentile(50)),
-              p90: ms(loopDelay.percentile(90)),
-              p99: ms(loopDelay.percentile(99)),
-              max: ms(loopDelay.max),
-              mean: ms(loopDelay.mean),
-            }
-          : null,
-        gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 },
-      });
+      answer({ loopDelayMs, gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 } });
     } else if (line === "profile-stop") {
       void stopProfile().then(() => answer({ profiled: true }));
     }

@@ -4,9 +4,9 @@
 // and size as the gateway's `assistant` events (then one final frame). No runtime, storage, prompt, projection,
 // chat events, access rules or back-pressure.
 // Prints {"url"} once listening; exits when stdin closes. Options: { baseUrl }.
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { WebSocketServer } from "ws";
 import { childOptions } from "../lib/child.mjs";
+import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const { baseUrl } = childOptions();
 const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
@@ -50,7 +50,7 @@ wss.on("listening", () => {
   process.stdout.write(`${JSON.stringify({ url: `ws://127.0.0.1:${wss.address().port}` })}\n`);
 });
 // "loop-start" / "loop-stop" on stdin: the event loop's delay in between, as gateway-host.mjs answers it
-let loopDelay;
+let stopLoopProbe;
 let input = "";
 process.stdin.setEncoding("utf8").on("data", (d) => {
   input += d;
@@ -58,16 +58,11 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
     const line = input.slice(0, nl).trim();
     input = input.slice(nl + 1);
     if (line === "loop-start") {
-      loopDelay = monitorEventLoopDelay({ resolution: 5 });
-      loopDelay.enable();
+      stopLoopProbe = startLoopProbe();
       process.stdout.write(`${JSON.stringify({ loop: true })}\n`);
     } else if (line === "loop-stop") {
-      loopDelay?.disable();
-      const ms = (ns) => Math.round(ns / 1e4) / 100;
-      const h = loopDelay;
-      const loopDelayMs = h
-        ? { p50: ms(h.percentile(50)), p90: ms(h.percentile(90)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean) }
-        : null;
+      const loopDelayMs = stopLoopProbe?.() ?? null;
+      stopLoopProbe = undefined;
       process.stdout.write(`${JSON.stringify({ loopDelayMs })}\n`);
     }
   }
