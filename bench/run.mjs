@@ -35,7 +35,9 @@ const streamN = option("stream-n")
   ?.split(",")
   .map((n) => Number.parseInt(n, 10));
 if (streamN?.some((n) => !(n > 0))) {
-  process.stderr.write(`bench: --stream-n: expected positive integers separated by commas, got "${option("stream-n")}"\n`);
+  process.stderr.write(
+    `bench: --stream-n: expected positive integers separated by commas, got "${option("stream-n")}"\n`,
+  );
   process.exit(2);
 }
 const outFile = path.resolve(

@@ -14,8 +14,8 @@ import { createLogger } from "../../dist/infra/logger.js";
 import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
-import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
+import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));

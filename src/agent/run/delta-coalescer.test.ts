@@ -17,7 +17,8 @@ function setup(windowMs = WINDOW) {
     },
   };
   const events = coalescingEmitter(base, clock, windowMs);
-  const delta = (text: string, extra: Partial<AssistantData> = {}) => events.emit("assistant", { delta: text, ...extra });
+  const delta = (text: string, extra: Partial<AssistantData> = {}) =>
+    events.emit("assistant", { delta: text, ...extra });
   return { clock, sent, events, delta, base };
 }
 
