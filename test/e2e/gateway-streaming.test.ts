@@ -31,7 +31,8 @@ describe("a long reply over the gateway", () => {
       // deltas are coalesced at the source (agents.defaults.streamCoalesceMs): the last token of the first half
       // ends an event that may carry the tokens before it too
       (f) =>
-        isAssistant("long-1")(f) && (f.payload?.data as Assistant | undefined)?.delta.endsWith(before.at(-1) ?? "?"),
+        isAssistant("long-1")(f) &&
+        (f.payload?.data as Assistant | undefined)?.delta.endsWith(before.at(-1) ?? "?") === true,
       "the first half streamed",
     );
     const operator = await connectedPeer(url, { scopes: ["operator.read"] });
