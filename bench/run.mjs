@@ -122,6 +122,15 @@ if (streamN) {
   plan.stream.levels = streamN;
   plan.stream.fixedLevels = true;
 }
+// --stream-coalesce-ms=0: the gateway's agents.defaults.streamCoalesceMs for the stream levels (default: the config's)
+const coalesceMs = option("stream-coalesce-ms");
+if (coalesceMs !== undefined) {
+  if (!/^\d+$/.test(coalesceMs)) {
+    process.stderr.write(`bench: --stream-coalesce-ms: expected a whole number of ms, got "${coalesceMs}"\n`);
+    process.exit(2);
+  }
+  plan.stream.coalesceMs = Number(coalesceMs);
+}
 
 const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
 const childOpts = (timeoutMs) => ({ verbose, timeoutMs });

@@ -96,7 +96,13 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
   const s = plan.stream;
   const gw = floor
     ? await startRelay(modelUrl, verbose)
-    : await startGatewayHost(modelUrl, { verbose, agentDefaults: { maxConcurrent: n + 8 } });
+    : await startGatewayHost(modelUrl, {
+        verbose,
+        agentDefaults: {
+          maxConcurrent: n + 8,
+          ...(s.coalesceMs !== undefined ? { streamCoalesceMs: s.coalesceMs } : {}),
+        },
+      });
   const procs = Math.min(4, Math.ceil(n / 500));
   const clients = [];
   try {
@@ -161,6 +167,12 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     const agentBytes = results.reduce((k, r) => k + r.agentBytes, 0);
     const gaps = results.reduce((k, r) => k + r.gaps, 0);
     const failed = results.reduce((k, r) => k + r.failed, 0);
+    if (tokens === 0) {
+      // on a machine this busy the last runs started after the first ones had ended: there was nothing to measure
+      throw new Error(
+        `no token streamed in the window: starting the ${n} runs took ${Math.round(readyAfterMs / 1000)} s, longer than a reply lasts (load ${os.loadavg()[0].toFixed(1)})`,
+      );
+    }
     const cpuMs = cpu1 - cpu0;
     const level = {
       n,
