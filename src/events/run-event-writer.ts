@@ -286,10 +286,14 @@ export class RunEventWriter {
     const before = this.counts.dropped;
     this.counts.dropped += excess;
     if (Math.floor(before / 1000) !== Math.floor(this.counts.dropped / 1000) || before === 0) {
-      this.logger.warn("run events: buffer full while the store cannot be written; dropping the oldest", {
-        dropped: this.counts.dropped,
-        maxBuffered: this.maxBuffered,
-      });
+      // not only while writes fail: a writer that cannot keep up with the events fills the buffer too
+      this.logger.warn(
+        "run events: buffer full (the store is failing or slower than the events); dropping the oldest",
+        {
+          dropped: this.counts.dropped,
+          maxBuffered: this.maxBuffered,
+        },
+      );
     }
   }
 
