@@ -32,6 +32,16 @@ const quick = flag("quick");
 const verbose = flag("verbose");
 const wantProfile = flag("profile");
 const only = option("only")?.split(",");
+// --stream-n=1000[,1500]: measure only these N (each level, whatever the one before gave): to iterate on one level
+const streamN = option("stream-n")
+  ?.split(",")
+  .map((n) => Number.parseInt(n, 10));
+if (streamN?.some((n) => !(n > 0))) {
+  process.stderr.write(
+    `bench: --stream-n: expected positive integers separated by commas, got "${option("stream-n")}"\n`,
+  );
+  process.exit(2);
+}
 const outFile = path.resolve(
   option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
 );
@@ -120,6 +130,20 @@ const plan = quick
         longTokens: 2000,
       },
     };
+
+if (streamN) {
+  plan.stream.levels = streamN;
+  plan.stream.fixedLevels = true;
+}
+// --stream-coalesce-ms=0: the gateway's agents.defaults.streamCoalesceMs for the stream levels (default: the config's)
+const coalesceMs = option("stream-coalesce-ms");
+if (coalesceMs !== undefined) {
+  if (!/^\d+$/.test(coalesceMs)) {
+    process.stderr.write(`bench: --stream-coalesce-ms: expected a whole number of ms, got "${coalesceMs}"\n`);
+    process.exit(2);
+  }
+  plan.stream.coalesceMs = Number(coalesceMs);
+}
 
 const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
 const childOpts = (timeoutMs) => ({ verbose, timeoutMs });

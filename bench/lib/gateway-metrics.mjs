@@ -58,6 +58,12 @@ export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = f
                 waiters.push(res);
                 child.stdin.write("mem\n");
               }),
+            /** Sends one stdin command of gateway-host.mjs and resolves with its answer line. */
+            command: (cmd) =>
+              new Promise((res) => {
+                waiters.push(res);
+                child.stdin.write(`${cmd}\n`);
+              }),
             /** CPU-profiles the gateway while `load` runs (the inspector in the gateway process). */
             profile: async (file, load) => {
               await new Promise((res) => {

@@ -84,7 +84,11 @@ function histPercentile(hists, p) {
 async function startRelay(modelUrl, verbose) {
   const relay = lineChild("metrics/stream-relay.mjs", { baseUrl: modelUrl }, { verbose, timeoutMs: 300_000 });
   const { url } = await relay.line();
-  return { url, pid: relay.pid, stop: async () => relay.stop() };
+  const command = (cmd) => {
+    relay.send(cmd);
+    return relay.line();
+  };
+  return { url, pid: relay.pid, command, stop: async () => relay.stop() };
 }
 
 /** One level: `n` runs streaming at once; the figures of a window in the middle of their streams. */
@@ -92,7 +96,13 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
   const s = plan.stream;
   const gw = floor
     ? await startRelay(modelUrl, verbose)
-    : await startGatewayHost(modelUrl, { verbose, agentDefaults: { maxConcurrent: n + 8 } });
+    : await startGatewayHost(modelUrl, {
+        verbose,
+        agentDefaults: {
+          maxConcurrent: n + 8,
+          ...(s.coalesceMs !== undefined ? { streamCoalesceMs: s.coalesceMs } : {}),
+        },
+      });
   const procs = Math.min(4, Math.ceil(n / 500));
   const clients = [];
   try {
@@ -134,7 +144,9 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     });
     let others0;
     let others1;
+    let loop;
     const window = async () => {
+      await gw.command("loop-start");
       others0 = others();
       cpu0 = cpuMsOf(gw.pid);
       t0 = wallMs();
@@ -144,6 +156,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       cpu1 = cpuMsOf(gw.pid);
       t1 = wallMs();
       others1 = others();
+      loop = await gw.command("loop-stop");
     };
     // under --profile the gateway is CPU-profiled during the window only (the profiler slows it down)
     if (profileFile) await gw.profile(profileFile, window);
@@ -154,6 +167,12 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     const agentBytes = results.reduce((k, r) => k + r.agentBytes, 0);
     const gaps = results.reduce((k, r) => k + r.gaps, 0);
     const failed = results.reduce((k, r) => k + r.failed, 0);
+    if (tokens === 0) {
+      // on a machine this busy the last runs started after the first ones had ended: there was nothing to measure
+      throw new Error(
+        `no token streamed in the window: starting the ${n} runs took ${Math.round(readyAfterMs / 1000)} s, longer than a reply lasts (load ${os.loadavg()[0].toFixed(1)})`,
+      );
+    }
     const cpuMs = cpu1 - cpu0;
     const level = {
       n,
@@ -186,13 +205,16 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       lagMaxMs: round(Math.max(...results.map((r) => r.lagMaxMs)), 1),
       seqGaps: gaps,
       failedRuns: failed,
+      // the gateway's (or relay's) event loop during the window: a stall delays every stream at once
+      loopDelayMs: loop?.loopDelayMs ?? null,
+      ...(loop?.gc ? { gc: loop.gc } : {}),
     };
     // carried: every token delivered at the rate it was sent (a starved gateway uses less CPU by delivering less)
     level.withinCore =
       level.gatewayCores <= 1 && gaps === 0 && failed === 0 && level.tokensPerRunPerSecond >= 0.9 * s.rate;
     level.pass = level.withinCore && level.lagP99Ms <= 100;
     progress(
-      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p99 ${level.lagP99Ms} ms, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
+      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
     );
     return level;
   } finally {
@@ -259,15 +281,16 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
     progress(
       `stream: bytes per token of whole replies, ${s.lengthRuns} × ${s.shortTokens} and ${s.lengthRuns} × ${s.longTokens} tokens at ${s.rate} tokens/s`,
     );
-    const lengths = await attempt("stream reply lengths", () =>
-      measureLengths({ modelUrl: baseUrl, epochMs, plan, verbose }),
-    );
+    // --stream-n (fixedLevels) iterates on given levels: the whole-reply phase (about a minute) is left out
+    const lengths = s.fixedLevels
+      ? { error: "not measured (--stream-n)" }
+      : await attempt("stream reply lengths", () => measureLengths({ modelUrl: baseUrl, epochMs, plan, verbose }));
     if (lengths.error) out.lengthError = lengths.error;
     else out.lengths = lengths;
 
     const began = Date.now();
     for (const n of s.levels) {
-      if (Date.now() - began > s.searchBudgetMs) {
+      if (!s.fixedLevels && Date.now() - began > s.searchBudgetMs) {
         progress(`stream: time budget of the search used up before N=${n}`);
         break;
       }
@@ -282,7 +305,7 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
       out.levels.push(level);
       // The lag also depends on everything else the machine runs; the gateway's own CPU does not. So the search
       // goes on past a level that missed only on lag, to find the largest N the gateway itself can carry too.
-      if (!level.withinCore) break;
+      if (!level.withinCore && !s.fixedLevels) break;
     }
     const passing = out.levels.filter((l) => l.pass);
     out.largestN = passing.length ? passing[passing.length - 1].n : undefined;

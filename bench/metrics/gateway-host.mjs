@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { PerformanceObserver } from "node:perf_hooks";
 import { AgentRuntime } from "../../dist/agent/runtime.js";
 import { AgentService } from "../../dist/agent/service.js";
 import { clusterNodeFor } from "../../dist/cluster/wire.js";
@@ -17,6 +18,7 @@ import { createStore } from "../../dist/storage/create-store.js";
 import { childOptions } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
+import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
@@ -55,8 +57,19 @@ async function stop() {
 }
 // Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
 // full GC if exposed. "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
+// "loop-start" / "loop-stop": how late the event loop ran a 5 ms timer (stream-loop-probe.mjs) and the time spent
+// in GC between the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
 let input = "";
 let stopProfile = async () => {};
+let stopLoopProbe;
+let gc = { ms: 0, count: 0, maxMs: 0 };
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    gc.ms += e.duration;
+    gc.count++;
+    gc.maxMs = Math.max(gc.maxMs, e.duration);
+  }
+});
 const answer = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
 process.stdin.setEncoding("utf8").on("data", (d) => {
   input += d;
@@ -71,6 +84,17 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
         stopProfile = stopIt;
         answer({ profiling: true });
       });
+    } else if (line === "loop-start") {
+      stopLoopProbe?.();
+      stopLoopProbe = startLoopProbe();
+      gc = { ms: 0, count: 0, maxMs: 0 };
+      gcObserver.observe({ entryTypes: ["gc"] });
+      answer({ loop: true });
+    } else if (line === "loop-stop") {
+      const loopDelayMs = stopLoopProbe?.() ?? null;
+      stopLoopProbe = undefined;
+      gcObserver.disconnect();
+      answer({ loopDelayMs, gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 } });
     } else if (line === "profile-stop") {
       void stopProfile().then(() => answer({ profiled: true }));
     }

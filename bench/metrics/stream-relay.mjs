@@ -6,6 +6,7 @@
 // Prints {"url"} once listening; exits when stdin closes. Options: { baseUrl }.
 import { WebSocketServer } from "ws";
 import { childOptions } from "../lib/child.mjs";
+import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const { baseUrl } = childOptions();
 const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
@@ -48,5 +49,22 @@ wss.on("connection", (ws) => {
 wss.on("listening", () => {
   process.stdout.write(`${JSON.stringify({ url: `ws://127.0.0.1:${wss.address().port}` })}\n`);
 });
+// "loop-start" / "loop-stop" on stdin: the event loop's delay in between, as gateway-host.mjs answers it
+let stopLoopProbe;
+let input = "";
+process.stdin.setEncoding("utf8").on("data", (d) => {
+  input += d;
+  for (let nl = input.indexOf("\n"); nl >= 0; nl = input.indexOf("\n")) {
+    const line = input.slice(0, nl).trim();
+    input = input.slice(nl + 1);
+    if (line === "loop-start") {
+      stopLoopProbe = startLoopProbe();
+      process.stdout.write(`${JSON.stringify({ loop: true })}\n`);
+    } else if (line === "loop-stop") {
+      const loopDelayMs = stopLoopProbe?.() ?? null;
+      stopLoopProbe = undefined;
+      process.stdout.write(`${JSON.stringify({ loopDelayMs })}\n`);
+    }
+  }
+});
 process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();

@@ -164,6 +164,10 @@ const audit: Record<string, Audit> = {
   "agents.defaults.maxSteps": T.request,
   "agents.defaults.blockStreamingDefault": T.blockStreaming,
   "agents.defaults.blockStreamingBreak": T.blockBreak,
+  "agents.defaults.streamCoalesceMs": pin(
+    "src/agent/run/delta-coalescer.test.ts",
+    "agents.defaults.streamCoalesceMs: 0 sends one assistant event per model chunk",
+  ),
   "agents.defaults.sandbox.workspaceRoot": T.workspaces,
   "agents.defaults.compaction.reserveTokens": T.budget,
   "agents.defaults.compaction.keepRecentTokens": T.keepRecent,

@@ -82,6 +82,11 @@ const agentDefaults = z.strictObject({
   blockStreamingDefault: z.enum(["on", "off"]).default("off"),
   /** text_end: each block as soon as the text holds it, the rest when the message ends; message_end: all at the end */
   blockStreamingBreak: z.enum(["text_end", "message_end"]).default("text_end"),
+  /**
+   * ms over which a run's streamed deltas (answer and reasoning) are merged into one event before they reach the
+   * bus, the store and the clients (agent/run/delta-coalescer.ts); no delta waits longer. 0: one event per chunk
+   */
+  streamCoalesceMs: nonNegativeInt.max(1000).default(40),
   sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
   compaction: z
     .strictObject({

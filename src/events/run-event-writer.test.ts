@@ -90,8 +90,35 @@ describe("writing run events off the hot path", () => {
     expect(append).not.toHaveBeenCalled(); // never inside the emit
     runSoon();
     await settle();
+    expect(append.mock.calls.map(([events]) => events.length)).toEqual([10]);
+    for (let turn = 0; turn < 5 && writer.stats.buffered > 0; turn++) {
+      runSoon();
+      await settle();
+    }
     expect(append.mock.calls.map(([events]) => events.length)).toEqual([10, 10, 5]);
     expect(writer.stats.stored).toBe(25);
+  });
+
+  // Regression (streaming at scale): a backlog of batches was written back to back in one turn of the event loop,
+  // which stalled every stream of the gateway for as long as all of them took (hundreds of ms at 1,000 streams).
+  it("a backlog is written one transaction per turn of the event loop, so sockets are served in between", async () => {
+    const { writer, stream, runSoon } = setup({ flushDelayMs: 60_000, batchSize: 10 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    stream("r1", 40);
+    runSoon();
+    await settle();
+    // one transaction, then the writer waits for the next turn (its deferred continuation is queued)
+    expect(append).toHaveBeenCalledTimes(1);
+    expect(writer.stats.buffered).toBe(30);
+    runSoon();
+    await settle();
+    expect(append).toHaveBeenCalledTimes(2);
+    // close writes the rest without waiting for more turns: nothing streams any more
+    const closed = writer.close();
+    runSoon(); // the turn the writer was waiting for
+    await closed;
+    expect(append).toHaveBeenCalledTimes(4);
+    expect(seqs("r1")).toHaveLength(40);
   });
 
   it("serializes each event once: the writer and the broadcaster share the JSON, and the store keeps it as sent", async () => {
@@ -179,6 +206,29 @@ describe("a store that fails", () => {
     expect(writer.stats).toMatchObject({ buffered: 5, dropped: 3, stored: 0 });
     expect((await writer.read("r1")).map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
     expect(lines.some((l) => l.includes("dropping the oldest"))).toBe(true);
+  });
+
+  // The buffer is a queue read from a head index (each event over the bound used to be spliced out of the array, a
+  // copy of the whole buffer per streamed token): dropping, reading and writing must agree on where it starts.
+  it("a buffer far over its bound keeps exactly the newest events, and writes them all once the store recovers", async () => {
+    const { clock, writer, stream, runSoon } = setup({ maxBuffered: 1500, batchSize: 100 });
+    const failing = vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw diskFull();
+    });
+    stream("r1", 5000);
+    clock.advance(50);
+    await settle();
+    expect(writer.stats).toMatchObject({ buffered: 1500, dropped: 3500, stored: 0 });
+    const kept = Array.from({ length: 1500 }, (_, i) => 3501 + i);
+    expect((await writer.read("r1")).map((e) => e.seq)).toEqual(kept);
+    failing.mockRestore();
+    clock.advance(100);
+    for (let turn = 0; turn < 20 && writer.stats.buffered > 0; turn++) {
+      runSoon();
+      await settle();
+    }
+    expect(seqs("r1")).toEqual(kept);
+    expect(writer.stats).toMatchObject({ buffered: 0, stored: 1500, dropped: 3500 });
   });
 
   it("a database another process keeps locked is retried like a full disk, not dropped", async () => {

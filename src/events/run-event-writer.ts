@@ -7,6 +7,11 @@
  * event loop when a batch is full), so a streamed token costs an array push and a run never waits for the disk. The
  * JSON is made once for the writer and the gateway's broadcaster together (events/event-json.ts).
  *
+ * A transaction is synchronous work on the event loop (SQLite), so a backlog is written one batch per turn of the
+ * loop, with the sockets served in between: written back to back, the batches that piled up while the machine was
+ * busy stalled every stream at once (at a thousand streams, hundreds of ms). The buffer is a queue read from `head`,
+ * so taking a batch or dropping the oldest costs no copy of what stays.
+ *
  * Faults never reach the run: a listener that throws would only be logged by the bus, but a failed write is handled
  * here. A storage fault (disk full, I/O error) or a database another process keeps locked past busy_timeout keeps
  * the events buffered and retries with backoff; the buffer is bounded, and what no longer fits is dropped oldest
@@ -66,7 +71,9 @@ export class RunEventWriter {
   private readonly batchSize: number;
   private readonly maxBuffered: number;
   private readonly defer: (fn: () => void) => void;
+  /** events not written yet are `buffer[head..]` (taken from the front without copying the rest) */
   private buffer: StoredRunEvent[] = [];
+  private head = 0;
   /** the batch being written right now (still readable until its write settles) */
   private inFlight: StoredRunEvent[] = [];
   private flushing: Promise<void> = Promise.resolve();
@@ -77,6 +84,7 @@ export class RunEventWriter {
   private retryDelayMs = 0;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  private closing = false;
   private readonly counts = { stored: 0, dropped: 0, duplicates: 0, failedWrites: 0 };
 
   constructor(opts: RunEventWriterOptions) {
@@ -99,9 +107,9 @@ export class RunEventWriter {
   add(event: AgentEvent): void {
     if (this.closed) return;
     this.buffer.push(toStored(event));
-    if (this.buffer.length > this.maxBuffered) this.dropOldest();
+    if (this.buffer.length - this.head > this.maxBuffered) this.dropOldest();
     if (!this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
-    if (this.buffer.length >= this.batchSize && !this.soon && this.retryDelayMs === 0) {
+    if (this.buffer.length - this.head >= this.batchSize && !this.soon && this.retryDelayMs === 0) {
       this.soon = true;
       this.defer(() => {
         this.soon = false;
@@ -130,17 +138,44 @@ export class RunEventWriter {
       this.timerArmed = false;
     }
     let written = 0;
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.length <= this.batchSize ? this.buffer : this.buffer.slice(0, this.batchSize);
-      this.buffer = batch === this.buffer ? [] : this.buffer.slice(batch.length);
+    while (this.buffer.length > this.head) {
+      // the event loop gets a turn before each further batch: the sockets are served between two transactions
+      if (written > 0 && !this.closing) await new Promise<void>((resolve) => this.defer(resolve));
+      const batch = this.takeBatch();
       this.inFlight = batch;
       const ok = await this.write(batch);
       this.inFlight = [];
       if (!ok) break;
       written += batch.length;
     }
-    if (this.buffer.length > 0 && !this.closed && !this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
+    if (this.buffer.length > this.head && !this.closed && !this.timerArmed)
+      this.arm(this.retryDelayMs || this.flushDelayMs);
     return written;
+  }
+
+  /** The oldest `batchSize` events, off the front of the queue. */
+  private takeBatch(): StoredRunEvent[] {
+    const end = Math.min(this.buffer.length, this.head + this.batchSize);
+    if (this.head === 0 && end === this.buffer.length) {
+      const all = this.buffer;
+      this.buffer = [];
+      return all;
+    }
+    const batch = this.buffer.slice(this.head, end);
+    this.head = end;
+    this.compact();
+    return batch;
+  }
+
+  /** Lets go of the taken front once it is most of the array (amortized: each event is copied at most once). */
+  private compact(): void {
+    if (this.head === this.buffer.length) {
+      this.buffer = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.buffer.length) {
+      this.buffer = this.buffer.slice(this.head);
+      this.head = 0;
+    }
   }
 
   /**
@@ -151,7 +186,9 @@ export class RunEventWriter {
   async read(runId: string, opts: { afterSeq?: number; limit?: number } = {}): Promise<StoredRunEvent[]> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     const after = opts.afterSeq ?? 0;
-    const unwritten = [...this.inFlight, ...this.buffer].filter((ev) => ev.runId === runId && ev.seq > after);
+    const unwritten = [...this.inFlight, ...this.buffer.slice(this.head)].filter(
+      (ev) => ev.runId === runId && ev.seq > after,
+    );
     const stored = await this.store.readRunEvents(runId, {
       afterSeq: opts.afterSeq,
       ...(Number.isFinite(limit) ? { limit } : {}),
@@ -176,26 +213,31 @@ export class RunEventWriter {
   }
 
   private lastUnwrittenSeq(runId: string): number | undefined {
-    for (let i = this.buffer.length - 1; i >= 0; i--) if (this.buffer[i].runId === runId) return this.buffer[i].seq;
+    for (let i = this.buffer.length - 1; i >= this.head; i--)
+      if (this.buffer[i].runId === runId) return this.buffer[i].seq;
     for (let i = this.inFlight.length - 1; i >= 0; i--)
       if (this.inFlight[i].runId === runId) return this.inFlight[i].seq;
     return undefined;
   }
 
   get stats(): RunEventWriterStats {
-    return { ...this.counts, buffered: this.buffer.length };
+    return { ...this.counts, buffered: this.buffer.length - this.head };
   }
 
   /** Writes what is buffered and stops listening. Await it before the store closes. */
   async close(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    // nothing streams any more: what is left is written at once, without waiting for turns of the loop
+    this.closing = true;
     await this.flush();
     this.closed = true;
     if (this.timerArmed) this.clock.clearTimeout(this.timer);
     this.timerArmed = false;
-    if (this.buffer.length > 0) this.drop(this.buffer.length, "the store closed while writes were failing");
+    const left = this.buffer.length - this.head;
+    if (left > 0) this.drop(left, "the store closed while writes were failing");
     this.buffer = [];
+    this.head = 0;
   }
 
   private arm(delayMs: number): void {
@@ -214,7 +256,7 @@ export class RunEventWriter {
       if (ignored > 0) this.noteDuplicates(ignored);
       if (this.retryDelayMs > 0) {
         this.retryDelayMs = 0;
-        this.logger.info("run events: the store takes writes again", { buffered: this.buffer.length });
+        this.logger.info("run events: the store takes writes again", { buffered: this.buffer.length - this.head });
       }
       return true;
     } catch (err) {
@@ -223,11 +265,12 @@ export class RunEventWriter {
         if (this.retryDelayMs === 0) {
           this.logger.warn("run events: cannot write to the store; keeping them in memory and retrying", {
             error: (err as Error).message,
-            buffered: this.buffer.length + batch.length,
+            buffered: this.buffer.length - this.head + batch.length,
           });
         }
         this.retryDelayMs = Math.min(MAX_RETRY_DELAY_MS, Math.max(this.flushDelayMs, this.retryDelayMs * 2));
-        this.buffer = batch.concat(this.buffer);
+        this.buffer = batch.concat(this.buffer.slice(this.head));
+        this.head = 0;
         return false;
       }
       this.drop(batch.length, `writing them failed: ${(err as Error)?.message ?? String(err)}`);
@@ -236,16 +279,22 @@ export class RunEventWriter {
   }
 
   private dropOldest(): void {
-    const excess = this.buffer.length - this.maxBuffered;
-    this.buffer.splice(0, excess);
+    const excess = this.buffer.length - this.head - this.maxBuffered;
+    // O(1): the front is skipped, not spliced out (one splice per event made a full buffer cost O(n) per event)
+    this.head += excess;
+    this.compact();
     // logged once per 1,000 so a long fault does not flood the log
     const before = this.counts.dropped;
     this.counts.dropped += excess;
     if (Math.floor(before / 1000) !== Math.floor(this.counts.dropped / 1000) || before === 0) {
-      this.logger.warn("run events: buffer full while the store cannot be written; dropping the oldest", {
-        dropped: this.counts.dropped,
-        maxBuffered: this.maxBuffered,
-      });
+      // not only while writes fail: a writer that cannot keep up with the events fills the buffer too
+      this.logger.warn(
+        "run events: buffer full (the store is failing or slower than the events); dropping the oldest",
+        {
+          dropped: this.counts.dropped,
+          maxBuffered: this.maxBuffered,
+        },
+      );
     }
   }
 

@@ -18,7 +18,16 @@ import {
   useTestGateways,
 } from "../fixtures/gateway/harness.js";
 
-const gateway = useTestGateways();
+const useGateway = useTestGateways();
+/**
+ * These tests compare replayed and live events delta by delta, one event per model chunk, so coalescing is off
+ * (`streamCoalesceMs: 0`); merged deltas replay the same way, they are only fewer.
+ */
+const gateway = (opts: Parameters<typeof useGateway>[0] = {}) =>
+  useGateway({
+    config: { agents: { defaults: { model: { primary: "t/m" }, streamCoalesceMs: 0 } } },
+    ...opts,
+  });
 
 /** Streams `chunks[0]`, then waits for gates[0] and streams `chunks[1]`, and so on; then ends. */
 class PhasedProvider extends TestProvider {

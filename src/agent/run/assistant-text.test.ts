@@ -7,8 +7,14 @@ afterEach(async () => {
   await Promise.all(harnesses.splice(0).map((h) => h.close()));
 });
 
+/**
+ * These tests pin the checkpoint rule per model chunk, so coalescing is off (`streamCoalesceMs: 0`) and every chunk
+ * is its own event; merged deltas and their checkpoints are covered in delta-coalescer.test.ts.
+ */
 async function harness(): Promise<RunHarness> {
-  const h = await startRunHarness({});
+  const h = await startRunHarness({
+    config: () => ({ agents: { defaults: { model: { primary: "fake/m" }, streamCoalesceMs: 0 } } }),
+  });
   harnesses.push(h);
   return h;
 }

@@ -91,8 +91,9 @@ export class RunProjection {
     this.blocks?.onMessageEnd(text);
   }
 
-  /** The run is over: nothing more is streamed (an idle block timer is cancelled). */
+  /** The run is over: nothing more is streamed (a held delta goes out, an idle block timer is cancelled). */
   close(): void {
+    this.events.flush?.();
     this.blocks?.close();
   }
 
@@ -291,6 +292,9 @@ export class RunProjection {
   }
 
   private onMessage(message: ChatMessage): void {
+    // the message's last deltas go out before anything that follows it; a held delta must not carry them into the
+    // next message, whose first event starts a new `text`
+    if (message.role === "assistant") this.events.flush?.();
     if (message.role === "assistant" && (message.stopReason === "error" || message.stopReason === "aborted")) {
       this.heldPartial = message;
       return;

@@ -9,6 +9,7 @@ import type { AgentRuntime } from "../runtime.js";
 import { parseSlashCommand } from "./commands.js";
 import { RunContextGuard } from "./context-guard.js";
 import { runControl } from "./control.js";
+import { coalescingEmitter } from "./delta-coalescer.js";
 import { errorKind } from "./errors.js";
 import { runEmitter } from "./events.js";
 import { type ExecuteResult, executeRun } from "./execute.js";
@@ -168,7 +169,12 @@ async function runPhases(
   laneWaitMs: number,
   spans: RunSpans | undefined,
 ): Promise<RunResult> {
-  const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
+  // streamed deltas are merged over a short window before the bus (delta-coalescer.ts); 0 leaves the plain emitter
+  const events = coalescingEmitter(
+    runEmitter(rt.bus, spec.runId, spec.sessionKey),
+    rt.clock,
+    rt.config.agents.defaults.streamCoalesceMs,
+  );
   const startedAt = rt.clock.now();
   // the run records say "running" before the start event goes out
   await spec.onStarted?.({ startedAt, laneWaitMs });

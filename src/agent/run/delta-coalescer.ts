@@ -1,0 +1,107 @@
+import type { Clock } from "../../infra/clock.js";
+import type { AgentEventData, AgentStream } from "../../protocol/agent-events.js";
+import type { RunEmitter } from "./events.js";
+
+/** The streams whose consecutive events merge: both carry `{text?, delta, replace?}`. */
+type DeltaStream = "assistant" | "thinking";
+type DeltaData = AgentEventData[DeltaStream];
+
+/**
+ * Coalesces a run's streamed deltas at the source (`agents.defaults.streamCoalesceMs`), so every consumer of the
+ * bus — the event store writer, the broadcaster, the chat projection, each subscriber's socket — pays once per
+ * frame instead of once per model chunk. At a thousand concurrent streams each of those per-event costs is what
+ * decides how many streams one core carries (docs/architecture.md, "Streaming: what one token costs").
+ *
+ * The rule, per run:
+ * - a delta that comes at least `windowMs` after the last one went out goes out at once (a reply's first token,
+ *   and every token of a slow stream, are never delayed);
+ * - one that comes sooner is held, and deltas arriving behind it are appended to it; the held event goes out when
+ *   the window since the last one ends, so no delta waits longer than `windowMs`;
+ * - any other event of the run (a tool call, a block, the lifecycle end, a switch between the answer and the
+ *   reasoning), a `replace` delta and the end of an assistant message (`flush`) send what is held first: order
+ *   and the per-run seq are unchanged, and nothing is dropped.
+ *
+ * A merged event is what the client would have built from its parts: `delta` is the parts' deltas joined; `text`
+ * (a checkpoint, present when one of the parts carried it) is the last carried `text` plus the deltas after it;
+ * `replace` is the first part's (a `replace` part always starts a new held event).
+ */
+export class DeltaCoalescer implements RunEmitter {
+  private heldStream: DeltaStream | undefined;
+  private heldDelta = "";
+  private heldText: string | undefined;
+  private heldReplace = false;
+  private lastSentAt = Number.NEGATIVE_INFINITY;
+  private timer: unknown;
+  private onTimer: (() => void) | undefined;
+
+  constructor(
+    private readonly base: RunEmitter,
+    private readonly clock: Clock,
+    private readonly windowMs: number,
+  ) {}
+
+  emit<S extends AgentStream>(stream: S, data: AgentEventData[S]): void {
+    if (stream === "assistant" || stream === "thinking") {
+      this.delta(stream, data as DeltaData);
+      return;
+    }
+    this.flush();
+    this.base.emit(stream, data);
+  }
+
+  /** Sends the held delta now (the assistant message ended, or the run is over). */
+  flush(): void {
+    const stream = this.heldStream;
+    if (stream === undefined) return;
+    if (this.timer !== undefined) {
+      this.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const text = this.heldText;
+    const data: DeltaData = {
+      ...(text !== undefined ? { text } : {}),
+      delta: this.heldDelta,
+      ...(this.heldReplace ? { replace: true } : {}),
+    };
+    this.heldStream = undefined;
+    this.heldDelta = "";
+    this.heldText = undefined;
+    this.heldReplace = false;
+    this.lastSentAt = this.clock.now();
+    this.base.emit(stream, data);
+  }
+
+  private delta(stream: DeltaStream, data: DeltaData): void {
+    if (this.heldStream !== undefined) {
+      if (this.heldStream === stream && data.replace !== true) {
+        this.heldDelta += data.delta;
+        if (data.text !== undefined) this.heldText = data.text;
+        else if (this.heldText !== undefined) this.heldText += data.delta;
+        return;
+      }
+      this.flush();
+    }
+    const now = this.clock.now();
+    const wait = this.lastSentAt + this.windowMs - now;
+    if (wait <= 0) {
+      this.lastSentAt = now;
+      this.base.emit(stream, data);
+      return;
+    }
+    this.heldStream = stream;
+    this.heldDelta = data.delta;
+    this.heldText = data.text;
+    this.heldReplace = data.replace === true;
+    // one callback per run, made on the first delta that has to wait (a reply that fits one chunk never needs it)
+    this.onTimer ??= () => {
+      this.timer = undefined;
+      this.flush();
+    };
+    this.timer = this.clock.setTimeout(this.onTimer, wait);
+  }
+}
+
+/** The run's emitter, coalescing deltas over `windowMs` (0: every model chunk is its own event, no wrapper). */
+export function coalescingEmitter(base: RunEmitter, clock: Clock, windowMs: number): RunEmitter {
+  return windowMs > 0 ? new DeltaCoalescer(base, clock, windowMs) : base;
+}
