@@ -65,6 +65,8 @@ interface RemoteRun {
   terminal: boolean;
 }
 
+/** At most this many running runs are picked up after a reconnect (each costs a read); later pointers bring the rest. */
+const CATCH_UP_RUNS = 1000;
 /** Run ids whose end was seen, so a late pointer does not start following them again from seq 1. Bounded. */
 const MAX_ENDED = 10_000;
 
@@ -308,7 +310,8 @@ export class PgEventBus implements EventBusPort {
         }
       }
       if (this.all.size > 0) {
-        for (const run of await this.opts.store.listRuns({ statuses: ["running"] })) this.considerFollow(run.runId);
+        const running = await this.opts.store.listRuns({ statuses: ["running"], limit: CATCH_UP_RUNS });
+        for (const run of running) this.considerFollow(run.runId);
       }
     } catch (err) {
       this.report(err as Error);

@@ -10,6 +10,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ModelRequest, ModelStreamEvent } from "../../src/providers/types.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 import {
   connectedPeer,
@@ -21,9 +22,22 @@ import {
   runEvents,
   startTestGateway,
   type TestGateway,
+  TestProvider,
 } from "../fixtures/gateway/harness.js";
 
 type Ev = { runId: string; seq: number; stream: string; data: Record<string, unknown> };
+
+/** The test model, with a pause before each delta when `paceMs` is set: a run then streams (and writes) for a while. */
+class PacedProvider extends TestProvider {
+  paceMs = 0;
+  override async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    for await (const ev of super.stream(request)) {
+      if (this.paceMs > 0 && ev.type === "text_delta") await new Promise((r) => setTimeout(r, this.paceMs));
+      yield ev;
+    }
+  }
+}
+const paced = new PacedProvider();
 
 // Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway nodes", () => {
@@ -40,7 +54,7 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     const url = new URL(ts.options.url);
     url.searchParams.set("application_name", appName);
     const storage = { backend: "postgres", postgres: { url: url.toString(), schema: ts.schema } };
-    nodeA = await startTestGateway({ config: { storage } });
+    nodeA = await startTestGateway({ config: { storage }, provider: paced });
     nodeB = await startTestGateway({ config: { storage } });
     admin = new pg.Client({ connectionString: ts.options.url, application_name: "loopgate-test-admin" });
     await admin.connect();
@@ -63,6 +77,52 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     for (const r of rows) await admin.query("SELECT pg_terminate_backend($1)", [r.pid]);
     return rows.length;
   }
+
+  it("connections cut again and again while runs stream and write: every run ends (completed, or failed with its error), and B gets every stored event in order", {
+    timeout: 90_000,
+  }, async () => {
+    // no gates: deltas keep coming (a few ms apart), so event batches, transcript and record writes are in flight
+    nodeA.provider.script = (req) => {
+      const last = [...req.messages].reverse().find((m) => m.role === "user");
+      return { before: Array.from({ length: 150 }, (_, i) => `${String(last?.content)}-${i} `) };
+    };
+    paced.paceMs = 3;
+    const watcher = await connectedPeer(nodeB.url, { scopes: ["operator.read"] });
+    const sender = await connectedPeer(nodeA.url);
+    peers.push(watcher, sender);
+    const runs = ["w1", "w2", "w3", "w4"];
+    for (const m of runs) {
+      const r = await sender.call("chat.send", { sessionKey: `s-${m}`, message: m, idempotencyKey: `run-${m}` });
+      expect(r.ok, JSON.stringify(r.error)).toBe(true);
+    }
+    for (let cut = 0; cut < 3; cut++) {
+      await watcher.seen(
+        (f) => f.event === "agent" && (f.payload?.data as Ev["data"])?.delta === `w1-${40 * (cut + 1)} `,
+        `w1's delta ${40 * (cut + 1)} on node B`,
+      );
+      await terminateNodeConnections();
+    }
+    for (const m of runs) {
+      const waited = await watcher.call("agent.wait", { runId: `run-${m}`, timeoutMs: 60_000 });
+      expect(waited.ok, JSON.stringify(waited.error)).toBe(true);
+      const status = waited.payload?.status;
+      expect(["ok", "error"]).toContain(status);
+      if (status === "error") expect(String(waited.payload?.error ?? "")).not.toBe("");
+      await watcher.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node B`);
+      await sender.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node A`);
+      const onB = runEvents(watcher, `run-${m}`) as unknown as Ev[];
+      const onA = runEvents(sender, `run-${m}`) as unknown as Ev[];
+      expect(onB.map((e) => e.seq)).toEqual(Array.from({ length: onB.length }, (_, i) => i + 1));
+      expect(onB).toEqual(onA);
+    }
+    const { rows } = await admin.query<{ status: string }>(
+      `SELECT status FROM ${ts.schema}.runs WHERE run_id = ANY($1::text[])`,
+      [runs.map((m) => `run-${m}`)],
+    );
+    expect(rows).toHaveLength(runs.length);
+    for (const r of rows) expect(["ok", "error"]).toContain(r.status);
+    paced.paceMs = 0;
+  });
 
   it("both nodes lose every connection mid-run: B still gets every event of A's runs in order, every run ends, later turns work", {
     timeout: 60_000,

@@ -99,4 +99,39 @@ describe.skipIf(!testPostgresUrl)("a client on node A follows a run executing on
     expect(late.map((e) => e.seq)).toEqual([3, 4, 5]);
     expect(fresh.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
   });
+
+  it("a read that fails (the connection was lost mid-read) is tried again: the run's last events still arrive without another pointer", async () => {
+    const announced = new Promise<void>((resolve) => {
+      const off = notifier.subscribe((p) => {
+        if (p.runId === "run-d") {
+          off();
+          resolve();
+        }
+      });
+    });
+    await storeBatch("run-d", [1, 2]);
+    await announced; // its pointer has come and gone: nothing else will make the follower read
+    // node A's pool as the follower sees it, its next read failing as a connection cut mid-statement would
+    let failNext = true;
+    const flaky = {
+      query: ((...args: Parameters<pg.Pool["query"]>) => {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error("Connection terminated unexpectedly"));
+        }
+        return (nodeA.query as (...a: unknown[]) => unknown)(...args);
+      }) as pg.Pool["query"],
+    };
+    const errors: Error[] = [];
+    const retrying = new RunEventFollower(flaky, notifier, { onError: (e) => errors.push(e) });
+    const got: FollowedEvent[] = [];
+    try {
+      retrying.follow("run-d", 0, (e) => got.push(e)); // its first read fails; no pointer follows
+      await until(got, 2);
+      expect(got.map((e) => e.seq)).toEqual([1, 2]);
+      expect(errors.map((e) => e.message)).toEqual(["Connection terminated unexpectedly"]);
+    } finally {
+      retrying.close();
+    }
+  });
 });

@@ -36,7 +36,14 @@ interface Follow {
   reading: boolean;
   again: boolean;
   closed: boolean;
+  /** after a failed read: the wait before the next try (doubles up to RETRY_MAX_MS); 0 while reads succeed */
+  retryMs: number;
+  retryTimer?: ReturnType<typeof setTimeout>;
 }
+
+/** A failed read (the connection was lost mid-read) is tried again after 250 ms, doubling up to 5 s. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5000;
 
 /**
  * Follows runs that may execute on another node: a pointer (`{k: "ev", runId, seq}`) says there is more, and the events
@@ -69,13 +76,14 @@ export class RunEventFollower {
 
   /** Delivers the run's events after `afterSeq`, then each new one as it is stored. Returns the unfollow function. */
   follow(runId: string, afterSeq: number, deliver: (e: FollowedEvent) => void): () => void {
-    const f: Follow = { lastSeq: afterSeq, deliver, reading: false, again: false, closed: false };
+    const f: Follow = { lastSeq: afterSeq, deliver, reading: false, again: false, closed: false, retryMs: 0 };
     const set = this.follows.get(runId) ?? new Set<Follow>();
     this.follows.set(runId, set);
     set.add(f);
     this.read(runId, f);
     return () => {
       f.closed = true;
+      if (f.retryTimer !== undefined) clearTimeout(f.retryTimer);
       set.delete(f);
       if (set.size === 0 && this.follows.get(runId) === set) this.follows.delete(runId);
     };
@@ -90,7 +98,12 @@ export class RunEventFollower {
   /** Stops listening to the notifier (the notifier itself is the caller's). */
   close(): void {
     for (const off of this.offs) off();
-    for (const set of this.follows.values()) for (const f of set) f.closed = true;
+    for (const set of this.follows.values()) {
+      for (const f of set) {
+        f.closed = true;
+        if (f.retryTimer !== undefined) clearTimeout(f.retryTimer);
+      }
+    }
     this.follows.clear();
   }
 
@@ -110,17 +123,41 @@ export class RunEventFollower {
     }
     f.reading = true;
     this.reading++;
+    let failed = false;
     this.readAll(runId, f)
-      .catch((err: Error) => this.opts.onError?.(err))
+      .then(
+        () => {
+          f.retryMs = 0;
+        },
+        (err: Error) => {
+          failed = true;
+          // reported once per outage of this run's reads, not once per retry
+          if (f.retryMs === 0) this.opts.onError?.(err);
+        },
+      )
       .finally(() => {
         f.reading = false;
         this.reading--;
         if (f.again) {
           f.again = false;
           this.read(runId, f);
-        }
+        } else if (failed) this.retryLater(runId, f);
         if (this.reading === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
+  }
+
+  /**
+   * The last pointer of a run may be the one whose read failed: without a retry its last events would wait for a
+   * pointer that never comes. Reads are idempotent (after the last seq delivered), so trying again is safe.
+   */
+  private retryLater(runId: string, f: Follow): void {
+    if (f.closed || f.retryTimer !== undefined) return;
+    f.retryMs = Math.min(RETRY_MAX_MS, f.retryMs === 0 ? RETRY_FIRST_MS : f.retryMs * 2);
+    f.retryTimer = setTimeout(() => {
+      f.retryTimer = undefined;
+      this.read(runId, f);
+    }, f.retryMs);
+    f.retryTimer.unref?.();
   }
 
   private async readAll(runId: string, f: Follow): Promise<void> {
