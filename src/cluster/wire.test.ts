@@ -18,19 +18,19 @@ function fakePostgresStore(): Store {
 }
 
 describe("the cluster node of a gateway", () => {
-  it("storage.postgres.leaseMs sets the lease of a Postgres gateway's node: its heartbeat, takeover and sweep every third", () => {
+  it("storage.postgres.leaseMs sets the lease of a Postgres gateway's node: its heartbeat, takeover and sweep every third", async () => {
     const config = configSchema.parse({ storage: { backend: "postgres", postgres: { leaseMs: 1500 } } });
-    const node = clusterNodeFor(fakePostgresStore(), config, silentLogger);
+    const node = await clusterNodeFor(fakePostgresStore(), config, silentLogger);
     expect(node?.leaseMs).toBe(1500);
     expect(node?.intervalMs).toBe(500);
-    const byDefault = clusterNodeFor(fakePostgresStore(), configSchema.parse({}), silentLogger);
+    const byDefault = await clusterNodeFor(fakePostgresStore(), configSchema.parse({}), silentLogger);
     expect(byDefault?.leaseMs).toBe(15_000);
     expect(byDefault?.intervalMs).toBe(5000);
   });
 
-  it("a SQLite gateway gets no cluster node (one node: nothing of the cluster runs)", () => {
+  it("a SQLite gateway gets no cluster node (one node: nothing of the cluster runs)", async () => {
     const sqlite = { kind: "sqlite" } as unknown as Store;
-    expect(clusterNodeFor(sqlite, configSchema.parse({}), silentLogger)).toBeUndefined();
+    expect(await clusterNodeFor(sqlite, configSchema.parse({}), silentLogger)).toBeUndefined();
   });
 
   it("refuses a lease too short to beat in, naming the key", () => {

@@ -1,7 +1,7 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { Logger } from "../infra/logger.js";
 import type { Store } from "../storage/types.js";
-import { ClusterNode } from "./node.js";
+import type { ClusterNode } from "./node.js";
 import type { ClusterStore } from "./types.js";
 
 /**
@@ -9,8 +9,14 @@ import type { ClusterStore } from "./types.js";
  * before the runtime (which takes its lease-backed session lock), bound to the queue by `AgentService.attachCluster`,
  * then started before the gateway recovers or serves.
  */
-export function clusterNodeFor(store: Store, config: LoopgateConfig, logger: Logger): ClusterNode | undefined {
+export async function clusterNodeFor(
+  store: Store,
+  config: LoopgateConfig,
+  logger: Logger,
+): Promise<ClusterNode | undefined> {
   if (store.kind !== "postgres") return undefined;
+  // loaded only here: a SQLite gateway never loads the cluster layer nor the pg driver it brings
+  const { ClusterNode } = await import("./node.js");
   const pg = store as unknown as Partial<ClusterStore>;
   if (!pg.pool || !pg.channel || typeof pg.notifier !== "function") {
     throw new Error("storage.backend postgres: the store does not expose its pool, channel and notifier");

@@ -168,7 +168,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
       throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
     ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
-    cluster = clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
+    cluster = await clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
