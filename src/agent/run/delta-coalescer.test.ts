@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentEvent, AgentStream, AssistantData } from "../../protocol/agent-events.js";
 import { ManualClock } from "../../testing/manual-clock.js";
-import { coalescingEmitter, DeltaCoalescer } from "./delta-coalescer.js";
+import { coalescingEmitter, type DeltaCoalescer } from "./delta-coalescer.js";
 import type { RunEmitter } from "./events.js";
 import { type RunHarness, startRunHarness } from "./run-harness.test-support.js";
 
