@@ -29,7 +29,7 @@ const parsed = parseConfig(config);
 const store = await createStore(parsed, stateDir);
 const logger = createLogger();
 // as startGateway does for a store it opens itself: on Postgres the node owns sessions by lease (undefined on SQLite)
-const cluster = clusterNodeFor(store, parsed, logger);
+const cluster = await clusterNodeFor(store, parsed, logger);
 const rt = new AgentRuntime({
   config: parsed,
   stateDir,
