@@ -1,8 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import type { AuditEvent, CronRunInfo, CronRunStatus } from "../../protocol/payloads.js";
+import type { AuditEvent, CronRunInfo } from "../../protocol/payloads.js";
 import type { ChatMessage } from "../../providers/types.js";
 import { type ImageBlobRow, imageRefs, splitImageData, withImageData } from "../image-blobs.js";
+import {
+  auditFilters,
+  cronRunColumns,
+  jsonRunColumns,
+  opt,
+  type Row,
+  runColumns,
+  sessionColumns,
+  toAuditEvent,
+  toCronRun,
+  toRun,
+  toSession,
+} from "../row-mapping.js";
 import type {
   AuditEventInput,
   AuditQuery,
@@ -25,7 +38,6 @@ import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOption
 import { runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
 
-type Row = Record<string, unknown>;
 type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
 type SessionPatch = Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>;
 type NewTranscriptRow = Omit<TranscriptRow, "seq" | "generation">;
@@ -38,54 +50,6 @@ export interface PostgresStoreOptions extends PostgresOptions {
   notifier?: Omit<NotifierOptions, "connection" | "channel">;
 }
 
-const sessionColumns: Record<string, string> = {
-  agentId: "agent_id",
-  generation: "generation",
-  updatedAt: "updated_at",
-  label: "label",
-  modelOverride: "model_override",
-  thinking: "thinking",
-  queueMode: "queue_mode",
-  verboseLevel: "verbose_level",
-  inputTokens: "input_tokens",
-  outputTokens: "output_tokens",
-  totalTokens: "total_tokens",
-  compactionCount: "compaction_count",
-  skillsSnapshot: "skills_snapshot",
-};
-
-const runColumns: Record<string, string> = {
-  status: "status",
-  startedAt: "started_at",
-  endedAt: "ended_at",
-  stopReason: "stop_reason",
-  error: "error",
-  params: "params",
-  result: "result",
-  receipt: "receipt",
-};
-const jsonRunColumns = new Set(["params", "result", "receipt"]);
-
-const cronRunColumns: Record<string, string> = {
-  startedAt: "started_at",
-  endedAt: "ended_at",
-  runId: "run_id",
-  status: "status",
-  errorKind: "error_kind",
-};
-
-/** audit.list's filters: query field → the comparison on its column (the parameter number is added) */
-const auditFilters: Array<[keyof AuditQuery, string]> = [
-  ["sessionKey", "session_key ="],
-  ["runId", "run_id ="],
-  ["actor", "actor ="],
-  ["action", "action ="],
-  ["status", "status ="],
-  ["after", "ts >="],
-  ["before", "ts <"],
-  ["beforeSequence", "seq <"],
-];
-
 const UNIQUE_VIOLATION = "23505";
 /**
  * Appends compute the next seq from the rows committed when their statement starts; two writers on one session at
@@ -94,80 +58,6 @@ const UNIQUE_VIOLATION = "23505";
  * a deployment has per session (one, under the session write lock; a few in tests that race on purpose).
  */
 const MAX_SEQ_RACES = 64;
-
-function opt<T>(v: unknown): T | undefined {
-  return v === null || v === undefined ? undefined : (v as T);
-}
-
-function toSession(r: Row): SessionRecord {
-  return {
-    key: r.key as string,
-    sessionId: r.session_id as string,
-    agentId: r.agent_id as string,
-    generation: r.generation as number,
-    createdAt: r.created_at as number,
-    updatedAt: r.updated_at as number,
-    label: opt(r.label),
-    modelOverride: opt(r.model_override),
-    thinking: opt(r.thinking),
-    queueMode: opt(r.queue_mode),
-    verboseLevel: opt(r.verbose_level),
-    inputTokens: r.input_tokens as number,
-    outputTokens: r.output_tokens as number,
-    totalTokens: r.total_tokens as number,
-    compactionCount: r.compaction_count as number,
-    skillsSnapshot: opt(r.skills_snapshot),
-  };
-}
-
-function toRun(r: Row): RunRecord {
-  return {
-    runId: r.run_id as string,
-    sessionKey: r.session_key as string,
-    status: r.status as RunStatus,
-    acceptedAt: r.accepted_at as number,
-    startedAt: opt(r.started_at),
-    endedAt: opt(r.ended_at),
-    stopReason: opt(r.stop_reason),
-    error: opt(r.error),
-    params: JSON.parse(r.params as string),
-    result: r.result ? JSON.parse(r.result as string) : undefined,
-    receipt: r.receipt ? JSON.parse(r.receipt as string) : undefined,
-  };
-}
-
-function toCronRun(r: Row): CronRunRecord {
-  return {
-    id: r.id as number,
-    jobId: r.job_id as string,
-    scheduledAt: r.scheduled_at as number,
-    startedAt: opt(r.started_at),
-    endedAt: opt(r.ended_at),
-    runId: opt(r.run_id),
-    status: r.status as CronRunStatus,
-    errorKind: opt(r.error_kind),
-  };
-}
-
-function toAuditEvent(r: Row): AuditEvent {
-  return {
-    eventId: r.id as string,
-    sequence: r.seq as number,
-    sourceSequence: r.source_seq as number,
-    occurredAt: r.ts as number,
-    actor: r.actor as string,
-    kind: (r.action as string).startsWith("tool.") ? "tool_action" : "agent_run",
-    action: r.action as AuditEvent["action"],
-    status: r.status as AuditEvent["status"],
-    ...(r.code !== null ? { code: r.code as string } : {}),
-    sessionKey: r.session_key as string,
-    runId: r.run_id as string,
-    ...(r.tool_name !== null ? { toolName: r.tool_name as string } : {}),
-    ...(r.tool_call_fp !== null ? { toolCallFingerprint: r.tool_call_fp as string } : {}),
-    schemaVersion: r.schema_version as number,
-    redaction: "metadata_only",
-  };
-}
 
 type RowData = { message?: ChatMessage; text?: string; firstKeptSeq?: number };
 

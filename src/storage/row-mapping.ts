@@ -1,0 +1,132 @@
+import type { AuditEvent, CronRunStatus } from "../protocol/payloads.js";
+import type { AuditQuery, CronRunRecord, RunRecord, RunStatus, SessionRecord } from "./types.js";
+
+/**
+ * Row ↔ record mapping shared by the SQLite and Postgres stores: their tables are twins (same columns, same
+ * migration numbers), so a stored row reads back into the same record on either backend, written once here.
+ */
+
+export type Row = Record<string, unknown>;
+
+export const sessionColumns: Record<string, string> = {
+  agentId: "agent_id",
+  generation: "generation",
+  updatedAt: "updated_at",
+  label: "label",
+  modelOverride: "model_override",
+  thinking: "thinking",
+  queueMode: "queue_mode",
+  verboseLevel: "verbose_level",
+  inputTokens: "input_tokens",
+  outputTokens: "output_tokens",
+  totalTokens: "total_tokens",
+  compactionCount: "compaction_count",
+  skillsSnapshot: "skills_snapshot",
+};
+
+export const runColumns: Record<string, string> = {
+  status: "status",
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  stopReason: "stop_reason",
+  error: "error",
+  params: "params",
+  result: "result",
+  receipt: "receipt",
+};
+
+export const jsonRunColumns = new Set(["params", "result", "receipt"]);
+
+export const cronRunColumns: Record<string, string> = {
+  startedAt: "started_at",
+  endedAt: "ended_at",
+  runId: "run_id",
+  status: "status",
+  errorKind: "error_kind",
+};
+
+export function opt<T>(v: unknown): T | undefined {
+  return v === null || v === undefined ? undefined : (v as T);
+}
+
+export function toSession(r: Row): SessionRecord {
+  return {
+    key: r.key as string,
+    sessionId: r.session_id as string,
+    agentId: r.agent_id as string,
+    generation: r.generation as number,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    label: opt(r.label),
+    modelOverride: opt(r.model_override),
+    thinking: opt(r.thinking),
+    queueMode: opt(r.queue_mode),
+    verboseLevel: opt(r.verbose_level),
+    inputTokens: r.input_tokens as number,
+    outputTokens: r.output_tokens as number,
+    totalTokens: r.total_tokens as number,
+    compactionCount: r.compaction_count as number,
+    skillsSnapshot: opt(r.skills_snapshot),
+  };
+}
+
+export function toRun(r: Row): RunRecord {
+  return {
+    runId: r.run_id as string,
+    sessionKey: r.session_key as string,
+    status: r.status as RunStatus,
+    acceptedAt: r.accepted_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    stopReason: opt(r.stop_reason),
+    error: opt(r.error),
+    params: JSON.parse(r.params as string),
+    result: r.result ? JSON.parse(r.result as string) : undefined,
+    receipt: r.receipt ? JSON.parse(r.receipt as string) : undefined,
+  };
+}
+
+export function toCronRun(r: Row): CronRunRecord {
+  return {
+    id: r.id as number,
+    jobId: r.job_id as string,
+    scheduledAt: r.scheduled_at as number,
+    startedAt: opt(r.started_at),
+    endedAt: opt(r.ended_at),
+    runId: opt(r.run_id),
+    status: r.status as CronRunStatus,
+    errorKind: opt(r.error_kind),
+  };
+}
+
+export function toAuditEvent(r: Row): AuditEvent {
+  return {
+    eventId: r.id as string,
+    sequence: r.seq as number,
+    sourceSequence: r.source_seq as number,
+    occurredAt: r.ts as number,
+    actor: r.actor as string,
+    kind: (r.action as string).startsWith("tool.") ? "tool_action" : "agent_run",
+    action: r.action as AuditEvent["action"],
+    status: r.status as AuditEvent["status"],
+    ...(r.code !== null ? { code: r.code as string } : {}),
+    sessionKey: r.session_key as string,
+    runId: r.run_id as string,
+    ...(r.tool_name !== null ? { toolName: r.tool_name as string } : {}),
+    ...(r.tool_call_fp !== null ? { toolCallFingerprint: r.tool_call_fp as string } : {}),
+    schemaVersion: r.schema_version as number,
+    redaction: "metadata_only",
+  };
+}
+
+/** audit.list's filters: query field → the comparison on its column; each backend appends its own placeholder */
+export const auditFilters: ReadonlyArray<[keyof AuditQuery, string]> = [
+  ["sessionKey", "session_key ="],
+  ["runId", "run_id ="],
+  ["actor", "actor ="],
+  ["action", "action ="],
+  ["status", "status ="],
+  ["after", "ts >="],
+  ["before", "ts <"],
+  ["beforeSequence", "seq <"],
+];
