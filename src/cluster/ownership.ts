@@ -1,5 +1,5 @@
+import { KeyedSerial } from "../infra/keyed-serial.js";
 import type { SessionLease, SessionLeases } from "../storage/postgres/session-leases.js";
-import { KeyedSerial } from "./serial.js";
 
 /**
  * Which sessions this node owns: "the owner of a session is the node whose in-memory session queue runs it". The

@@ -46,7 +46,7 @@ export function originOfRecord(run: RunRecord): RunOrigin | undefined {
 }
 
 export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
-  return inAcceptOrder(ctx, acceptLaneOf(ctx, req), () => acceptOne(ctx, req, origin));
+  return ctx.accepting.run(acceptLaneOf(ctx, req), () => acceptOne(ctx, req, origin));
 }
 
 /**
@@ -60,20 +60,6 @@ function acceptLaneOf(ctx: QueueContext, req: AgentRequest): string {
   } catch {
     return `raw:${req.sessionKey ?? ""}`; // accept refuses it with the param's name
   }
-}
-
-function inAcceptOrder<T>(ctx: QueueContext, lane: string, fn: () => Promise<T>): Promise<T> {
-  const before = ctx.accepting.get(lane) ?? Promise.resolve();
-  const mine = before.then(fn);
-  const tail = mine.then(
-    () => {},
-    () => {},
-  );
-  ctx.accepting.set(lane, tail);
-  void tail.then(() => {
-    if (ctx.accepting.get(lane) === tail) ctx.accepting.delete(lane);
-  });
-  return mine;
 }
 
 async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {

@@ -1,3 +1,4 @@
+import { KeyedSerial } from "../infra/keyed-serial.js";
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, WaitResult } from "../protocol/run.js";
 import type { RunRecord } from "../storage/types.js";
@@ -40,7 +41,7 @@ export class SessionQueue {
       sessions: new Map(),
       draining: false,
       generations: 0,
-      accepting: new Map(),
+      accepting: new KeyedSerial(),
       recoveredOrigins: new Map(),
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };

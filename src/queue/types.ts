@@ -1,6 +1,7 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { EventBusPort } from "../events/bus-port.js";
 import type { Clock } from "../infra/clock.js";
+import type { KeyedSerial } from "../infra/keyed-serial.js";
 import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
 import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
@@ -187,8 +188,8 @@ export interface QueueContext {
   draining: boolean;
   /** the last processing generation handed out (SessionState.generation) */
   generations: number;
-  /** per accept lane (the session as requests name it): the tail of its accepts, which run one at a time */
-  readonly accepting: Map<string, Promise<void>>;
+  /** per accept lane (the session as requests name it): its accepts run one at a time, in arrival order */
+  readonly accepting: KeyedSerial;
   /** who started runs of an earlier process that recovery ended or requeued (their records say so) */
   readonly recoveredOrigins: Map<string, RunOrigin>;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */

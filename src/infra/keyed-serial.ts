@@ -1,6 +1,7 @@
 /**
- * One operation at a time per key, in call order: the cluster's steps for one session (route an input, adopt, give
- * the lease back, take a lock) never interleave in this process, so each sees the ownership the one before left.
+ * One operation at a time per key, in call order. Used where a session's steps must not interleave in this process:
+ * intake stores a session's messages in the order they came (queue/intake.ts), and the cluster's steps for one
+ * session (route an input, adopt, give the lease back, take a lock) each see the ownership the one before left.
  * Different keys run independently. Keys with nothing pending are forgotten.
  */
 export class KeyedSerial {
