@@ -25,6 +25,7 @@
  * says are running are followed.
  */
 
+import { addKeyedListener } from "../infra/keyed-listeners.js";
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
 // types only at load: the driver (pg) is loaded by start(), so a SQLite process that loads the runtime never pays for it
 import type { NotifyPointer, notify, PgNotifier } from "../storage/postgres/notifier.js";
@@ -131,21 +132,9 @@ export class PgEventBus implements EventBusPort {
   }
 
   subscribeRun(runId: string, listener: AgentEventListener): () => void {
-    let set = this.runListeners.get(runId);
-    if (!set) {
-      set = new Set();
-      this.runListeners.set(runId, set);
-    }
-    set.add(listener);
-    const listeners = set;
+    const off = addKeyedListener(this.runListeners, runId, listener, () => this.dropIfUnwanted(runId));
     this.considerFollow(runId);
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.runListeners.get(runId) === listeners) {
-        this.runListeners.delete(runId);
-        this.dropIfUnwanted(runId);
-      }
-    };
+    return off;
   }
 
   emit<S extends AgentStream>(runId: string, sessionKey: string, stream: S, data: AgentEventData[S]): AgentEventOf<S> {
@@ -177,17 +166,7 @@ export class PgEventBus implements EventBusPort {
   }
 
   onRunEnd(runId: string, listener: () => void): () => void {
-    let set = this.endListeners.get(runId);
-    if (!set) {
-      set = new Set();
-      this.endListeners.set(runId, set);
-    }
-    set.add(listener);
-    const listeners = set;
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.endListeners.get(runId) === listeners) this.endListeners.delete(runId);
-    };
+    return addKeyedListener(this.endListeners, runId, listener);
   }
 
   /** Resolves once every read started so far has delivered its events (tests settle on it). */

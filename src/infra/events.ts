@@ -5,6 +5,7 @@
  */
 import type { AgentEventListener, EventBusPort } from "../events/bus-port.js";
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
+import { addKeyedListener } from "./keyed-listeners.js";
 
 export type { AgentEvent, AgentEventData, AgentEventListener, AgentEventOf, AgentStream, EventBusPort };
 
@@ -37,17 +38,7 @@ export class AgentEventBus implements EventBusPort {
    * other runs (a `subscribe` per run would make every event cost O(concurrent runs)).
    */
   subscribeRun(runId: string, listener: AgentEventListener): () => void {
-    let set = this.runListeners.get(runId);
-    if (!set) {
-      set = new Set();
-      this.runListeners.set(runId, set);
-    }
-    set.add(listener);
-    const listeners = set;
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.runListeners.get(runId) === listeners) this.runListeners.delete(runId);
-    };
+    return addKeyedListener(this.runListeners, runId, listener);
   }
 
   /** Emits with the next seq of the run. A listener that throws is isolated from the others and the run. */
@@ -76,17 +67,7 @@ export class AgentEventBus implements EventBusPort {
   }
 
   onRunEnd(runId: string, listener: () => void): () => void {
-    let set = this.endListeners.get(runId);
-    if (!set) {
-      set = new Set();
-      this.endListeners.set(runId, set);
-    }
-    set.add(listener);
-    const listeners = set;
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.endListeners.get(runId) === listeners) this.endListeners.delete(runId);
-    };
+    return addKeyedListener(this.endListeners, runId, listener);
   }
 }
 
