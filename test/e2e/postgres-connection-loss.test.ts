@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModelRequest, ModelStreamEvent } from "../../src/providers/types.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 import {
+  carriesChunk,
   connectedPeer,
   type Deferred,
   deferred,
@@ -26,17 +27,6 @@ import {
 } from "../fixtures/gateway/harness.js";
 
 type Ev = { runId: string; seq: number; stream: string; data: Record<string, unknown> };
-
-/**
- * Whether an agent event frame carries the model chunk `chunk` (a word ending in a space). Streamed deltas are
- * coalesced (agents.defaults.streamCoalesceMs), so one event may carry several chunks: match a whole chunk inside
- * the delta, not the delta itself ("w1-40 " must not match inside "w1-140 ").
- */
-function carriesChunk(f: { event?: string; payload?: Record<string, unknown> }, chunk: string): boolean {
-  if (f.event !== "agent") return false;
-  const delta = (f.payload?.data as Ev["data"] | undefined)?.delta;
-  return typeof delta === "string" && ` ${delta}`.includes(` ${chunk}`);
-}
 
 /** The test model, with a pause before each delta when `paceMs` is set: a run then streams (and writes) for a while. */
 class PacedProvider extends TestProvider {
