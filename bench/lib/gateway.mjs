@@ -37,6 +37,22 @@ export function peakRssOf(pid) {
   return kb * 1024;
 }
 
+/**
+ * A process's user and system CPU time so far (ms, 10 ms resolution) and its context switches (voluntary: it waited
+ * for I/O or a timer; involuntary: the machine had no core for it), from /proc (Linux).
+ */
+export function schedOf(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return {
+    userMs: Number(fields[11]) * 10,
+    sysMs: Number(fields[12]) * 10,
+    voluntary: Number(status.match(/^voluntary_ctxt_switches:\s+(\d+)/m)?.[1] ?? 0),
+    involuntary: Number(status.match(/^nonvoluntary_ctxt_switches:\s+(\d+)/m)?.[1] ?? 0),
+  };
+}
+
 /** CPU time (user + system) a process has used so far, in ms, from /proc (Linux; 10 ms resolution). */
 export function cpuMsOf(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");

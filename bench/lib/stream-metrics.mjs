@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { BENCH_DIR } from "./child.mjs";
-import { cpuMsOf } from "./gateway.mjs";
+import { cpuMsOf, schedOf } from "./gateway.mjs";
 import { startGatewayHost } from "./gateway-metrics.mjs";
 import { median, round, wallMs } from "./stats.mjs";
 
@@ -144,16 +144,20 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     });
     let others0;
     let others1;
+    let sched0;
+    let sched1;
     let loop;
     const window = async () => {
       await gw.command("loop-start");
       others0 = others();
       cpu0 = cpuMsOf(gw.pid);
+      sched0 = schedOf(gw.pid);
       t0 = wallMs();
       for (const c of clients) c.send("start");
       await sleep(s.windowMs);
       for (const c of clients) c.send("stop");
       cpu1 = cpuMsOf(gw.pid);
+      sched1 = schedOf(gw.pid);
       t1 = wallMs();
       others1 = others();
       loop = await gw.command("loop-stop");
@@ -181,6 +185,13 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       tokens,
       tokensPerRunPerSecond: round(tokens / n / ((t1 - t0) / 1000), 1),
       gatewayCores: round(cpuMs / (t1 - t0), 3),
+      // where the gateway's CPU went (system time is mostly socket reads and writes) and how often it slept or was
+      // preempted, per second: a gateway that wakes for every token pays the wake-up each time
+      gatewaySched: {
+        sysShare: round((sched1.sysMs - sched0.sysMs) / Math.max(1, cpuMs), 2),
+        voluntaryPerS: round(((sched1.voluntary - sched0.voluntary) * 1000) / (t1 - t0), 0),
+        involuntaryPerS: round(((sched1.involuntary - sched0.involuntary) * 1000) / (t1 - t0), 0),
+      },
       modelCores: round((others1.model - others0.model) / (t1 - t0), 3),
       clientCores: round((others1.clients - others0.clients) / (t1 - t0), 3),
       loadavg: os.loadavg().map((l) => round(l, 2)),
@@ -214,7 +225,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       level.gatewayCores <= 1 && gaps === 0 && failed === 0 && level.tokensPerRunPerSecond >= 0.9 * s.rate;
     level.pass = level.withinCore && level.lagP99Ms <= 100;
     progress(
-      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
+      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, sys ${level.gatewaySched.sysShare}, switches ${level.gatewaySched.voluntaryPerS}+${level.gatewaySched.involuntaryPerS}/s, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
     );
     return level;
   } finally {

@@ -3,11 +3,13 @@
  * vLLM, llama.cpp, LM Studio, DeepSeek and most gateways speak, so it tolerates their variations: no API key,
  * reasoning text in `reasoning_content` or `reasoning`, tool calls without ids, usage in the finish chunk.
  *
- * It talks to the API with Node's own fetch and a small SSE reader (sse.ts) rather than the `openai` SDK: this is the
- * hot path of every agent turn, and the SDK's per-request machinery cost more than the fetch underneath it.
+ * It talks to the API with Node's own `http` (http-stream.ts) and a small SSE reader (sse.ts) rather than the `openai`
+ * SDK or fetch: this is the hot path of every agent turn and of every streamed token, and both the SDK's per-request
+ * machinery and fetch's per-read web-stream machinery cost more than the work itself.
  */
 import { providerError, requestErrorContext, toProviderError } from "./errors.js";
-import { readSseEvents } from "./sse.js";
+import { postStreamed, type StreamedResponse } from "./http-stream.js";
+import type { HeaderSource } from "./retry-after.js";
 import { guardStream } from "./stream-guard.js";
 import type {
   ChatMessage,
@@ -113,9 +115,9 @@ class ChatCompletionsApiError extends Error {
   readonly code: unknown;
   readonly type: unknown;
   /** the response's headers (Retry-After); none for an error sent in place of a chunk */
-  readonly headers: Headers | undefined;
+  readonly headers: HeaderSource | undefined;
 
-  constructor(status: number | undefined, error: unknown, bodyText: string | undefined, headers?: Headers) {
+  constructor(status: number | undefined, error: unknown, bodyText: string | undefined, headers?: HeaderSource) {
     super(apiErrorMessage(status, error, bodyText));
     this.name = "ChatCompletionsApiError";
     this.status = status;
@@ -142,7 +144,7 @@ function apiErrorMessage(status: number | undefined, error: unknown, bodyText: s
 }
 
 /** The error answer of a response that is not 2xx: `{ error: { message, code, type } }`, or whatever text it sent. */
-async function httpError(response: Response): Promise<ChatCompletionsApiError> {
+async function httpError(response: StreamedResponse): Promise<ChatCompletionsApiError> {
   const text = await response.text().catch((err: unknown) => (err instanceof Error ? err.message : String(err)));
   let json: unknown;
   try {
@@ -207,62 +209,59 @@ async function* streamChat(
   }
 
   try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(buildParams(request)),
-      signal: guard.signal,
-    });
-    if (!response.ok) throw await httpError(response);
-    if (!response.body) throw providerError(ctx, "bad_response", "the response has no body");
+    const response = await postStreamed(url, headers, JSON.stringify(buildParams(request)), guard.signal);
+    if (response.status < 200 || response.status > 299) throw await httpError(response);
 
     let sawDone = false;
     let answeredBy: string | undefined;
-    for await (const event of readSseEvents(response.body)) {
-      if (guard.signal.aborted) break;
-      // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
-      if (sawDone) continue;
-      if (event.data.startsWith("[DONE]")) {
-        sawDone = true;
-        continue;
-      }
-      const chunk: unknown = JSON.parse(event.data);
-      if (!isRecord(chunk)) {
-        throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
-      }
-      const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
-      if (typeof model === "string" && model) answeredBy = model;
-      if (error) throw new ChatCompletionsApiError(undefined, error, undefined);
+    read: for await (const batch of response.sseBatches()) {
       guard.touch();
-      if (chunkUsage) usage = mapUsage(chunkUsage);
-      const choice = choices?.[0];
-      if (!choice) continue;
-      const delta = choice.delta ?? {};
-      const reasoning = delta.reasoning_content ?? delta.reasoning;
-      if (reasoning) {
-        thinking += reasoning;
-        yield { type: "thinking_delta", delta: reasoning };
-      }
-      if (delta.content) {
-        yield* endThinking();
-        yield { type: "text_delta", delta: delta.content };
-      }
-      for (const part of delta.tool_calls ?? []) {
-        yield* endThinking();
-        // a few servers leave out the index; a fragment without an id then continues the latest call
-        const index = part.index ?? (part.id || calls.size === 0 ? calls.size : calls.size - 1);
-        let call = calls.get(index);
-        if (!call) {
-          call = { id: part.id || fallbackCallId(), name: "", args: "" };
-          calls.set(index, call);
+      for (const event of batch) {
+        // a consumer that was slow to take the last event may come back after a cancel or a stall
+        if (guard.signal.aborted) break read;
+        // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
+        if (sawDone) continue;
+        if (event.data.startsWith("[DONE]")) {
+          sawDone = true;
+          continue;
         }
-        if (part.function?.name) call.name = part.function.name;
-        if (part.function?.arguments) call.args += part.function.arguments;
-      }
-      if (choice.finish_reason) {
-        finishReason = choice.finish_reason;
-        yield* endThinking();
-        yield* flushCalls();
+        const chunk: unknown = JSON.parse(event.data);
+        if (!isRecord(chunk)) {
+          throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
+        }
+        const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
+        if (typeof model === "string" && model) answeredBy = model;
+        if (error) throw new ChatCompletionsApiError(undefined, error, undefined);
+        if (chunkUsage) usage = mapUsage(chunkUsage);
+        const choice = choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta ?? {};
+        const reasoning = delta.reasoning_content ?? delta.reasoning;
+        if (reasoning) {
+          thinking += reasoning;
+          yield { type: "thinking_delta", delta: reasoning };
+        }
+        if (delta.content) {
+          if (thinking !== "") yield* endThinking();
+          yield { type: "text_delta", delta: delta.content };
+        }
+        for (const part of delta.tool_calls ?? []) {
+          if (thinking !== "") yield* endThinking();
+          // a few servers leave out the index; a fragment without an id then continues the latest call
+          const index = part.index ?? (part.id || calls.size === 0 ? calls.size : calls.size - 1);
+          let call = calls.get(index);
+          if (!call) {
+            call = { id: part.id || fallbackCallId(), name: "", args: "" };
+            calls.set(index, call);
+          }
+          if (part.function?.name) call.name = part.function.name;
+          if (part.function?.arguments) call.args += part.function.arguments;
+        }
+        if (choice.finish_reason) {
+          finishReason = choice.finish_reason;
+          if (thinking !== "") yield* endThinking();
+          yield* flushCalls();
+        }
       }
     }
     // After a cancel or a stall the loop stops at the next event (the events of one network read need no waiting), so
