@@ -9,6 +9,7 @@ import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromC
 import type { HookLogger } from "../hooks/logger.js";
 import { PluginHookRunner } from "../hooks/plugin-hooks.js";
 import { loadPlugins } from "../hooks/plugins.js";
+import { Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -69,6 +70,11 @@ export class AgentRuntime {
   /** who may write a session's transcript: every run, reset and delete acquires the session here */
   readonly sessionLocks: SessionLockPort;
   readonly clock: Clock;
+  /**
+   * The one beat every run's held deltas go out on (agent/run/delta-coalescer.ts), and the gateway's chat deltas
+   * with them; undefined when `agents.defaults.streamCoalesceMs` is 0 (every model chunk is its own event).
+   */
+  readonly streamBeat: Cadence | undefined;
   readonly logger: Logger;
   readonly lanes: LaneScheduler;
   readonly env: NodeJS.ProcessEnv;
@@ -106,6 +112,8 @@ export class AgentRuntime {
     this.stateDir = opts.stateDir;
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
+    const coalesceMs = this.config.agents.defaults.streamCoalesceMs;
+    this.streamBeat = coalesceMs > 0 ? new Cadence(this.clock, coalesceMs) : undefined;
     this.logger = opts.logger ?? createLogger();
     this.bus = opts.bus ?? this.defaultBus();
     this.env = opts.env ?? process.env;
@@ -279,7 +287,7 @@ export class AgentRuntime {
     if (!p) {
       const cfg = this.config.models.providers[providerId];
       if (!cfg) return Promise.reject(new Error(`unknown provider "${providerId}"`));
-      p = createProvider(providerId, cfg);
+      p = createProvider(providerId, cfg, { streamBeat: this.streamBeat });
       p.catch(() => this.providerInstances.delete(providerId));
       this.providerInstances.set(providerId, p);
     }

@@ -1,6 +1,7 @@
 import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
 import type { EventBusPort } from "../events/bus-port.js";
 import { agentEventJson } from "../events/event-json.js";
+import type { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
@@ -69,12 +70,13 @@ export class Broadcaster {
   private describeSession: (key: string) => Promise<SessionInfo | undefined> = async () => undefined;
   private readonly clock: Clock;
 
-  constructor(opts: { clock: Clock; chatDeltaIntervalMs: number }) {
+  constructor(opts: { clock: Clock; chatDeltaIntervalMs: number; beat?: Cadence }) {
     this.clock = opts.clock;
     this.chat = new ChatProjector({
       emit: (payload) => this.sendChat(payload),
       clock: opts.clock,
       intervalMs: opts.chatDeltaIntervalMs,
+      beat: opts.beat,
     });
   }
 

@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isSummaryRequest, type RunHarness, startRunHarness } from "../agent/run/run-harness.test-support.js";
+import { coalescingEmitter } from "../agent/run/delta-coalescer.js";
+import { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
-import type { AgentEvent, AgentEventData, AgentStream } from "../protocol/agent-events.js";
+import type { AgentEvent, AgentEventData, AgentStream, AssistantData } from "../protocol/agent-events.js";
 import type { ChatEventPayload } from "../protocol/payloads.js";
+import { ManualClock } from "../testing/manual-clock.js";
 import { ChatProjector } from "./chat-projection.js";
 import { DEFAULT_CHAT_DELTA_INTERVAL_MS } from "./server.js";
 
@@ -269,5 +272,67 @@ describe("chat projection of real runs", () => {
     expect(deltas.at(-1)).toMatchObject({ deltaText: full, replace: true });
     // the blocks delivered the answer: the final payloads do not repeat it
     expect(final.result.payloads).toEqual([]);
+  });
+});
+
+describe("chat deltas on the runtime's stream beat", () => {
+  it("each chat delta leaves in the same beat as an assistant delta, right after it, carrying its text, at most every 75 ms", () => {
+    const clock = new ManualClock(0);
+    const beat = new Cadence(clock, 40);
+    const out: Array<{ kind: "agent" | "chat"; at: number; text: string }> = [];
+    const chat = new ChatProjector({
+      emit: (p) => {
+        if (p.state === "delta") out.push({ kind: "chat", at: clock.now(), text: p.deltaText ?? "" });
+      },
+      clock,
+      intervalMs: DEFAULT_CHAT_DELTA_INTERVAL_MS,
+      beat,
+    });
+    let seq = 0;
+    // what the broadcaster does with each event the coalescer lets out: the agent frame, then the chat projection
+    const events = coalescingEmitter(
+      {
+        emit: (stream, data) => {
+          const delta = (data as AssistantData).delta;
+          out.push({ kind: "agent", at: clock.now(), text: delta });
+          chat.onAgentEvent({
+            runId: "r1",
+            seq: ++seq,
+            stream,
+            ts: clock.now(),
+            sessionKey: "agent:main:s",
+            data,
+          } as AgentEvent);
+        },
+      },
+      beat,
+    );
+    let text = "";
+    for (let i = 0; i < 40; i++) {
+      // a token every 20 ms, as a model streaming 50 tokens a second
+      const piece = ` t${i}`;
+      text += piece;
+      events.emit("assistant", { delta: piece });
+      for (let ms = 0; ms < 20; ms++) clock.advance(1);
+    }
+    for (let ms = 0; ms < 200; ms++) clock.advance(1);
+    const agent = out.filter((e) => e.kind === "agent");
+    const chatDeltas = out.filter((e) => e.kind === "chat");
+    expect(agent.map((e) => e.text).join("")).toBe(text);
+    expect(chatDeltas.map((e) => e.text).join("")).toBe(text);
+    for (const [i, c] of chatDeltas.entries()) {
+      const k = out.indexOf(c);
+      // right after the assistant delta of its beat (the same write on the socket), and everything it carried
+      expect(out[k - 1]).toMatchObject({ kind: "agent", at: c.at });
+      expect(text.indexOf(c.text) + c.text.length).toBe(
+        out
+          .slice(0, k)
+          .filter((e) => e.kind === "agent")
+          .map((e) => e.text)
+          .join("").length,
+      );
+      if (i > 0) expect(c.at - chatDeltas[i - 1].at).toBeGreaterThanOrEqual(DEFAULT_CHAT_DELTA_INTERVAL_MS);
+    }
+    expect(chatDeltas.length).toBeGreaterThan(5);
   });
 });

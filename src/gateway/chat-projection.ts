@@ -9,6 +9,7 @@ import { TextCheckpoints } from "../agent/run/text-checkpoint.js";
 const CHAT_CHECKPOINT_GROWTH = 0.5;
 
 import { silentTokenTail } from "../agent/silent-prefix.js";
+import type { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { ChatErrorKind, ChatEventPayload, ChatMessagePayload } from "../protocol/payloads.js";
@@ -29,7 +30,13 @@ interface RunChat {
   /** seq of the newest assistant event folded into `text` */
   pendingSeq: number;
   lastFlushAt: number;
+  /** a flush is due later: a timer, or (on a beat) waiting for one */
   timer: unknown;
+  waitingForBeat: boolean;
+  /** an assistant delta came since the last beat looked at this run: the stream is flowing */
+  deltaSinceBeat: boolean;
+  /** made once per run, on the first delta that has to wait for a beat */
+  onBeat: (() => void) | undefined;
   /** the next delta replaces what the client has shown (a retry or compaction restarted the answer) */
   replace: boolean;
   /** the run streams blocks (its lifecycle start said so): its chat deltas are its blocks */
@@ -49,6 +56,11 @@ interface RunChat {
  * still grow into the silent token (`NO_`, `no_rep`, or a whole text so far like `NO_REPL`) is held back until it
  * cannot; a reply that turns out to be exactly `NO_REPLY` was never shown, and the final carries no message.
  *
+ * On the runtime's stream beat (infra/cadence.ts, `beat`), a pending delta goes out with the first assistant delta
+ * at least `intervalMs` after the last chat delta: the two leave in the same socket write, and the chat delta
+ * carries everything the assistant deltas did. A stream that pauses gets its pending text from a later beat.
+ * Without a beat each run waits on a timer of its own.
+ *
  * A delta's `deltaText` is what is new; its `message` (the whole reply so far, which OpenClaw clients may show in
  * place of what they have) rides only on checkpoint deltas: the first, one after a `replace`, and then whenever the
  * reply has grown by max(512 characters, half its length at the last checkpoint), the agent event's rule
@@ -64,11 +76,19 @@ export class ChatProjector {
   private readonly emit: (payload: ChatEventPayload) => void;
   private readonly clock: Clock;
   private readonly intervalMs: number;
+  private readonly beat: Cadence | undefined;
 
-  constructor(opts: { emit: (payload: ChatEventPayload) => void; clock: Clock; intervalMs: number }) {
+  constructor(opts: {
+    emit: (payload: ChatEventPayload) => void;
+    clock: Clock;
+    intervalMs: number;
+    /** the beat to pace on; ignored when it is slower than `intervalMs` (deltas would come later than asked) */
+    beat?: Cadence;
+  }) {
     this.emit = opts.emit;
     this.clock = opts.clock;
     this.intervalMs = opts.intervalMs;
+    this.beat = opts.beat && opts.beat.periodMs <= opts.intervalMs ? opts.beat : undefined;
   }
 
   onAgentEvent(ev: AgentEvent): void {
@@ -94,8 +114,7 @@ export class ChatProjector {
     if (phase !== "end" && phase !== "error") return;
     const run = this.runs.get(ev.runId);
     if (run) {
-      if (run.timer !== undefined) this.clock.clearTimeout(run.timer);
-      run.timer = undefined;
+      this.stopWaiting(run);
       if (!run.blocks) this.flush(ev.runId, run);
       this.runs.delete(ev.runId);
     }
@@ -112,6 +131,9 @@ export class ChatProjector {
         pendingSeq: 0,
         lastFlushAt: -Infinity,
         timer: undefined,
+        waitingForBeat: false,
+        deltaSinceBeat: false,
+        onBeat: undefined,
         replace: false,
         blocks: false,
         blockText: "",
@@ -137,13 +159,43 @@ export class ChatProjector {
     // with blocks the text goes out as blocks; it is kept for the final
     if (run.blocks || run.timer !== undefined) return;
     const wait = run.lastFlushAt + this.intervalMs - this.clock.now();
-    if (wait <= 0) this.flush(ev.runId, run);
-    else {
+    if (wait <= 0) {
+      // on a beat, the delta due goes out with the assistant delta that made it due (the same socket write)
+      this.stopWaiting(run);
+      this.flush(ev.runId, run);
+    } else if (this.beat) {
+      run.deltaSinceBeat = true;
+      if (!run.waitingForBeat) this.waitForBeat(ev.runId, run, this.beat);
+    } else {
       run.timer = this.clock.setTimeout(() => {
         run.timer = undefined;
         this.flush(ev.runId, run);
       }, wait);
     }
+  }
+
+  /**
+   * The beat sends a due delta only for a stream that paused: while assistant deltas keep coming, the next one
+   * sends it (above), so that the two leave together. Assistant deltas a provider paced to the beat arrive just
+   * after its callbacks, which is why a delta seen since the last beat means "wait one more".
+   */
+  private waitForBeat(runId: string, run: RunChat, beat: Cadence): void {
+    run.onBeat ??= () => {
+      run.waitingForBeat = false;
+      const flowing = run.deltaSinceBeat;
+      run.deltaSinceBeat = false;
+      if (!flowing && this.clock.now() - run.lastFlushAt >= this.intervalMs) this.flush(runId, run);
+      else this.waitForBeat(runId, run, beat);
+    };
+    run.waitingForBeat = true;
+    beat.after(run.onBeat);
+  }
+
+  private stopWaiting(run: RunChat): void {
+    if (run.timer !== undefined) this.clock.clearTimeout(run.timer);
+    run.timer = undefined;
+    if (run.waitingForBeat && run.onBeat) this.beat?.cancel(run.onBeat);
+    run.waitingForBeat = false;
   }
 
   private onBlock(ev: AgentEventOf<"block">): void {
@@ -220,7 +272,7 @@ export class ChatProjector {
 
   /** Timers of runs still streaming; called when the gateway stops. */
   dispose(): void {
-    for (const run of this.runs.values()) if (run.timer !== undefined) this.clock.clearTimeout(run.timer);
+    for (const run of this.runs.values()) this.stopWaiting(run);
     this.runs.clear();
   }
 }

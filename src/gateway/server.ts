@@ -241,6 +241,8 @@ async function listen(
   const broadcaster = new Broadcaster({
     clock,
     chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS,
+    // chat deltas leave on the beat the runs' assistant deltas leave on, in the same writes (infra/cadence.ts)
+    beat: clock === rt.clock ? rt.streamBeat : undefined,
   });
   broadcaster.attach(rt.bus);
   broadcaster.attachApprovals(rt.execApprovals);

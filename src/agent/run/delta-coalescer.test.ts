@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentEvent, AgentStream, AssistantData } from "../../protocol/agent-events.js";
+import { Cadence } from "../../infra/cadence.js";
 import { ManualClock } from "../../testing/manual-clock.js";
 import { coalescingEmitter, type DeltaCoalescer } from "./delta-coalescer.js";
 import type { RunEmitter } from "./events.js";
@@ -16,7 +17,7 @@ function setup(windowMs = WINDOW) {
       sent.push({ stream, data, at: clock.now() });
     },
   };
-  const events = coalescingEmitter(base, clock, windowMs);
+  const events = coalescingEmitter(base, windowMs > 0 ? new Cadence(clock, windowMs) : undefined);
   const delta = (text: string, extra: Partial<AssistantData> = {}) =>
     events.emit("assistant", { delta: text, ...extra });
   return { clock, sent, events, delta, base };
@@ -65,6 +66,33 @@ describe("coalescing streamed deltas at the source", () => {
       }
     }
     expect(i).toBe(300);
+  });
+
+  it("two runs' held deltas go out on the same beat, whenever each run's last event went out", () => {
+    const clock = new ManualClock(0);
+    const beat = new Cadence(clock, WINDOW);
+    const sent: Array<{ run: string; delta: string; at: number }> = [];
+    const runEmitter = (run: string) =>
+      coalescingEmitter(
+        { emit: (_stream, data) => sent.push({ run, delta: (data as AssistantData).delta, at: clock.now() }) },
+        beat,
+      );
+    const a = runEmitter("a");
+    const b = runEmitter("b");
+    a.emit("assistant", { delta: "a1" }); // t=0, at once
+    clock.advance(13);
+    b.emit("assistant", { delta: "b1" }); // t=13, at once
+    clock.advance(4);
+    a.emit("assistant", { delta: "a2" }); // t=17, held
+    clock.advance(9);
+    b.emit("assistant", { delta: "b2" }); // t=26, held
+    clock.advance(14); // t=40: the beat
+    expect(sent).toEqual([
+      { run: "a", delta: "a1", at: 0 },
+      { run: "b", delta: "b1", at: 13 },
+      { run: "a", delta: "a2", at: 40 },
+      { run: "b", delta: "b2", at: 40 },
+    ]);
   });
 
   it("a stream slower than the window gets every delta at once, with no timer", () => {
@@ -159,7 +187,7 @@ describe("coalescing streamed deltas at the source", () => {
     ]);
   });
 
-  it("coalescing off (0) is one event per chunk, through the plain emitter", () => {
+  it("coalescing off (no beat) is one event per chunk, through the plain emitter", () => {
     const { clock, sent, events, delta, base } = setup(0);
     expect(events).toBe(base);
     for (let i = 0; i < 10; i++) {

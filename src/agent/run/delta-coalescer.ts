@@ -1,4 +1,4 @@
-import type { Clock } from "../../infra/clock.js";
+import type { Cadence } from "../../infra/cadence.js";
 import type { AgentEventData, AgentStream } from "../../protocol/agent-events.js";
 import type { RunEmitter } from "./events.js";
 
@@ -13,10 +13,12 @@ type DeltaData = AgentEventData[DeltaStream];
  * decides how many streams one core carries (docs/architecture.md, "Streaming: what one token costs").
  *
  * The rule, per run:
- * - a delta that comes at least `windowMs` after the last one went out goes out at once (a reply's first token,
- *   and every token of a slow stream, are never delayed);
- * - one that comes sooner is held, and deltas arriving behind it are appended to it; the held event goes out when
- *   the window since the last one ends, so no delta waits longer than `windowMs`;
+ * - the shared cadence (infra/cadence.ts) beats every `windowMs` for all runs; a delta that comes when nothing of
+ *   the run went out since the last beat goes out at once (a reply's first token, and every token of a slow
+ *   stream, are never delayed);
+ * - one that comes after something did is held, and deltas arriving behind it are appended to it; the held event
+ *   goes out at the next beat, so no delta waits longer than `windowMs`, a run sends about one event per beat, and
+ *   every run's held deltas leave together;
  * - any other event of the run (a tool call, a block, the lifecycle end, a switch between the answer and the
  *   reasoning), a `replace` delta and the end of an assistant message (`flush`) send what is held first: order
  *   and the per-run seq are unchanged, and nothing is dropped.
@@ -30,14 +32,17 @@ export class DeltaCoalescer implements RunEmitter {
   private heldDelta = "";
   private heldText: string | undefined;
   private heldReplace = false;
-  private lastSentAt = Number.NEGATIVE_INFINITY;
-  private timer: unknown;
-  private onTimer: (() => void) | undefined;
+  /** the beat slot of the last event that went out */
+  private lastSentSlot = Number.NEGATIVE_INFINITY;
+  private waitingForBeat = false;
+  private readonly onBeat = () => {
+    this.waitingForBeat = false;
+    this.flush();
+  };
 
   constructor(
     private readonly base: RunEmitter,
-    private readonly clock: Clock,
-    private readonly windowMs: number,
+    private readonly beat: Cadence,
   ) {}
 
   emit<S extends AgentStream>(stream: S, data: AgentEventData[S]): void {
@@ -53,9 +58,9 @@ export class DeltaCoalescer implements RunEmitter {
   flush(): void {
     const stream = this.heldStream;
     if (stream === undefined) return;
-    if (this.timer !== undefined) {
-      this.clock.clearTimeout(this.timer);
-      this.timer = undefined;
+    if (this.waitingForBeat) {
+      this.waitingForBeat = false;
+      this.beat.cancel(this.onBeat);
     }
     const text = this.heldText;
     const data: DeltaData = {
@@ -67,7 +72,7 @@ export class DeltaCoalescer implements RunEmitter {
     this.heldDelta = "";
     this.heldText = undefined;
     this.heldReplace = false;
-    this.lastSentAt = this.clock.now();
+    this.lastSentSlot = this.beat.slot;
     this.base.emit(stream, data);
   }
 
@@ -81,10 +86,9 @@ export class DeltaCoalescer implements RunEmitter {
       }
       this.flush();
     }
-    const now = this.clock.now();
-    const wait = this.lastSentAt + this.windowMs - now;
-    if (wait <= 0) {
-      this.lastSentAt = now;
+    const slot = this.beat.slot;
+    if (slot > this.lastSentSlot) {
+      this.lastSentSlot = slot;
       this.base.emit(stream, data);
       return;
     }
@@ -92,16 +96,12 @@ export class DeltaCoalescer implements RunEmitter {
     this.heldDelta = data.delta;
     this.heldText = data.text;
     this.heldReplace = data.replace === true;
-    // one callback per run, made on the first delta that has to wait (a reply that fits one chunk never needs it)
-    this.onTimer ??= () => {
-      this.timer = undefined;
-      this.flush();
-    };
-    this.timer = this.clock.setTimeout(this.onTimer, wait);
+    this.waitingForBeat = true;
+    this.beat.next(this.onBeat);
   }
 }
 
-/** The run's emitter, coalescing deltas over `windowMs` (0: every model chunk is its own event, no wrapper). */
-export function coalescingEmitter(base: RunEmitter, clock: Clock, windowMs: number): RunEmitter {
-  return windowMs > 0 ? new DeltaCoalescer(base, clock, windowMs) : base;
+/** The run's emitter, coalescing deltas on `beat` (none: every model chunk is its own event, no wrapper). */
+export function coalescingEmitter(base: RunEmitter, beat: Cadence | undefined): RunEmitter {
+  return beat ? new DeltaCoalescer(base, beat) : base;
 }
