@@ -13,10 +13,11 @@
  * `code` for transport failures (errors.ts reads `code`). Proxies follow Node's own rules for the global agents
  * (`NODE_USE_ENV_PROXY`), as fetch's do.
  */
-import { type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import type { Cadence } from "../infra/cadence.js";
 import { type SseEvent, SseParser } from "./sse.js";
 
 /** An answer whose headers are in and whose body has not been read yet. */
@@ -24,8 +25,13 @@ export interface StreamedResponse {
   status: number;
   /** lower-case names, as Node gives them */
   headers: IncomingHttpHeaders;
-  /** the body's SSE events, a network read's worth at a time; leaving the loop early closes the connection */
-  sseBatches(): AsyncIterable<SseEvent[]>;
+  /**
+   * The body's SSE events, in batches: what arrived since the consumer last took some. With `beat`, a batch is
+   * handed on at once when none was in the current beat slot, else at the next beat (infra/cadence.ts), so a
+   * stream of tokens reaches the consumer about once per beat however often the network delivers; without, once
+   * per network read. The end of the body and errors are never held. Leaving the loop early closes the connection.
+   */
+  sseBatches(beat?: Cadence): AsyncIterable<SseEvent[]>;
   /** the whole body as text, at most `maxBytes` of it (an error body: it is only read to be quoted) */
   text(maxBytes?: number): Promise<string>;
 }
@@ -65,7 +71,7 @@ function streamedResponse(res: IncomingMessage): StreamedResponse {
   return {
     status: res.statusCode ?? 0,
     headers: res.headers,
-    sseBatches: () => sseBatches(decoded, res),
+    sseBatches: (beat) => sseBatches(decoded, res, beat),
     text: (maxBytes = ERROR_BODY_CAP) => bodyText(decoded, maxBytes),
   };
 }
@@ -112,9 +118,9 @@ function bodyText(body: Readable, maxBytes: number): Promise<string> {
 
 /**
  * A pull interface over a push source: `data` parses right away and queues the events; `next` takes what is queued
- * or waits for the next read. One batch per read keeps the per-token cost to one settled promise at most.
+ * or waits for more. One batch per read (or per beat) keeps the per-token cost to a share of one settled promise.
  */
-function sseBatches(body: Readable, res: IncomingMessage): AsyncIterable<SseEvent[]> {
+function sseBatches(body: Readable, res: IncomingMessage, beat: Cadence | undefined): AsyncIterable<SseEvent[]> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<SseEvent[]> {
       const parser = new SseParser();
@@ -122,15 +128,36 @@ function sseBatches(body: Readable, res: IncomingMessage): AsyncIterable<SseEven
       let ended = false;
       let failure: Error | undefined;
       let waiter: { resolve: (r: IteratorResult<SseEvent[]>) => void; reject: (e: Error) => void } | undefined;
+      /** the beat slot of the last batch handed on, and whether a beat is asked to hand on the next */
+      let lastSlot = Number.NEGATIVE_INFINITY;
+      let beatAsked = false;
+      /** a batch may go now: no beat, or none went in this slot yet */
+      const mayHandOn = () => beat === undefined || beat.slot > lastSlot;
+      const take = (): SseEvent[] => {
+        const batch = queue;
+        queue = [];
+        if (beat) lastSlot = beat.slot;
+        if (body.isPaused()) body.resume();
+        return batch;
+      };
+      const onBeat = () => {
+        beatAsked = false;
+        settle(true);
+      };
 
-      const settle = () => {
+      const settle = (force = false) => {
         if (!waiter) return;
         const w = waiter;
         if (queue.length > 0) {
+          if (!force && !ended && !failure && !mayHandOn()) {
+            if (!beatAsked && beat) {
+              beatAsked = true;
+              beat.next(onBeat);
+            }
+            return;
+          }
           waiter = undefined;
-          const batch = queue;
-          queue = [];
-          w.resolve({ value: batch, done: false });
+          w.resolve({ value: take(), done: false });
         } else if (failure) {
           waiter = undefined;
           w.reject(failure);
@@ -140,7 +167,11 @@ function sseBatches(body: Readable, res: IncomingMessage): AsyncIterable<SseEven
         }
       };
       body.setEncoding("utf8");
-      body.on("data", (text: string) => {
+      let first = true;
+      body.on("data", (piece: string) => {
+        // a byte order mark opening the stream is not part of the first line (the SSE spec skips it)
+        const text = first && piece.charCodeAt(0) === 0xfeff ? piece.slice(1) : piece;
+        if (piece.length > 0) first = false;
         const events = parser.push(text);
         if (events.length === 0) return;
         if (queue.length === 0) queue = events;
@@ -168,20 +199,20 @@ function sseBatches(body: Readable, res: IncomingMessage): AsyncIterable<SseEven
 
       return {
         next() {
-          if (queue.length > 0) {
-            const batch = queue;
-            queue = [];
-            if (body.isPaused()) body.resume();
-            return Promise.resolve({ value: batch, done: false });
+          if (queue.length > 0 && (ended || failure !== undefined || mayHandOn())) {
+            return Promise.resolve({ value: take(), done: false });
           }
-          if (failure) return Promise.reject(failure);
-          if (ended) return Promise.resolve({ value: undefined, done: true });
-          if (body.isPaused()) body.resume();
-          return new Promise((resolve, reject) => {
+          if (queue.length === 0 && failure) return Promise.reject(failure);
+          if (queue.length === 0 && ended) return Promise.resolve({ value: undefined, done: true });
+          const waiting = new Promise<IteratorResult<SseEvent[]>>((resolve, reject) => {
             waiter = { resolve, reject };
           });
+          settle();
+          return waiting;
         },
         return() {
+          if (beatAsked) beat?.cancel(onBeat);
+          beatAsked = false;
           // leaving early: the rest of the body is not wanted, and the connection cannot be reused mid-body
           if (!ended) {
             ended = true;

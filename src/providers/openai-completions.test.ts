@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Cadence } from "../infra/cadence.js";
+import { systemClock } from "../infra/clock.js";
 import { type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
 import { createOpenAICompletionsProvider } from "./openai-completions.js";
 import { collect, lastBodyAt, requestFor } from "./test-helpers.js";
@@ -142,5 +144,40 @@ describe("openai-completions stream", () => {
     } finally {
       await raw.close();
     }
+  });
+});
+
+describe("openai-completions on the stream beat", () => {
+  const paced = () =>
+    createOpenAICompletionsProvider({
+      id: "openai",
+      api: "openai-completions",
+      baseUrl: server.baseUrl,
+      apiKey: "sk-test",
+      models: [],
+      streamBeat: new Cadence(systemClock, 40),
+    });
+
+  it("text that arrives within one beat goes on as one delta, and the deltas joined are the whole answer", async () => {
+    server.enqueue({ text: ["The ", "answer ", "is ", "42", "."] });
+    const events = await collect(paced().stream(request()));
+    const deltas = events.flatMap((e) => (e.type === "text_delta" ? [e.delta] : []));
+    expect(deltas.join("")).toBe("The answer is 42.");
+    // written back to back: the first chunk at once, the rest together at the next beat
+    expect(deltas.length).toBeLessThan(5);
+    expect(events.at(-1)).toMatchObject({ type: "done", stopReason: "stop" });
+  });
+
+  it("regression: text held for the beat is delivered before an error the server sends in the stream", async () => {
+    server.enqueue({
+      text: ["Partial ", "answer"],
+      streamError: { code: "context_length_exceeded", message: "maximum context length exceeded" },
+    });
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const e of paced().stream(request())) if (e.type === "text_delta") seen.push(e.delta);
+    })();
+    await expect(reading).rejects.toMatchObject({ kind: "context_length" });
+    expect(seen.join("")).toBe("Partial answer");
   });
 });

@@ -214,7 +214,12 @@ async function* streamChat(
 
     let sawDone = false;
     let answeredBy: string | undefined;
-    read: for await (const batch of response.sseBatches()) {
+    // On the stream beat, consecutive text of one batch goes on as one delta: a batch is then everything that came
+    // since the loop last took some, and past this point every delta costs a pass through the loop, the run and its
+    // events. Without a beat (coalescing off) every chunk stays a delta of its own.
+    const merge = init.streamBeat !== undefined;
+    let text = "";
+    read: for await (const batch of response.sseBatches(init.streamBeat)) {
       guard.touch();
       for (const event of batch) {
         // a consumer that was slow to take the last event may come back after a cancel or a stall
@@ -231,19 +236,31 @@ async function* streamChat(
         }
         const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
         if (typeof model === "string" && model) answeredBy = model;
-        if (error) throw new ChatCompletionsApiError(undefined, error, undefined);
+        if (error) {
+          // what streamed before the error was seen by the user as it came: it is delivered before the failure
+          if (text !== "") yield { type: "text_delta", delta: text };
+          text = "";
+          throw new ChatCompletionsApiError(undefined, error, undefined);
+        }
         if (chunkUsage) usage = mapUsage(chunkUsage);
         const choice = choices?.[0];
         if (!choice) continue;
         const delta = choice.delta ?? {};
         const reasoning = delta.reasoning_content ?? delta.reasoning;
         if (reasoning) {
+          if (text !== "") yield { type: "text_delta", delta: text };
+          text = "";
           thinking += reasoning;
           yield { type: "thinking_delta", delta: reasoning };
         }
         if (delta.content) {
           if (thinking !== "") yield* endThinking();
-          yield { type: "text_delta", delta: delta.content };
+          if (merge) text += delta.content;
+          else yield { type: "text_delta", delta: delta.content };
+        }
+        if (delta.tool_calls?.length || choice.finish_reason) {
+          if (text !== "") yield { type: "text_delta", delta: text };
+          text = "";
         }
         for (const part of delta.tool_calls ?? []) {
           if (thinking !== "") yield* endThinking();
@@ -263,6 +280,8 @@ async function* streamChat(
           yield* flushCalls();
         }
       }
+      if (text !== "") yield { type: "text_delta", delta: text };
+      text = "";
     }
     // After a cancel or a stall the loop stops at the next event (the events of one network read need no waiting), so
     // the stream ends short; it must fail as what it is, not as a stream that ended early.

@@ -1,7 +1,6 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { readSseEvents, SseDecoder, type SseEvent, SseParser } from "./sse.js";
+import { type SseEvent, SseParser } from "./sse.js";
+import { sseData as data, MIXED, MIXED_EVENTS } from "./sse-fixture.test-support.js";
 
 function parseAll(pieces: string[]): SseEvent[] {
   const parser = new SseParser();
@@ -9,19 +8,6 @@ function parseAll(pieces: string[]): SseEvent[] {
   parser.end();
   return events;
 }
-
-function decodeAll(pieces: Uint8Array[]): SseEvent[] {
-  const decoder = new SseDecoder();
-  return [...pieces.flatMap((piece) => decoder.push(piece)), ...decoder.end()];
-}
-
-const data = (text: string, event?: string): SseEvent => ({ event, data: text });
-
-// A stream with every feature at once: CRLF and lone-CR lines, a comment, a multi-line event, a named event,
-// multi-byte characters (2, 3 and 4 bytes in UTF-8) and the end marker.
-const MIXED =
-  ': hello\r\n\r\ndata: {"a":1}\n\ndata: line one\r\ndata:line two\r\rdata: é 世 😀\n: ping\nevent: note\ndata: x\n\ndata: [DONE]\n\n';
-const MIXED_EVENTS = [data('{"a":1}'), data("line one\nline two"), data("é 世 😀\nx", "note"), data("[DONE]")];
 
 describe("SseParser", () => {
   it("reads data events separated by blank lines", () => {
@@ -95,118 +81,5 @@ describe("SseParser", () => {
   it("drops an event the stream ended in the middle of", () => {
     expect(parseAll(["data: complete\n\ndata: cut off\n"])).toEqual([data("complete")]);
     expect(parseAll(["data: complete\n\ndata: cut"])).toEqual([data("complete")]);
-  });
-});
-
-describe("SseDecoder", () => {
-  const bytes = new TextEncoder().encode(MIXED);
-
-  it("gives the same events however the bytes are split, including inside a multi-byte character", () => {
-    for (let i = 0; i <= bytes.length; i++) {
-      expect(decodeAll([bytes.subarray(0, i), bytes.subarray(i)]), `split at byte ${i}`).toEqual(MIXED_EVENTS);
-    }
-  });
-
-  it("gives the same events when the bytes arrive one at a time", () => {
-    expect(decodeAll(Array.from(bytes, (b) => Uint8Array.of(b)))).toEqual(MIXED_EVENTS);
-  });
-
-  it("keeps a 4-byte character whose bytes arrive in three pieces whole", () => {
-    const emoji = new TextEncoder().encode("data: 😀\n\n");
-    const at = emoji.indexOf(0xf0);
-    const decoder = new SseDecoder();
-    expect(decoder.push(emoji.subarray(0, at + 1))).toEqual([]);
-    expect(decoder.push(emoji.subarray(at + 1, at + 3))).toEqual([]);
-    expect(decoder.push(emoji.subarray(at + 3))).toEqual([data("😀")]);
-  });
-
-  it("skips a byte order mark at the start of the stream", () => {
-    const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode("data: x\n\n")]);
-    expect(decodeAll([withBom.subarray(0, 2), withBom.subarray(2)])).toEqual([data("x")]);
-  });
-});
-
-function streamOf(pieces: string[], onCancel?: () => void): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  let next = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (next < pieces.length) controller.enqueue(encoder.encode(pieces[next++]));
-      else controller.close();
-    },
-    cancel() {
-      onCancel?.();
-    },
-  });
-}
-
-describe("readSseEvents", () => {
-  it("yields the events of a body in order", async () => {
-    const events: SseEvent[] = [];
-    for await (const event of readSseEvents(streamOf(["data: a\n", "\ndata: b\n\nda", "ta: c\n\n"]))) {
-      events.push(event);
-    }
-    expect(events).toEqual([data("a"), data("b"), data("c")]);
-  });
-
-  it("cancels the body when the loop is left early, and not when it was read to the end", async () => {
-    let cancelled = 0;
-    for await (const event of readSseEvents(streamOf(["data: a\n\ndata: b\n\n", "data: c\n\n"], () => cancelled++))) {
-      if (event.data === "a") break;
-    }
-    expect(cancelled).toBe(1);
-
-    for await (const _ of readSseEvents(streamOf(["data: a\n\n"], () => cancelled++))) {
-      // read to the end
-    }
-    expect(cancelled).toBe(1);
-  });
-
-  it("throws the body's own error", async () => {
-    let sent = false;
-    const failing = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) controller.error(new TypeError("terminated"));
-        else controller.enqueue(new TextEncoder().encode("data: a\n\n"));
-        sent = true;
-      },
-    });
-    const events: SseEvent[] = [];
-    await expect(
-      (async () => {
-        for await (const event of readSseEvents(failing)) events.push(event);
-      })(),
-    ).rejects.toThrow("terminated");
-    expect(events).toEqual([data("a")]);
-  });
-
-  it("reads a real HTTP body written in small pieces, split inside characters and CRLFs", async () => {
-    const body = Buffer.from(MIXED.replace(/(?<!\r)\n/g, "\r\n"), "utf8");
-    const server = createServer((_req, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      let at = 0;
-      const pump = () => {
-        if (at >= body.length) {
-          res.end();
-          return;
-        }
-        res.write(body.subarray(at, at + 3));
-        at += 3;
-        setTimeout(pump, 1);
-      };
-      pump();
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      const response = await fetch(`http://127.0.0.1:${port}/`);
-      const events: SseEvent[] = [];
-      if (!response.body) throw new Error("no body");
-      for await (const event of readSseEvents(response.body)) events.push(event);
-      expect(events).toEqual(MIXED_EVENTS);
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
   });
 });

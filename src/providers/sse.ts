@@ -6,6 +6,9 @@
  *
  * `id:` and `retry:` are read and ignored: they only matter to a client that reconnects, and a model stream is never
  * resumed. An event the stream ends in the middle of (no closing blank line) is dropped, as the spec says.
+ *
+ * Text in, events out: turning bytes into text (a character split between network reads, a byte order mark at the
+ * start) is the reader's part (http-stream.ts).
  */
 
 export interface SseEvent {
@@ -94,45 +97,5 @@ export class SseParser {
     }
     if (field === "data") this.data = this.data === undefined ? value : `${this.data}\n${value}`;
     else if (field === "event") this.eventType = value;
-  }
-}
-
-/** Bytes in, events out: a streaming UTF-8 decoder (a character split between chunks waits for its rest) + SseParser. */
-export class SseDecoder {
-  private readonly decoder = new TextDecoder();
-  private readonly parser = new SseParser();
-
-  push(bytes: Uint8Array): SseEvent[] {
-    return this.parser.push(this.decoder.decode(bytes, { stream: true }));
-  }
-
-  /** The stream ended: a character cut off at the very end becomes U+FFFD, an open event is dropped. */
-  end(): SseEvent[] {
-    const events = this.parser.push(this.decoder.decode());
-    this.parser.end();
-    return events;
-  }
-}
-
-/**
- * The events of an SSE response body, in order. Leaving the loop early (break, return, a throw in its body) cancels
- * the body, which closes the connection; a body read to its end leaves the connection free for the next request.
- * Errors of the body itself (the connection dropped, the request aborted) are thrown as they come.
- */
-export async function* readSseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent, void, undefined> {
-  const reader = body.getReader();
-  const decoder = new SseDecoder();
-  let finished = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      for (const event of decoder.push(value)) yield event;
-    }
-    finished = true;
-    for (const event of decoder.end()) yield event;
-  } finally {
-    if (!finished) reader.cancel().catch(() => {});
-    reader.releaseLock();
   }
 }

@@ -3,6 +3,7 @@
  * (openai-completions, openai-responses, anthropic-messages, scripted). Providers translate our neutral
  * message shapes into their wire format and translate the streamed answer back into ModelStreamEvents.
  */
+import type { Cadence } from "../infra/cadence.js";
 
 // A run's usage goes on the wire as is, so its shape is declared once, with the other wire types.
 import type { Usage } from "../protocol/run.js";
@@ -262,4 +263,10 @@ export interface ProviderInit {
   models: ProviderModelConfig[];
   /** scripted provider: path of the JSON5 script, or the parsed script itself */
   script?: string | unknown;
+  /**
+   * The runtime's stream beat (infra/cadence.ts). A provider that reads the network itself hands a busy stream's
+   * events on at most once per beat, merged, instead of once per network read: downstream of the socket, a token then
+   * costs a share of one pass through the loop instead of a pass of its own.
+   */
+  streamBeat?: Cadence;
 }

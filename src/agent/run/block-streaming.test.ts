@@ -88,7 +88,9 @@ describe("block streaming through a real run", () => {
   it("blockStreamingBreak text_end sends blocks while the text streams; message_end only once the message is complete", async () => {
     const text = longReply();
     const order = async (defaults: Record<string, unknown>) => {
-      const h = await harness({ blockStreamingDefault: "on", ...defaults });
+      // the fake model writes the whole reply at once; with coalescing on, the provider would hand it on as one
+      // delta (a batch per stream beat), and there would be no "while the text streams" to look at
+      const h = await harness({ blockStreamingDefault: "on", streamCoalesceMs: 0, ...defaults });
       h.enqueue({ text: pieces(text) });
       const final = await h.send("write it");
       const run = h.events.filter((e) => e.runId === final.runId);
