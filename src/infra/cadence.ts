@@ -20,6 +20,9 @@ export class Cadence {
   private waiting = new Set<() => void>();
   private trailing = new Set<() => void>();
   private timer: unknown;
+  /** the slot the armed timer's beat opens, and the latest slot a beat has opened */
+  private armedSlot = Number.NEGATIVE_INFINITY;
+  private openedSlot = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly clock: Clock,
@@ -34,7 +37,10 @@ export class Cadence {
    * next beat. Being on the clock's grid, it stays right while the timer is stopped and when a beat fires late.
    */
   get slot(): number {
-    return Math.floor(this.clock.now() / this.periodMs);
+    // a beat opens its slot even when the timer ran a little before the clock reached it (timers and Date.now()
+    // round differently): otherwise work handed on by that beat would count as the previous slot's, and wait a
+    // whole period more
+    return Math.max(Math.floor(this.clock.now() / this.periodMs), this.openedSlot);
   }
 
   /** `fn` runs at the next beat. */
@@ -65,11 +71,13 @@ export class Cadence {
 
   private arm(): void {
     const now = this.clock.now();
+    this.armedSlot = Math.floor(now / this.periodMs) + 1;
     this.timer = this.clock.setTimeout(this.beat, this.periodMs - (now % this.periodMs));
   }
 
   private readonly beat = (): void => {
     this.timer = undefined;
+    this.openedSlot = Math.max(this.openedSlot, this.armedSlot);
     const due = this.waiting;
     const last = this.trailing;
     this.waiting = new Set();
