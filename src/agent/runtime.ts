@@ -71,8 +71,9 @@ export class AgentRuntime {
   readonly sessionLocks: SessionLockPort;
   readonly clock: Clock;
   /**
-   * The one beat every run's held deltas go out on (agent/run/delta-coalescer.ts), and the gateway's chat deltas
-   * with them; undefined when `agents.defaults.streamCoalesceMs` is 0 (every model chunk is its own event).
+   * The beat runs pace their streams on (infra/cadence.ts; a run's view is `streamBeat.lane(runId)`): its provider
+   * and its delta coalescer hand deltas on once per beat, and the gateway's chat deltas go with them; undefined when
+   * `agents.defaults.streamCoalesceMs` is 0 (every model chunk is its own event).
    */
   readonly streamBeat: Cadence | undefined;
   readonly logger: Logger;
@@ -113,7 +114,9 @@ export class AgentRuntime {
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
     const coalesceMs = this.config.agents.defaults.streamCoalesceMs;
-    this.streamBeat = coalesceMs > 0 ? new Cadence(this.clock, coalesceMs) : undefined;
+    // about one phase per 10 ms of the period: at the default 40 ms, four bursts a period of a quarter of the runs
+    this.streamBeat =
+      coalesceMs > 0 ? new Cadence(this.clock, coalesceMs, Math.max(1, Math.round(coalesceMs / 10))) : undefined;
     this.logger = opts.logger ?? createLogger();
     this.bus = opts.bus ?? this.defaultBus();
     this.env = opts.env ?? process.env;
@@ -287,7 +290,7 @@ export class AgentRuntime {
     if (!p) {
       const cfg = this.config.models.providers[providerId];
       if (!cfg) return Promise.reject(new Error(`unknown provider "${providerId}"`));
-      p = createProvider(providerId, cfg, { streamBeat: this.streamBeat });
+      p = createProvider(providerId, cfg);
       p.catch(() => this.providerInstances.delete(providerId));
       this.providerInstances.set(providerId, p);
     }

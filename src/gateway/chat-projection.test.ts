@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { isSummaryRequest, type RunHarness, startRunHarness } from "../agent/run/run-harness.test-support.js";
 import { coalescingEmitter } from "../agent/run/delta-coalescer.js";
+import { isSummaryRequest, type RunHarness, startRunHarness } from "../agent/run/run-harness.test-support.js";
 import { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventData, AgentStream, AssistantData } from "../protocol/agent-events.js";
@@ -278,7 +278,8 @@ describe("chat projection of real runs", () => {
 describe("chat deltas on the runtime's stream beat", () => {
   it("each chat delta leaves in the same beat as an assistant delta, right after it, carrying its text, at most every 75 ms", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, 40);
+    const cadence = new Cadence(clock, 40);
+    const beat = cadence.lane("r1");
     const out: Array<{ kind: "agent" | "chat"; at: number; text: string }> = [];
     const chat = new ChatProjector({
       emit: (p) => {
@@ -286,7 +287,7 @@ describe("chat deltas on the runtime's stream beat", () => {
       },
       clock,
       intervalMs: DEFAULT_CHAT_DELTA_INTERVAL_MS,
-      beat,
+      beat: cadence,
     });
     let seq = 0;
     // what the broadcaster does with each event the coalescer lets out: the agent frame, then the chat projection

@@ -9,7 +9,7 @@ import { TextCheckpoints } from "../agent/run/text-checkpoint.js";
 const CHAT_CHECKPOINT_GROWTH = 0.5;
 
 import { silentTokenTail } from "../agent/silent-prefix.js";
-import type { Cadence } from "../infra/cadence.js";
+import type { Beat, Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { ChatErrorKind, ChatEventPayload, ChatMessagePayload } from "../protocol/payloads.js";
@@ -35,6 +35,8 @@ interface RunChat {
   waitingForBeat: boolean;
   /** an assistant delta came since the last beat looked at this run: the stream is flowing */
   deltaSinceBeat: boolean;
+  /** the run's view of the beat (its phase), when pacing on one */
+  beat: Beat | undefined;
   /** made once per run, on the first delta that has to wait for a beat */
   onBeat: (() => void) | undefined;
   /** the next delta replaces what the client has shown (a retry or compaction restarted the answer) */
@@ -133,6 +135,7 @@ export class ChatProjector {
         timer: undefined,
         waitingForBeat: false,
         deltaSinceBeat: false,
+        beat: this.beat?.lane(runId),
         onBeat: undefined,
         replace: false,
         blocks: false,
@@ -163,9 +166,9 @@ export class ChatProjector {
       // on a beat, the delta due goes out with the assistant delta that made it due (the same socket write)
       this.stopWaiting(run);
       this.flush(ev.runId, run);
-    } else if (this.beat) {
+    } else if (run.beat) {
       run.deltaSinceBeat = true;
-      if (!run.waitingForBeat) this.waitForBeat(ev.runId, run, this.beat);
+      if (!run.waitingForBeat) this.waitForBeat(ev.runId, run, run.beat);
     } else {
       run.timer = this.clock.setTimeout(() => {
         run.timer = undefined;
@@ -179,7 +182,7 @@ export class ChatProjector {
    * sends it (above), so that the two leave together. Assistant deltas a provider paced to the beat arrive just
    * after its callbacks, which is why a delta seen since the last beat means "wait one more".
    */
-  private waitForBeat(runId: string, run: RunChat, beat: Cadence): void {
+  private waitForBeat(runId: string, run: RunChat, beat: Beat): void {
     run.onBeat ??= () => {
       run.waitingForBeat = false;
       const flowing = run.deltaSinceBeat;
@@ -194,7 +197,7 @@ export class ChatProjector {
   private stopWaiting(run: RunChat): void {
     if (run.timer !== undefined) this.clock.clearTimeout(run.timer);
     run.timer = undefined;
-    if (run.waitingForBeat && run.onBeat) this.beat?.cancel(run.onBeat);
+    if (run.waitingForBeat && run.onBeat) run.beat?.cancel(run.onBeat);
     run.waitingForBeat = false;
   }
 

@@ -6,7 +6,7 @@ import type { Clock } from "./clock.js";
 describe("Cadence: one shared beat for held work", () => {
   it("runs what waits at the next multiple of the period, whenever it was asked for", () => {
     const clock = new ManualClock(1_000_007);
-    const beat = new Cadence(clock, 40);
+    const beat = new Cadence(clock, 40).lane("run");
     const ran: number[] = [];
     beat.next(() => ran.push(clock.now()));
     clock.advance(20);
@@ -17,7 +17,7 @@ describe("Cadence: one shared beat for held work", () => {
 
   it("a callback asked for twice before a beat runs once, and a cancelled one not at all", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, 10);
+    const beat = new Cadence(clock, 10).lane("run");
     let twice = 0;
     let cancelled = 0;
     const once = () => twice++;
@@ -32,7 +32,7 @@ describe("Cadence: one shared beat for held work", () => {
 
   it("work asked for during a beat waits for the next beat, and the timer stops once nothing waits", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, 10);
+    const beat = new Cadence(clock, 10).lane("run");
     const ran: number[] = [];
     const again = () => {
       ran.push(clock.now());
@@ -48,7 +48,7 @@ describe("Cadence: one shared beat for held work", () => {
 
   it("one callback that throws does not keep the others of its beat from running, and its error still surfaces", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, 10);
+    const beat = new Cadence(clock, 10).lane("run");
     const ran: string[] = [];
     beat.next(() => {
       throw new Error("flush failed");
@@ -60,7 +60,7 @@ describe("Cadence: one shared beat for held work", () => {
 
   it("an `after` callback runs once every `next` callback of its beat has, even one asked for earlier", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, 10);
+    const beat = new Cadence(clock, 10).lane("run");
     const ran: string[] = [];
     beat.after(() => ran.push("paced chat"));
     beat.next(() => ran.push("held delta"));
@@ -83,7 +83,7 @@ describe("Cadence: one shared beat for held work", () => {
         due = undefined;
       },
     };
-    const beat = new Cadence(clock, 40);
+    const beat = new Cadence(clock, 40).lane("run");
     beat.next(() => {});
     now = 39;
     expect(beat.slot).toBe(0);
@@ -91,7 +91,64 @@ describe("Cadence: one shared beat for held work", () => {
     expect(beat.slot).toBe(1);
   });
 
+  it("spreads runs over phases: each run gets one beat per period, the phases' beats evenly offset", () => {
+    const clock = new ManualClock(0);
+    const cadence = new Cadence(clock, 40, 4);
+    const ranAt = new Map<string, number[]>();
+    const runs = Array.from({ length: 40 }, (_, i) => `run-${i}`);
+    for (const run of runs) {
+      const lane = cadence.lane(run);
+      const again = () => {
+        ranAt.get(run)?.push(clock.now());
+        if ((ranAt.get(run)?.length ?? 0) < 3) lane.next(again);
+      };
+      ranAt.set(run, []);
+      lane.next(again);
+    }
+    for (let ms = 0; ms < 200; ms++) clock.advance(1);
+    const firstBeats = new Set<number>();
+    for (const run of runs) {
+      const times = ranAt.get(run) ?? [];
+      expect(times).toHaveLength(3);
+      // one beat per period for each run
+      expect([times[1] - times[0], times[2] - times[1]]).toEqual([40, 40]);
+      firstBeats.add(times[0]);
+      // the same run id always falls in the same phase
+      expect(cadence.lane(run)).toBe(cadence.lane(run));
+    }
+    // the 40 runs were spread over the 4 phases, 10 ms apart
+    expect([...firstBeats].sort((a, b) => a - b)).toEqual([10, 20, 30, 40]);
+  });
+
+  it("a beat that runs late runs every phase whose beat has passed, each once, instead of one phase per timer", () => {
+    // a clock whose one timer the test runs by hand, at whatever time it says
+    let now = 0;
+    let due: (() => void) | undefined;
+    const clock: Clock = {
+      now: () => now,
+      setTimeout: (fn) => {
+        due = fn;
+        return 1;
+      },
+      clearTimeout: () => {
+        due = undefined;
+      },
+    };
+    const cadence = new Cadence(clock, 40, 4);
+    const ran: string[] = [];
+    const keys = Array.from({ length: 16 }, (_, i) => `run-${i}`);
+    for (const key of keys) cadence.lane(key).next(() => ran.push(key));
+    // the loop was busy: the timer due at 10 ms runs at 95 ms, past every phase's beat
+    now = 95;
+    const fire = due;
+    due = undefined;
+    fire?.();
+    expect(ran.sort()).toEqual([...keys].sort());
+    expect(due).toBeUndefined(); // nothing waits any more: no timer
+  });
+
   it("refuses a period of 0", () => {
     expect(() => new Cadence(new ManualClock(0), 0)).toThrow("a cadence needs a period above 0 ms, not 0");
+    expect(() => new Cadence(new ManualClock(0), 40, 0)).toThrow("a cadence needs 1 or more phases, not 0");
   });
 });

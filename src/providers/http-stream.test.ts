@@ -162,7 +162,7 @@ describe("postStreamed: one streamed POST over node:http", () => {
 describe("postStreamed on the stream beat", () => {
   it("hands the first events on at once and what follows within the same beat slot together at the next beat", async () => {
     const clock = new ManualClock(1_000); // slot 25 of 40 ms
-    const beat = new Cadence(clock, 40);
+    const beat = new Cadence(clock, 40).lane("run");
     let res!: ServerResponse;
     const url = await serve((_req, r) => {
       res = r;

@@ -17,7 +17,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { request as httpsRequest } from "node:https";
 import type { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import type { Cadence } from "../infra/cadence.js";
+import type { Beat } from "../infra/cadence.js";
 import { type SseEvent, SseParser } from "./sse.js";
 
 /** An answer whose headers are in and whose body has not been read yet. */
@@ -31,7 +31,7 @@ export interface StreamedResponse {
    * stream of tokens reaches the consumer about once per beat however often the network delivers; without, once
    * per network read. The end of the body and errors are never held. Leaving the loop early closes the connection.
    */
-  sseBatches(beat?: Cadence): AsyncIterable<SseEvent[]>;
+  sseBatches(beat?: Beat): AsyncIterable<SseEvent[]>;
   /** the whole body as text, at most `maxBytes` of it (an error body: it is only read to be quoted) */
   text(maxBytes?: number): Promise<string>;
 }
@@ -120,7 +120,7 @@ function bodyText(body: Readable, maxBytes: number): Promise<string> {
  * A pull interface over a push source: `data` parses right away and queues the events; `next` takes what is queued
  * or waits for more. One batch per read (or per beat) keeps the per-token cost to a share of one settled promise.
  */
-function sseBatches(body: Readable, res: IncomingMessage, beat: Cadence | undefined): AsyncIterable<SseEvent[]> {
+function sseBatches(body: Readable, res: IncomingMessage, beat: Beat | undefined): AsyncIterable<SseEvent[]> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<SseEvent[]> {
       const parser = new SseParser();

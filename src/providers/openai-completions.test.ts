@@ -4,7 +4,7 @@ import { systemClock } from "../infra/clock.js";
 import { type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
 import { createOpenAICompletionsProvider } from "./openai-completions.js";
 import { collect, lastBodyAt, requestFor } from "./test-helpers.js";
-import type { ModelProvider } from "./types.js";
+import type { ModelProvider, ModelRequest } from "./types.js";
 
 let server: FakeModelServer;
 let provider: ModelProvider;
@@ -148,19 +148,12 @@ describe("openai-completions stream", () => {
 });
 
 describe("openai-completions on the stream beat", () => {
-  const paced = () =>
-    createOpenAICompletionsProvider({
-      id: "openai",
-      api: "openai-completions",
-      baseUrl: server.baseUrl,
-      apiKey: "sk-test",
-      models: [],
-      streamBeat: new Cadence(systemClock, 40),
-    });
+  // the run's beat rides on each request (run/attempt.ts puts it there)
+  const onBeat = (req: ModelRequest): ModelRequest => ({ ...req, streamBeat: new Cadence(systemClock, 40).lane("r") });
 
   it("text that arrives within one beat goes on as one delta, and the deltas joined are the whole answer", async () => {
     server.enqueue({ text: ["The ", "answer ", "is ", "42", "."] });
-    const events = await collect(paced().stream(request()));
+    const events = await collect(provider.stream(onBeat(request())));
     const deltas = events.flatMap((e) => (e.type === "text_delta" ? [e.delta] : []));
     expect(deltas.join("")).toBe("The answer is 42.");
     // written back to back: the first chunk at once, the rest together at the next beat
@@ -175,7 +168,7 @@ describe("openai-completions on the stream beat", () => {
     });
     const seen: string[] = [];
     const reading = (async () => {
-      for await (const e of paced().stream(request())) if (e.type === "text_delta") seen.push(e.delta);
+      for await (const e of provider.stream(onBeat(request()))) if (e.type === "text_delta") seen.push(e.delta);
     })();
     await expect(reading).rejects.toMatchObject({ kind: "context_length" });
     expect(seen.join("")).toBe("Partial answer");

@@ -217,9 +217,9 @@ async function* streamChat(
     // On the stream beat, consecutive text of one batch goes on as one delta: a batch is then everything that came
     // since the loop last took some, and past this point every delta costs a pass through the loop, the run and its
     // events. Without a beat (coalescing off) every chunk stays a delta of its own.
-    const merge = init.streamBeat !== undefined;
+    const merge = request.streamBeat !== undefined;
     let text = "";
-    read: for await (const batch of response.sseBatches(init.streamBeat)) {
+    read: for await (const batch of response.sseBatches(request.streamBeat)) {
       guard.touch();
       for (const event of batch) {
         // a consumer that was slow to take the last event may come back after a cancel or a stall

@@ -63,13 +63,8 @@ export function resolveModelRef(providers: Record<string, ProviderConfig>, ref: 
   };
 }
 
-export async function createProvider(
-  id: string,
-  config: ProviderConfig,
-  runtime: Pick<ProviderInit, "streamBeat"> = {},
-): Promise<ModelProvider> {
+export async function createProvider(id: string, config: ProviderConfig): Promise<ModelProvider> {
   const init: ProviderInit = {
-    ...runtime,
     id,
     api: config.api,
     baseUrl: config.baseUrl,

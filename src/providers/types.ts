@@ -3,7 +3,7 @@
  * (openai-completions, openai-responses, anthropic-messages, scripted). Providers translate our neutral
  * message shapes into their wire format and translate the streamed answer back into ModelStreamEvents.
  */
-import type { Cadence } from "../infra/cadence.js";
+import type { Beat } from "../infra/cadence.js";
 
 // A run's usage goes on the wire as is, so its shape is declared once, with the other wire types.
 import type { Usage } from "../protocol/run.js";
@@ -149,6 +149,12 @@ export interface ModelRequest {
   maxTokens?: number;
   thinking?: ThinkingLevel;
   signal: AbortSignal;
+  /**
+   * The run's stream beat (infra/cadence.ts). A provider that reads the network itself hands a busy stream's events
+   * on at most once per beat, merged, instead of once per network read: downstream of the socket, a token then costs
+   * a share of one pass through the loop instead of a pass of its own. Absent: every chunk as it comes.
+   */
+  streamBeat?: Beat;
 }
 
 export type ModelStreamEvent =
@@ -263,10 +269,4 @@ export interface ProviderInit {
   models: ProviderModelConfig[];
   /** scripted provider: path of the JSON5 script, or the parsed script itself */
   script?: string | unknown;
-  /**
-   * The runtime's stream beat (infra/cadence.ts). A provider that reads the network itself hands a busy stream's
-   * events on at most once per beat, merged, instead of once per network read: downstream of the socket, a token then
-   * costs a share of one pass through the loop instead of a pass of its own.
-   */
-  streamBeat?: Cadence;
 }

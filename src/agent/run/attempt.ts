@@ -1,3 +1,4 @@
+import type { Beat } from "../../infra/cadence.js";
 import { acceptsImages, textOnlyProvider } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import {
@@ -78,6 +79,15 @@ async function* observeStream(
   }
 }
 
+/**
+ * Every model request of the run carries the run's stream beat, the one its delta coalescer paces on
+ * (run/turn.ts), so a provider that reads the network itself hands deltas on at the same beats.
+ */
+function pacedOnBeat(provider: ModelProvider, beat: Beat | undefined): ModelProvider {
+  if (!beat) return provider;
+  return { id: provider.id, api: provider.api, stream: (request) => provider.stream({ ...request, streamBeat: beat }) };
+}
+
 /** Runs the loop once, feeding every event to the projection; returns the loop's outcome. */
 export async function runAttempt(
   rt: AgentRuntime,
@@ -101,7 +111,10 @@ export async function runAttempt(
     {
       // the chat span wraps the watchdog, so a model call it cut off ends as a timeout; the stuck-session
       // diagnostics' observer (when on) sees each call start and end
-      provider: observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
+      provider: pacedOnBeat(
+        observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
+        rt.streamBeat?.lane(spec.runId),
+      ),
       tools: spans ? spans.tools(rt.tools) : rt.tools,
       signal: input.signal,
       toolContext: {

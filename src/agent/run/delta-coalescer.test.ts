@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { AgentEvent, AgentStream, AssistantData } from "../../protocol/agent-events.js";
 import { Cadence } from "../../infra/cadence.js";
+import type { AgentEvent, AgentStream, AssistantData } from "../../protocol/agent-events.js";
 import { ManualClock } from "../../testing/manual-clock.js";
 import { coalescingEmitter, type DeltaCoalescer } from "./delta-coalescer.js";
 import type { RunEmitter } from "./events.js";
@@ -17,7 +17,7 @@ function setup(windowMs = WINDOW) {
       sent.push({ stream, data, at: clock.now() });
     },
   };
-  const events = coalescingEmitter(base, windowMs > 0 ? new Cadence(clock, windowMs) : undefined);
+  const events = coalescingEmitter(base, windowMs > 0 ? new Cadence(clock, windowMs).lane("run") : undefined);
   const delta = (text: string, extra: Partial<AssistantData> = {}) =>
     events.emit("assistant", { delta: text, ...extra });
   return { clock, sent, events, delta, base };
@@ -70,7 +70,7 @@ describe("coalescing streamed deltas at the source", () => {
 
   it("two runs' held deltas go out on the same beat, whenever each run's last event went out", () => {
     const clock = new ManualClock(0);
-    const beat = new Cadence(clock, WINDOW);
+    const beat = new Cadence(clock, WINDOW).lane("both runs");
     const sent: Array<{ run: string; delta: string; at: number }> = [];
     const runEmitter = (run: string) =>
       coalescingEmitter(

@@ -1,4 +1,4 @@
-import type { Cadence } from "../../infra/cadence.js";
+import type { Beat } from "../../infra/cadence.js";
 import type { AgentEventData, AgentStream } from "../../protocol/agent-events.js";
 import type { RunEmitter } from "./events.js";
 
@@ -13,7 +13,7 @@ type DeltaData = AgentEventData[DeltaStream];
  * decides how many streams one core carries (docs/architecture.md, "Streaming: what one token costs").
  *
  * The rule, per run:
- * - the shared cadence (infra/cadence.ts) beats every `windowMs` for all runs; a delta that comes when nothing of
+ * - the run's beat (infra/cadence.ts) comes every `windowMs`, shared with the runs of its phase; a delta that comes when nothing of
  *   the run went out since the last beat goes out at once (a reply's first token, and every token of a slow
  *   stream, are never delayed);
  * - one that comes after something did is held, and deltas arriving behind it are appended to it; the held event
@@ -42,7 +42,7 @@ export class DeltaCoalescer implements RunEmitter {
 
   constructor(
     private readonly base: RunEmitter,
-    private readonly beat: Cadence,
+    private readonly beat: Beat,
   ) {}
 
   emit<S extends AgentStream>(stream: S, data: AgentEventData[S]): void {
@@ -102,6 +102,6 @@ export class DeltaCoalescer implements RunEmitter {
 }
 
 /** The run's emitter, coalescing deltas on `beat` (none: every model chunk is its own event, no wrapper). */
-export function coalescingEmitter(base: RunEmitter, beat: Cadence | undefined): RunEmitter {
+export function coalescingEmitter(base: RunEmitter, beat: Beat | undefined): RunEmitter {
   return beat ? new DeltaCoalescer(base, beat) : base;
 }

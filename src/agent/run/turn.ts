@@ -170,7 +170,7 @@ async function runPhases(
   spans: RunSpans | undefined,
 ): Promise<RunResult> {
   // streamed deltas are merged over a short window before the bus (delta-coalescer.ts); 0 leaves the plain emitter
-  const events = coalescingEmitter(runEmitter(rt.bus, spec.runId, spec.sessionKey), rt.streamBeat);
+  const events = coalescingEmitter(runEmitter(rt.bus, spec.runId, spec.sessionKey), rt.streamBeat?.lane(spec.runId));
   const startedAt = rt.clock.now();
   // the run records say "running" before the start event goes out
   await spec.onStarted?.({ startedAt, laneWaitMs });
