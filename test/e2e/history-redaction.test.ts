@@ -27,7 +27,10 @@ class SecretHandlingModel implements ModelProvider {
   readonly requests: ModelRequest[] = [];
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-    this.requests.push(structuredClone({ ...request, signal: undefined }) as unknown as ModelRequest);
+    // the signal and the run's stream beat are live objects, not data
+    this.requests.push(
+      structuredClone({ ...request, signal: undefined, streamBeat: undefined }) as unknown as ModelRequest,
+    );
     const step = this.requests.length;
     if (step === 1) {
       const args = { path: "creds.env", content: `GITHUB_TOKEN=${TOKEN}\n` };
