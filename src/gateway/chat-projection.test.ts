@@ -336,4 +336,36 @@ describe("chat deltas on the runtime's stream beat", () => {
     }
     expect(chatDeltas.length).toBeGreaterThan(5);
   });
+
+  it("a stream that pauses still gets its pending text as a chat delta from a later beat", () => {
+    const clock = new ManualClock(0);
+    const cadence = new Cadence(clock, 40);
+    const sent: Array<{ text: string; at: number }> = [];
+    const chat = new ChatProjector({
+      emit: (p) => {
+        if (p.state === "delta") sent.push({ text: p.deltaText ?? "", at: clock.now() });
+      },
+      clock,
+      intervalMs: DEFAULT_CHAT_DELTA_INTERVAL_MS,
+      beat: cadence,
+    });
+    let seq = 0;
+    const delta = (d: string) =>
+      chat.onAgentEvent({
+        runId: "r1",
+        seq: ++seq,
+        stream: "assistant",
+        ts: clock.now(),
+        sessionKey: "agent:main:s",
+        data: { delta: d },
+      } as AgentEvent);
+    delta("Hello"); // the first delta goes out at once
+    clock.advance(10);
+    delta(", world"); // too soon after the first: pending
+    // then the model goes quiet: no assistant delta will carry it
+    for (let ms = 0; ms < 300; ms++) clock.advance(1);
+    expect(sent.map((s) => s.text)).toEqual(["Hello", ", world"]);
+    expect(sent[1].at - sent[0].at).toBeGreaterThanOrEqual(DEFAULT_CHAT_DELTA_INTERVAL_MS);
+    expect(sent[1].at).toBeLessThanOrEqual(DEFAULT_CHAT_DELTA_INTERVAL_MS + 2 * 40);
+  });
 });

@@ -5,13 +5,14 @@
  * Why not fetch: a streamed token arrives as its own network read, so the cost of one read is the cost of one token.
  * Measured on the bench machine with 1,000 streams at 50 tokens/s, a fetch body read through its web stream cost
  * about 14.7 µs of JS per read and a Node `http` response's `data` event about 9.6 µs (system time the same ~6 µs
- * either way): at 50,000 reads a second that is a quarter of a core. The events of one read are parsed in the `data`
- * handler and handed to the consumer together, so a read costs at most one promise, however many events it carried.
+ * either way): at 50,000 reads a second that is a quarter of a core. Events are parsed in the `data` handler and
+ * handed to the consumer in batches (per read, or per beat on the run's stream beat), so a token costs a share of one
+ * settled promise.
  *
  * What fetch did and this keeps: keep-alive connections (the global agents keep sockets alive since Node 19), an
  * abort signal that cancels the request at any point, `gzip`/`deflate`/`br` bodies, and an error with the socket's
- * `code` for transport failures (errors.ts reads `code`). Proxies follow Node's own rules for the global agents
- * (`NODE_USE_ENV_PROXY`), as fetch's do.
+ * `code` for transport failures (errors.ts reads `code`). Proxies follow Node's own rules for its global agents
+ * (`NODE_USE_ENV_PROXY` on Node 24), as fetch's do.
  */
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
