@@ -881,7 +881,7 @@ const b = results.breakdown;
 if (b?.ms) {
   const labels = {
     wholeTurn: "whole turn (accept → final)",
-    modelCalls: "the two model calls (openai-completions provider: fetch + SSE)",
+    modelCalls: "the two model calls (openai-completions provider: node:http + SSE)",
     writeLock: "session write lock acquire + release",
     bootstrapFiles: "bootstrap files, uncached read (the runner re-reads only changed files)",
     storeCalls: "store calls of one turn",

@@ -5,7 +5,7 @@
 //   bootstrap       loadBootstrapFiles(workspace)  (re-read on every turn)
 //   system prompt   buildSystemPrompt with the same inputs
 //   store           the store calls of one turn (run record, session, transcript read and four appends)
-//   model calls     the two provider.stream calls through the real openai-completions provider (fetch + SSE)
+//   model calls     the two provider.stream calls through the real openai-completions provider (node:http + SSE)
 //   noop tool       the tool itself
 // Options: { baseUrl, iterations }.
 import fs from "node:fs";
