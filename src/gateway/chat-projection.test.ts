@@ -37,13 +37,10 @@ function manualClock(): Clock & { advance(ms: number): void } {
   };
 }
 
-/** A projector fed by hand, recording each chat payload with the time it went out. */
-function projector(intervalMs = DEFAULT_CHAT_DELTA_INTERVAL_MS) {
-  const clock = manualClock();
-  const sent: Array<ChatEventPayload & { at: number }> = [];
-  const chat = new ChatProjector({ emit: (p) => sent.push({ ...p, at: clock.now() }), clock, intervalMs });
+/** Feeds run r1's events to a projector, numbered as the run would number them, stamped with the clock's time. */
+function runFeed(chat: ChatProjector, clock: Pick<Clock, "now">) {
   let seq = 0;
-  const emit = <S extends AgentStream>(stream: S, data: AgentEventData[S]) =>
+  return <S extends AgentStream>(stream: S, data: AgentEventData[S]) =>
     chat.onAgentEvent({
       runId: "r1",
       seq: ++seq,
@@ -52,6 +49,14 @@ function projector(intervalMs = DEFAULT_CHAT_DELTA_INTERVAL_MS) {
       sessionKey: "agent:main:s",
       data,
     } as AgentEvent);
+}
+
+/** A projector fed by hand, recording each chat payload with the time it went out. */
+function projector(intervalMs = DEFAULT_CHAT_DELTA_INTERVAL_MS) {
+  const clock = manualClock();
+  const sent: Array<ChatEventPayload & { at: number }> = [];
+  const chat = new ChatProjector({ emit: (p) => sent.push({ ...p, at: clock.now() }), clock, intervalMs });
+  const emit = runFeed(chat, clock);
   let text = "";
   const delta = (d: string) => {
     text += d;
@@ -289,21 +294,13 @@ describe("chat deltas on the runtime's stream beat", () => {
       intervalMs: DEFAULT_CHAT_DELTA_INTERVAL_MS,
       beat: cadence,
     });
-    let seq = 0;
+    const feed = runFeed(chat, clock);
     // what the broadcaster does with each event the coalescer lets out: the agent frame, then the chat projection
     const events = coalescingEmitter(
       {
         emit: (stream, data) => {
-          const delta = (data as AssistantData).delta;
-          out.push({ kind: "agent", at: clock.now(), text: delta });
-          chat.onAgentEvent({
-            runId: "r1",
-            seq: ++seq,
-            stream,
-            ts: clock.now(),
-            sessionKey: "agent:main:s",
-            data,
-          } as AgentEvent);
+          out.push({ kind: "agent", at: clock.now(), text: (data as AssistantData).delta });
+          feed(stream, data);
         },
       },
       beat,
@@ -349,16 +346,8 @@ describe("chat deltas on the runtime's stream beat", () => {
       intervalMs: DEFAULT_CHAT_DELTA_INTERVAL_MS,
       beat: cadence,
     });
-    let seq = 0;
-    const delta = (d: string) =>
-      chat.onAgentEvent({
-        runId: "r1",
-        seq: ++seq,
-        stream: "assistant",
-        ts: clock.now(),
-        sessionKey: "agent:main:s",
-        data: { delta: d },
-      } as AgentEvent);
+    const feed = runFeed(chat, clock);
+    const delta = (d: string) => feed("assistant", { delta: d });
     delta("Hello"); // the first delta goes out at once
     clock.advance(10);
     delta(", world"); // too soon after the first: pending

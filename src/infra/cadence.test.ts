@@ -3,6 +3,27 @@ import { ManualClock } from "../testing/manual-clock.js";
 import { Cadence } from "./cadence.js";
 import type { Clock } from "./clock.js";
 
+/** A clock whose one timer the test runs by hand (`fire`), at whatever time `now` says. */
+function handRunClock() {
+  const state = { now: 0, due: undefined as (() => void) | undefined };
+  const clock: Clock = {
+    now: () => state.now,
+    setTimeout: (fn) => {
+      state.due = fn;
+      return 1;
+    },
+    clearTimeout: () => {
+      state.due = undefined;
+    },
+  };
+  const fire = () => {
+    const fn = state.due;
+    state.due = undefined;
+    fn?.();
+  };
+  return { clock, state, fire };
+}
+
 describe("Cadence: one shared beat for held work", () => {
   it("runs what waits at the next multiple of the period, whenever it was asked for", () => {
     const clock = new ManualClock(1_000_007);
@@ -69,25 +90,13 @@ describe("Cadence: one shared beat for held work", () => {
   });
 
   it("regression: a beat whose timer runs a little early still opens its slot, so what it hands on is not held a period more", () => {
-    // a clock whose one timer the test runs by hand, at whatever time it says: Node timers and Date.now() round
-    // differently, so the beat due at 40 may run while Date.now() still says 39
-    let now = 0;
-    let due: (() => void) | undefined;
-    const clock: Clock = {
-      now: () => now,
-      setTimeout: (fn) => {
-        due = fn;
-        return 1;
-      },
-      clearTimeout: () => {
-        due = undefined;
-      },
-    };
+    // Node timers and Date.now() round differently, so the beat due at 40 may run while Date.now() still says 39
+    const { clock, state, fire } = handRunClock();
     const beat = new Cadence(clock, 40).lane("run");
     beat.next(() => {});
-    now = 39;
+    state.now = 39;
     expect(beat.slot).toBe(0);
-    due?.();
+    fire();
     expect(beat.slot).toBe(1);
   });
 
@@ -121,30 +130,16 @@ describe("Cadence: one shared beat for held work", () => {
   });
 
   it("a beat that runs late runs every phase whose beat has passed, each once, instead of one phase per timer", () => {
-    // a clock whose one timer the test runs by hand, at whatever time it says
-    let now = 0;
-    let due: (() => void) | undefined;
-    const clock: Clock = {
-      now: () => now,
-      setTimeout: (fn) => {
-        due = fn;
-        return 1;
-      },
-      clearTimeout: () => {
-        due = undefined;
-      },
-    };
+    const { clock, state, fire } = handRunClock();
     const cadence = new Cadence(clock, 40, 4);
     const ran: string[] = [];
     const keys = Array.from({ length: 16 }, (_, i) => `run-${i}`);
     for (const key of keys) cadence.lane(key).next(() => ran.push(key));
     // the loop was busy: the timer due at 10 ms runs at 95 ms, past every phase's beat
-    now = 95;
-    const fire = due;
-    due = undefined;
-    fire?.();
+    state.now = 95;
+    fire();
     expect(ran.sort()).toEqual([...keys].sort());
-    expect(due).toBeUndefined(); // nothing waits any more: no timer
+    expect(state.due).toBeUndefined(); // nothing waits any more: no timer
   });
 
   it("refuses a period of 0", () => {
