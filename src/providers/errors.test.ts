@@ -80,6 +80,25 @@ describe("provider error mapping", () => {
     expect(err.message).toBe("ollama: network error: fetch failed (connect ECONNREFUSED 127.0.0.1:11434)");
   });
 
+  it("regression: a connect timeout or an untrusted TLS certificate from node:http is a network error, not a bad response", () => {
+    // fetch wrapped these in a TypeError; Node's http/https throw the socket's or the TLS layer's error itself
+    const cases = [
+      Object.assign(new Error("connect ETIMEDOUT 10.0.0.9:443"), { code: "ETIMEDOUT" }),
+      Object.assign(new Error("write EPROTO"), { code: "EPROTO" }),
+      Object.assign(new Error("self-signed certificate"), { code: "DEPTH_ZERO_SELF_SIGNED_CERT" }),
+      Object.assign(new Error("certificate has expired"), { code: "CERT_HAS_EXPIRED" }),
+      Object.assign(new Error("unable to verify the first certificate"), { code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE" }),
+      Object.assign(new Error("Hostname/IP does not match certificate's altnames"), {
+        code: "ERR_TLS_CERT_ALTNAME_INVALID",
+      }),
+    ];
+    for (const cause of cases) {
+      const err = toProviderError(cause, { provider: "openai" });
+      expect(err.kind, cause.message).toBe("network");
+      expect(err.message).toBe(`openai: network error: ${cause.message}`);
+    }
+  });
+
   it("keeps API keys out of messages even when the API echoes one back", () => {
     const key = "sk-proj-AbCdEf0123456789xyz";
     const viaContext = toProviderError(sdkError(401, { message: `Incorrect API key provided: ${key}` }), {

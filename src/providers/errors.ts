@@ -160,8 +160,14 @@ function isNetworkFailure(err: unknown): boolean {
   // error as its cause
   if (err instanceof TypeError) return true;
   const code = isRecord(err) ? err.code : undefined;
-  return typeof code === "string" && /^(ECONN|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR)/.test(code);
+  // Node's own http/https (openai-completions) throw the socket's error itself: a system error code (ECONNRESET,
+  // ETIMEDOUT, EPROTO, EAI_AGAIN, …) or a TLS one (a certificate the machine does not trust, an expired one, a
+  // name that does not match). An API's error codes never get here: errors with an API answer are read above.
+  return typeof code === "string" && TRANSPORT_ERROR_CODE.test(code);
 }
+
+const TRANSPORT_ERROR_CODE =
+  /^(E(?!RR_)[A-Z0-9_]+$|UND_ERR|ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT|HOSTNAME_MISMATCH)/;
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
