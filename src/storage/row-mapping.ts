@@ -1,5 +1,15 @@
 import type { AuditEvent, CronRunStatus } from "../protocol/payloads.js";
-import type { AuditQuery, CronRunRecord, RunRecord, RunStatus, SessionRecord } from "./types.js";
+import type { ChatMessage } from "../providers/types.js";
+import type {
+  AuditQuery,
+  CronRunRecord,
+  RunRecord,
+  RunStatus,
+  SessionRecord,
+  StoredRunEvent,
+  TranscriptKind,
+  TranscriptRow,
+} from "./types.js";
 
 /**
  * Row ↔ record mapping shared by the SQLite and Postgres stores: their tables are twins (same columns, same
@@ -130,3 +140,32 @@ export const auditFilters: ReadonlyArray<[keyof AuditQuery, string]> = [
   ["before", "ts <"],
   ["beforeSequence", "seq <"],
 ];
+
+/** A transcript row's `data` column, parsed: what the row carries besides its columns. */
+export type TranscriptRowData = { message?: ChatMessage; text?: string; firstKeptSeq?: number };
+
+/** `data` is the row's parsed `data` column, its message's images already loaded when the caller asked for them. */
+export function toTranscriptRow(r: Row, data: TranscriptRowData): TranscriptRow {
+  return {
+    sessionKey: r.session_key as string,
+    generation: r.generation as number,
+    seq: r.seq as number,
+    kind: r.kind as TranscriptKind,
+    runId: opt(r.run_id),
+    createdAt: r.created_at as number,
+    message: data.message,
+    text: data.text,
+    ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
+  };
+}
+
+export function toStoredRunEvent(r: Row): StoredRunEvent {
+  return {
+    runId: r.run_id as string,
+    seq: r.seq as number,
+    ts: r.ts as number,
+    sessionKey: r.session_key as string,
+    stream: r.stream as string,
+    json: r.event as string,
+  };
+}

@@ -10,14 +10,16 @@ import {
   auditFilters,
   cronRunColumns,
   jsonRunColumns,
-  opt,
   type Row,
   runColumns,
   sessionColumns,
+  type TranscriptRowData,
   toAuditEvent,
   toCronRun,
   toRun,
   toSession,
+  toStoredRunEvent,
+  toTranscriptRow,
 } from "./row-mapping.js";
 import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
@@ -31,7 +33,6 @@ import type {
   SessionListPoint,
   SessionRecord,
   StoredRunEvent,
-  TranscriptKind,
   TranscriptReadOptions,
   TranscriptRow,
 } from "./types.js";
@@ -412,18 +413,9 @@ export class SqliteStore {
     const sql = `SELECT * FROM (SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?) ORDER BY seq ASC`;
     const rows = this.prep(sql).all(...args, opts.limit ?? -1) as Row[];
     return rows.map((r) => {
-      const data = JSON.parse(r.data as string) as { message?: ChatMessage; text?: string; firstKeptSeq?: number };
-      return {
-        sessionKey: r.session_key as string,
-        generation: r.generation as number,
-        seq: r.seq as number,
-        kind: r.kind as TranscriptKind,
-        runId: opt(r.run_id),
-        createdAt: r.created_at as number,
-        message: data.message && opts.imageData ? this.hydrated(key, data.message) : data.message,
-        text: data.text,
-        ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
-      };
+      const data = JSON.parse(r.data as string) as TranscriptRowData;
+      if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
+      return toTranscriptRow(r, data);
     });
   }
 
@@ -512,14 +504,7 @@ export class SqliteStore {
 
   readRunEvents(runId: string, opts: { afterSeq?: number; limit?: number } = {}): StoredRunEvent[] {
     const rows = this.stmts.readRunEvents.all(runId, opts.afterSeq ?? 0, opts.limit ?? -1) as Row[];
-    return rows.map((r) => ({
-      runId: r.run_id as string,
-      seq: r.seq as number,
-      ts: r.ts as number,
-      sessionKey: r.session_key as string,
-      stream: r.stream as string,
-      json: r.event as string,
-    }));
+    return rows.map(toStoredRunEvent);
   }
 
   lastRunEventSeq(runId: string): number {

@@ -7,14 +7,16 @@ import {
   auditFilters,
   cronRunColumns,
   jsonRunColumns,
-  opt,
   type Row,
   runColumns,
   sessionColumns,
+  type TranscriptRowData,
   toAuditEvent,
   toCronRun,
   toRun,
   toSession,
+  toStoredRunEvent,
+  toTranscriptRow,
 } from "../row-mapping.js";
 import type {
   AuditEventInput,
@@ -28,7 +30,6 @@ import type {
   SessionRecord,
   Store,
   StoredRunEvent,
-  TranscriptKind,
   TranscriptReadOptions,
   TranscriptRow,
 } from "../types.js";
@@ -58,22 +59,6 @@ const UNIQUE_VIOLATION = "23505";
  * a deployment has per session (one, under the session write lock; a few in tests that race on purpose).
  */
 const MAX_SEQ_RACES = 64;
-
-type RowData = { message?: ChatMessage; text?: string; firstKeptSeq?: number };
-
-function toTranscriptRow(r: Row, data: RowData): TranscriptRow {
-  return {
-    sessionKey: r.session_key as string,
-    generation: r.generation as number,
-    seq: r.seq as number,
-    kind: r.kind as TranscriptKind,
-    runId: opt(r.run_id),
-    createdAt: r.created_at as number,
-    message: data.message,
-    text: data.text,
-    ...(data.firstKeptSeq !== undefined ? { firstKeptSeq: data.firstKeptSeq } : {}),
-  };
-}
 
 /** The JSON `data` column of a transcript row, as SQLite writes it: the message, or the text (and firstKeptSeq). */
 function rowData(row: NewTranscriptRow, message: ChatMessage | undefined): string {
@@ -416,7 +401,7 @@ export class PostgresStore implements Store {
 
   /** Parses rows; with `imageData`, loads every referenced image of the rows in one more query. */
   private async toTranscriptRows(key: string, rows: Row[], imageData: boolean): Promise<TranscriptRow[]> {
-    const datas = rows.map((r) => JSON.parse(r.data as string) as RowData);
+    const datas = rows.map((r) => JSON.parse(r.data as string) as TranscriptRowData);
     if (imageData) {
       const refs = new Set<string>();
       for (const d of datas) if (d.message) for (const ref of imageRefs(d.message)) refs.add(ref);
@@ -745,14 +730,7 @@ export class PostgresStore implements Store {
       "SELECT run_id, seq, ts, session_key, stream, event FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
       [runId, opts.afterSeq ?? 0, opts.limit ?? null],
     );
-    return rows.map((r) => ({
-      runId: r.run_id as string,
-      seq: r.seq as number,
-      ts: r.ts as number,
-      sessionKey: r.session_key as string,
-      stream: r.stream as string,
-      json: r.event as string,
-    }));
+    return rows.map(toStoredRunEvent);
   }
 
   async lastRunEventSeq(runId: string): Promise<number> {
