@@ -40,6 +40,30 @@ class PacedProvider extends TestProvider {
 }
 const paced = new PacedProvider();
 
+/**
+ * Each run `run-<m>` ended cleanly (completed, or failed with an error that says why; never left pending or
+ * running), both nodes saw its end, and the watcher on node B got exactly the events the sender on node A got, with
+ * gap-free seqs.
+ */
+async function expectEndedAlikeOnBothNodes(
+  runs: string[],
+  { watcher, sender, waitMs }: { watcher: RawPeer; sender: RawPeer; waitMs: number },
+): Promise<void> {
+  for (const m of runs) {
+    const waited = await watcher.call("agent.wait", { runId: `run-${m}`, timeoutMs: waitMs });
+    expect(waited.ok, JSON.stringify(waited.error)).toBe(true);
+    const status = waited.payload?.status;
+    expect(["ok", "error"]).toContain(status);
+    if (status === "error") expect(String(waited.payload?.error ?? "")).not.toBe("");
+    await watcher.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node B`);
+    await sender.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node A`);
+    const onB = runEvents(watcher, `run-${m}`) as unknown as Ev[];
+    const onA = runEvents(sender, `run-${m}`) as unknown as Ev[];
+    expect(onB.map((e) => e.seq)).toEqual(Array.from({ length: onB.length }, (_, i) => i + 1));
+    expect(onB).toEqual(onA);
+  }
+}
+
 // Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway nodes", () => {
   let ts: TestSchema;
@@ -100,19 +124,7 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
       await watcher.seen((f) => carriesChunk(f, `w1-${40 * (cut + 1)} `), `w1's delta ${40 * (cut + 1)} on node B`);
       await terminateNodeConnections();
     }
-    for (const m of runs) {
-      const waited = await watcher.call("agent.wait", { runId: `run-${m}`, timeoutMs: 60_000 });
-      expect(waited.ok, JSON.stringify(waited.error)).toBe(true);
-      const status = waited.payload?.status;
-      expect(["ok", "error"]).toContain(status);
-      if (status === "error") expect(String(waited.payload?.error ?? "")).not.toBe("");
-      await watcher.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node B`);
-      await sender.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node A`);
-      const onB = runEvents(watcher, `run-${m}`) as unknown as Ev[];
-      const onA = runEvents(sender, `run-${m}`) as unknown as Ev[];
-      expect(onB.map((e) => e.seq)).toEqual(Array.from({ length: onB.length }, (_, i) => i + 1));
-      expect(onB).toEqual(onA);
-    }
+    await expectEndedAlikeOnBothNodes(runs, { watcher, sender, waitMs: 60_000 });
     const { rows } = await admin.query<{ status: string }>(
       `SELECT status FROM ${ts.schema}.runs WHERE run_id = ANY($1::text[])`,
       [runs.map((m) => `run-${m}`)],
@@ -163,20 +175,7 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     gates.get("m2")?.resolve();
     gates.get("m3")?.resolve();
 
-    for (const m of runs) {
-      const waited = await watcher.call("agent.wait", { runId: `run-${m}`, timeoutMs: 30_000 });
-      expect(waited.ok, JSON.stringify(waited.error)).toBe(true);
-      // ended cleanly: either completed or failed with an error that says why, never left pending or running
-      const status = waited.payload?.status;
-      expect(["ok", "error"]).toContain(status);
-      if (status === "error") expect(String(waited.payload?.error ?? "")).not.toBe("");
-      await watcher.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node B`);
-      await sender.seen(isLifecycleEnd(`run-${m}`), `${m}'s end on node A`);
-      const onB = runEvents(watcher, `run-${m}`) as unknown as Ev[];
-      const onA = runEvents(sender, `run-${m}`) as unknown as Ev[];
-      expect(onB.map((e) => e.seq)).toEqual(Array.from({ length: onB.length }, (_, i) => i + 1));
-      expect(onB).toEqual(onA);
-    }
+    await expectEndedAlikeOnBothNodes(runs, { watcher, sender, waitMs: 30_000 });
 
     // every accepted input reached a terminal status in the store
     const { rows } = await admin.query<{ run_id: string; status: string }>(
