@@ -1,12 +1,15 @@
 import type { ChildProcess } from "node:child_process";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayClient } from "../../dist/client/index.js";
-import { migratePostgres } from "../../dist/storage/postgres/migrate.js";
-import { createPostgresPool } from "../../dist/storage/postgres/pool.js";
-import { createTestSchema, type TestSchema, testPostgresUrl } from "../../dist/testing/postgres-schema.js";
-import { type ClusterNodeProcess, startNode } from "../fixtures/cluster/nodes.js";
-import { assertBuilt } from "../fixtures/crash/gateway-process.js";
+import type { GatewayClient } from "../../dist/client/index.js";
+import { type TestSchema, testPostgresUrl } from "../../dist/testing/postgres-schema.js";
+import {
+  type ClusterNodeProcess,
+  closeCluster,
+  connectTracked,
+  openClusterSchema,
+  startNode,
+} from "../fixtures/cluster/nodes.js";
 
 // Three real gateway processes on one Postgres schema serve one fleet of sessions (issue 14, must-have 4 and 5):
 // clients spread over the nodes, one session fed from all three at once. Bounded waits only; nothing asserts timing.
@@ -38,28 +41,16 @@ describe.skipIf(!testPostgresUrl)("three gateway nodes on one Postgres (real pro
   const clients: GatewayClient[] = [];
 
   beforeAll(async () => {
-    assertBuilt();
-    ts = await createTestSchema(testPostgresUrl as string);
-    pool = createPostgresPool(ts.options);
-    await migratePostgres(pool);
-    const db = { url: testPostgresUrl as string, schema: ts.schema };
+    let db: { url: string; schema: string };
+    ({ ts, pool, db } = await openClusterSchema());
     nodes = await Promise.all(
       ["a", "b", "c"].map((n) => startNode(n, db, { script: "medium.script.json5", leaseMs: 3000 }, children)),
     );
   }, 60_000);
 
-  afterAll(async () => {
-    for (const c of clients) await c.close().catch(() => undefined);
-    for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-    await pool?.end();
-    await ts?.drop();
-  });
+  afterAll(() => closeCluster({ clients, children, pool, ts }));
 
-  async function connect(node: ClusterNodeProcess): Promise<GatewayClient> {
-    const c = await GatewayClient.connect({ url: node.url });
-    clients.push(c);
-    return c;
-  }
+  const connect = (node: ClusterNodeProcess) => connectTracked(clients, node);
 
   it("clients spread over the nodes each complete turns in their own sessions", async () => {
     const work = Array.from({ length: 6 }, async (_, i) => {

@@ -1,12 +1,16 @@
 import type { ChildProcess } from "node:child_process";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayClient } from "../../dist/client/index.js";
-import { migratePostgres } from "../../dist/storage/postgres/migrate.js";
-import { createPostgresPool } from "../../dist/storage/postgres/pool.js";
-import { createTestSchema, type TestSchema, testPostgresUrl } from "../../dist/testing/postgres-schema.js";
-import { type ClusterNodeProcess, startNode } from "../fixtures/cluster/nodes.js";
-import { assertBuilt, killHard } from "../fixtures/crash/gateway-process.js";
+import type { GatewayClient } from "../../dist/client/index.js";
+import { type TestSchema, testPostgresUrl } from "../../dist/testing/postgres-schema.js";
+import {
+  type ClusterNodeProcess,
+  closeCluster,
+  connectTracked,
+  openClusterSchema,
+  startNode,
+} from "../fixtures/cluster/nodes.js";
+import { killHard } from "../fixtures/crash/gateway-process.js";
 
 // A node of three dies (kill -9) mid-run with input queued behind the run, and another drains (SIGTERM) with input
 // queued: the survivors report and run everything, once and in order. Real processes on one Postgres, on the
@@ -25,28 +29,15 @@ describe.skipIf(!testPostgresUrl)("a node lost or drained among three (real proc
   const clients: GatewayClient[] = [];
 
   beforeAll(async () => {
-    assertBuilt();
-    ts = await createTestSchema(testPostgresUrl as string);
-    pool = createPostgresPool(ts.options);
-    await migratePostgres(pool);
-    db = { url: testPostgresUrl as string, schema: ts.schema };
+    ({ ts, pool, db } = await openClusterSchema());
     survivors = await Promise.all(
       ["b", "c"].map((n) => startNode(n, db, { script: "fast.script.json5", leaseMs: LEASE_MS }, children)),
     );
   }, 60_000);
 
-  afterAll(async () => {
-    for (const c of clients) await c.close().catch(() => undefined);
-    for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
-    await pool?.end();
-    await ts?.drop();
-  });
+  afterAll(() => closeCluster({ clients, children, pool, ts }));
 
-  async function connect(node: ClusterNodeProcess): Promise<GatewayClient> {
-    const c = await GatewayClient.connect({ url: node.url });
-    clients.push(c);
-    return c;
-  }
+  const connect = (node: ClusterNodeProcess) => connectTracked(clients, node);
 
   /** Sends a message and resolves once it is accepted (its final is not waited for). */
   function send(client: GatewayClient, sessionKey: string, id: string, onStart?: () => void): Promise<void> {
