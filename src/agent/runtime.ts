@@ -9,7 +9,7 @@ import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromC
 import type { HookLogger } from "../hooks/logger.js";
 import { PluginHookRunner } from "../hooks/plugin-hooks.js";
 import { loadPlugins } from "../hooks/plugins.js";
-import { Cadence } from "../infra/cadence.js";
+import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -280,6 +280,11 @@ export class AgentRuntime {
   /** A truly local endpoint (loopback baseUrl): it may turn the idle watchdog off with `timeoutSeconds: 0`. */
   isLocal(model: ResolvedModel): boolean {
     return isLoopbackBaseUrl(model.baseUrl);
+  }
+
+  /** The run's view of the stream beat: the phase its provider, its coalescer and its chat deltas pace on. */
+  runBeat(runId: string): Beat | undefined {
+    return this.streamBeat?.lane(runId);
   }
 
   /** Provider instances are created once per provider id and reused by every run. */

@@ -74,13 +74,6 @@ export class Cadence {
     return this.lanes[this.phases === 1 ? 0 : phaseOf(key, this.phases)];
   }
 
-  /** Stop the timer; whatever waits is dropped (the owner is shutting down). */
-  dispose(): void {
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
-    this.timer = undefined;
-    for (const set of [...this.waiting, ...this.trailing]) set.clear();
-  }
-
   private makeLane(phase: number): Beat {
     const offset = phase * this.tickMs;
     const { clock, periodMs, openedSlot } = this;

@@ -113,7 +113,7 @@ export async function runAttempt(
       // diagnostics' observer (when on) sees each call start and end
       provider: pacedOnBeat(
         observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
-        rt.streamBeat?.lane(spec.runId),
+        rt.runBeat(spec.runId),
       ),
       tools: spans ? spans.tools(rt.tools) : rt.tools,
       signal: input.signal,

@@ -169,8 +169,8 @@ async function runPhases(
   laneWaitMs: number,
   spans: RunSpans | undefined,
 ): Promise<RunResult> {
-  // streamed deltas are merged over a short window before the bus (delta-coalescer.ts); 0 leaves the plain emitter
-  const events = coalescingEmitter(runEmitter(rt.bus, spec.runId, spec.sessionKey), rt.streamBeat?.lane(spec.runId));
+  // streamed deltas are merged on the run's beat before the bus (delta-coalescer.ts); no beat leaves the plain emitter
+  const events = coalescingEmitter(runEmitter(rt.bus, spec.runId, spec.sessionKey), rt.runBeat(spec.runId));
   const startedAt = rt.clock.now();
   // the run records say "running" before the start event goes out
   await spec.onStarted?.({ startedAt, laneWaitMs });
