@@ -108,6 +108,11 @@ export class ClusterNode implements QueueCluster {
       leaseMs: this.leaseMs,
       ...(opts.clock ? { clock: opts.clock } : {}),
       onError: (err) => opts.logger.warn("cluster: heartbeat failed; retrying", { error: err.message }),
+      onRejoined: () =>
+        opts.logger.warn(
+          "cluster: another node took this node for dead (no heartbeat for a lease) and took over its running sessions; it is registered again",
+          { nodeId: this.nodeId },
+        ),
     });
     opts.store.setFence?.((key) => this.ownership.tokenOf(key));
   }

@@ -4,6 +4,7 @@ import { ManualClock } from "../../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
 import { migratePostgres } from "./migrate.js";
 import { listDeadNodes, NodeHeartbeat } from "./node-heartbeat.js";
+import { takeOverDeadNode } from "./node-takeover.js";
 import { createPostgresPool } from "./pool.js";
 import { SessionLeases } from "./session-leases.js";
 
@@ -82,6 +83,51 @@ describe.skipIf(!testPostgresUrl)("node heartbeats and dead-node detection", () 
     );
     const { rowCount } = await poolB.query("SELECT 1 FROM nodes WHERE id = 'node-c'");
     expect(rowCount).toBe(0);
+  });
+
+  it("a node taken for dead while only paused registers again on its next beat, and is seen dead when it then dies", async () => {
+    const rejoined: number[] = [];
+    let paused = false;
+    // node E's view of the database: while it is paused (a long GC pause, a stopped process) none of its beats arrive
+    const db = {
+      query: (text: string, values?: unknown[]) =>
+        paused ? Promise.reject(new Error("paused")) : poolA.query(text, values),
+    } as unknown as pg.Pool;
+    const hbE = new NodeHeartbeat(db, { nodeId: "node-e", leaseMs: LEASE, clock, onRejoined: () => rejoined.push(1) });
+    const hbF = new NodeHeartbeat(poolB, { nodeId: "node-f", leaseMs: LEASE, clock });
+    await hbE.start();
+    await hbF.start();
+    paused = true;
+    for (let t = 0; t <= LEASE; t += hbF.intervalMs) {
+      clock.advance(hbF.intervalMs);
+      await Promise.all([hbE.settled(), hbF.settled()]);
+    }
+    expect((await listDeadNodes(poolB, { leaseMs: LEASE, clock })).map((n) => n.id)).toContain("node-e");
+    const takeover = new SessionLeases(poolB, { nodeId: "node-f", leaseMs: LEASE, clock });
+    await takeOverDeadNode(poolB, takeover, "node-e", { now: clock.now() });
+    expect((await poolB.query("SELECT 1 FROM nodes WHERE id = 'node-e'")).rowCount).toBe(0);
+
+    // E wakes up: its next beat puts its row back (and says so), so it counts as alive again
+    paused = false;
+    clock.advance(hbE.intervalMs);
+    await Promise.all([hbE.settled(), hbF.settled()]);
+    expect(rejoined).toEqual([1]);
+    const { rows } = await poolB.query("SELECT heartbeat_at FROM nodes WHERE id = 'node-e'");
+    expect(rows[0]?.heartbeat_at).toBe(clock.now());
+    expect((await listDeadNodes(poolB, { leaseMs: LEASE, clock })).map((n) => n.id)).not.toContain("node-e");
+    clock.advance(hbE.intervalMs);
+    await Promise.all([hbE.settled(), hbF.settled()]);
+    expect(rejoined).toEqual([1]); // an ordinary beat is not a rejoin
+
+    // ...and when it is then killed, the others see it dead one lease later, as any other node
+    await hbE.stop();
+    for (let t = 0; t <= LEASE; t += hbF.intervalMs) {
+      clock.advance(hbF.intervalMs);
+      await hbF.settled();
+    }
+    expect((await listDeadNodes(poolB, { leaseMs: LEASE, clock })).map((n) => n.id)).toContain("node-e");
+    await hbF.stop({ leave: true });
+    await poolB.query("DELETE FROM nodes WHERE id = 'node-e'");
   });
 
   it("a failed beat (database unreachable) is reported, and the next beat still happens", async () => {

@@ -21,6 +21,11 @@ export interface NodeHeartbeatOptions {
   clock?: Clock;
   /** A beat failed (database unreachable): reported, and the next beat tries again. */
   onError?: (err: Error) => void;
+  /**
+   * A beat found the node's row gone: another node took it for dead (it was silent for a lease: a long pause, a
+   * partition) and took over its sessions. The beat registered it again; reported, since its runs then were lost.
+   */
+  onRejoined?: () => void;
 }
 
 /**
@@ -68,14 +73,22 @@ export class NodeHeartbeat {
     this.schedule();
   }
 
-  /** One beat: the node's row and every lease it holds, in one statement. */
-  async beat(): Promise<void> {
-    await this.db.query(
+  /**
+   * One beat: the node's row and every lease it holds, in one statement. The row is written again when it is gone: a
+   * node another node took for dead (and whose row the takeover removed) that is in fact alive must be seen again, or
+   * its later death would go unnoticed: its runs would stay `running` and their sessions' queues would never move.
+   * True when the row had to be written again.
+   */
+  async beat(): Promise<boolean> {
+    const { rows } = await this.db.query<{ rejoined: boolean }>(
       `WITH t AS (SELECT ${nowSql(2)} AS now),
             leases AS (UPDATE session_leases SET expires_at = (SELECT now FROM t) + $3 WHERE node_id = $1)
-       UPDATE nodes SET heartbeat_at = (SELECT now FROM t) WHERE id = $1`,
+       INSERT INTO nodes (id, started_at, heartbeat_at) SELECT $1, t.now, t.now FROM t
+       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at
+       RETURNING (xmax = 0) AS rejoined`,
       [this.nodeId, this.now(), this.leaseMs],
     );
+    return rows[0]?.rejoined === true;
   }
 
   /** Resolves when the beat a timer started (if any) has finished; for tests driving a ManualClock. */
@@ -87,6 +100,9 @@ export class NodeHeartbeat {
     if (this.stopped) return;
     this.timer = this.timers.setTimeout(() => {
       this.inFlight = this.beat()
+        .then((rejoined) => {
+          if (rejoined) this.opts.onRejoined?.();
+        })
         .catch((err: Error) => this.opts.onError?.(err))
         .finally(() => this.schedule());
     }, this.intervalMs);
