@@ -16,8 +16,9 @@ import { createTestSchema, type TestSchema, testPostgresUrl } from "../../dist/t
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const holderJs = path.join(root, "test/fixtures/postgres/lease-holder.mjs");
-// long enough that a beat delayed by a loaded machine (2 shared cores) does not lapse the live holder's lease
-const LEASE_MS = 2000;
+// long enough that a beat delayed by a loaded machine (the whole suite on 2 shared cores) does not lapse the live
+// holder's lease
+const LEASE_MS = 4000;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
