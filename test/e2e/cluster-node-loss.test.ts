@@ -7,6 +7,7 @@ import {
   type ClusterNodeProcess,
   closeCluster,
   connectTracked,
+  type NodeSpec,
   openClusterSchema,
   startNode,
 } from "../fixtures/cluster/nodes.js";
@@ -41,9 +42,21 @@ describe.skipIf(!testPostgresUrl)("a node lost or drained among three (real proc
 
   // what the nodes logged (takeovers, fenced writes, failed steps) is what explains a failure here
   const nodes: ClusterNodeProcess[] = [];
+  /** the nodes a case starts for itself (the victim, the draining node) */
+  let ownNodes: ClusterNodeProcess[] = [];
   afterEach((ctx) => {
     if (ctx.task.result?.state === "fail") for (const n of nodes) console.info(`--- node ${n.name}\n${n.output()}`);
+    // A case that failed before its own node went away must not leave it running: it would sweep the next case's
+    // sessions and run them with its own (slow) script.
+    for (const n of ownNodes) if (n.child.exitCode === null && n.child.signalCode === null) n.child.kill("SIGKILL");
+    ownNodes = [];
   });
+
+  async function startOwnNode(name: string, spec: NodeSpec): Promise<ClusterNodeProcess> {
+    const node = await startNode(name, db, spec, children);
+    ownNodes.push(node);
+    return node;
+  }
 
   const connect = (node: ClusterNodeProcess) => {
     if (!nodes.includes(node)) nodes.push(node);
@@ -98,7 +111,7 @@ describe.skipIf(!testPostgresUrl)("a node lost or drained among three (real proc
   }
 
   it("kill -9 of the node running a session: after the lease, a survivor reports the run node_lost and runs the queued input in order, once", async () => {
-    const victim = await startNode("a", db, { script: "slow.script.json5", leaseMs: LEASE_MS }, children);
+    const victim = await startOwnNode("a", { script: "slow.script.json5", leaseMs: LEASE_MS });
     const sessionKey = "lossy";
     const onVictim = await connect(victim);
     let started!: () => void;
@@ -143,12 +156,11 @@ describe.skipIf(!testPostgresUrl)("a node lost or drained among three (real proc
   }, 60_000);
 
   it("SIGTERM drain of a node with queued input: its running turn finishes there, another node runs the rest at once", async () => {
-    const draining = await startNode(
-      "d",
-      db,
-      { script: "drain.script.json5", leaseMs: LEASE_MS, shutdownGraceMs: 10_000 },
-      children,
-    );
+    const draining = await startOwnNode("d", {
+      script: "drain.script.json5",
+      leaseMs: LEASE_MS,
+      shutdownGraceMs: 10_000,
+    });
     const sessionKey = "drained";
     const onD = await connect(draining);
     let started!: () => void;
