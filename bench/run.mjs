@@ -637,11 +637,21 @@ if (runs("stream")) {
   });
   row({
     id: "floor.stream",
-    metric: `floor (s): bare relay (fetch + SSE split + one ws frame per token), CPU per token${at}`,
+    metric: `floor (s): bare relay (node:http + SSE split + one ws frame per token), CPU per token${at}`,
     value: st.floor?.cpuUsPerToken ?? undefined,
     unit: "µs",
     digits: 1,
     reason: na ?? st.floorError ?? levelWhy,
+  });
+  const fw = st.floorAtWidest;
+  row({
+    id: "floor.stream.widest",
+    metric: `floor (s) at the largest N the gateway carried within one core${fw ? ` (N = ${fw.n}: relay ${fw.gatewayCores} cores, ${fw.cpuUsPerToken} µs/token)` : ""}: the bare relay's p99 lag, what this machine gives a process with no logic at that load`,
+    value: fw?.lagP99Ms,
+    unit: "ms",
+    digits: 1,
+    target: { text: "≤ 100 ms", pass: (v) => v <= 100 },
+    reason: na ?? st.floorAtWidestError ?? levelWhy,
   });
   row({
     id: "stream.cpu",

@@ -333,6 +333,29 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
       if (f.error) out.floorError = f.error;
       else out.floor = f;
     }
+    // The same relay at the largest N the gateway carried within one core (the search's widest level): whether a
+    // process with no logic at all makes the lag target at that load on this machine, where the model and the
+    // clients run too. When it does not, neither can any gateway that does at least what the relay does.
+    const widest = out.levels.find((l) => l.n === out.largestNWithinCore);
+    if (!widest) out.floorAtWidestError = "no level was carried within one core";
+    else if (widest.n === out.reference?.n && out.floor) out.floorAtWidest = out.floor;
+    else {
+      progress(`stream: floor (s), a bare relay, at N=${widest.n} (the largest N carried within one core)`);
+      const f = await attempt("stream floor (s) at the widest level", () =>
+        measureLevel({
+          n: widest.n,
+          modelUrl: baseUrl,
+          modelPid: model.pid,
+          epochMs,
+          plan,
+          verbose,
+          progress,
+          floor: true,
+        }),
+      );
+      if (f.error) out.floorAtWidestError = f.error;
+      else out.floorAtWidest = f;
+    }
   } finally {
     model.stop();
   }

@@ -38,6 +38,7 @@ const EXPECTED_METRICS = [
   "stream.maxN",
   "stream.maxN.cpu",
   "floor.stream",
+  "floor.stream.widest",
   "stream.cpu",
   "stream.bytes",
   "stream.lag.p99",
