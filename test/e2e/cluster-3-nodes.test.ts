@@ -8,6 +8,8 @@ import {
   closeCluster,
   connectTracked,
   openClusterSchema,
+  printNodeLogsOnFailure,
+  ROOMY_LEASE_MS,
   startNode,
 } from "../fixtures/cluster/nodes.js";
 
@@ -44,11 +46,14 @@ describe.skipIf(!testPostgresUrl)("three gateway nodes on one Postgres (real pro
     let db: { url: string; schema: string };
     ({ ts, pool, db } = await openClusterSchema());
     nodes = await Promise.all(
-      ["a", "b", "c"].map((n) => startNode(n, db, { script: "medium.script.json5", leaseMs: 3000 }, children)),
+      ["a", "b", "c"].map((n) =>
+        startNode(n, db, { script: "medium.script.json5", leaseMs: ROOMY_LEASE_MS }, children),
+      ),
     );
   }, 60_000);
 
   afterAll(() => closeCluster({ clients, children, pool, ts }));
+  printNodeLogsOnFailure(() => nodes);
 
   const connect = (node: ClusterNodeProcess) => connectTracked(clients, node);
 

@@ -9,6 +9,8 @@ import {
   connectTracked,
   type NodeSpec,
   openClusterSchema,
+  printNodeLogsOnFailure,
+  ROOMY_LEASE_MS,
   startNode,
 } from "../fixtures/cluster/nodes.js";
 import { killHard } from "../fixtures/crash/gateway-process.js";
@@ -17,9 +19,8 @@ import { killHard } from "../fixtures/crash/gateway-process.js";
 // queued: the survivors report and run everything, once and in order. Real processes on one Postgres, on the
 // database's clock; bounded polling only. The recovery time after the kill is measured and printed, not asserted.
 
-// Long enough that a node of a busy CI machine (the whole suite on 2 cores) is not taken for dead while it is only
-// slow: a node silent for a lease is taken over, rightly, and the placement these cases check would then differ.
-const LEASE_MS = 5000;
+// long enough that a node of a busy CI machine is not taken for dead while only slow (see ROOMY_LEASE_MS)
+const LEASE_MS = ROOMY_LEASE_MS;
 const children: ChildProcess[] = [];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -44,8 +45,8 @@ describe.skipIf(!testPostgresUrl)("a node lost or drained among three (real proc
   const nodes: ClusterNodeProcess[] = [];
   /** the nodes a case starts for itself (the victim, the draining node) */
   let ownNodes: ClusterNodeProcess[] = [];
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === "fail") for (const n of nodes) console.info(`--- node ${n.name}\n${n.output()}`);
+  printNodeLogsOnFailure(() => nodes);
+  afterEach(() => {
     // A case that failed before its own node went away must not leave it running: it would sweep the next case's
     // sessions and run them with its own (slow) script.
     for (const n of ownNodes) if (n.child.exitCode === null && n.child.signalCode === null) n.child.kill("SIGKILL");
