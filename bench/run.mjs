@@ -8,6 +8,8 @@
 //                                      LOOPGATE_TEST_POSTGRES_URL; skipped with one line without)
 //   npm run bench -- --profile         afterwards, re-run each missed metric under --cpu-prof and print its
 //                                      top self-time functions (profiles kept in bench/results/profiles/)
+//   npm run bench -- --only=stream --stream-pin   the gateway on a core of its own, the model and clients on
+//                                      the others (Linux, taskset)
 //   npm run bench -- --verbose         pass the children's stderr through
 //   npm run bench -- --out=<file>      write the JSON there (default bench/results/latest.json, and
 //                                      bench/results/latest-quick.json for --quick so a smoke run never
@@ -143,6 +145,16 @@ if (coalesceMs !== undefined) {
     process.exit(2);
   }
   plan.stream.coalesceMs = Number(coalesceMs);
+}
+
+// --stream-pin: the gateway (or relay) on CPU 0, the model and the clients on the others (taskset), so the process
+// under test has one core to itself and is judged on it alone (see bench/README.md, "Streaming at scale")
+if (flag("stream-pin")) {
+  if (os.cpus().length < 2) {
+    process.stderr.write("bench: --stream-pin: needs at least 2 CPUs (one for the gateway, the rest for its load)\n");
+    process.exit(2);
+  }
+  plan.stream.pin = true;
 }
 
 const progress = (msg) => process.stderr.write(`bench: ${msg}\n`);
@@ -618,7 +630,7 @@ if (runs("stream")) {
   const tried = st.levels?.map((l) => l.n).join(", ");
   row({
     id: "stream.maxN",
-    metric: `concurrent streams (${plan.stream.tokens} tokens at ${plan.stream.rate}/s each) with gateway CPU ≤ 1 core and p99 lag ≤ 100 ms${tried ? ` (tried ${tried})` : ""}`,
+    metric: `concurrent streams (${plan.stream.tokens} tokens at ${plan.stream.rate}/s each) with gateway CPU ≤ 1 core and p99 lag ≤ 100 ms${tried ? ` (tried ${tried})` : ""}${plan.stream.pin ? ", gateway pinned to a core of its own" : ""}`,
     // no level passed: the largest N is below the smallest tried, reported as 0
     value: st.levels?.length ? (st.largestN ?? 0) : undefined,
     unit: "streams",

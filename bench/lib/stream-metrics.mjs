@@ -5,7 +5,7 @@
 // grows until the gateway needs more than one core or the p99 lag passes 100 ms (bounded in time). A second
 // phase streams whole short and long replies and divides each run's bytes by its tokens: that figure must not
 // grow with the length of the reply.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { BENCH_DIR } from "./child.mjs";
@@ -64,6 +64,22 @@ export function lineChild(script, options, { verbose, timeoutMs }) {
   };
 }
 
+/**
+ * --stream-pin: which CPUs a process of the level may run on. The process under test (gateway or relay) gets CPU 0
+ * alone and the load (model, clients) every other CPU, so neither takes the other's core: the gateway's lag is then
+ * what its own work on one core gives, not what it gets back from a machine the bench fills too. `-a`: every thread
+ * the process has now; threads started later inherit their creator's mask.
+ */
+const GATEWAY_CPUS = "0";
+const loadCpus = () => `1-${Math.max(1, os.cpus().length - 1)}`;
+function pin(pid, cpus) {
+  try {
+    execFileSync("taskset", ["-a", "-pc", cpus, String(pid)], { stdio: "ignore" });
+  } catch (err) {
+    throw new Error(`--stream-pin: taskset could not pin process ${pid} to CPUs ${cpus}: ${err.message}`);
+  }
+}
+
 /** p-th percentile of merged lag histograms ([bucket in ms, count] pairs, see stream-client.mjs), in ms. */
 function histPercentile(hists, p) {
   const counts = new Map();
@@ -106,6 +122,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
   const procs = Math.min(4, Math.ceil(n / 500));
   const clients = [];
   try {
+    if (s.pin) pin(gw.pid, GATEWAY_CPUS);
     for (let p = 0; p < procs; p++) {
       const runs = Math.floor(n / procs) + (p < n % procs ? 1 : 0);
       clients.push(
@@ -124,6 +141,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
           { verbose, timeoutMs: 300_000 },
         ),
       );
+      if (s.pin) pin(clients.at(-1).pid, loadCpus());
     }
     const readyFrom = wallMs();
     const ready = await Promise.all(clients.map((c) => c.line()));
@@ -180,6 +198,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     const cpuMs = cpu1 - cpu0;
     const level = {
       n,
+      ...(s.pin ? { pinned: { gateway: GATEWAY_CPUS, load: loadCpus() } } : {}),
       readyAfterMs: round(readyAfterMs, 0),
       windowMs: round(t1 - t0, 0),
       tokens,
@@ -225,7 +244,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       level.gatewayCores <= 1 && gaps === 0 && failed === 0 && level.tokensPerRunPerSecond >= 0.9 * s.rate;
     level.pass = level.withinCore && level.lagP99Ms <= 100;
     progress(
-      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, sys ${level.gatewaySched.sysShare}, switches ${level.gatewaySched.voluntaryPerS}+${level.gatewaySched.involuntaryPerS}/s, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms → ${level.pass ? "ok" : "over"}`,
+      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, sys ${level.gatewaySched.sysShare}, switches ${level.gatewaySched.voluntaryPerS}+${level.gatewaySched.involuntaryPerS}/s, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms${s.pin ? `, pinned (CPU ${GATEWAY_CPUS} | load ${loadCpus()})` : ""} → ${level.pass ? "ok" : "over"}`,
     );
     return level;
   } finally {
@@ -289,6 +308,7 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
   const model = lineChild("metrics/stream-model.mjs", { epochMs }, { verbose, timeoutMs: 900_000 });
   try {
     const { baseUrl } = await model.line();
+    if (s.pin) pin(model.pid, loadCpus());
     progress(
       `stream: bytes per token of whole replies, ${s.lengthRuns} × ${s.shortTokens} and ${s.lengthRuns} × ${s.longTokens} tokens at ${s.rate} tokens/s`,
     );
@@ -366,6 +386,7 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
       const m = lineChild("metrics/stream-model.mjs", { epochMs }, { verbose, timeoutMs: 300_000 });
       try {
         const { baseUrl } = await m.line();
+        if (s.pin) pin(m.pid, loadCpus());
         const file = path.join(dir, `gateway-stream-${missedAt}.cpuprofile`);
         await measureLevel({
           n: missedAt,
