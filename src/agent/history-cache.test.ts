@@ -7,8 +7,10 @@ import { SqliteStore } from "../storage/sqlite-store.js";
 import { HistoryCache } from "./history-cache.js";
 
 const stores: SqliteStore[] = [];
+const dirs: string[] = [];
 afterEach(() => {
   for (const s of stores.splice(0)) s.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
 function open(file: string): SqliteStore {
@@ -24,7 +26,11 @@ function user(store: SqliteStore, key: string, text: string): void {
 }
 
 describe("session history between turns", () => {
-  const file = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "lg-hist-")), "db.sqlite");
+  const file = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-hist-"));
+    dirs.push(dir);
+    return path.join(dir, "db.sqlite");
+  };
 
   it("includes rows another writer (another process's store) appended since the last turn", async () => {
     const f = file();

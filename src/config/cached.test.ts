@@ -1,12 +1,18 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { loadConfigCached } from "./cached.js";
 import { loadConfig } from "./load.js";
 
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
 function setup(text: string) {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cfgcache-"));
+  dirs.push(stateDir);
   const file = path.join(stateDir, "loopgate.json5");
   fs.writeFileSync(file, text);
   return { stateDir, file, env: { LOOPGATE_STATE_DIR: stateDir } as NodeJS.ProcessEnv };

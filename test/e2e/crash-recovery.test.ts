@@ -13,13 +13,27 @@ const startGateway = (stateDir: string, configFile: string) => spawnGateway(stat
 
 beforeAll(assertBuilt);
 
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
+const stateDirs: string[] = [];
+
+afterEach(async () => {
+  // the state dirs go once no gateway can still be writing into them
+  await Promise.all(
+    children.splice(0).map((c) =>
+      c.exitCode !== null || c.signalCode !== null
+        ? undefined
+        : new Promise((exited) => {
+            c.once("exit", exited);
+            c.kill("SIGKILL");
+          }),
+    ),
+  );
+  for (const d of stateDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
 describe("a gateway killed with kill -9", () => {
   it("after a restart, the interrupted run is reported and every queued message runs, in order", async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-crash-"));
+    stateDirs.push(stateDir);
     const first = await startGateway(stateDir, config(stateDir, "slow", "slow.script.json5"));
     const client = await GatewayClient.connect({ url: first.url });
     const sessionKey = "crash-test";
