@@ -4,7 +4,7 @@
  * rows costs one page of memory, not the whole transcript.
  */
 
-import type { SessionRecord, SessionService, TranscriptRow } from "../agent/session-service.js";
+import type { SessionRecord, SessionService } from "../agent/session-service.js";
 import { ErrorCodes } from "../protocol/frames.js";
 import type { ChatHistoryResult, HistoryEntry } from "../protocol/payloads.js";
 import { GatewayError } from "./errors.js";

@@ -17,7 +17,7 @@ export interface TakenSession {
  * Takes over what a dead node (see `listDeadNodes`) was running: for each session with a run `running` on it, this
  * node takes the session's lease first (a new, larger token: from here on the dead node, should it wake up, is fenced
  * out), then marks those runs `error` / `node_lost` in a transaction fenced by that token. Queued inputs need no
- * moving: they are not bound to a node, and the new lease holder claims them next, in order (`claimQueuedInputs`).
+ * moving: they are not bound to a node, and the new lease holder adopts them next, in order (`queue-adopt.ts`).
  *
  * A session whose lease another live node holds is left to that node. The dead node's row is removed once none of
  * its runs is left running. The run's final result and its lifecycle event are the caller's to write (the queue
