@@ -665,6 +665,15 @@ if (runs("stream")) {
     target: { text: "≤ 100 ms", pass: (v) => v <= 100 },
     reason: na ?? st.floorAtWidestError ?? levelWhy,
   });
+  const rc = st.receive;
+  row({
+    id: "floor.stream.receive",
+    metric: `floor (r): receiving alone, one process reading the model streams on raw sockets (no HTTP parser, no JSON, nothing sent)${rc ? ` at N = ${rc.n}: ${rc.cpuUsPerToken} µs/token` : ""}: cores it used, before any gateway work`,
+    value: rc?.cores,
+    unit: "cores",
+    digits: 3,
+    reason: na ?? st.receiveError ?? levelWhy,
+  });
   row({
     id: "stream.cpu",
     metric: `gateway CPU per streamed token${at}`,

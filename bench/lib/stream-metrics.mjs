@@ -253,6 +253,30 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
   }
 }
 
+/** Floor (r): one process that only receives `n` streams (metrics/stream-receive.mjs); its CPU over the window. */
+async function measureReceive({ n, modelUrl, plan, verbose }) {
+  const s = plan.stream;
+  const reader = lineChild(
+    "metrics/stream-receive.mjs",
+    {
+      baseUrl: modelUrl,
+      n,
+      tokens: s.tokens,
+      rate: s.rate,
+      startSpreadMs: s.startSpreadMs,
+      warmupMs: s.warmupMs,
+      windowMs: s.windowMs,
+    },
+    { verbose, timeoutMs: 300_000 },
+  );
+  try {
+    if (s.pin) pin(reader.pid, GATEWAY_CPUS);
+    return await reader.line();
+  } finally {
+    reader.stop();
+  }
+}
+
 /** Whole short and long replies: bytes per token of each run from its first event to its final. */
 async function measureLengths({ modelUrl, epochMs, plan, verbose }) {
   const s = plan.stream;
@@ -375,6 +399,22 @@ export async function runStreamMetrics({ plan, verbose, progress, attempt }) {
       );
       if (f.error) out.floorAtWidestError = f.error;
       else out.floorAtWidest = f;
+    }
+    // Floor (r) at the same N: receiving the streams and nothing else, what any gateway pays first
+    const receiveN = widest?.n ?? out.reference?.n;
+    if (receiveN === undefined) out.receiveError = "no level was measured";
+    else {
+      progress(`stream: floor (r), receiving alone (raw sockets), at N=${receiveN}`);
+      const r = await attempt("stream floor (r)", () =>
+        measureReceive({ n: receiveN, modelUrl: baseUrl, plan, verbose }),
+      );
+      if (r.error) out.receiveError = r.error;
+      else {
+        out.receive = r;
+        progress(
+          `stream: N=${receiveN} floor (r): ${r.cores} cores, ${r.cpuUsPerToken} µs/token (${r.userUsPerToken} user), ${r.tokensPerRunPerSecond} tokens/s per run`,
+        );
+      }
     }
   } finally {
     model.stop();

@@ -39,6 +39,7 @@ const EXPECTED_METRICS = [
   "stream.maxN.cpu",
   "floor.stream",
   "floor.stream.widest",
+  "floor.stream.receive",
   "stream.cpu",
   "stream.bytes",
   "stream.lag.p99",
