@@ -11,7 +11,6 @@ import { providerError, requestErrorContext, toProviderError } from "./errors.js
 import { postStreamed, type StreamedResponse } from "./http-stream.js";
 import type { HeaderSource } from "./retry-after.js";
 import { guardStream } from "./stream-guard.js";
-import { TextChunkShape } from "./text-chunk-shape.js";
 import type {
   ChatMessage,
   ImageBlock,
@@ -220,12 +219,6 @@ async function* streamChat(
     // events. Without a beat (coalescing off) every chunk stays a delta of its own.
     const merge = request.streamBeat !== undefined;
     let text = "";
-    const shape = new TextChunkShape();
-    function* textPiece(piece: string): Generator<ModelStreamEvent> {
-      if (thinking !== "") yield* endThinking();
-      if (merge) text += piece;
-      else yield { type: "text_delta", delta: piece };
-    }
     read: for await (const batch of response.sseBatches(request.streamBeat)) {
       guard.touch();
       for (const event of batch) {
@@ -237,19 +230,10 @@ async function* streamChat(
           sawDone = true;
           continue;
         }
-        // most chunks are the stream's last text chunk with another token: read without a parse (text-chunk-shape.ts)
-        const known = shape.content(event.data);
-        if (known !== undefined) {
-          // the common case spelled out: no generator object per token
-          if (merge && thinking === "") text += known;
-          else if (known !== "") yield* textPiece(known);
-          continue;
-        }
         const chunk: unknown = JSON.parse(event.data);
         if (!isRecord(chunk)) {
           throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
         }
-        shape.learn(event.data, chunk);
         const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
         if (typeof model === "string" && model) answeredBy = model;
         if (error) {
@@ -269,7 +253,11 @@ async function* streamChat(
           thinking += reasoning;
           yield { type: "thinking_delta", delta: reasoning };
         }
-        if (delta.content) yield* textPiece(delta.content);
+        if (delta.content) {
+          if (thinking !== "") yield* endThinking();
+          if (merge) text += delta.content;
+          else yield { type: "text_delta", delta: delta.content };
+        }
         if (delta.tool_calls?.length || choice.finish_reason) {
           if (text !== "") yield { type: "text_delta", delta: text };
           text = "";
