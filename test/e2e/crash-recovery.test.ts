@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../../dist/client/index.js";
-import { assertBuilt, scriptedConfig as config, spawnGateway } from "../fixtures/crash/gateway-process.js";
+import { assertBuilt, scriptedConfig as config, killHard, spawnGateway } from "../fixtures/crash/gateway-process.js";
 
 // kill -9 the gateway while a slow turn runs and three messages wait behind it; after a restart on the same
 // state dir every message either ran or is reported — none vanished.
@@ -17,16 +17,7 @@ const stateDirs: string[] = [];
 
 afterEach(async () => {
   // the state dirs go once no gateway can still be writing into them
-  await Promise.all(
-    children.splice(0).map((c) =>
-      c.exitCode !== null || c.signalCode !== null
-        ? undefined
-        : new Promise((exited) => {
-            c.once("exit", exited);
-            c.kill("SIGKILL");
-          }),
-    ),
-  );
+  await Promise.all(children.splice(0).map(killHard));
   for (const d of stateDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
