@@ -412,7 +412,9 @@ async function listen(
   const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
   const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
   // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
-  rt.init().catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
+  const initializing = rt
+    .init()
+    .catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
 
   const port = (server.address() as AddressInfo).port;
   const url = wsUrl(host, port);
@@ -431,6 +433,9 @@ async function listen(
       auditPruning.stop();
       // no job starts during the drain
       cron.stop();
+      // a gateway closed right after it started may still be seeding its workspace or loading plugins: once close
+      // resolves, nothing of it is left writing into the state dir (which its owner may then remove)
+      await initializing;
       // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
       await service.drain(graceMs);
       try {
