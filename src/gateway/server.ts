@@ -30,7 +30,7 @@ import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
-import { originRefusal } from "./origin.js";
+import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
@@ -99,9 +99,17 @@ export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 75;
 /** How long closing sockets may take to answer the close handshake before they are cut. */
 const CLOSE_HANDSHAKE_MS = 1000;
 
-function reject(socket: Duplex, status: number, text: string): void {
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+function reject(socket: Duplex, status: number, text: string, body = ""): void {
+  const length = Buffer.byteLength(body);
+  const type = body ? "Content-Type: application/json; charset=utf-8\r\n" : "";
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n${type}Content-Length: ${length}\r\n\r\n${body}`);
 }
+
+/**
+ * A request whose `Host` is not one of this gateway's names (origin.ts) is answered 421 Misdirected Request: the
+ * request reached a server that does not serve that name, which is what a DNS-rebound page's request is.
+ */
+const MISDIRECTED = { status: 421, text: "Misdirected Request" } as const;
 
 /** "Try again later": the close code for a connection refused because too many others are still handshaking. */
 const CLOSE_TRY_AGAIN_LATER = 1013;
@@ -300,6 +308,11 @@ async function listen(
   };
 
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
+  const browsers = new BrowserAccess({
+    bindHost: host,
+    port: () => (server.address() as AddressInfo).port,
+    allowedOrigins: cfg.allowedOrigins,
+  });
   const connections = new Set<GatewayConnection>();
   let closing: Promise<void> | undefined;
 
@@ -313,6 +326,11 @@ async function listen(
       });
       res.end(req.method === "HEAD" ? undefined : text);
     };
+    const misdirected = browsers.hostRefusal(req.headers.host);
+    if (misdirected !== undefined) {
+      logger.warn("request refused", { remote: req.socket.remoteAddress, path, reason: misdirected });
+      return send(MISDIRECTED.status, { ok: false, error: misdirected });
+    }
     if (path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
@@ -350,12 +368,14 @@ async function listen(
     socket.on("error", () => socket.destroy());
     if (closing) return reject(socket, 503, "Service Unavailable");
     const remote = req.socket.remoteAddress ?? "unknown";
+    const misdirected = browsers.hostRefusal(req.headers.host);
+    if (misdirected !== undefined) {
+      logger.warn("upgrade refused", { remote, reason: misdirected });
+      return reject(socket, MISDIRECTED.status, MISDIRECTED.text, JSON.stringify({ ok: false, error: misdirected }));
+    }
     // a refused origin still gets its socket: the refusal comes as the answer to `connect`, which a browser client
     // can show (an HTTP 403 reaches the page as a bare close)
-    const refusedOrigin = originRefusal(req.headers.origin, {
-      allowedOrigins: cfg.allowedOrigins,
-      host: req.headers.host,
-    });
+    const refusedOrigin = browsers.originRefusal(req.headers.origin, tokens.required);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const admitted = admission.admit(remote);
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
