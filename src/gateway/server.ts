@@ -31,7 +31,7 @@ import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
-import { PreAuthAdmission } from "./preauth-admission.js";
+import { PreAuthAdmission, type PreAuthSlot } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 import { sessionInfo } from "./session-info.js";
@@ -69,6 +69,8 @@ export interface GatewayOptions {
   preAuthMaxBytes?: number;
   /** A socket that has not completed `connect` by then is closed. */
   handshakeTimeoutMs?: number;
+  /** A socket that has sent nothing by then is closed. Default `gateway.preAuth.silentTimeoutMs`. */
+  preAuthSilentTimeoutMs?: number;
   /** Chat `delta` events are sent at most this often per run. */
   chatDeltaIntervalMs?: number;
   /** Hook point `gateway:startup`: called once the port is listening. */
@@ -119,6 +121,49 @@ function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: st
   ws.close(CLOSE_TRY_AGAIN_LATER, reason);
   // a peer that does not answer the close handshake must not keep the socket for ws's 30 s close timeout
   setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
+}
+
+/**
+ * A connection closed for silence (nothing sent in `preAuth.silentTimeoutMs`, or the oldest silent one when a
+ * pre-auth cap is full): "try again later" with the reason, cut off if it does not answer the close.
+ */
+function closeSilent(conn: GatewayConnection | undefined, reason: string, logger: Logger, remote: string): void {
+  if (!conn) return;
+  logger.info("silent connection closed", { conn: conn.connId, remote, reason });
+  conn.close(CLOSE_TRY_AGAIN_LATER, reason);
+  setTimeout(() => conn.terminate(), CLOSE_HANDSHAKE_MS).unref();
+}
+
+/**
+ * Marks the slot as spoken at the socket's first bytes (the upgrade's leftover `head` counts), and calls `onSilent`
+ * if none came within `ms`. Any bytes at all count: a client that is sending its `connect` is not silent.
+ */
+function watchSilence(
+  socket: Duplex,
+  head: Buffer,
+  slot: PreAuthSlot,
+  ms: number,
+  onSilent: () => void,
+): { stop(): void } {
+  if (head.length > 0) {
+    slot.spoke();
+    return { stop: () => {} };
+  }
+  const timer = setTimeout(() => {
+    if (slot.silent) onSilent();
+  }, ms);
+  timer.unref();
+  const onData = () => {
+    slot.spoke();
+    clearTimeout(timer);
+  };
+  socket.once("data", onData);
+  return {
+    stop: () => {
+      clearTimeout(timer);
+      socket.off("data", onData);
+    },
+  };
 }
 
 /** `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read. */
@@ -243,6 +288,7 @@ async function listen(
     maxInFlightPerConnection: cfg.maxInFlightPerConnection,
   };
   const admission = new PreAuthAdmission(cfg.preAuth);
+  const silentTimeoutMs = opts.preAuthSilentTimeoutMs ?? cfg.preAuth.silentTimeoutMs;
   const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
   const startedAt = clock.now();
   const version = loopgateVersion();
@@ -377,14 +423,20 @@ async function listen(
     // can show (an HTTP 403 reaches the page as a bare close)
     const refusedOrigin = browsers.originRefusal(req.headers.origin, tokens.required);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const admitted = admission.admit(remote);
+      let conn: GatewayConnection | undefined;
+      const admitted = admission.admit(remote, (reason) => closeSilent(conn, reason, logger, remote));
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
+      const slot = admitted.slot;
+      const silence = watchSilence(req.socket, head, slot, silentTimeoutMs, () =>
+        closeSilent(conn, `sent nothing for ${silentTimeoutMs} ms after the upgrade`, logger, remote),
+      );
       const onClosed = (c: GatewayConnection) => {
-        admitted.release();
+        silence.stop();
+        slot.release();
         connections.delete(c);
         broadcaster.remove(c);
       };
-      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, admitted.release, refusedOrigin);
+      conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, slot.release, refusedOrigin);
       connections.add(conn);
     });
   });
