@@ -130,7 +130,7 @@ describe("gateway handshake", () => {
     peer.close();
   });
 
-  it("accepts OpenClaw's v2 device payload from a client that sends no device family, and v3 only with one", async () => {
+  it("device-v3-empty-family-accepted: without a device family, OpenClaw's v2 payload and v3 with an empty family are accepted; v3 with a family only when it was sent", async () => {
     const { url } = await gateway({ gateway: { token: "tok" } });
     const device = createDeviceIdentity();
     const signed = async (payload: (nonce: string, signedAt: number) => string, client: Record<string, unknown>) => {
@@ -166,6 +166,15 @@ describe("gateway handshake", () => {
     const mixed = await signed(v2, { deviceFamily: "Browser" });
     expect(mixed.error?.message).toMatch(/v3 device payload \(v3 because client\.deviceFamily was sent\)/);
     expect((await signed(v3, {})).error?.message).toMatch(/v2 device payload/);
+    // a client with no device family that signs v3 anyway signs it with an empty one: accepted as well as v2
+    const v3NoFamily = (nonce: string, at: number) =>
+      `v3|${device.id}|openclaw-control-ui|webchat|operator|operator.admin|${at}|tok|${nonce}|web|`;
+    const emptyFamily = await signed(v3NoFamily, {});
+    console.log(
+      `[device] v3 with an empty device family, no client.deviceFamily: ${JSON.stringify(emptyFamily.error ?? "hello-ok")}`,
+    );
+    expect(emptyFamily.ok, "device-v3-empty-family-accepted").toBe(true);
+    expect((await signed(v3NoFamily, { deviceFamily: "" })).ok).toBe(true);
   });
 
   it("takes auth.password as the shared secret (Loopgate has no password mode)", async () => {
