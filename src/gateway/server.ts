@@ -166,12 +166,16 @@ function watchSilence(
   };
 }
 
-/** `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read. */
+/**
+ * `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read
+ * every session (a token limited to some is one tenant's, and the details are the whole gateway's).
+ */
 function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): boolean {
   if (!tokens.required) return true;
   const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
   const grant = m ? tokens.match(m[1].trim()) : undefined;
-  return grant !== undefined && (grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin"));
+  if (grant === undefined || !grant.sessions.includes("*")) return false;
+  return grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin");
 }
 
 /** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
