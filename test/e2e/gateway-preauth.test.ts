@@ -19,6 +19,7 @@ import {
   type TestGateway,
   useTestGateways,
 } from "../fixtures/gateway/harness.js";
+import { holdIdleSockets, legitimateConnect } from "../fixtures/gateway/preauth-attack.js";
 
 const MiB = 1024 * 1024;
 const ATTACKERS = 200;
@@ -191,57 +192,6 @@ describe("caps on unauthenticated connections", () => {
     await open(tg.url, "127.0.0.5");
   });
 });
-
-/**
- * Issue 25 item 5: idle sockets reopened as soon as they are closed. `hold` keeps `count` of them open from one
- * address, each replaced when the gateway closes it, until `stop()`.
- */
-function holdIdleSockets(
-  url: string,
-  localAddress: string,
-  count: number,
-): { stop(): void; closedByGateway(): number } {
-  let stopped = false;
-  let closed = 0;
-  const live = new Set<RawPeer>();
-  const openOne = () => {
-    if (stopped) return;
-    const peer = new RawPeer(url, { localAddress });
-    // stop() cuts some while they are still upgrading
-    peer.opened.catch(() => {});
-    live.add(peer);
-    void peer.closed.then(() => {
-      live.delete(peer);
-      if (stopped) return;
-      closed++;
-      openOne();
-    });
-  };
-  for (let i = 0; i < count; i++) openOne();
-  return {
-    stop: () => {
-      stopped = true;
-      for (const p of live) p.ws.terminate();
-    },
-    closedByGateway: () => closed,
-  };
-}
-
-/** What a CLI-like client gets: hello-ok, or the close that refused it. */
-async function legitimateConnect(url: string, localAddress = "127.0.0.1"): Promise<{ outcome: string; ms: number }> {
-  const t0 = performance.now();
-  const peer = new RawPeer(url, { localAddress });
-  const outcome = await Promise.race([
-    peer.closed.then((c) => `closed ${c.code} ${c.reason}`),
-    peer.opened.then(
-      () => peer.connect().then((hello) => (hello.ok ? "hello-ok" : `refused ${hello.error?.message}`)),
-      (err: Error) => `failed ${err.message}`,
-    ),
-  ]);
-  const ms = Math.round(performance.now() - t0);
-  peer.ws.terminate();
-  return { outcome, ms };
-}
 
 describe("pre-auth starvation", () => {
   const gateway = useTestGateways();
