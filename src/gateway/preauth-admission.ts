@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 /**
  * Counts connections that have not completed `connect`, in total and per remote address. Each one may cost up to
  * the pre-auth frame limit while it is being read; the caps bound what strangers can make the gateway hold at
@@ -116,4 +118,36 @@ export class PreAuthAdmission {
       },
     };
   }
+}
+
+/**
+ * Marks the slot as spoken at the socket's first bytes (the upgrade's leftover `head` counts), and calls `onSilent`
+ * if none came within `ms`. Any bytes at all count: a client that is sending its `connect` is not silent.
+ */
+export function watchSilence(
+  socket: Duplex,
+  head: Buffer,
+  slot: PreAuthSlot,
+  ms: number,
+  onSilent: () => void,
+): { stop(): void } {
+  if (head.length > 0) {
+    slot.spoke();
+    return { stop: () => {} };
+  }
+  const timer = setTimeout(() => {
+    if (slot.silent) onSilent();
+  }, ms);
+  timer.unref();
+  const onData = () => {
+    slot.spoke();
+    clearTimeout(timer);
+  };
+  socket.once("data", onData);
+  return {
+    stop: () => {
+      clearTimeout(timer);
+      socket.off("data", onData);
+    },
+  };
 }

@@ -31,7 +31,7 @@ import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
-import { PreAuthAdmission, type PreAuthSlot } from "./preauth-admission.js";
+import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 import { sessionInfo } from "./session-info.js";
@@ -127,43 +127,11 @@ function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: st
  * A connection closed for silence (nothing sent in `preAuth.silentTimeoutMs`, or the oldest silent one when a
  * pre-auth cap is full): "try again later" with the reason, cut off if it does not answer the close.
  */
-function closeSilent(conn: GatewayConnection | undefined, reason: string, logger: Logger, remote: string): void {
+function closeSilent(conn: GatewayConnection | undefined, reason: string): void {
   if (!conn) return;
-  logger.info("silent connection closed", { conn: conn.connId, remote, reason });
+  // the disconnect line that follows carries the reason
   conn.close(CLOSE_TRY_AGAIN_LATER, reason);
   setTimeout(() => conn.terminate(), CLOSE_HANDSHAKE_MS).unref();
-}
-
-/**
- * Marks the slot as spoken at the socket's first bytes (the upgrade's leftover `head` counts), and calls `onSilent`
- * if none came within `ms`. Any bytes at all count: a client that is sending its `connect` is not silent.
- */
-function watchSilence(
-  socket: Duplex,
-  head: Buffer,
-  slot: PreAuthSlot,
-  ms: number,
-  onSilent: () => void,
-): { stop(): void } {
-  if (head.length > 0) {
-    slot.spoke();
-    return { stop: () => {} };
-  }
-  const timer = setTimeout(() => {
-    if (slot.silent) onSilent();
-  }, ms);
-  timer.unref();
-  const onData = () => {
-    slot.spoke();
-    clearTimeout(timer);
-  };
-  socket.once("data", onData);
-  return {
-    stop: () => {
-      clearTimeout(timer);
-      socket.off("data", onData);
-    },
-  };
 }
 
 /**
@@ -428,11 +396,11 @@ async function listen(
     const refusedOrigin = browsers.originRefusal(req.headers.origin, tokens.required);
     wss.handleUpgrade(req, socket, head, (ws) => {
       let conn: GatewayConnection | undefined;
-      const admitted = admission.admit(remote, (reason) => closeSilent(conn, reason, logger, remote));
+      const admitted = admission.admit(remote, (reason) => closeSilent(conn, reason));
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
       const slot = admitted.slot;
       const silence = watchSilence(req.socket, head, slot, silentTimeoutMs, () =>
-        closeSilent(conn, `sent nothing for ${silentTimeoutMs} ms after the upgrade`, logger, remote),
+        closeSilent(conn, `sent nothing for ${silentTimeoutMs} ms after the upgrade`),
       );
       const onClosed = (c: GatewayConnection) => {
         silence.stop();
