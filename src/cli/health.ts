@@ -33,11 +33,11 @@ export function formatHealth(url: string, h: HealthResult, color: boolean): stri
     `gateway ${url} ${state}`,
     `loopgate ${h.version}`,
     `up ${formatUptime(h.uptimeMs)}`,
-    plural(h.activeRuns, "active run"),
-    // an older gateway's answer lacks the newer fields
+    // an older gateway's answer lacks the newer fields; a token limited to some sessions gets no counts
+    ...(typeof h.activeRuns === "number" ? [plural(h.activeRuns, "active run")] : []),
     ...(typeof h.queueDepth === "number" ? [plural(h.queueDepth, "queued input")] : []),
-    plural(h.sessions, "session"),
-    ...(h.stuckSessions > 0 ? [red(plural(h.stuckSessions, "stuck session"))] : []),
+    ...(typeof h.sessions === "number" ? [plural(h.sessions, "session")] : []),
+    ...((h.stuckSessions ?? 0) > 0 ? [red(plural(h.stuckSessions ?? 0, "stuck session"))] : []),
   ].join(" · ");
 }
 

@@ -263,11 +263,15 @@ const audit: Record<string, Audit> = {
   ),
   "gateway.preAuth.maxConnections": pin(
     "test/e2e/gateway-preauth.test.ts",
-    "refuses unauthenticated connections above the total cap, whatever their address",
+    "above the total cap the oldest silent connection makes room, whatever its address; with none silent the newcomer is refused",
   ),
   "gateway.preAuth.maxConnectionsPerAddress": pin(
     "test/e2e/gateway-preauth.test.ts",
-    "refuses unauthenticated connections above the per-address cap at once, with the reason; connecting frees a slot",
+    "above the per-address cap the oldest silent connection of that address makes room; with none silent the newcomer is refused",
+  ),
+  "gateway.preAuth.silentTimeoutMs": pin(
+    "test/e2e/gateway-preauth.test.ts",
+    "a socket that sends nothing is closed after gateway.preAuth.silentTimeoutMs, with the reason",
   ),
   "gateway.maxInFlightPerConnection": pin(
     "test/e2e/gateway-amplification.test.ts",

@@ -98,6 +98,20 @@ describe("bad config", () => {
     expect(err.problems[0]).toMatch(/^not valid JSON5 at line 4, column 4/);
   });
 
+  it("oversized-config-refused-unread: a config file over 1 MiB is refused naming its size and the limit", () => {
+    // valid JSON5 all the way: without the cap it would be parsed whole, then refused for its unknown key
+    const file = write("huge.json5", `{ notes: "${"x".repeat(2 * 1024 * 1024)}" }`);
+    const err = configError(() => loadConfig({ configPath: file, env: env() }));
+    expect(err.file).toBe(file);
+    expect(err.problems).toEqual([
+      "(file): 2097165 bytes; a config file may be at most 1048576 bytes (1 MiB): is this the right file?",
+    ]);
+    // at the limit it is read as usual
+    const atLimit = write("full.json5", `{ gateway: { port: 1 } }${" ".repeat(1024 * 1024 - 24)}`);
+    expect(fs.statSync(atLimit).size).toBe(1024 * 1024);
+    expect(loadConfig({ configPath: atLimit, env: env() }).config.gateway.port).toBe(1);
+  });
+
   it("a file that is not an object is refused", () => {
     const file = write("list.json5", "[1, 2]");
     expect(configError(() => loadConfig({ configPath: file, env: env() })).problems).toEqual([

@@ -1,6 +1,7 @@
-import fs from "node:fs";
 import path from "node:path";
 import JSON5 from "json5";
+import { ConfigError } from "./errors.js";
+import { readConfigText } from "./source.js";
 import { expandHome, resolveStateDir } from "./state-dir.js";
 
 /**
@@ -19,9 +20,10 @@ export function peekGatewayConfig(opts: { configPath?: string; env?: NodeJS.Proc
   const file = explicit ? path.resolve(expandHome(explicit)) : path.join(stateDir, "loopgate.json5");
   let raw: unknown;
   try {
-    raw = JSON5.parse(fs.readFileSync(file, "utf8"));
+    raw = JSON5.parse(readConfigText(file));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT" && !explicit) return { file };
+    if (err instanceof ConfigError) throw err;
     throw new Error(`cannot read config ${file}: ${(err as Error).message}`);
   }
   const gateway = (raw as { gateway?: { port?: unknown; auth?: { token?: unknown } } } | null)?.gateway;

@@ -277,9 +277,15 @@ export const configSchema = z.strictObject({
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
       slowConsumerMs: nonNegativeInt.default(5000),
       maxPageBytes: positiveInt.default(2 * 1024 * 1024),
-      // connections that have not completed `connect`: above either cap new ones are closed at once (1013)
+      // connections that have not completed `connect`: above either cap the oldest one that has sent nothing is
+      // closed to make room (1013), or the newcomer when none is silent; one that sends nothing for
+      // silentTimeoutMs is closed (a client sends its connect as soon as the challenge arrives)
       preAuth: z
-        .strictObject({ maxConnections: positiveInt.default(128), maxConnectionsPerAddress: positiveInt.default(32) })
+        .strictObject({
+          maxConnections: positiveInt.default(128),
+          maxConnectionsPerAddress: positiveInt.default(32),
+          silentTimeoutMs: positiveInt.default(3000),
+        })
         .prefault({}),
       // requests of one connection not answered yet (an `agent` request counts until its final answer)
       maxInFlightPerConnection: positiveInt.default(256),

@@ -43,6 +43,40 @@ export function locateConfigFile(opts: { configPath?: string; env?: NodeJS.Proce
 }
 
 /**
+ * The largest config file read. A config is a few kilobytes; JSON5 parsing costs about 0.2 s and 34 MB per MB of
+ * text, so a 100 MB file (a log written to the wrong name, say) took 20 s and 3.4 GB before it was refused anyway.
+ */
+export const CONFIG_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The file's text, read only up to the cap: what lies beyond it is never read, so a huge file (or an endless one,
+ * like a device) costs no more than the cap. Over it is a ConfigError naming both sizes.
+ */
+export function readConfigText(file: string): string {
+  const fd = fs.openSync(file, "r");
+  try {
+    const buf = Buffer.allocUnsafe(CONFIG_MAX_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const n = fs.readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > CONFIG_MAX_BYTES) {
+        const size = fs.fstatSync(fd).size;
+        const over = size > CONFIG_MAX_BYTES ? `${size} bytes` : "more than that";
+        throw new ConfigError(
+          [`(file): ${over}; a config file may be at most ${CONFIG_MAX_BYTES} bytes (1 MiB): is this the right file?`],
+          file,
+        );
+      }
+    }
+    return buf.toString("utf8", 0, length);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Reads the file `locateConfigFile` names. An explicit path that does not exist is an error; the default path may
  * be absent (defaults apply).
  */
@@ -50,8 +84,9 @@ export function readConfigSource(opts: { configPath?: string; env?: NodeJS.Proce
   const { file, explicit, stateDir } = locateConfigFile(opts);
   let text: string;
   try {
-    text = fs.readFileSync(file, "utf8");
+    text = readConfigText(file);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" && !explicit) return { stateDir };
     throw new ConfigError([code === "ENOENT" ? "file not found" : `cannot read: ${(err as Error).message}`], file);

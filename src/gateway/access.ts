@@ -44,6 +44,11 @@ export class ClientAccess {
     return this.readsAll;
   }
 
+  /** the token covers every session (the single gateway.auth.token, no token, or a `*` grant): not one tenant's */
+  get seesAllSessions(): boolean {
+    return this.grant.sessions.includes("*");
+  }
+
   sessionGranted(sessionKey: string): boolean {
     return this.grant.sessionAllowed(sessionKey);
   }

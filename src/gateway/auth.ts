@@ -68,21 +68,23 @@ function checkDevice(params: ConnectParams, opts: { nonce: string; now: number }
       token,
       nonce: device.nonce,
     };
-    const payload =
-      version === "v3"
-        ? deviceAuthPayload({
-            ...fields,
-            platform: params.client.platform,
-            deviceFamily: params.client.deviceFamily ?? "",
-          })
-        : deviceAuthPayloadV2(fields);
-    return verifyDeviceSignature(raw, payload, device.signature);
+    const v3 = deviceAuthPayload({
+      ...fields,
+      platform: params.client.platform,
+      deviceFamily: params.client.deviceFamily ?? "",
+    });
+    if (version === "v3") return verifyDeviceSignature(raw, v3, device.signature);
+    // no device family: OpenClaw's web UI signs v2, a client that always signs v3 signs it with an empty family
+    return (
+      verifyDeviceSignature(raw, deviceAuthPayloadV2(fields), device.signature) ||
+      verifyDeviceSignature(raw, v3, device.signature)
+    );
   });
   if (!signed) {
     const why =
       version === "v3"
         ? "the v3 device payload (v3 because client.deviceFamily was sent)"
-        : "the v2 device payload (v2 because no client.deviceFamily was sent)";
+        : "the v2 device payload or the v3 one with an empty device family (no client.deviceFamily was sent)";
     return unauthorized(`params.device.signature: invalid signature for ${why}`);
   }
   return undefined;

@@ -30,8 +30,8 @@ import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
-import { originRefusal } from "./origin.js";
-import { PreAuthAdmission } from "./preauth-admission.js";
+import { BrowserAccess } from "./origin.js";
+import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 import { sessionInfo } from "./session-info.js";
@@ -69,6 +69,8 @@ export interface GatewayOptions {
   preAuthMaxBytes?: number;
   /** A socket that has not completed `connect` by then is closed. */
   handshakeTimeoutMs?: number;
+  /** A socket that has sent nothing by then is closed. Default `gateway.preAuth.silentTimeoutMs`. */
+  preAuthSilentTimeoutMs?: number;
   /** Chat `delta` events are sent at most this often per run. */
   chatDeltaIntervalMs?: number;
   /** Hook point `gateway:startup`: called once the port is listening. */
@@ -99,9 +101,17 @@ export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 75;
 /** How long closing sockets may take to answer the close handshake before they are cut. */
 const CLOSE_HANDSHAKE_MS = 1000;
 
-function reject(socket: Duplex, status: number, text: string): void {
-  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+function reject(socket: Duplex, status: number, text: string, body = ""): void {
+  const length = Buffer.byteLength(body);
+  const type = body ? "Content-Type: application/json; charset=utf-8\r\n" : "";
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n${type}Content-Length: ${length}\r\n\r\n${body}`);
 }
+
+/**
+ * A request whose `Host` is not one of this gateway's names (origin.ts) is answered 421 Misdirected Request: the
+ * request reached a server that does not serve that name, which is what a DNS-rebound page's request is.
+ */
+const MISDIRECTED = { status: 421, text: "Misdirected Request" } as const;
 
 /** "Try again later": the close code for a connection refused because too many others are still handshaking. */
 const CLOSE_TRY_AGAIN_LATER = 1013;
@@ -113,12 +123,27 @@ function refuseOverCap(ws: WebSocket, reason: string, logger: Logger, remote: st
   setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref();
 }
 
-/** `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read. */
+/**
+ * A connection closed for silence (nothing sent in `preAuth.silentTimeoutMs`, or the oldest silent one when a
+ * pre-auth cap is full): "try again later" with the reason, cut off if it does not answer the close.
+ */
+function closeSilent(conn: GatewayConnection | undefined, reason: string): void {
+  if (!conn) return;
+  // the disconnect line that follows carries the reason
+  conn.close(CLOSE_TRY_AGAIN_LATER, reason);
+  setTimeout(() => conn.terminate(), CLOSE_HANDSHAKE_MS).unref();
+}
+
+/**
+ * `/health` details: open without auth; with auth, for `Authorization: Bearer <token>` of a token that may read
+ * every session (a token limited to some is one tenant's, and the details are the whole gateway's).
+ */
 function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): boolean {
   if (!tokens.required) return true;
   const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
   const grant = m ? tokens.match(m[1].trim()) : undefined;
-  return grant !== undefined && (grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin"));
+  if (grant === undefined || !grant.sessions.includes("*")) return false;
+  return grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin");
 }
 
 /** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
@@ -235,6 +260,7 @@ async function listen(
     maxInFlightPerConnection: cfg.maxInFlightPerConnection,
   };
   const admission = new PreAuthAdmission(cfg.preAuth);
+  const silentTimeoutMs = opts.preAuthSilentTimeoutMs ?? cfg.preAuth.silentTimeoutMs;
   const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
   const startedAt = clock.now();
   const version = loopgateVersion();
@@ -300,6 +326,11 @@ async function listen(
   };
 
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
+  const browsers = new BrowserAccess({
+    bindHost: host,
+    port: () => (server.address() as AddressInfo).port,
+    allowedOrigins: cfg.allowedOrigins,
+  });
   const connections = new Set<GatewayConnection>();
   let closing: Promise<void> | undefined;
 
@@ -313,6 +344,11 @@ async function listen(
       });
       res.end(req.method === "HEAD" ? undefined : text);
     };
+    const misdirected = browsers.hostRefusal(req.headers.host);
+    if (misdirected !== undefined) {
+      logger.warn("request refused", { remote: req.socket.remoteAddress, path, reason: misdirected });
+      return send(MISDIRECTED.status, { ok: false, error: misdirected });
+    }
     if (path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
@@ -350,21 +386,29 @@ async function listen(
     socket.on("error", () => socket.destroy());
     if (closing) return reject(socket, 503, "Service Unavailable");
     const remote = req.socket.remoteAddress ?? "unknown";
+    const misdirected = browsers.hostRefusal(req.headers.host);
+    if (misdirected !== undefined) {
+      logger.warn("upgrade refused", { remote, reason: misdirected });
+      return reject(socket, MISDIRECTED.status, MISDIRECTED.text, JSON.stringify({ ok: false, error: misdirected }));
+    }
     // a refused origin still gets its socket: the refusal comes as the answer to `connect`, which a browser client
     // can show (an HTTP 403 reaches the page as a bare close)
-    const refusedOrigin = originRefusal(req.headers.origin, {
-      allowedOrigins: cfg.allowedOrigins,
-      host: req.headers.host,
-    });
+    const refusedOrigin = browsers.originRefusal(req.headers.origin, tokens.required);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const admitted = admission.admit(remote);
+      let conn: GatewayConnection | undefined;
+      const admitted = admission.admit(remote, (reason) => closeSilent(conn, reason));
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
+      const slot = admitted.slot;
+      const silence = watchSilence(req.socket, head, slot, silentTimeoutMs, () =>
+        closeSilent(conn, `sent nothing for ${silentTimeoutMs} ms after the upgrade`),
+      );
       const onClosed = (c: GatewayConnection) => {
-        admitted.release();
+        silence.stop();
+        slot.release();
         connections.delete(c);
         broadcaster.remove(c);
       };
-      const conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, admitted.release, refusedOrigin);
+      conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, slot.release, refusedOrigin);
       connections.add(conn);
     });
   });

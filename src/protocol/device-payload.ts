@@ -17,7 +17,10 @@ export interface DeviceAuthFields {
   deviceFamily: string;
 }
 
-/** Which payload a connect's signature covers: v3 when the client names its device family, v2 otherwise. */
+/**
+ * Which payload a connect's signature covers: v3 when the client names its device family, v2 otherwise (what a
+ * client signs; without a family the gateway also accepts v3 with an empty family, which some clients sign).
+ */
 export function devicePayloadVersion(deviceFamily: string | undefined): "v2" | "v3" {
   return deviceFamily ? "v3" : "v2";
 }

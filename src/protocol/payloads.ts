@@ -93,22 +93,27 @@ export interface HealthDegraded {
   since: number;
 }
 
+/**
+ * `health` (and `/health` with details). The gateway-wide counts and the audit queue are shown only to a client
+ * whose token covers every session; a token limited to some sessions (SPEC 21) gets none of them, and `cron` counts
+ * only the jobs of its sessions.
+ */
 export interface HealthResult {
   /** false while degraded */
   ok: boolean;
   degraded?: HealthDegraded;
   version: string;
   uptimeMs: number;
-  activeRuns: number;
-  sessions: number;
+  activeRuns?: number;
+  sessions?: number;
   /** the audit ledger's write queue: rows waiting to be written, and rows dropped because it was full */
-  audit: AuditLedgerState;
+  audit?: AuditLedgerState;
   /** the scheduler's jobs and the last result of each (absent when cron is off) */
   cron?: CronHealth;
   /** inputs accepted and waiting behind an active run or a quiet window (not yet started) */
-  queueDepth: number;
+  queueDepth?: number;
   /** sessions the stuck-session diagnostics currently classify as stalled or stuck (0 when they are off) */
-  stuckSessions: number;
+  stuckSessions?: number;
 }
 
 /**
@@ -467,12 +472,13 @@ export interface AgentIdentity {
 }
 
 /** status: the gateway at a glance (no published result definition) */
+/** `status`: like `health`, the counts are absent for a token limited to some sessions. */
 export interface StatusResult {
   ok: boolean;
   version: string;
   uptimeMs: number;
-  activeRuns: number;
-  sessions: number;
+  activeRuns?: number;
+  sessions?: number;
   defaultAgentId: string;
   agents: string[];
   cron?: CronHealth;

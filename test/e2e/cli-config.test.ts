@@ -103,6 +103,28 @@ describe("loopgate config validate / path", () => {
     expect(none.stdout).toContain(`no file at ${path.join(s.stateDir, "loopgate.json5")}; defaults apply`);
   });
 
+  it("oversized-config-refused-unread: a 100 MB config file is refused at once, naming its size and the limit", async () => {
+    const s = sandbox();
+    const file = path.join(s.tmp, "huge.json5");
+    // 100 MB of valid JSON5, written in pieces
+    const fd = fs.openSync(file, "w");
+    fs.writeSync(fd, '{ notes: "');
+    const chunk = Buffer.alloc(1024 * 1024, 0x78);
+    for (let i = 0; i < 100; i++) fs.writeSync(fd, chunk);
+    fs.writeSync(fd, '" }');
+    fs.closeSync(fd);
+    const t0 = performance.now();
+    const res = await s.run(["config", "validate", "--config", file]);
+    const ms = Math.round(performance.now() - t0);
+    fs.rmSync(file);
+    console.log(
+      `[config] validate a 100 MB config: exit ${res.code} in ${ms} ms: ${res.stderr.trim().split("\n").pop()}`,
+    );
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(`invalid config ${file}`);
+    expect(res.stderr).toContain("(file): 104857613 bytes; a config file may be at most 1048576 bytes (1 MiB)");
+  });
+
   it("path: the file a run would use, from --config, LOOPGATE_CONFIG or the state dir, and whether it exists", async () => {
     const s = sandbox();
     const dflt = await s.run(["config", "path"]);

@@ -130,7 +130,7 @@ describe("gateway handshake", () => {
     peer.close();
   });
 
-  it("accepts OpenClaw's v2 device payload from a client that sends no device family, and v3 only with one", async () => {
+  it("device-v3-empty-family-accepted: without a device family, OpenClaw's v2 payload and v3 with an empty family are accepted; v3 with a family only when it was sent", async () => {
     const { url } = await gateway({ gateway: { token: "tok" } });
     const device = createDeviceIdentity();
     const signed = async (payload: (nonce: string, signedAt: number) => string, client: Record<string, unknown>) => {
@@ -166,6 +166,15 @@ describe("gateway handshake", () => {
     const mixed = await signed(v2, { deviceFamily: "Browser" });
     expect(mixed.error?.message).toMatch(/v3 device payload \(v3 because client\.deviceFamily was sent\)/);
     expect((await signed(v3, {})).error?.message).toMatch(/v2 device payload/);
+    // a client with no device family that signs v3 anyway signs it with an empty one: accepted as well as v2
+    const v3NoFamily = (nonce: string, at: number) =>
+      `v3|${device.id}|openclaw-control-ui|webchat|operator|operator.admin|${at}|tok|${nonce}|web|`;
+    const emptyFamily = await signed(v3NoFamily, {});
+    console.log(
+      `[device] v3 with an empty device family, no client.deviceFamily: ${JSON.stringify(emptyFamily.error ?? "hello-ok")}`,
+    );
+    expect(emptyFamily.ok, "device-v3-empty-family-accepted").toBe(true);
+    expect((await signed(v3NoFamily, { deviceFamily: "" })).ok).toBe(true);
   });
 
   it("takes auth.password as the shared secret (Loopgate has no password mode)", async () => {
@@ -331,15 +340,20 @@ describe("gateway handshake", () => {
     expect(refused.error).toMatchObject({ code: "forbidden" });
     expect(refused.error?.message).toMatch(/"https:\/\/evil\.example" is not allowed.*gateway\.allowedOrigins/);
     await foreign.closed;
-    for (const allowed of ["http://localhost:5173", "http://127.0.0.1:8080", "https://console.example"]) {
-      const peer = originOf(allowed);
-      expect((await peer.connect()).ok, allowed).toBe(true);
-      peer.close();
-    }
-    // a token does not open the gateway to every site either
+    // a listed origin connects (on a gateway without a token, only a listed one or the gateway's own page does:
+    // gateway-browser-access.test.ts)
+    const listed = originOf("https://console.example");
+    expect((await listed.connect()).ok).toBe(true);
+    listed.close();
+    // a token does not open the gateway to every site either; loopback pages sign in with it
     const withToken = await gateway({ gateway: { token: "tok" } });
     const tokenForeign = new RawPeer(withToken.url, { headers: { origin: "https://evil.example" } });
     expect((await tokenForeign.connect({ token: "tok" })).error?.message).toMatch(/gateway\.allowedOrigins/);
+    for (const loopback of ["http://localhost:5173", "http://127.0.0.1:8080"]) {
+      const peer = new RawPeer(withToken.url, { headers: { origin: loopback } });
+      expect((await peer.connect({ token: "tok" })).ok, loopback).toBe(true);
+      peer.close();
+    }
   });
 
   it("refuses to start on a non-loopback host without a token", async () => {

@@ -17,7 +17,9 @@ import {
   removeTempDirs,
   startTestGateway,
   type TestGateway,
+  useTestGateways,
 } from "../fixtures/gateway/harness.js";
+import { holdIdleSockets, legitimateConnect } from "../fixtures/gateway/preauth-attack.js";
 
 const MiB = 1024 * 1024;
 const ATTACKERS = 200;
@@ -137,33 +139,102 @@ describe("caps on unauthenticated connections", () => {
     return peer;
   };
 
-  it("refuses unauthenticated connections above the per-address cap at once, with the reason; connecting frees a slot", async () => {
+  /** Makes a peer not silent: the first two bytes of a frame whose rest never comes (a slow sender). */
+  const startFrame = (peer: RawPeer) => {
+    (peer.ws as unknown as { _socket: { write(b: Buffer): void } })._socket.write(Buffer.from([0x81, 0x85]));
+  };
+
+  it("above the per-address cap the oldest silent connection of that address makes room; with none silent the newcomer is refused", async () => {
     tg = await startTestGateway({ config: { gateway: { preAuth: { maxConnectionsPerAddress: 2 } } } });
     const first = await open(tg.url);
-    await open(tg.url);
-    const third = await RawPeer.open(tg.url);
-    expect(await third.closed).toEqual({
+    const second = await open(tg.url);
+    const elsewhere = await open(tg.url, "127.0.0.2");
+    // a third from the address: the oldest silent one of it is closed with the reason, the newcomer gets in
+    const third = await open(tg.url);
+    expect(await first.closed).toEqual({
+      code: 1013,
+      reason: "closed for a newcomer: silent while this address's unauthenticated slots were full (limit 2)",
+    });
+    // when both have started sending, nothing is silent: the newcomer is refused at once, with the reason
+    startFrame(second);
+    startFrame(third);
+    await new Promise((r) => setTimeout(r, 50));
+    const fourth = await RawPeer.open(tg.url);
+    expect(await fourth.closed).toEqual({
       code: 1013,
       reason: "too many unauthenticated connections from this address (limit 2)",
     });
-    // the other addresses are not affected
-    await open(tg.url, "127.0.0.2");
-    // a connection that authenticates no longer counts
-    expect((await first.connect()).ok).toBe(true);
-    const fourth = await open(tg.url);
-    expect((await fourth.connect()).ok).toBe(true);
+    // the other address was not touched, and a connection that authenticates no longer counts
+    expect((await elsewhere.connect()).ok).toBe(true);
+    second.ws.terminate();
+    await second.closed;
+    const fifth = await open(tg.url);
+    expect((await fifth.connect()).ok).toBe(true);
   });
 
-  it("refuses unauthenticated connections above the total cap, whatever their address", async () => {
+  it("above the total cap the oldest silent connection makes room, whatever its address; with none silent the newcomer is refused", async () => {
     tg = await startTestGateway({ config: { gateway: { preAuth: { maxConnections: 3 } } } });
-    await open(tg.url, "127.0.0.1");
-    await open(tg.url, "127.0.0.2");
-    const third = await open(tg.url, "127.0.0.3");
-    const refused = await RawPeer.open(tg.url, { localAddress: "127.0.0.4" });
+    const a = await open(tg.url, "127.0.0.1");
+    const b = await open(tg.url, "127.0.0.2");
+    const c = await open(tg.url, "127.0.0.3");
+    const d = await open(tg.url, "127.0.0.4");
+    expect(await a.closed).toEqual({
+      code: 1013,
+      reason: "closed for a newcomer: silent while the gateway's unauthenticated slots were full (limit 3)",
+    });
+    for (const p of [b, c, d]) startFrame(p);
+    await new Promise((r) => setTimeout(r, 50));
+    const refused = await RawPeer.open(tg.url, { localAddress: "127.0.0.5" });
     expect(await refused.closed).toEqual({ code: 1013, reason: "too many unauthenticated connections (limit 3)" });
     // a closed one frees its slot
-    third.ws.close();
-    await third.closed;
-    await open(tg.url, "127.0.0.4");
+    d.ws.terminate();
+    await d.closed;
+    await open(tg.url, "127.0.0.5");
+  });
+});
+
+describe("pre-auth starvation", () => {
+  const gateway = useTestGateways();
+  const holders: Array<{ stop(): void }> = [];
+  afterEach(() => {
+    for (const h of holders.splice(0)) h.stop();
+  });
+  /** waits until the gateway counts `n` unauthenticated connections */
+  const pendingReaches = async (tg: TestGateway, n: number) => {
+    while (tg.gw.connectionCount < n) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  it("preauth-starvation-one-address: 32 idle sockets reopened on close do not lock a local client out", async () => {
+    const tg = await gateway();
+    const idle = holdIdleSockets(tg.url, "127.0.0.1", 32);
+    holders.push(idle);
+    await pendingReaches(tg, 32);
+    const { outcome, ms } = await legitimateConnect(tg.url);
+    console.log(
+      `[preauth] 32 idle sockets from 127.0.0.1, reopened on close: a CLI-like connect from 127.0.0.1 got ${outcome} in ${ms} ms`,
+    );
+    expect(outcome).toBe("hello-ok");
+  });
+
+  it("preauth-starvation-global-cap: four addresses of idle sockets do not lock out a fifth", async () => {
+    const tg = await gateway();
+    for (const address of ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]) {
+      holders.push(holdIdleSockets(tg.url, address, 32));
+    }
+    await pendingReaches(tg, 128);
+    const { outcome, ms } = await legitimateConnect(tg.url, "127.0.0.1");
+    console.log(`[preauth] 4 × 32 idle sockets: a CLI-like connect from 127.0.0.1 got ${outcome} in ${ms} ms`);
+    expect(outcome).toBe("hello-ok");
+  });
+
+  it("a socket that sends nothing is closed after gateway.preAuth.silentTimeoutMs, with the reason", async () => {
+    const tg = await gateway({ config: { gateway: { preAuth: { silentTimeoutMs: 50 } } } });
+    const idle = await RawPeer.open(tg.url);
+    expect(await idle.closed).toEqual({ code: 1013, reason: "sent nothing for 50 ms after the upgrade" });
+    // a client that sends its connect is not cut
+    const peer = await connectedPeer(tg.url);
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await peer.call("health")).ok).toBe(true);
+    peer.close();
   });
 });

@@ -522,3 +522,61 @@ describe("diagnostics follow the same rule", () => {
     for (const p of [tenant, root]) p.close();
   });
 });
+
+describe("health and status of a session-scoped token (issue 25 item 10)", () => {
+  it("scoped-health-hides-other-tenants: health, status and cron.status show a scoped token only its sessions' cron jobs and no gateway-wide counts", async () => {
+    const { url, gw } = await gateway({
+      config: {
+        gateway: {
+          auth: {
+            token: "root",
+            tokens: [{ token: "tenant", scopes: ["operator.read", "operator.write"], sessions: ["cron:alpha"] }],
+          },
+        },
+        // once a year: the runs come only from cron.run below
+        cron: {
+          jobs: [
+            { id: "alpha", schedule: "0 0 1 1 *", message: "a" },
+            { id: "beta", schedule: "0 0 1 1 *", message: "b" },
+          ],
+        },
+      },
+    });
+    const root = await connectedPeer(url, { token: "root" });
+    const runIds: Record<string, string> = {};
+    for (const id of ["alpha", "beta"]) {
+      const res = await root.call("cron.run", { id });
+      runIds[id] = String(res.payload?.runId);
+      expect((await root.call("agent.wait", { runId: runIds[id] })).payload?.status).toBe("ok");
+    }
+    const tenant = await connectedPeer(url, { token: "tenant" });
+    for (const method of ["health", "status"]) {
+      const seen = (await tenant.call(method)).payload as Record<string, unknown>;
+      console.log(`[scoped] ${method} for a token of cron:alpha: ${JSON.stringify(seen)}`);
+      expect(seen.cron, method).toEqual({
+        jobs: 1,
+        last: [expect.objectContaining({ jobId: "alpha", runId: runIds.alpha })],
+      });
+      expect(JSON.stringify(seen), method).not.toContain("beta");
+      expect(JSON.stringify(seen), method).not.toContain(runIds.beta);
+      for (const key of ["activeRuns", "sessions", "queueDepth", "stuckSessions", "audit"]) {
+        expect(seen, `${method}.${key}`).not.toHaveProperty(key);
+      }
+      expect(seen.ok, method).toBe(true);
+      // the root token still sees the whole gateway
+      const all = (await root.call(method)).payload as Record<string, unknown>;
+      expect(all.cron, method).toMatchObject({ jobs: 2 });
+      expect(all.sessions, method).toBe(2);
+    }
+    const cronStatus = (await tenant.call("cron.status")).payload;
+    expect(cronStatus).toMatchObject({ jobs: 1, last: [{ jobId: "alpha" }] });
+    // GET /health with the tenant's token: up or down, like no token; the root token gets the details
+    const http = (token: string) =>
+      fetch(`http://127.0.0.1:${gw.port}/health`, { headers: { authorization: `Bearer ${token}` } }).then((r) =>
+        r.json(),
+      );
+    expect(await http("tenant")).toEqual({ ok: true });
+    expect(await http("root")).toMatchObject({ sessions: 2, cron: { jobs: 2 } });
+    for (const p of [root, tenant]) p.close();
+  });
+});

@@ -13,6 +13,7 @@ import type { AgentIdentity, ModelsAuthStatusResult, StatusResult } from "../../
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { redactConfig } from "../redact-config.js";
+import { healthFor } from "./health.js";
 
 /*
  * What OpenClaw's operator clients read about the gateway: its agents, models, status, commands and config. These
@@ -143,13 +144,14 @@ export const statusMethod = defineMethod({
   params: looseEmptyParamsSchema,
   async handle({ conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const h = await gw.health();
+    // the same view as health: a token limited to some sessions gets no gateway-wide counts, only its cron jobs
+    const h = await healthFor(conn, gw);
     const result: StatusResult = {
       ok: h.ok,
       version: h.version,
       uptimeMs: h.uptimeMs,
-      activeRuns: h.activeRuns,
-      sessions: h.sessions,
+      ...(h.activeRuns !== undefined ? { activeRuns: h.activeRuns } : {}),
+      ...(h.sessions !== undefined ? { sessions: h.sessions } : {}),
       defaultAgentId: gw.service.rt.defaultAgentId,
       agents: configuredAgentIds(gw.service.rt.config),
       ...(h.cron ? { cron: h.cron } : {}),

@@ -1,5 +1,6 @@
 import { looseEmptyParamsSchema } from "../../protocol/params.js";
 import { defineMethod } from "../context.js";
+import { visibleCron } from "./health.js";
 
 /*
  * Lists OpenClaw's operator clients poll for features Loopgate has nothing pending in: plugin approvals and agent
@@ -32,15 +33,8 @@ export const cronStatusMethod = defineMethod({
   params: looseEmptyParamsSchema,
   async handle({ conn, gw, reply }) {
     conn.access.requireRead(undefined);
-    const health = await gw.cron.health();
     // only the jobs of sessions this client may see
-    const visible = new Set(
-      (await gw.cron.list(0)).filter((j) => conn.access.canSeeSession(j.sessionKey)).map((j) => j.id),
-    );
-    reply.ok({
-      enabled: gw.cron.enabled,
-      jobs: visible.size,
-      last: health.last.filter((l) => visible.has(l.jobId)),
-    });
+    const visible = await visibleCron(conn, gw, await gw.cron.health());
+    reply.ok({ enabled: gw.cron.enabled, ...visible });
   },
 });
