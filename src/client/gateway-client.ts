@@ -211,6 +211,32 @@ export class GatewayClient {
           finish(undefined, new GatewayClient(ws, opts.url, frame.payload as HelloOk));
         }
       };
+      // An HTTP refusal of the upgrade (421 for a Host the gateway does not serve, 503 while it stops) carries a
+      // JSON body saying why; without this the user would read only "Unexpected server response: 421".
+      ws.on("unexpected-response", (_req, res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (c: Buffer) => {
+          if (size < 4096) chunks.push(c);
+          size += c.length;
+        });
+        res.on("error", () => {});
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8").slice(0, 4096);
+          let why = "";
+          try {
+            const body = JSON.parse(text) as { error?: unknown };
+            if (typeof body.error === "string") why = `: ${body.error}`;
+          } catch {}
+          finish(
+            new GatewayConnectError(
+              "closed",
+              opts.url,
+              `the gateway at ${opts.url} refused the connection (HTTP ${res.statusCode})${why}`,
+            ),
+          );
+        });
+      });
       ws.on("message", onMessage);
       ws.on("close", onClose);
       ws.on("error", onError);
