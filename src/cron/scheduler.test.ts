@@ -59,6 +59,8 @@ describe("cron scheduler (fake clock)", () => {
 
   it("a job whose model stalls past its timeout is recorded as timeout, and the next job in the lane runs", async () => {
     const h = harness({
+      // one lane slot: the next job waits behind the stalled one until its deadline and cleanup
+      maxConcurrentRuns: 1,
       jobs: [
         // due at T0+10 (the 30th second); its model never answers and ignores the abort
         { id: "stuck", schedule: "30 * * * * *", message: "hang", model: "stall/m", timeoutSeconds: 3 },
