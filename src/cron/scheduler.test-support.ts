@@ -1,6 +1,7 @@
 /**
  * The cron scheduler over real parts, on a fake clock: a real AgentService and SQLite store in a temp dir, a
- * ManualClock, a scripted model `a/m` that answers at once and a model `stall/m` that never answers and ignores abort.
+ * ManualClock, a scripted model `a/m` that answers at once, a model `stall/m` that never answers and ignores abort,
+ * and a model `hang/m` that never answers until its request is aborted (a hung call that honours the abort).
  * Shared by the scheduler's tests and the cron soak suites (test/fixtures/soak/hardening-cron.ts).
  */
 import fs from "node:fs";
@@ -49,18 +50,42 @@ function stallingProvider(): ModelProvider & { release(): void; waiting: number 
   return p;
 }
 
+export /** A model call that hangs until it is aborted, as a stuck HTTP request does; `waiting` counts calls hanging now. */
+function hangingProvider(): ModelProvider & { waiting: number } {
+  const p = {
+    id: "hang",
+    api: "scripted" as const,
+    waiting: 0,
+    async *stream(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+      p.waiting++;
+      try {
+        await new Promise<void>((_, reject) => {
+          const aborted = () => reject(new Error("hang: aborted"));
+          if (req.signal.aborted) aborted();
+          else req.signal.addEventListener("abort", aborted, { once: true });
+        });
+      } finally {
+        p.waiting--;
+      }
+      yield { type: "error", error: new Error("unreachable") } as unknown as ModelStreamEvent;
+    },
+  };
+  return p;
+}
+
 export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"))) {
   if (!dirs.includes(dir)) dirs.push(dir);
   const clock = new ManualClock(T0);
   const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
   const stall = stallingProvider();
+  const hang = hangingProvider();
   const rt = new AgentRuntime({
     config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),
     clock,
     logger: silentLogger,
-    providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall },
+    providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall, hang },
   });
   const service = new AgentService(rt);
   const accepted: Array<{ runId: string; sessionKey: string; lane?: string; origin?: RunOrigin }> = [];
@@ -86,12 +111,12 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
   });
   /**
    * Lets the runs the clock started get as far as they can without time passing (they do real file and SQLite
-   * work): until every run has ended, waits on the stalled model, or waits in the cron lane.
+   * work): until every run has ended, waits on the stalled or hanging model, or waits in the cron lane.
    */
   const settle = async () => {
     const quiet = () => {
       const open = accepted.filter((a) => !ended.has(a.runId)).length;
-      return accepting === 0 && open === stall.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
+      return accepting === 0 && open === stall.waiting + hang.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
     };
     // quiet for a few turns of the event loop in a row: a fire the clock started accepts its run after a few store
     // calls, so a moment before that looks quiet too
@@ -102,7 +127,7 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
     }
     if (!quiet())
       throw new Error(
-        `runs did not settle: ${JSON.stringify({ accepting, accepted: accepted.length, ended: ended.size, waiting: stall.waiting, lane: rt.lanes.snapshot("cron") })}`,
+        `runs did not settle: ${JSON.stringify({ accepting, accepted: accepted.length, ended: ended.size, waiting: stall.waiting + hang.waiting, lane: rt.lanes.snapshot("cron") })}`,
       );
   };
   /** moves time in 1 s steps, letting runs proceed between them */

@@ -1,0 +1,17 @@
+/*
+ * Soak (only in `npm run test:soak`): cron hardening (issue 25 item 9), long.
+ *   LOOPGATE_SOAK_CRON_JOBS        jobs due every second in the flood (default 50)
+ *   LOOPGATE_SOAK_CRON_SECONDS     seconds of flood (default 600: 30,000 fires at the default size)
+ *   LOOPGATE_SOAK_CRON_KEEP        cron.runLog.keepLines (default 100)
+ *   LOOPGATE_SOAK_CRON_HANG_MINUTES  minutes of schedule beside a job that hangs every time (default 60)
+ */
+import { intKnob } from "../fixtures/soak/knobs.js";
+import { cronHangSuite, cronRunsFloodSuite } from "../fixtures/soak/hardening-cron.js";
+
+cronRunsFloodSuite({
+  jobs: intKnob("LOOPGATE_SOAK_CRON_JOBS", 50),
+  seconds: intKnob("LOOPGATE_SOAK_CRON_SECONDS", 600),
+  keepLines: intKnob("LOOPGATE_SOAK_CRON_KEEP", 100),
+  long: true,
+});
+cronHangSuite({ minutes: intKnob("LOOPGATE_SOAK_CRON_HANG_MINUTES", 60), long: true });
