@@ -5,8 +5,9 @@
  *   LOOPGATE_SOAK_CRON_KEEP        cron.runLog.keepLines (default 100)
  *   LOOPGATE_SOAK_CRON_HANG_MINUTES  minutes of schedule beside a job that hangs every time (default 60)
  */
-import { intKnob } from "../fixtures/soak/knobs.js";
+
 import { cronHangSuite, cronRunsFloodSuite } from "../fixtures/soak/hardening-cron.js";
+import { intKnob } from "../fixtures/soak/knobs.js";
 
 cronRunsFloodSuite({
   jobs: intKnob("LOOPGATE_SOAK_CRON_JOBS", 50),
