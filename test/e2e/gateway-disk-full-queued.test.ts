@@ -4,9 +4,7 @@
  * gateway runs in this process with its state dir on a 2 MiB tmpfs that the test fills until ENOSPC (mounting needs
  * root; where it is not permitted the test is skipped with the reason printed, as gateway-disk-full.test.ts is).
  */
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,50 +16,16 @@ import {
   type TestGateway,
   TestProvider,
 } from "../fixtures/gateway/harness.js";
+import { fillUp, mountSmallTmpfs } from "../fixtures/gateway/small-tmpfs.js";
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterAll(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-function mountSmallTmpfs(): { dir: string } | { reason: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-diskfull-queued-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", dir], { stdio: "pipe" });
-  } catch (err) {
-    fs.rmdirSync(dir);
-    const stderr = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim();
-    return { reason: `cannot mount a tmpfs here (${stderr || "mount failed"})` };
-  }
-  cleanup.push(() => {
-    execFileSync("umount", ["-l", dir]);
-    fs.rmdirSync(dir);
-  });
-  return { dir };
-}
-
 const mounted = mountSmallTmpfs();
 if ("reason" in mounted) console.log(`skipping the queued-run-on-a-full-disk test: ${mounted.reason}`);
-
-/** Writes into `file` until the file system has no byte left. */
-function fillUp(file: string): void {
-  const fd = fs.openSync(file, "w");
-  try {
-    for (const size of [64 * 1024, 4096, 512, 1]) {
-      const chunk = Buffer.alloc(size, 1);
-      for (;;) {
-        try {
-          fs.writeSync(fd, chunk);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-          break;
-        }
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+else cleanup.push(mounted.unmount);
 
 /** The gateway's own SQLite connection (the Store port over the engine, SqliteStoreAdapter.db). */
 function dbOf(g: TestGateway): Database.Database {

@@ -4,9 +4,10 @@
  *   LOOPGATE_SOAK_CRON_SECONDS     seconds of flood (default 600: 30,000 fires at the default size)
  *   LOOPGATE_SOAK_CRON_KEEP        cron.runLog.keepLines (default 100)
  *   LOOPGATE_SOAK_CRON_HANG_MINUTES  minutes of schedule beside a job that hangs every time (default 60)
+ *   LOOPGATE_SOAK_DISK_FULL_CYCLES   fill-and-free cycles of a real tmpfs under a gateway (default 30; item 8)
  */
 
-import { cronHangSuite, cronRunsFloodSuite } from "../fixtures/soak/hardening-cron.js";
+import { cronHangSuite, cronRunsFloodSuite, storageFullCyclesSuite } from "../fixtures/soak/hardening-cron.js";
 import { intKnob } from "../fixtures/soak/knobs.js";
 
 cronRunsFloodSuite({
@@ -16,3 +17,4 @@ cronRunsFloodSuite({
   long: true,
 });
 cronHangSuite({ minutes: intKnob("LOOPGATE_SOAK_CRON_HANG_MINUTES", 60), long: true });
+storageFullCyclesSuite({ cycles: intKnob("LOOPGATE_SOAK_DISK_FULL_CYCLES", 30), tmpfsMb: 8, long: true });
