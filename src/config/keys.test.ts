@@ -343,6 +343,18 @@ const audit: Record<string, Audit> = {
   "cron.jobs[].timeoutSeconds": T.cronStall,
   "cron.jobs[].model": T.cronStall,
   "cron.jobs[].enabled": T.cronOff,
+  "cron.defaultTimeoutSeconds": pin(
+    "src/cron/scheduler-hardening.test.ts",
+    "job-without-timeoutSeconds-is-aborted-at-the-default-cron-deadline",
+  ),
+  "cron.maxConcurrentRuns": pin(
+    "src/cron/scheduler-hardening.test.ts",
+    "hanging-job-without-timeoutSeconds-does-not-hold-back-other-jobs",
+  ),
+  "cron.runLog.keepLines": pin(
+    "src/cron/scheduler-hardening.test.ts",
+    "cron.runLog.keepLines bounds every job's records, also a removed job's, on the prune cadence",
+  ),
 };
 
 describe("every config key is read or rejected", () => {

@@ -343,6 +343,18 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(true),
       /** runs missed while the gateway was down: "once" runs each such job once at start, "skip" records them skipped */
       catchUp: z.enum(["once", "skip"]).default("once"),
+      /**
+       * The scheduler's deadline (s, from the run's start) for a job without `timeoutSeconds`; 0 = none. 3600 is
+       * OpenClaw's safety ceiling for a cron agent turn without its own timeout: a hung model call ends there.
+       */
+      defaultTimeoutSeconds: nonNegativeInt.default(3600),
+      /**
+       * Cron runs at once (OpenClaw's key). Each job has at most one run going, so with 2 one hanging job never
+       * holds back the others; a run past its deadline and cleanup stops counting.
+       */
+      maxConcurrentRuns: positiveInt.default(2),
+      /** run records (`cron_runs`) kept per job (OpenClaw's `cron.runLog.keepLines`); pruned as they are written */
+      runLog: z.strictObject({ keepLines: positiveInt.default(100) }).prefault({}),
       jobs: z.array(cronJobSchema.superRefine(checkJobTimes)).default([]),
     })
     .superRefine((cron, ctx) => {

@@ -1,4 +1,5 @@
 import { Cron } from "croner";
+import { CRON_JOB_LIMITS } from "../protocol/limits.js";
 
 /**
  * A job's schedule: standard 5-field cron syntax (minute hour day-of-month month day-of-week), or 6 fields with
@@ -26,6 +27,8 @@ export class CronSchedule {
 
 /** Why `expr` is not a schedule we accept (undefined when it is one): for config and `cron.add` errors. */
 export function scheduleProblem(expr: string): string | undefined {
+  const tooLong = lengthProblem(expr, CRON_JOB_LIMITS.scheduleChars);
+  if (tooLong) return tooLong;
   const fields = expr.trim().split(/\s+/).length;
   if (fields !== 5 && fields !== 6) {
     return `expected 5 cron fields (minute hour day month weekday) or 6 with seconds first; got ${fields} in "${expr}"`;
@@ -41,6 +44,8 @@ export function scheduleProblem(expr: string): string | undefined {
 
 /** Why `tz` is not an IANA time zone name (undefined when it is one). */
 export function timeZoneProblem(tz: string): string | undefined {
+  const tooLong = lengthProblem(tz, CRON_JOB_LIMITS.tzChars);
+  if (tooLong) return tooLong;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: tz });
     return undefined;
@@ -49,13 +54,19 @@ export function timeZoneProblem(tz: string): string | undefined {
   }
 }
 
+/** The same words as the schema's limit (protocol/params.ts cronText), for callers that skip the schema. */
+function lengthProblem(text: string, max: number): string | undefined {
+  return text.length > max ? `expected at most ${max} characters, got ${text.length}` : undefined;
+}
+
 /** zod superRefine for a job: the schedule and time-zone problems, each at its own key. */
 export function checkJobTimes(
   job: { schedule: string; tz?: string },
   ctx: { addIssue(issue: { code: "custom"; message: string; path: string[] }): void },
 ): void {
-  const s = scheduleProblem(job.schedule);
+  // zod runs this refinement even when a field failed its own check: an over-long field is reported once, there
+  const s = job.schedule.length <= CRON_JOB_LIMITS.scheduleChars ? scheduleProblem(job.schedule) : undefined;
   if (s) ctx.addIssue({ code: "custom", message: s, path: ["schedule"] });
-  const t = job.tz !== undefined ? timeZoneProblem(job.tz) : undefined;
+  const t = job.tz !== undefined && job.tz.length <= CRON_JOB_LIMITS.tzChars ? timeZoneProblem(job.tz) : undefined;
   if (t) ctx.addIssue({ code: "custom", message: t, path: ["tz"] });
 }

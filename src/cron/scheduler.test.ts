@@ -2,115 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../agent/runtime.js";
-import { AgentService } from "../agent/service.js";
 import { type ConfigError, parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
-import { ScriptedProvider } from "../providers/scripted.js";
-import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
-import type { RunOrigin } from "../queue/types.js";
-import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
-import { SqliteStore } from "../storage/sqlite-store.js";
-import { ManualClock } from "../testing/manual-clock.js";
 import { CronScheduler } from "./scheduler.js";
+import { cleanUpHarnesses, harness, T0 } from "./scheduler.test-support.js";
 
-// 2023-11-14T22:13:20Z: an even second, 20 s past the minute
-const T0 = 1_700_000_000_000;
-
-const dirs: string[] = [];
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups.splice(0)) c();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-
-/** A model that never sends a chunk and ignores abort: the stale child the seed warns about. */
-function stallingProvider(): ModelProvider & { release(): void; waiting: number } {
-  let release = () => {};
-  const gate = new Promise<void>((r) => {
-    release = r;
-  });
-  const p = {
-    id: "stall",
-    api: "scripted" as const,
-    waiting: 0,
-    release: () => release(),
-    async *stream(_req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-      p.waiting++;
-      await gate;
-      yield { type: "error", error: new Error("released") } as unknown as ModelStreamEvent;
-    },
-  };
-  return p;
-}
-
-function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"))) {
-  if (!dirs.includes(dir)) dirs.push(dir);
-  const clock = new ManualClock(T0);
-  const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
-  const stall = stallingProvider();
-  const rt = new AgentRuntime({
-    config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
-    stateDir: dir,
-    store: new SqliteStoreAdapter(store),
-    clock,
-    logger: silentLogger,
-    providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall },
-  });
-  const service = new AgentService(rt);
-  const accepted: Array<{ runId: string; sessionKey: string; lane?: string; origin?: RunOrigin }> = [];
-  const ended = new Set<string>();
-  const accept = service.accept.bind(service);
-  let accepting = 0;
-  service.accept = async (req, origin) => {
-    accepting++;
-    try {
-      const a = await accept(req, origin);
-      accepted.push({ runId: a.runId, sessionKey: a.sessionKey, lane: req.lane, origin });
-      void service.final(a.runId).then(() => ended.add(a.runId));
-      return a;
-    } finally {
-      accepting--;
-    }
-  };
-  const scheduler = new CronScheduler({ service, config: rt.config.cron, clock, logger: silentLogger });
-  cleanups.push(() => {
-    scheduler.stop();
-    stall.release();
-    store.close();
-  });
-  /**
-   * Lets the runs the clock started get as far as they can without time passing (they do real file and SQLite
-   * work): until every run has ended, waits on the stalled model, or waits in the cron lane.
-   */
-  const settle = async () => {
-    const quiet = () => {
-      const open = accepted.filter((a) => !ended.has(a.runId)).length;
-      return accepting === 0 && open === stall.waiting + (rt.lanes.snapshot("cron")?.queued ?? 0);
-    };
-    // quiet for a few turns of the event loop in a row: a fire the clock started accepts its run after a few store
-    // calls, so a moment before that looks quiet too
-    let calm = 0;
-    for (let i = 0; i < 100_000 && calm < 5; i++) {
-      await new Promise((r) => setImmediate(r));
-      calm = quiet() ? calm + 1 : 0;
-    }
-    if (!quiet())
-      throw new Error(
-        `runs did not settle: ${JSON.stringify({ accepting, accepted: accepted.length, ended: ended.size, waiting: stall.waiting, lane: rt.lanes.snapshot("cron") })}`,
-      );
-  };
-  /** moves time in 1 s steps, letting runs proceed between them */
-  const advance = async (seconds: number) => {
-    for (let i = 0; i < seconds; i++) {
-      clock.advance(1000);
-      await settle();
-    }
-  };
-  const runs = async (jobId: string) =>
-    ((await scheduler.list(100)).find((j) => j.id === jobId)?.runs ?? []).slice().reverse();
-  return { dir, clock, store, rt, service, scheduler, accepted, settle, advance, runs, stall };
-}
+afterEach(cleanUpHarnesses);
 
 describe("cron config", () => {
   it("a bad schedule, a bad time zone and a duplicate id are config errors naming the key", () => {
@@ -162,6 +59,8 @@ describe("cron scheduler (fake clock)", () => {
 
   it("a job whose model stalls past its timeout is recorded as timeout, and the next job in the lane runs", async () => {
     const h = harness({
+      // one lane slot: the next job waits behind the stalled one until its deadline and cleanup
+      maxConcurrentRuns: 1,
       jobs: [
         // due at T0+10 (the 30th second); its model never answers and ignores the abort
         { id: "stuck", schedule: "30 * * * * *", message: "hang", model: "stall/m", timeoutSeconds: 3 },

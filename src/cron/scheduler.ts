@@ -3,6 +3,7 @@ import type { AgentService } from "../agent/service.js";
 import type { CronConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { type PeriodicPrune, startPeriodicPrune } from "../infra/periodic-prune.js";
 import type { CronJobSpec } from "../protocol/params.js";
 import type { CronHealth, CronJobInfo, CronRunInfo, CronRunStatus } from "../protocol/payloads.js";
 import { CRON_LANE } from "../queue/types.js";
@@ -12,8 +13,8 @@ import { CronSchedule, scheduleProblem, timeZoneProblem } from "./schedule.js";
 
 /** How long an aborted run may take to end before its job run is recorded as timed out anyway. */
 export const CRON_CLEANUP_MS = 5_000;
-/** Run records kept per job (older ones are pruned at start). */
-export const CRON_RUNS_KEPT = 100;
+/** How often every job's run records are pruned to `cron.runLog.keepLines` (besides the pruning as they are written). */
+export const CRON_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** health.cron.last lists at most this many jobs (the most recent results). */
 export const CRON_HEALTH_LAST_MAX = 20;
 
@@ -52,10 +53,15 @@ export interface CronSchedulerDeps {
  * accepted through `AgentService.accept` in lane `cron`, origin `cron:<jobId>`, session `cron:<jobId>` (a fresh
  * transcript generation per run) unless the job names a session (whose history it then shares).
  *
- * Timeout (SPEC 13, the seed's rule): the scheduler arms its own deadline when the run's lifecycle `start` arrives,
- * aborts the run there, waits at most `cleanupMs` for it to end, and records `timeout` either way. A run that is
- * still going after that no longer counts against the cron lane (its slot is handed to the next job), so a stale
- * run never blocks the queue.
+ * Timeout (SPEC 13, the seed's rule): the scheduler arms its own deadline when the run's lifecycle `start` arrives
+ * (the job's `timeoutSeconds`, else `cron.defaultTimeoutSeconds`), aborts the run there, waits at most `cleanupMs`
+ * for it to end, and records `timeout` either way. A run that is still going after that no longer counts against the
+ * cron lane (its slot is handed to the next job), so a stale run never blocks the queue. The lane has
+ * `cron.maxConcurrentRuns` slots and a job at most one run going, so one hanging job never holds back the others.
+ *
+ * Run records (`cron_runs`, one per fire, skipped ones too) are kept to `cron.runLog.keepLines` per job: a job's
+ * are pruned each time it has written that many since, and every job's once an hour (CRON_PRUNE_INTERVAL_MS) and at
+ * start, so a flood of fires cannot grow the table past about twice the limit per job.
  *
  * Missed runs while the gateway was down (`catchUp`): "once" runs each such job once at start, never a burst;
  * "skip" records one `skipped` run (errorKind "missed"). Fire times are never replayed one by one.
@@ -67,6 +73,9 @@ export class CronScheduler {
   private running = false;
   /** runs that outlived their deadline and cleanup: each has taken one extra cron-lane slot until it ends */
   private stale = 0;
+  /** per job: run records written since its records were last pruned */
+  private readonly unpruned = new Map<string, number>();
+  private pruning?: PeriodicPrune;
   private readonly cleanupMs: number;
   private readonly newId: () => string;
 
@@ -117,11 +126,18 @@ export class CronScheduler {
     await this.load();
     if (!this.enabled || this.running) return;
     this.running = true;
+    this.setLaneSlots();
     const now = this.deps.clock.now();
     for (const r of await this.store.runningCronRuns()) {
       await this.store.updateCronRun(r.id, { status: "error", errorKind: "gateway_restart", endedAt: now });
     }
-    await this.store.pruneCronRuns(CRON_RUNS_KEPT);
+    this.pruning = startPeriodicPrune({
+      what: "cron run records",
+      prune: () => this.store.pruneCronRuns(this.keep),
+      clock: this.deps.clock,
+      logger: this.deps.logger,
+      intervalMs: CRON_PRUNE_INTERVAL_MS,
+    });
     const last = await this.store.recentCronRuns([...this.jobs.keys()], 1);
     for (const job of this.jobs.values()) {
       const previous = last.get(job.spec.id)?.[0]?.scheduledAt;
@@ -137,6 +153,8 @@ export class CronScheduler {
   /** Stops scheduling: no job starts after this (runs in flight are the service's to drain). Idempotent. */
   stop(): void {
     this.running = false;
+    this.pruning?.stop();
+    this.pruning = undefined;
     if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = undefined;
@@ -188,6 +206,7 @@ export class CronScheduler {
     const removed = await this.store.removeCronJob(id);
     if (!job && !removed) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
     this.jobs.delete(id);
+    this.unpruned.delete(id);
     this.arm();
     return true;
   }
@@ -368,7 +387,8 @@ export class CronScheduler {
    */
   private watch(job: Job, active: { recordId: number; runId: string }, sessionKey: string): () => void {
     const { service, clock } = this.deps;
-    const timeoutMs = (job.spec.timeoutSeconds ?? 0) * 1000;
+    // no timeoutSeconds: cron's own default, so a hung model call cannot hold the job (and a lane slot) for 48 h
+    const timeoutMs = (job.spec.timeoutSeconds ?? this.deps.config.defaultTimeoutSeconds) * 1000;
     let deadline: unknown;
     let cleanup: unknown;
     let settled = false;
@@ -425,18 +445,43 @@ export class CronScheduler {
 
   /** A stale run keeps its lane slot until it really ends: the lane gets one more slot for that long. */
   private releaseLaneSlot(runId: string): void {
-    // the cron lane is not configurable, so it runs one at a time (queue/lanes.ts) plus one per stale run
-    const lanes = this.deps.service.rt.lanes;
     this.stale++;
-    lanes.setConcurrency(CRON_LANE, 1 + this.stale);
+    this.setLaneSlots();
     void this.deps.service.final(runId).finally(() => {
       this.stale--;
-      lanes.setConcurrency(CRON_LANE, 1 + this.stale);
+      this.setLaneSlots();
     });
   }
 
-  private record(job: Job, run: Omit<CronRunInfo, "jobId">): Promise<number> {
-    return this.store.addCronRun({ jobId: job.spec.id, ...run });
+  /** The cron lane: `cron.maxConcurrentRuns` slots, plus one per stale run. */
+  private setLaneSlots(): void {
+    this.deps.service.rt.lanes.setConcurrency(CRON_LANE, this.deps.config.maxConcurrentRuns + this.stale);
+  }
+
+  private get keep(): number {
+    return this.deps.config.runLog.keepLines;
+  }
+
+  private async record(job: Job, run: Omit<CronRunInfo, "jobId">): Promise<number> {
+    const id = await this.store.addCronRun({ jobId: job.spec.id, ...run });
+    this.pruneAfterWrites(job.spec.id);
+    return id;
+  }
+
+  /**
+   * A job's records are pruned once it has written `keepLines` since the last time: a flood of fires (a job every
+   * second, overlaps recorded as skipped) stays within twice the limit, at one indexed delete per `keepLines` rows.
+   */
+  private pruneAfterWrites(jobId: string): void {
+    const written = (this.unpruned.get(jobId) ?? 0) + 1;
+    if (written < this.keep) {
+      this.unpruned.set(jobId, written);
+      return;
+    }
+    this.unpruned.delete(jobId);
+    this.store.pruneCronRuns(this.keep, jobId).catch((err: unknown) => {
+      this.deps.logger.warn(`cron: pruning the run records of "${jobId}" failed: ${(err as Error)?.message ?? err}`);
+    });
   }
 }
 

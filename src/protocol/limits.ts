@@ -34,6 +34,20 @@ export const ATTACHMENT_LIMITS = {
   maxTextChars: 20_000,
 } as const;
 
+/** The text fields of a cron job (config `cron.jobs[]` and `cron.add`), in characters. */
+export const CRON_JOB_LIMITS = {
+  /** a cron expression: ranges and steps keep real ones short; this still leaves room for long lists */
+  scheduleChars: 256,
+  /** an IANA time zone name (the longest is about 30) */
+  tzChars: 64,
+  /** the prompt each run sends */
+  messageChars: 32_768,
+  /** as `agent`'s sessionKey */
+  sessionKeyChars: 512,
+  /** "<provider>/<model>" */
+  modelChars: 256,
+} as const;
+
 /** An error reply names at most this many problems, then how many more there were. */
 export const MAX_REPORTED_ISSUES = 20;
 

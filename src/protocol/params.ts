@@ -10,7 +10,7 @@ import { z } from "zod";
 import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./enums.js";
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
-import { ATTACHMENT_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
+import { ATTACHMENT_LIMITS, CRON_JOB_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
 import { AUDIT_ACTIONS, AUDIT_STATUSES } from "./payloads.js";
 
 const nonEmpty = z.string().min(1);
@@ -431,21 +431,31 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: 
 }
 
 /**
+ * A job's text field, bounded: a job is stored, listed by every `cron.list` and parsed at every start, so a 2 MB
+ * schedule is refused with the limit and the length it had (never echoed back).
+ */
+function cronText(max: number) {
+  return nonEmpty.max(max, {
+    error: (issue) => `expected at most ${max} characters, got ${String(issue.input ?? "").length}`,
+  });
+}
+
+/**
  * One cron job (SPEC 17), as config `cron.jobs[]` and `cron.add` take it. The schedule (5 cron fields, or 6 with
  * seconds) and the IANA `tz` are checked where jobs are accepted (cron/schedule.ts), so this leaf imports no parser.
  */
 export const cronJobSchema = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/i, { message: "expected a job id: letters, digits, ., - and _" }),
-  schedule: nonEmpty,
-  tz: nonEmpty.optional(),
-  message: nonEmpty,
+  schedule: cronText(CRON_JOB_LIMITS.scheduleChars),
+  tz: cronText(CRON_JOB_LIMITS.tzChars).optional(),
+  message: cronText(CRON_JOB_LIMITS.messageChars),
   agentId: agentId.optional(),
   /** default `cron:<id>`, a fresh transcript generation per run; a named session keeps its history */
-  sessionKey: nonEmpty.max(512).optional(),
+  sessionKey: cronText(CRON_JOB_LIMITS.sessionKeyChars).optional(),
   /** the scheduler's deadline for a run, from its start; also the run's own timeout */
   timeoutSeconds: z.number().int().positive().optional(),
   /** "<provider>/<model>" for this job's runs */
-  model: nonEmpty.optional(),
+  model: cronText(CRON_JOB_LIMITS.modelChars).optional(),
   enabled: z.boolean().optional(),
 });
 export type CronJobSpec = z.infer<typeof cronJobSchema>;

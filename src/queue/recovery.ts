@@ -15,7 +15,10 @@ export async function recoverRuns(ctx: QueueContext): Promise<{ failed: string[]
   // failed (node_lost), by the takeover watcher; queued inputs are adopted by lease holders (src/cluster/).
   if (ctx.cluster) return ctx.cluster.recover();
   const { store } = ctx.deps;
-  const leftover = (run: RunRecord) => !ctx.live.has(run.runId) && !ownedByLiveProcess(run);
+  // ends this process could not record yet are written first: a record still `queued` would be run again
+  await ctx.unrecorded.flush();
+  const leftover = (run: RunRecord) =>
+    !ctx.live.has(run.runId) && !ctx.unrecorded.has(run.runId) && !ownedByLiveProcess(run);
   const failed = (await store.listRuns({ statuses: ["running"] })).filter(leftover);
   for (const run of failed) await failInterrupted(ctx, run);
   const requeued = (await store.listRuns({ statuses: ["queued"] })).filter(leftover);

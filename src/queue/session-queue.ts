@@ -22,6 +22,7 @@ import type {
   QueueSessionView,
   RunOrigin,
 } from "./types.js";
+import { UnrecordedEnds } from "./unrecorded-ends.js";
 
 /**
  * The per-session queue (SPEC 2): durable accept, queue modes, debounce, collect, overflow, receipts, waiting,
@@ -43,6 +44,11 @@ export class SessionQueue {
       generations: 0,
       accepting: new KeyedSerial(),
       recoveredOrigins: new Map(),
+      unrecorded: new UnrecordedEnds({
+        store: deps.store,
+        clock: deps.clock,
+        warn: (message) => process.emitWarning(`a turn's end could not be recorded: ${message}`),
+      }),
       schedule: (s) => scheduleNext(ctx, s, (due) => startNextTurn(ctx, due)),
     };
     this.ctx = ctx;
@@ -154,7 +160,7 @@ export class SessionQueue {
   async final(runId: string): Promise<AgentFinal> {
     const live = this.ctx.live.get(runId);
     if (live) return live.done.promise;
-    const run = await this.ctx.deps.store.getRun(runId);
+    const run = this.ctx.unrecorded.overlay(await this.ctx.deps.store.getRun(runId));
     if (!run) throw new RunNotFoundError(runId);
     const final = finalFromRecord(run);
     if (final) return final;
@@ -171,8 +177,10 @@ export class SessionQueue {
   async wait(runId: string, timeoutMs = 30000): Promise<WaitResult> {
     const { store, clock } = this.ctx.deps;
     const live = this.ctx.live.get(runId);
+    // an end the store could not take yet (a full disk) is read in place of its record
+    const { unrecorded } = this.ctx;
     if (!live) {
-      const run = await store.getRun(runId);
+      const run = unrecorded.overlay(await store.getRun(runId));
       if (!run) throw new RunNotFoundError(runId);
       if (!this.spansNodes || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
       // another node's run (gateway nodes on one Postgres): it runs (or waits) there
@@ -189,7 +197,7 @@ export class SessionQueue {
       const queued = live.phase === "pending" || live.phase === "queued";
       return { runId, status: queued ? "pending" : "timeout" };
     }
-    const run = await store.getRun(runId);
+    const run = unrecorded.overlay(await store.getRun(runId));
     if (!run) throw new RunNotFoundError(runId);
     return waitResultOf(run);
   }
@@ -203,8 +211,17 @@ export class SessionQueue {
     return recoverRuns(this.ctx);
   }
 
-  /** Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. */
+  /**
+   * Stops accepting; gives running runs `graceMs` to finish, then aborts them and waits for their records. Ends the
+   * store refused meanwhile get a last chance to be written, so the next start does not find them `queued`.
+   */
   async drain(graceMs: number): Promise<void> {
+    await this.drainRuns(graceMs);
+    await this.ctx.unrecorded.flush();
+    this.ctx.unrecorded.stop();
+  }
+
+  private async drainRuns(graceMs: number): Promise<void> {
     const { ctx } = this;
     const { clock } = ctx.deps;
     ctx.draining = true;

@@ -55,8 +55,8 @@ export function launchTurn(
 }
 
 /**
- * The end of a turn could not be written (the disk is full): the records stay `running`, and the next start's
- * recovery records them as failed. Nothing else can be done here, and the process must not die of it.
+ * The end of a turn could not be written (the disk is full): it is kept in memory until the store takes it
+ * (unrecorded-ends.ts). The process must not die of it.
  */
 function reportUnrecorded(err: unknown): void {
   process.emitWarning(`a turn's end could not be recorded: ${(err as Error)?.message ?? String(err)}`);
@@ -154,16 +154,24 @@ export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome
     error: outcome.error?.message,
   };
   const mergedFinal = (m: LiveRun) => ({ ...final, runId: m.runId, mergedInto: host.runId });
+  const patches = [
+    { runId: host.runId, patch: { ...record, result: final as unknown as Record<string, unknown> } },
+    ...merged.map((m) => ({
+      runId: m.runId,
+      patch: { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> },
+    })),
+  ];
   try {
-    await ctx.deps.store.updateRuns([
-      { runId: host.runId, patch: { ...record, result: final as unknown as Record<string, unknown> } },
-      ...merged.map((m) => ({
-        runId: m.runId,
-        patch: { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> },
-      })),
-    ]);
+    await ctx.deps.store.updateRuns(patches);
   } catch (err) {
-    await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
+    try {
+      await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
+    } catch (again) {
+      // not even that fits: the ends wait in memory until the store takes them (before any restart's recovery
+      // could take a record still `queued` for work to run again), and agent.wait reads them meanwhile
+      ctx.unrecorded.keep(patches);
+      reportUnrecorded(again);
+    }
   } finally {
     // waiters get the outcome either way; an unrecorded one is failed by the next start's recovery
     finishRun(ctx, host, final);

@@ -9,6 +9,7 @@ import type { AgentFinal, AgentRequest, Receipt, ReplyPayload, Usage } from "../
 import type { ImageBlock, UserMessage } from "../providers/types.js";
 import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
+import type { UnrecordedEnds } from "./unrecorded-ends.js";
 
 export type QueueConfig = LoopgateConfig["messages"]["queue"];
 
@@ -192,6 +193,8 @@ export interface QueueContext {
   readonly accepting: KeyedSerial;
   /** who started runs of an earlier process that recovery ended or requeued (their records say so) */
   readonly recoveredOrigins: Map<string, RunOrigin>;
+  /** run ends the store refused (a full disk), kept until it takes them; read in place of their records */
+  readonly unrecorded: UnrecordedEnds;
   /** Sets the session's drain timer; wired by SessionQueue so the turn and intake code need not import it. */
   schedule(s: SessionState): void;
   /**

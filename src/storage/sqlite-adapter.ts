@@ -149,8 +149,8 @@ export class SqliteStoreAdapter implements Store {
     return this.db.runningCronRuns();
   }
 
-  async pruneCronRuns(keep: number): Promise<number> {
-    return this.db.pruneCronRuns(keep);
+  async pruneCronRuns(keep: number, jobId?: string): Promise<number> {
+    return this.db.pruneCronRuns(keep, jobId);
   }
 
   async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {

@@ -627,10 +627,17 @@ export class SqliteStore {
     return (this.prep("SELECT * FROM cron_runs WHERE status = 'running' ORDER BY id").all() as Row[]).map(toCronRun);
   }
 
-  pruneCronRuns(keep: number): number {
-    const sql = `DELETE FROM cron_runs WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER
-      (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) WHERE n > ?)`;
-    return this.faults.guard(() => this.prep(sql).run(Math.max(0, keep)).changes);
+  pruneCronRuns(keep: number, jobId?: string): number {
+    const n = Math.max(0, keep);
+    if (jobId !== undefined) {
+      // one job: its index (job_id, scheduled_at) gives the newest `keep` without reading the other jobs' runs
+      const sql = `DELETE FROM cron_runs WHERE job_id = ? AND status <> 'running' AND id NOT IN
+        (SELECT id FROM cron_runs WHERE job_id = ? ORDER BY scheduled_at DESC, id DESC LIMIT ?)`;
+      return this.faults.guard(() => this.prep(sql).run(jobId, jobId, n).changes);
+    }
+    const sql = `DELETE FROM cron_runs WHERE status <> 'running' AND id IN (SELECT id FROM (SELECT id, row_number()
+      OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) WHERE n > ?)`;
+    return this.faults.guard(() => this.prep(sql).run(n).changes);
   }
 
   /** The problems `PRAGMA quick_check` finds, at most `maxProblems` of them; empty when the file is sound. */

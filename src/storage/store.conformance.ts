@@ -283,6 +283,21 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         ]);
       });
 
+      it("cron runs are pruned per job or all at once, keeping the newest and never a running one", async () => {
+        for (let i = 1; i <= 6; i++) await store.addCronRun({ jobId: "a", scheduledAt: i * 10, status: "ok" });
+        // the oldest of "b" is still running: it stays whatever its age
+        await store.addCronRun({ jobId: "b", scheduledAt: 1, status: "running" });
+        for (let i = 2; i <= 4; i++) await store.addCronRun({ jobId: "b", scheduledAt: i, status: "skipped" });
+        const times = async (job: string) =>
+          ((await store.recentCronRuns([job], 100)).get(job) ?? []).map((r) => r.scheduledAt);
+        expect(await store.pruneCronRuns(2, "a")).toBe(4);
+        expect(await times("a")).toEqual([60, 50]);
+        expect(await times("b")).toEqual([4, 3, 2, 1]);
+        expect(await store.pruneCronRuns(1)).toBe(3);
+        expect(await times("a")).toEqual([60]);
+        expect(await times("b")).toEqual([4, 1]);
+      });
+
       it("crash leftovers: runs and cron runs left running by a store that went away are found by the next one", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.createRun(run("left", { status: "running", startedAt: 2 }));

@@ -191,8 +191,11 @@ export interface Store {
   recentCronRuns(jobIds: readonly string[], limit: number): Promise<Map<string, CronRunRecord[]>>;
   /** Runs still `running` (left by a process that stopped): recovery ends them. */
   runningCronRuns(): Promise<CronRunRecord[]>;
-  /** Keeps the newest `keep` runs of each job; drops the older ones. */
-  pruneCronRuns(keep: number): Promise<number>;
+  /**
+   * Keeps the newest `keep` runs of each job (of `jobId` alone when given); drops the older ones, never a `running`
+   * one (its job is still waiting for it to end). Returns how many went.
+   */
+  pruneCronRuns(keep: number, jobId?: string): Promise<number>;
   /**
    * Stores run events, all in one transaction (all or none). An event whose (runId, seq) is already stored is left
    * as it is: the first write wins, and the count of such events is returned so the caller can report them.

@@ -686,13 +686,23 @@ export class PostgresStore implements Store {
     return rows.map(toCronRun);
   }
 
-  async pruneCronRuns(keep: number): Promise<number> {
+  async pruneCronRuns(keep: number, jobId?: string): Promise<number> {
+    const n = Math.max(0, keep);
+    if (jobId !== undefined) {
+      // one job: its index (job_id, scheduled_at) gives the newest `keep` without reading the other jobs' runs
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM cron_runs WHERE job_id = $1 AND status <> 'running' AND id NOT IN (
+           SELECT id FROM cron_runs WHERE job_id = $1 ORDER BY scheduled_at DESC, id DESC LIMIT $2)`,
+        [jobId, n],
+      );
+      return rowCount ?? 0;
+    }
     const { rowCount } = await this.pool.query(
-      `DELETE FROM cron_runs WHERE id IN (
+      `DELETE FROM cron_runs WHERE status <> 'running' AND id IN (
          SELECT id FROM (
            SELECT id, row_number() OVER (PARTITION BY job_id ORDER BY scheduled_at DESC, id DESC) AS n FROM cron_runs) w
          WHERE n > $1)`,
-      [Math.max(0, keep)],
+      [n],
     );
     return rowCount ?? 0;
   }
