@@ -45,6 +45,8 @@ interface SeenRequest {
   model: string;
   system?: string;
   messages: ChatMessage[];
+  /** names of the tools the model was offered */
+  tools: string[];
 }
 
 type ModelScript = ScriptedTurn[] | ((request: ModelRequest, index: number) => ScriptedTurn);
@@ -98,7 +100,12 @@ async function setup(
     const seen: SeenRequest[] = [];
     requests[id] = seen;
     providers[id] = new ScriptedProvider(id, (request, index) => {
-      seen.push({ model: request.model, system: request.system, messages: structuredClone(request.messages) });
+      seen.push({
+        model: request.model,
+        system: request.system,
+        messages: structuredClone(request.messages),
+        tools: request.tools.map((t) => t.name),
+      });
       if (typeof script === "function") return script(request, index);
       return script[Math.min(index, script.length - 1)];
     });
@@ -473,5 +480,36 @@ describe("workspace skills", () => {
     expect(warning).toMatch(/warn/);
     expect(h.requests.alpha[0].system).toContain("- weather:");
     expect(h.requests.alpha[0].system).not.toContain("- broken:");
+  });
+});
+
+describe("plugin tools", () => {
+  it('a plugin tool named "web search" or "read" is refused at load with the reason logged, and turns still run', async () => {
+    const h = await setup({ plugins: ["web-search-tool", "read-clash", "lookup-tool"] });
+    const final = await turn(h, "hi");
+
+    expect(final.status).toBe("ok");
+    expect(h.logs.filter((l) => l.includes("failed to load"))).toEqual([
+      expect.stringContaining(
+        'web-search-tool.mjs failed to load: tool name "web search" from plugin "web-search-tool" is invalid: use 1-64 letters, digits, "_" or "-"',
+      ),
+      expect.stringContaining(
+        'read-clash.mjs failed to load: tool "read" from plugin "read-clash" clashes with the built-in tool "read"',
+      ),
+    ]);
+    expect(h.requests.alpha[0].tools).toEqual(["read", "write", "edit", "exec", "message", "probe", "lookup"]);
+  });
+
+  it("a plugin tool's call that its JSON Schema refuses never reaches the plugin; the model reads why", async () => {
+    const h = await setup({
+      plugins: ["lookup-tool"],
+      models: {
+        alpha: [{ toolCalls: [{ name: "lookup", arguments: { word: 7 } }] }, { text: "tool said: {{lastToolResult}}" }],
+      },
+    });
+    const final = await turn(h, "look it up");
+
+    expect(replyText(final)).toBe("tool said: invalid arguments for lookup: word: expected string, got number");
+    expect(hookLog().filter((e) => e.hook === "lookup.execute")).toEqual([]);
   });
 });

@@ -20,6 +20,7 @@ import {
   type UserMessage,
 } from "../providers/types.js";
 import type { Tool, ToolContext } from "../tools/types.js";
+import { checkToolArgs } from "../tools/validate.js";
 
 /**
  * The inner agent loop: model turn → tool calls → tool results → next model turn, until a final answer, the step
@@ -89,6 +90,8 @@ export interface ToolCallDecision {
 export interface LoopPorts {
   provider: ModelProvider;
   tools: ReadonlyMap<string, Tool>;
+  /** tools that exist but this run's allow/deny lists withhold: a call to one is told so, not "unknown tool" */
+  withheldTools?: ReadonlySet<string>;
   signal: AbortSignal;
   toolContext: Omit<ToolContext, "signal" | "onUpdate" | "toolCallId">;
   steering?: SteeringPort;
@@ -431,7 +434,10 @@ async function executeOne(
   const invalid = ports.invalid.get(call.id);
   if (invalid) return done(`${invalid}. Issue the call again with complete arguments.`, true);
   const tool = ports.tools.get(call.name);
-  if (!tool) return done(`unknown tool "${call.name}"`, true);
+  if (!tool) {
+    if (ports.withheldTools?.has(call.name)) return done(`tool ${call.name} is not available to this agent`, true);
+    return done(`unknown tool "${call.name}"`, true);
+  }
   try {
     if (ports.beforeToolCall) {
       const decision = await ports.beforeToolCall({ ...call, arguments: args });
@@ -439,7 +445,10 @@ async function executeOne(
         return done(`blocked: ${decision.blockReason ?? "a plugin blocked this tool call"}`, true, "blocked");
       if (decision?.params) args = decision.params;
     }
-    const out = await tool.execute(args, {
+    // checked after before_tool_call, so arguments a plugin rewrote are held to the schema too
+    const checked = checkToolArgs(tool, args);
+    if (!checked.ok) return done(checked.error, true);
+    const out = await tool.execute(checked.args, {
       ...ports.toolContext,
       toolCallId: call.id,
       signal: ports.signal,

@@ -25,6 +25,8 @@ import type { SessionLockPort } from "../session/lock-port.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
+import { filterToolsLayered, policyWarnings } from "../tools/policy.js";
+import { ToolRegistry } from "../tools/registry.js";
 import type { Tool } from "../tools/types.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
@@ -83,7 +85,9 @@ export class AgentRuntime {
   readonly execApprovals: ExecApprovals;
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
-  private readonly toolMap = new Map<string, Tool>();
+  private readonly toolRegistry = new ToolRegistry();
+  /** each agent's tools after tools.allow/deny, made on first use and again after a tool is registered */
+  private readonly agentTools = new Map<string, AgentTools>();
   private readonly workspaces = new Map<string, Promise<{ dir: string; created: boolean }>>();
   /** Plugin hooks (SPEC 6). `has()` lets every hook point cost nothing when no plugin listens. */
   readonly pluginHooks: PluginHookRunner;
@@ -190,13 +194,7 @@ export class AgentRuntime {
           { paths: pluginPaths, entries: plugins.entries },
           {
             runner: this.pluginHooks,
-            registerTool: (tool, pluginId) => {
-              try {
-                this.registerTool(tool);
-              } catch (err) {
-                throw new Error(`plugin ${pluginId}: ${(err as Error).message}`);
-              }
-            },
+            registerTool: (tool, pluginId) => this.registerTool(pluginTool(tool, pluginId)),
             logger: this.hookLogger,
           },
         );
@@ -242,22 +240,62 @@ export class AgentRuntime {
     this.laneWarned.set(info.lane, { at: now, suppressed: 0 });
   }
 
-  registerTool(tool: Tool): void {
-    if (this.toolMap.has(tool.name)) throw new Error(`a tool named "${tool.name}" is already registered`);
-    this.toolMap.set(tool.name, tool);
+  /**
+   * Adds a tool to every agent's set (before allow/deny). Throws when the name is invalid or taken (naming both
+   * sources) or its schema cannot be compiled; returns a function that removes it again.
+   */
+  registerTool(tool: Tool): () => void {
+    const remove = this.toolRegistry.register(tool);
+    this.toolsChanged();
+    return () => {
+      remove();
+      this.toolsChanged();
+    };
+  }
+
+  private toolsChanged(): void {
     this.toolChars = undefined;
+    this.agentTools.clear();
   }
 
   /** Serialized size of the tool schemas (for the context-window estimate); recomputed when tools change. */
   toolSpecsChars(): number {
-    this.toolChars ??= JSON.stringify(
-      [...this.toolMap.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-    ).length;
+    this.toolChars ??= JSON.stringify(this.toolRegistry.specs()).length;
     return this.toolChars;
   }
 
+  /** Every registered tool, before any agent's allow/deny lists. */
   get tools(): ReadonlyMap<string, Tool> {
-    return this.toolMap;
+    return this.toolRegistry.byName;
+  }
+
+  /**
+   * The tools an agent's runs get: the registered ones after tools.allow/deny, then the agent's own lists
+   * (tools/policy.ts), and the names withheld from it (a call to one is told it is not available).
+   */
+  toolsFor(agentId: string): AgentTools {
+    let resolved = this.agentTools.get(agentId);
+    if (resolved) return resolved;
+    const all = this.toolRegistry.list();
+    const { allow, deny } = this.config.tools;
+    const index = this.config.agents.list.findIndex((a) => a.id === agentId);
+    const layers = [{ allow, deny }];
+    const agentPolicy = index >= 0 ? this.config.agents.list[index].tools : undefined;
+    if (agentPolicy) layers.push(agentPolicy);
+    const kept = filterToolsLayered(all, layers);
+    const warnings = policyWarnings(all, { allow, deny }, "tools");
+    if (agentPolicy)
+      warnings.push(
+        ...policyWarnings(filterToolsLayered(all, [{ allow, deny }]), agentPolicy, `agents.list[${index}].tools`),
+      );
+    for (const warning of warnings) this.logger.warn(warning);
+    const keptNames = new Set(kept.map((t) => t.name));
+    resolved = {
+      tools: new Map(kept.map((t) => [t.name, t])),
+      withheld: new Set(all.filter((t) => !keptNames.has(t.name)).map((t) => t.name)),
+    };
+    this.agentTools.set(agentId, resolved);
+    return resolved;
   }
 
   resolveModel(ref: string | undefined): ResolvedModel {
@@ -338,6 +376,28 @@ export class AgentRuntime {
   sessionLockPath(sessionKey: string): string {
     return sessionLockFile(this.stateDir, sessionKey);
   }
+}
+
+/** An agent's tools after its allow/deny lists, and the names they withhold. */
+export interface AgentTools {
+  tools: ReadonlyMap<string, Tool>;
+  withheld: ReadonlySet<string>;
+}
+
+/**
+ * A plugin's tool as the registry keeps it: labelled with the plugin (so a clash names it) and copied field by field,
+ * since a plugin may pass a class instance whose methods a spread would lose.
+ */
+function pluginTool(tool: Tool, pluginId: string): Tool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    argsSchema: tool.argsSchema,
+    concurrency: tool.concurrency,
+    source: `plugin "${pluginId}"`,
+    execute: typeof tool.execute === "function" ? (args, ctx) => tool.execute(args, ctx) : tool.execute,
+  };
 }
 
 async function listDirs(dir: string): Promise<string[]> {

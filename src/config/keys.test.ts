@@ -53,6 +53,14 @@ const T = {
     "blockStreamingBreak text_end sends blocks while the text streams; message_end only once the message is complete",
   ),
   lanes: pin(here, "agents.defaults.maxConcurrent is the global lane's concurrency"),
+  toolPolicy: pin(
+    "src/agent/run/tool-calls.test.ts",
+    "tools.allow [group:fs] leaves every agent only the file tools, and an agent's allow narrows it further",
+  ),
+  toolDeny: pin(
+    "src/agent/run/tool-calls.test.ts",
+    "an agent with tools.deny [exec] is not offered exec, and a call to it is told exec is not available",
+  ),
   budget: pin("src/prompt/context-budget.test.ts", "uses a configured reserve when it is smaller"),
   lock: pin(here, "session.writeLock.acquireTimeoutMs and agents.defaults.timeoutSeconds reach the run"),
   diagnostics: pin(
@@ -181,6 +189,8 @@ const audit: Record<string, Audit> = {
   "agents.list[].default": T.agents,
   "agents.list[].reasoningDefault": T.reasoning,
   "agents.list[].verboseDefault": T.verbose,
+  "agents.list[].tools.allow": T.toolPolicy,
+  "agents.list[].tools.deny": T.toolDeny,
   "models.providers.*.api": T.provider,
   "models.providers.*.baseUrl": T.provider,
   "models.providers.*.apiKey": T.provider,
@@ -297,6 +307,8 @@ const audit: Record<string, Audit> = {
   "security.installPolicy.deny": T.policy,
   "security.installPolicy.allowSources": T.sources,
   "security.installPolicy.denySources": T.sources,
+  "tools.allow": T.toolPolicy,
+  "tools.deny": T.toolDeny,
   "tools.exec.security": pin(
     "src/agent/exec-approvals.test.ts",
     "security comes from the caller's default unless tools.exec.security sets it",

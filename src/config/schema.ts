@@ -59,7 +59,9 @@ import {
   execSecurityModes,
   queueModes,
   reasoningLevels,
+  supportedToolGroups,
   thinkingLevels,
+  unsupportedToolGroups,
   verboseLevels,
 } from "./constants.js";
 
@@ -102,6 +104,33 @@ const agentDefaults = z.strictObject({
     .prefault({}),
 });
 
+/** A tools.allow / tools.deny entry: a tool name, a `*` glob, or one of the groups Loopgate has tools for. */
+const toolPolicyEntry = z
+  .string()
+  .trim()
+  .min(1, "expected a tool name, glob or group")
+  .superRefine((entry, ctx) => {
+    const name = entry.toLowerCase();
+    if (!name.startsWith("group:") || (supportedToolGroups as readonly string[]).includes(name)) return;
+    const supported = supportedToolGroups.join(", ");
+    const missing = unsupportedToolGroups[name];
+    ctx.addIssue({
+      code: "custom",
+      message: missing
+        ? `${name} is not supported: Loopgate has none of its tools (${missing}); supported groups: ${supported}`
+        : `unknown tool group ${name}; supported groups: ${supported}`,
+    });
+  });
+
+/**
+ * OpenClaw's tool policy (tools/policy.ts): deny wins, a non-empty allow is a whitelist. Per agent
+ * (`agents.list[].tools`) it applies after the default lists, and can only take tools away.
+ */
+const toolPolicy = {
+  allow: z.array(toolPolicyEntry).default([]),
+  deny: z.array(toolPolicyEntry).default([]),
+};
+
 const agentEntry = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, { message: "expected an agent id: letters, digits, - and _" }),
   /** shown where agents are listed (unknown-agent errors, `loopgate config validate`) */
@@ -114,6 +143,8 @@ const agentEntry = z.strictObject({
   reasoningDefault: z.enum(reasoningLevels).optional(),
   /** this agent's verbose level (else agents.defaults.verboseDefault) */
   verboseDefault: z.enum(verboseLevels).optional(),
+  /** this agent's tool allow / deny lists, applied after the default ones (tools.allow / tools.deny) */
+  tools: z.strictObject(toolPolicy).optional(),
 });
 
 const providerModel = z.strictObject({
@@ -326,7 +357,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
-  tools: z.strictObject({ exec: execToolConfig.prefault({}) }).prefault({}),
+  tools: z.strictObject({ ...toolPolicy, exec: execToolConfig.prefault({}) }).prefault({}),
   /** the audit ledger (SPEC 11/20): metadata-only rows of run and tool starts and ends, pruned at start and hourly */
   audit: z
     .strictObject({

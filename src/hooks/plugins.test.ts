@@ -1,5 +1,6 @@
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { ToolRegistry } from "../tools/registry.js";
 import type { Tool } from "../tools/types.js";
 import type { HookLogger } from "./logger.js";
 import { PluginHookRunner } from "./plugin-hooks.js";
@@ -16,7 +17,10 @@ function harness() {
   };
   const runner = new PluginHookRunner({ logger });
   const tools: Array<{ name: string; pluginId: string; tool: Tool }> = [];
-  const registerTool = (tool: Tool, pluginId: string) => tools.push({ name: tool.name, pluginId, tool });
+  const registerTool = (tool: Tool, pluginId: string) => {
+    tools.push({ name: tool.name, pluginId, tool });
+    return undefined;
+  };
   const at = (level: string) => lines.filter((l) => l.level === level).map((l) => l.message);
   return { logger, runner, tools, at, deps: { runner, registerTool, logger } };
 }
@@ -132,6 +136,30 @@ describe("loadPlugins", () => {
     expect(report.loaded).toEqual(["typo-hook"]);
     expect(h.at("warn")).toEqual(['plugin "typo-hook" registered unknown hook "before_tool_cal"; ignored']);
     expect(h.runner.has("session_start")).toBe(true);
+  });
+
+  it('a plugin tool named "web search" fails the plugin\'s load, naming the tool, and leaves none of its tools or hooks', async () => {
+    const h = harness();
+    const registry = new ToolRegistry();
+    const deps = {
+      ...h.deps,
+      registerTool: (tool: Tool, pluginId: string) => registry.register({ ...tool, source: `plugin "${pluginId}"` }),
+    };
+    const report = await loadPlugins({ paths: [fixture("web-search.mjs"), fixture("policy-guard.mjs")] }, deps);
+
+    expect(report.loaded).toEqual(["policy-guard"]);
+    expect(report.failures).toEqual([
+      {
+        path: fixture("web-search.mjs"),
+        id: "web-search",
+        error: 'tool name "web search" from plugin "web-search" is invalid: use 1-64 letters, digits, "_" or "-"',
+      },
+    ]);
+    expect(h.at("error")).toEqual([
+      `plugin ${fixture("web-search.mjs")} failed to load: tool name "web search" from plugin "web-search" is invalid: use 1-64 letters, digits, "_" or "-"`,
+    ]);
+    expect(registry.list().map((t) => t.name)).toEqual(["echo"]);
+    expect(h.runner.has("session_start")).toBe(false);
   });
 
   it("refuses a second plugin with an id that is already loaded", async () => {

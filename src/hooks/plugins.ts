@@ -42,7 +42,8 @@ export interface PluginsConfig {
 
 export interface PluginLoaderDeps {
   runner: PluginHookRunner;
-  registerTool: (tool: Tool, pluginId: string) => void;
+  /** throws to refuse the tool (a bad or taken name); may return a function that removes it again */
+  registerTool: (tool: Tool, pluginId: string) => undefined | (() => void);
   logger: HookLogger;
 }
 
@@ -105,10 +106,17 @@ export async function loadPlugins(config: PluginsConfig, deps: PluginLoaderDeps)
     const staged = stagePluginApi(id, entries[id]?.config, deps);
     try {
       await shape.register(staged.api);
-      staged.commit();
     } catch (err) {
       staged.rollback();
       fail(`register() threw: ${describeError(err)}`, id);
+      continue;
+    }
+    try {
+      staged.commit();
+    } catch (err) {
+      // the host refused something it registered (e.g. a tool name providers reject): nothing of it stays
+      staged.rollback();
+      fail(describeError(err), id);
       continue;
     }
     seen.add(id);
@@ -154,8 +162,11 @@ function stagePluginApi(id: string, config: Record<string, unknown> | undefined,
       else pendingHooks.push(add);
     },
     registerTool(tool) {
-      if (committed) deps.registerTool(tool, id);
-      else pendingTools.push(tool);
+      if (!committed) pendingTools.push(tool);
+      else {
+        const remove = deps.registerTool(tool, id);
+        if (remove) unregister.push(remove);
+      }
     },
   };
 
@@ -163,7 +174,10 @@ function stagePluginApi(id: string, config: Record<string, unknown> | undefined,
     api,
     commit() {
       // Tools first: the host may refuse one (e.g. a duplicate name), and then no hook has been added yet.
-      for (const tool of pendingTools) deps.registerTool(tool, id);
+      for (const tool of pendingTools) {
+        const remove = deps.registerTool(tool, id);
+        if (remove) unregister.push(remove);
+      }
       for (const add of pendingHooks) unregister.push(add());
       committed = true;
     },

@@ -11,5 +11,12 @@ export interface BuiltinToolOptions {
 
 /** The tools every agent gets: read, write, edit, exec, and message (text to the user in the middle of a run). */
 export function createBuiltinTools(options: BuiltinToolOptions = {}): Tool[] {
-  return [createReadTool(), createWriteTool(), createEditTool(), createExecTool(options.exec), createMessageTool()];
+  const tools = [
+    createReadTool(),
+    createWriteTool(),
+    createEditTool(),
+    createExecTool(options.exec),
+    createMessageTool(),
+  ];
+  return tools.map((tool) => ({ ...tool, source: "built-in" }));
 }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEditTool } from "./edit.js";
 import { makeSandbox, type Sandbox } from "./test-helpers.js";
+import { checkToolArgs } from "./validate.js";
 
 const edit = createEditTool();
 let sb: Sandbox;
@@ -55,9 +56,10 @@ describe("edit", () => {
   });
 
   it("rejects an empty oldText and a missing file", async () => {
-    await expect(edit.execute({ path: "app.ts", oldText: "", newText: "x" }, sb.ctx())).rejects.toThrow(
-      'edit: "oldText" must not be empty',
-    );
+    expect(checkToolArgs(edit, { path: "app.ts", oldText: "", newText: "x" })).toEqual({
+      ok: false,
+      error: "invalid arguments for edit: oldText: must not be empty",
+    });
     await expect(edit.execute({ path: "nope.ts", oldText: "a", newText: "b" }, sb.ctx())).rejects.toThrow(
       "file not found: nope.ts",
     );

@@ -1,34 +1,31 @@
 import { readFile } from "node:fs/promises";
-import { requireNonEmptyString, requireString } from "./args.js";
+import { z } from "zod";
 import { writeFileAtomic } from "./atomic-write.js";
+import { defineTool } from "./define.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 import { resolveInWorkspace } from "./workspace-path.js";
 
+const editArgs = z.strictObject({
+  path: z.string().describe("Path relative to the workspace"),
+  oldText: z.string().min(1).describe("Exact text to replace, including whitespace"),
+  newText: z.string().describe("Replacement text"),
+});
+
 export function createEditTool(): Tool {
-  return {
+  return defineTool({
     name: "edit",
     description:
       "Replace one exact occurrence of oldText with newText in a workspace file. oldText must match exactly once; include surrounding lines to make it unique.",
-    parameters: {
-      type: "object",
-      properties: {
-        path: { type: "string", description: "Path relative to the workspace" },
-        oldText: { type: "string", description: "Exact text to replace, including whitespace" },
-        newText: { type: "string", description: "Replacement text" },
-      },
-      required: ["path", "oldText", "newText"],
-      additionalProperties: false,
-    },
+    args: editArgs,
     concurrency: "sequential",
-    execute: (args, ctx) => runEdit(args, ctx),
-  };
+    execute: runEdit,
+  });
 }
 
-async function runEdit(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput> {
-  const userPath = requireString("edit", args, "path");
-  let oldText = requireNonEmptyString("edit", args, "oldText");
-  let newText = requireString("edit", args, "newText");
+async function runEdit(args: z.output<typeof editArgs>, ctx: ToolContext): Promise<ToolOutput> {
+  const userPath = args.path;
+  let { oldText, newText } = args;
   if (oldText === newText) throw new ToolError("edit: oldText and newText are identical; nothing would change");
   const target = await resolveInWorkspace(ctx.workspaceDir, userPath, { forWrite: true });
 

@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createExecTool } from "./exec.js";
 import { makeSandbox, type Sandbox } from "./test-helpers.js";
+import { checkToolArgs } from "./validate.js";
 
 const exec = createExecTool();
 let sb: Sandbox;
@@ -132,11 +133,16 @@ describe("exec", () => {
     );
   });
 
-  it("names a bad timeout and a missing command", async () => {
-    await expect(exec.execute({ command: "true", timeoutSeconds: 5000 }, sb.ctx())).rejects.toThrow(
-      'exec: "timeoutSeconds" must be greater than 0 and at most 3600',
-    );
-    await expect(exec.execute({}, sb.ctx())).rejects.toThrow('exec: "command" is required');
+  it("names a bad timeout and a missing command", () => {
+    expect(checkToolArgs(exec, { command: "true", timeoutSeconds: 5000 })).toEqual({
+      ok: false,
+      error: "invalid arguments for exec: timeoutSeconds: must be <= 3600",
+    });
+    expect(checkToolArgs(exec, { command: "true", timeoutSeconds: 0 })).toEqual({
+      ok: false,
+      error: "invalid arguments for exec: timeoutSeconds: must be > 0",
+    });
+    expect(checkToolArgs(exec, {})).toEqual({ ok: false, error: "invalid arguments for exec: command: is required" });
   });
 });
 

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { optionalNumber, requireNonEmptyString } from "./args.js";
+import { z } from "zod";
+import { defineTool } from "./define.js";
 import { execChildEnv } from "./exec-env.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
@@ -42,39 +43,36 @@ const DEFAULTS: Required<ExecToolOptions> = {
  * `exec` runs a shell command in the workspace. `onUpdate` receives the output that arrived since the previous
  * update (not the whole output so far), so streaming costs stay proportional to the output.
  */
+/** The largest timeout is an option, so the schema is made per tool instance. */
+function execArgs(opts: Required<ExecToolOptions>) {
+  return z.strictObject({
+    command: z.string().min(1).describe("Shell command"),
+    timeoutSeconds: z
+      .number()
+      .gt(0)
+      .max(opts.maxTimeoutSeconds)
+      .optional()
+      .describe(`Kill after this many seconds (default ${opts.defaultTimeoutSeconds})`),
+  });
+}
+
+type ExecArgs = z.output<ReturnType<typeof execArgs>>;
+
 export function createExecTool(options: ExecToolOptions = {}): Tool {
   const opts = { ...DEFAULTS, ...options } as Required<ExecToolOptions>;
-  return {
+  return defineTool({
     name: "exec",
     description:
       "Run a shell command (/bin/sh -c) in the workspace. Returns combined stdout and stderr, then the exit code. No stdin.",
-    parameters: {
-      type: "object",
-      properties: {
-        command: { type: "string", description: "Shell command" },
-        timeoutSeconds: {
-          type: "number",
-          exclusiveMinimum: 0,
-          maximum: opts.maxTimeoutSeconds,
-          description: `Kill after this many seconds (default ${opts.defaultTimeoutSeconds})`,
-        },
-      },
-      required: ["command"],
-      additionalProperties: false,
-    },
+    args: execArgs(opts),
     concurrency: "sequential",
     execute: (args, ctx) => runExec(args, ctx, opts),
-  };
+  });
 }
 
-async function runExec(
-  args: Record<string, unknown>,
-  ctx: ToolContext,
-  opts: Required<ExecToolOptions>,
-): Promise<ToolOutput> {
-  const command = requireNonEmptyString("exec", args, "command");
-  const timeoutSeconds =
-    optionalNumber("exec", args, "timeoutSeconds", 0, opts.maxTimeoutSeconds) ?? opts.defaultTimeoutSeconds;
+async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecToolOptions>): Promise<ToolOutput> {
+  const command = args.command;
+  const timeoutSeconds = args.timeoutSeconds ?? opts.defaultTimeoutSeconds;
   if (ctx.signal.aborted) throw new ToolError("exec: the run was aborted before the command started");
   if (ctx.approveExec) {
     const verdict = await ctx.approveExec({ command, toolCallId: ctx.toolCallId, signal: ctx.signal });

@@ -1,4 +1,5 @@
-import { requireString } from "./args.js";
+import { z } from "zod";
+import { defineTool } from "./define.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 
@@ -7,25 +8,21 @@ import { ToolError } from "./types.js";
  * job). Delivery is the run's business (hooks, events, dedupe of the final reply), reached through the
  * `sendMessage` port of the tool context; a context without one (a bare loop in a test) cannot deliver.
  */
+const messageArgs = z.strictObject({ text: z.string().describe("The message text") });
+
 export function createMessageTool(): Tool {
-  return {
+  return defineTool({
     name: "message",
     description:
       "Send a message to the user now, while you keep working. Do not repeat a message you sent in your final answer.",
-    parameters: {
-      type: "object",
-      properties: { text: { type: "string", description: "The message text" } },
-      required: ["text"],
-      additionalProperties: false,
-    },
+    args: messageArgs,
     // a message is a side effect the user sees: never reordered with other calls
     concurrency: "sequential",
-    execute: (args, ctx) => runMessage(args, ctx),
-  };
+    execute: runMessage,
+  });
 }
 
-async function runMessage(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput> {
-  const text = requireString("message", args, "text");
+async function runMessage({ text }: z.output<typeof messageArgs>, ctx: ToolContext): Promise<ToolOutput> {
   if (!text.trim()) throw new ToolError("message: text is empty; nothing was sent");
   if (!ctx.sendMessage) throw new ToolError("message: this run cannot deliver messages");
   const outcome = await ctx.sendMessage(text, ctx.toolCallId ?? "");

@@ -6,6 +6,7 @@ import { contentImages, contentText } from "../providers/types.js";
 import { createReadTool } from "./read.js";
 import { makeSandbox, type Sandbox } from "./test-helpers.js";
 import { ToolError } from "./types.js";
+import { checkToolArgs } from "./validate.js";
 
 const read = createReadTool();
 let sb: Sandbox;
@@ -83,11 +84,16 @@ describe("read", () => {
     await expect(read.execute({ path: "../outside/secret.txt" }, sb.ctx())).rejects.toThrow(/outside the workspace/);
   });
 
-  it("names the bad field when args have the wrong type", async () => {
-    await expect(read.execute({ path: 42 }, sb.ctx())).rejects.toThrow('read: "path" must be a string');
-    await expect(read.execute({}, sb.ctx())).rejects.toThrow('read: "path" is required');
-    await expect(read.execute({ path: "a", offset: 0 }, sb.ctx())).rejects.toThrow(/read: "offset" must be between 1/);
-    await expect(read.execute({ path: "a", limit: 2.5 }, sb.ctx())).rejects.toThrow('read: "limit" must be an integer');
+  it("a call with a wrong type, a missing path or an out-of-range page is refused, naming the field", () => {
+    const refused = (args: unknown) => {
+      const check = checkToolArgs(read, args);
+      return check.ok ? "accepted" : check.error;
+    };
+    expect(refused({ path: 42 })).toBe("invalid arguments for read: path: expected string, got number");
+    expect(refused({})).toBe("invalid arguments for read: path: is required");
+    expect(refused({ path: "a", offset: 0 })).toBe("invalid arguments for read: offset: must be >= 1");
+    expect(refused({ path: "a", limit: 2.5 })).toBe("invalid arguments for read: limit: expected integer, got number");
+    expect(refused({ path: "a", offset: null })).toBe("accepted");
   });
 
   describe("images", () => {

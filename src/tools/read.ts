@@ -2,7 +2,8 @@ import { createReadStream } from "node:fs";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { optionalInteger, requireString } from "./args.js";
+import { z } from "zod";
+import { defineTool } from "./define.js";
 import { describePrepared, prepareImage } from "./image-prepare.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
@@ -15,29 +16,26 @@ export const READ_MAX_PAGE_CHARS = 50000;
 const MAX_DIR_ENTRIES = 1000;
 const SNIFF_BYTES = 8192;
 
+const readArgs = z.strictObject({
+  path: z.string().describe("Path relative to the workspace"),
+  offset: z.int().min(1).optional().describe("1-based line to start at"),
+  limit: z.int().min(1).optional().describe(`Max lines (default ${READ_DEFAULT_LIMIT})`),
+});
+
 export function createReadTool(): Tool {
-  return {
+  return defineTool({
     name: "read",
     description: `Read a text file or list a directory in the workspace. Returns up to ${READ_DEFAULT_LIMIT} lines; page with offset/limit. PNG, JPEG, GIF and WebP images are returned as images (scaled to at most 1200 px).`,
-    parameters: {
-      type: "object",
-      properties: {
-        path: { type: "string", description: "Path relative to the workspace" },
-        offset: { type: "integer", minimum: 1, description: "1-based line to start at" },
-        limit: { type: "integer", minimum: 1, description: `Max lines (default ${READ_DEFAULT_LIMIT})` },
-      },
-      required: ["path"],
-      additionalProperties: false,
-    },
+    args: readArgs,
     concurrency: "parallel",
-    execute: (args, ctx) => runRead(args, ctx),
-  };
+    execute: runRead,
+  });
 }
 
-async function runRead(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput> {
-  const userPath = requireString("read", args, "path");
-  const offset = optionalInteger("read", args, "offset", 1) ?? 1;
-  const limit = optionalInteger("read", args, "limit", 1) ?? READ_DEFAULT_LIMIT;
+async function runRead(args: z.output<typeof readArgs>, ctx: ToolContext): Promise<ToolOutput> {
+  const userPath = args.path;
+  const offset = args.offset ?? 1;
+  const limit = args.limit ?? READ_DEFAULT_LIMIT;
   const target = await resolveInWorkspace(ctx.workspaceDir, userPath);
 
   const info = await stat(target).catch((err: NodeJS.ErrnoException) => {

@@ -34,13 +34,31 @@ describe("ToolRegistry", () => {
     });
   });
 
-  it("rejects a duplicate name, naming the tool", () => {
-    const registry = new ToolRegistry([fakeTool("search")]);
-    expect(() => registry.register(fakeTool("search"))).toThrow('tool "search" is already registered');
+  it("rejects a duplicate name, naming both tools' sources", () => {
+    const registry = new ToolRegistry(createBuiltinTools());
+    expect(() => registry.register({ ...fakeTool("read"), source: 'plugin "foo"' })).toThrow(
+      'tool "read" from plugin "foo" clashes with the built-in tool "read"',
+    );
+    registry.register({ ...fakeTool("search"), source: 'plugin "a"' });
+    expect(() => registry.register({ ...fakeTool("search"), source: 'plugin "b"' })).toThrow(
+      'tool "search" from plugin "b" clashes with tool "search" from plugin "a"',
+    );
   });
 
-  it("rejects a name providers would refuse", () => {
-    expect(() => new ToolRegistry([fakeTool("web search")])).toThrow(/tool name "web search" is invalid/);
+  it("rejects a name providers would refuse, naming where it came from", () => {
+    expect(() => new ToolRegistry([{ ...fakeTool("web search"), source: 'plugin "web"' }])).toThrow(
+      'tool name "web search" from plugin "web" is invalid: use 1-64 letters, digits, "_" or "-"',
+    );
+    expect(() => new ToolRegistry([fakeTool("x".repeat(65))])).toThrow(/is invalid/);
+  });
+
+  it("a removed tool's name can be registered again", () => {
+    const registry = new ToolRegistry();
+    const remove = registry.register(fakeTool("a"));
+    remove();
+    expect(registry.has("a")).toBe(false);
+    registry.register(fakeTool("a"));
+    expect(registry.list()).toHaveLength(1);
   });
 
   it("looks tools up by name", () => {

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { JsonSchema, MessageContent } from "../providers/types.js";
 
 export interface ToolContext {
@@ -39,13 +40,27 @@ export interface ToolOutput {
 export interface Tool {
   name: string;
   description: string;
+  /** what the model is told the arguments are; calls are validated against it (tools/validate.ts) */
   parameters: JsonSchema;
+  /**
+   * The zod schema `parameters` was derived from (tools declared with `defineTool`): calls are validated with it, and
+   * `execute` gets its parsed output. Absent (plugin tools): calls are validated against `parameters` with ajv.
+   */
+  argsSchema?: z.ZodType<Record<string, unknown>>;
+  /**
+   * Where the tool came from, as errors name it: "built-in", `plugin "<id>"` (later `MCP server "<name>"`). Absent:
+   * the embedding app passed it in.
+   */
+  source?: string;
   /**
    * "parallel" tools in one model turn run together; a "sequential" tool runs alone, so a steering message can
    * skip the calls after it. Read-only tools are parallel; tools with side effects are sequential.
    */
   concurrency: "parallel" | "sequential";
-  /** Throwing is fine: the loop turns it into an error result and the run goes on. */
+  /**
+   * Called with arguments that passed validation. Throwing is fine: the loop turns it into an error result and the
+   * run goes on.
+   */
   execute(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
 }
 

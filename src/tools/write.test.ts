@@ -2,6 +2,7 @@ import { chmod, link, readdir, readFile, stat, symlink, writeFile } from "node:f
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeSandbox, type Sandbox } from "./test-helpers.js";
+import { checkToolArgs } from "./validate.js";
 import { createWriteTool } from "./write.js";
 
 const write = createWriteTool();
@@ -52,7 +53,10 @@ describe("write", () => {
     expect(await readdir(sb.outside)).toEqual([]);
   });
 
-  it("names a missing content field", async () => {
-    await expect(write.execute({ path: "x.txt" }, sb.ctx())).rejects.toThrow('write: "content" is required');
+  it("names a missing content field", () => {
+    expect(checkToolArgs(write, { path: "x.txt" })).toEqual({
+      ok: false,
+      error: "invalid arguments for write: content: is required",
+    });
   });
 });

@@ -1,32 +1,29 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { requireString } from "./args.js";
+import { z } from "zod";
 import { writeFileAtomic } from "./atomic-write.js";
+import { defineTool } from "./define.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 import { resolveInWorkspace } from "./workspace-path.js";
 
+const writeArgs = z.strictObject({
+  path: z.string().describe("Path relative to the workspace"),
+  content: z.string().describe("Full new file content"),
+});
+
 export function createWriteTool(): Tool {
-  return {
+  return defineTool({
     name: "write",
     description: "Create or overwrite a file in the workspace with the given content. Creates parent directories.",
-    parameters: {
-      type: "object",
-      properties: {
-        path: { type: "string", description: "Path relative to the workspace" },
-        content: { type: "string", description: "Full new file content" },
-      },
-      required: ["path", "content"],
-      additionalProperties: false,
-    },
+    args: writeArgs,
     concurrency: "sequential",
-    execute: (args, ctx) => runWrite(args, ctx),
-  };
+    execute: runWrite,
+  });
 }
 
-async function runWrite(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput> {
-  const userPath = requireString("write", args, "path");
-  const content = requireString("write", args, "content");
+async function runWrite(args: z.output<typeof writeArgs>, ctx: ToolContext): Promise<ToolOutput> {
+  const { path: userPath, content } = args;
   const target = await resolveInWorkspace(ctx.workspaceDir, userPath, { forWrite: true });
   const existed = await stat(target).then(
     () => true,

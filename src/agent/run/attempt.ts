@@ -115,7 +115,8 @@ export async function runAttempt(
         observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
         rt.runBeat(spec.runId),
       ),
-      tools: spans ? spans.tools(rt.tools) : rt.tools,
+      tools: spans ? spans.tools(prepared.tools.tools) : prepared.tools.tools,
+      withheldTools: prepared.tools.withheld,
       signal: input.signal,
       toolContext: {
         workspaceDir: prepared.workspaceDir,

@@ -46,7 +46,7 @@ export class RunContextGuard implements ContextGuard {
   private readonly tools: ToolSpec[];
 
   constructor(private readonly c: GuardContext) {
-    this.tools = [...c.rt.tools.values()].map((t) => ({
+    this.tools = [...c.prepared.tools.tools.values()].map((t) => ({
       name: t.name,
       description: t.description,
       parameters: t.parameters,

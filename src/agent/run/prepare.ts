@@ -9,7 +9,7 @@ import { userContent } from "../../queue/user-content.js";
 import type { SessionLockHandle } from "../../session/lock-port.js";
 import { resolveMaxHoldMs } from "../../session/write-lock.js";
 import type { ToolContext } from "../../tools/types.js";
-import type { AgentRuntime } from "../runtime.js";
+import type { AgentRuntime, AgentTools } from "../runtime.js";
 import { RunSetupError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import type { RunSpec } from "./spec.js";
@@ -45,6 +45,8 @@ export interface PreparedRun {
   modelUserMessage: UserMessage;
   system: string;
   toolEnv?: Record<string, string>;
+  /** the agent's tools after tools.allow/deny, and the names withheld from it */
+  tools: AgentTools;
   /** the exec tool's policy check for this run (tools.exec): waits for approval when the policy asks */
   approveExec: NonNullable<ToolContext["approveExec"]>;
   hookCtx: { agentId: string; sessionKey: string; runId: string; workspaceDir: string };
@@ -94,7 +96,8 @@ export async function prepareRun(
   // Skills whose required env vars are missing are not offered: the model could not use them.
   const skills = eligibleSkills(choices.skills.skills ?? [], rt.env).eligible;
   const userMessage: UserMessage = { role: "user", content: userContent(spec.message, images) };
-  const prompt = await promptFor(rt, spec, model, workspace.dir, skills, history, userMessage);
+  const tools = rt.toolsFor(spec.agentId);
+  const prompt = await promptFor(rt, spec, model, workspace.dir, skills, history, userMessage, tools);
   return {
     model,
     workspaceDir: workspace.dir,
@@ -105,6 +108,7 @@ export async function prepareRun(
     modelUserMessage: prompt.modelUserMessage,
     system: prompt.system,
     toolEnv: skills.length ? skillsEnv(skills) : undefined,
+    tools,
     approveExec: ({ command, toolCallId, signal }) =>
       rt.execApprovals.check({
         command,
@@ -139,6 +143,7 @@ async function promptFor(
   skills: Skills,
   history: ChatMessage[],
   userMessage: UserMessage,
+  tools: AgentTools,
 ): Promise<{ system: string; modelUserMessage: UserMessage }> {
   const mode = spec.promptMode ?? "full";
   const bootstrapFiles =
@@ -155,7 +160,7 @@ async function promptFor(
     mode,
     agentId: spec.agentId,
     workspaceDir,
-    tools: [...rt.tools.values()].map((t) => ({ name: t.name, description: t.description })),
+    tools: [...tools.tools.values()].map((t) => ({ name: t.name, description: t.description })),
     skillsPrompt: mode === "full" ? formatSkillsPrompt(skills) : undefined,
     bootstrapFiles,
     extraSystemPrompt: spec.extraSystemPrompt,

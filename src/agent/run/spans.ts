@@ -165,6 +165,9 @@ export class AttemptSpans {
         name: tool.name,
         description: tool.description,
         parameters: tool.parameters,
+        // kept, so the call is checked with the tool's own schema (tools/validate.ts)
+        argsSchema: tool.argsSchema,
+        source: tool.source,
         concurrency: tool.concurrency,
         execute: (args, ctx) => this.tracedTool(tool, args, ctx),
       });
