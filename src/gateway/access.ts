@@ -34,6 +34,11 @@ export class ClientAccess {
     return this.approves && this.sessionGranted(sessionKey);
   }
 
+  /** the session globs this client's token grants (`["*"]`: every session); an allow-always answer holds inside them */
+  get grantedSessions(): readonly string[] {
+    return this.grant.sessions;
+  }
+
   /** exec.approval.resolve (the method's scope check already required operator.approvals or admin) */
   requireApprove(sessionKey: string): void {
     this.requireGranted(sessionKey, "answer exec approvals of");

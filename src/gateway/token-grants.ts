@@ -1,6 +1,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { resolveSecretRef } from "../config/secret-ref.js";
 import { OPERATOR_SCOPES } from "../protocol/frames.js";
+import { sessionGlob } from "../session/session-glob.js";
+
+export { sessionGlob };
 
 /** What a presented token entitles a client to (SPEC 21): scopes, and the session keys they apply inside. */
 export interface Grant {
@@ -24,15 +27,6 @@ export const FULL_GRANT: Grant = {
   sessions: ["*"],
   sessionAllowed: () => true,
 };
-
-/** `*` matches any run of characters (`:` included), `?` one character; everything else is literal. */
-export function sessionGlob(pattern: string): RegExp {
-  const body = pattern
-    .split("")
-    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[\\^$.+()|{}[\]]/g, "\\$&")))
-    .join("");
-  return new RegExp(`^${body}$`, "s");
-}
 
 function grantOf(scopes: readonly string[], sessions: readonly string[]): Grant {
   const globs = sessions.map(sessionGlob);
