@@ -172,4 +172,30 @@ describe("in-band control in a shared session", () => {
       console.log(`[in-band] ${id}: ${JSON.stringify(w.payload)}`);
     }
   });
+
+  it("another-clients-stop-of-a-run-waiting-for-its-lane-says-who: a run not yet started ends aborted with endedBy too", async () => {
+    // one run at a time in the global lane: A's run in a second session waits there, not yet started
+    const g = await gateway({
+      provider: provider(),
+      config: {
+        agents: { defaults: { model: { primary: "t/m" }, maxConcurrent: 1 } },
+        gateway: { auth: { token: "root", tokens } },
+      },
+    });
+    const a = await connectedPeer(g.url, { token: "bridge-a", client: { id: "bridge-a" } });
+    const b = await connectedPeer(g.url, { token: "bridge-b", client: { id: "bridge-b" } });
+    const holder = a.send("agent", { message: "long task", sessionKey: "agent:main:other", idempotencyKey: "holder" });
+    await a.seen((f) => f.event === "agent" && f.payload?.runId === "holder" && f.payload?.stream === "assistant");
+    await a.call("agent", { message: "long task", sessionKey: SESSION, idempotencyKey: "a-waiting" });
+    const stop = await b.call("agent", { message: "/stop", sessionKey: SESSION, idempotencyKey: "b-stop-2" });
+    expect(receiptOf(stop)).toMatchObject({ kind: "interrupted", stopped: ["a-waiting"], dropped: [] });
+    const { end, wait } = await endSeenBy(a, "a-waiting");
+    expect(end).toMatchObject({ status: "aborted", endedBy: { actor: "bridge-b", command: "/stop" } });
+    expect(wait).toMatchObject({
+      error: expect.stringContaining('stopped by "/stop" from bridge-b'),
+      endedBy: { actor: "bridge-b", command: "/stop" },
+    });
+    expect((await a.call("chat.abort", { sessionKey: "agent:main:other", runId: "holder" })).ok).toBe(true);
+    await a.response(holder, 2);
+  });
 });
