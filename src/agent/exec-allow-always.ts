@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Logger } from "../infra/logger.js";
+import { sessionMatchesAny } from "../session/session-glob.js";
 import { normalizeCommand } from "../tools/exec-policy.js";
 import { redactText } from "../tools/sanitize.js";
 
@@ -13,11 +14,18 @@ interface Entry {
   sha256: string;
   /** the command for people reading the file, secrets masked (the hash is what is matched) */
   command: string;
+  /**
+   * The session globs of the approver's token grant: the answer holds only in those sessions, because that approver
+   * could not have been asked anywhere else. Absent: every session (an approver with a full grant, the CLI's own
+   * terminal prompt, and entries written before answers were confined).
+   */
+  sessions?: string[];
   addedAtMs: number;
 }
 
 interface FileShape {
-  version: 1;
+  /** 2 since entries carry `sessions`: an older Loopgate sets a v2 file aside instead of reading it wider */
+  version: 1 | 2;
   allowAlways: Entry[];
 }
 
@@ -25,11 +33,14 @@ interface FileShape {
  * The commands operators answered `allow-always` for, per agent, in <stateDir>/exec-approvals.json (0600, written
  * through a temp file and a rename), so they survive a restart. An entry allows that exact command only, not a
  * pattern: the operator saw this text and nothing wider. Broader rules belong in tools.exec.allowlist. The file keys
- * on a hash of the command, so a secret on the command line is not kept at rest.
+ * on a hash of the command, so a secret on the command line is not kept at rest. An answer given by an approver
+ * whose token grants only some sessions holds only inside those sessions (several tenants share one gateway: one
+ * tenant's approver must not widen another tenant's exec policy).
  */
 export class AllowAlwaysFile {
   private readonly file: string;
-  private readonly entries = new Map<string, Entry>();
+  /** agentId + command hash → the entries for it (one per distinct set of session globs) */
+  private readonly entries = new Map<string, Entry[]>();
 
   constructor(
     stateDir: string,
@@ -39,16 +50,28 @@ export class AllowAlwaysFile {
     this.load();
   }
 
-  has(agentId: string, command: string): boolean {
-    return this.entries.has(`${agentId}\u0000${commandHash(command)}`);
+  /** Whether an allow-always answer covers this command of this agent in this session. */
+  has(agentId: string, command: string, sessionKey: string): boolean {
+    const found = this.entries.get(`${agentId}\u0000${commandHash(command)}`);
+    return found?.some((e) => e.sessions === undefined || sessionMatchesAny(e.sessions, sessionKey)) ?? false;
   }
 
-  add(agentId: string, command: string, now: number): void {
+  /** `sessions`: the approver's session globs; undefined when the answer holds in every session. */
+  add(agentId: string, command: string, now: number, sessions?: readonly string[]): void {
     const sha256 = commandHash(command);
-    const entry = { agentId, sha256, command: redactText(normalizeCommand(command)), addedAtMs: now };
+    const scoped = sessions === undefined || sessions.includes("*") ? undefined : [...sessions].sort();
+    const entry: Entry = {
+      agentId,
+      sha256,
+      command: redactText(normalizeCommand(command)),
+      ...(scoped ? { sessions: scoped } : {}),
+      addedAtMs: now,
+    };
     const k = `${agentId}\u0000${sha256}`;
-    if (this.entries.has(k)) return;
-    this.entries.set(k, entry);
+    const same = this.entries.get(k) ?? [];
+    if (same.some((e) => e.sessions === undefined || e.sessions.join("\u0000") === scoped?.join("\u0000"))) return;
+    same.push(entry);
+    this.entries.set(k, same);
     try {
       this.save();
     } catch (err) {
@@ -66,11 +89,13 @@ export class AllowAlwaysFile {
     }
     try {
       const data = JSON.parse(text) as Partial<FileShape>;
-      if (data.version !== 1 || !Array.isArray(data.allowAlways))
-        throw new Error("expected {version: 1, allowAlways: [...]}");
+      if ((data.version !== 1 && data.version !== 2) || !Array.isArray(data.allowAlways))
+        throw new Error("expected {version: 2, allowAlways: [...]}");
       for (const e of data.allowAlways) {
         if (typeof e?.agentId !== "string" || typeof e.sha256 !== "string") continue;
-        this.entries.set(`${e.agentId}\u0000${e.sha256}`, e);
+        if (e.sessions !== undefined && !isStringArray(e.sessions)) continue;
+        const k = `${e.agentId}\u0000${e.sha256}`;
+        this.entries.set(k, [...(this.entries.get(k) ?? []), e]);
       }
     } catch (err) {
       // Kept aside rather than overwritten by the next answer, so an operator can repair it.
@@ -87,7 +112,7 @@ export class AllowAlwaysFile {
   }
 
   private save(): void {
-    const data: FileShape = { version: 1, allowAlways: [...this.entries.values()] };
+    const data: FileShape = { version: 2, allowAlways: [...this.entries.values()].flat() };
     const temp = `${this.file}.${process.pid}.tmp`;
     fs.writeFileSync(temp, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
     fs.renameSync(temp, this.file);
@@ -96,4 +121,8 @@ export class AllowAlwaysFile {
 
 function commandHash(command: string): string {
   return createHash("sha256").update(normalizeCommand(command)).digest("hex");
+}
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "string");
 }

@@ -160,21 +160,40 @@ describe("exec approvals", () => {
     expect(asked).toEqual(["ls", "rm x"]);
   });
 
-  it("approvers are shown the command with its secrets masked; allow-always still keys on the real command", async () => {
+  it("approvers are shown the exact command; the resolved event and the allow-always file keep secrets masked", async () => {
     const { a, events } = approvals({});
     const command = "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv1234 ./deploy";
     const waiting = a.check(call(command));
     expect(a.pending()[0]).toMatchObject({
-      command: "OPENAI_API_KEY=[redacted] ./deploy",
-      reason: '"OPENAI_API_KEY=[redacted] ./deploy" matches no tools.exec.allowlist pattern',
+      command,
+      reason: `"${command}" matches no tools.exec.allowlist pattern`,
     });
     a.resolve("ap-1", "allow-always");
     expect(await waiting).toEqual({ allowed: true });
-    expect(JSON.stringify(events)).not.toContain("sk-proj-");
+    expect(JSON.stringify(events.filter((e) => e.type === "resolved"))).not.toContain("sk-proj-");
+    expect(events.at(-1)).toMatchObject({ resolved: { command: "OPENAI_API_KEY=[redacted] ./deploy" } });
     expect(fs.readFileSync(path.join(stateDir, "exec-approvals.json"), "utf8")).not.toContain("sk-proj-");
     expect(await a.check(call(command))).toEqual({ allowed: true });
     void a.check(call("OPENAI_API_KEY=sk-proj-other0000000000000000000000 ./deploy"));
     expect(a.pending()).toHaveLength(1);
+  });
+
+  it("allow-always from an approver confined to some sessions holds in those sessions only, also after a restart", async () => {
+    const { a } = approvals({});
+    const inA = (key: string) => ({ ...call("make deploy"), sessionKey: key });
+    const waiting = a.check(inA("agent:main:a-1"));
+    a.resolve("ap-1", "allow-always", { sessions: ["agent:main:a-*"] });
+    expect(await waiting).toEqual({ allowed: true });
+    expect(await a.check(inA("agent:main:a-2"))).toEqual({ allowed: true });
+    void a.check(inA("agent:main:b-1"));
+    expect(a.pending().map((p) => p.sessionKey)).toEqual(["agent:main:b-1"]);
+    const file = JSON.parse(fs.readFileSync(path.join(stateDir, "exec-approvals.json"), "utf8"));
+    expect(file).toMatchObject({ version: 2, allowAlways: [{ sessions: ["agent:main:a-*"] }] });
+
+    const again = approvals({}).a;
+    expect(await again.check(inA("agent:main:a-3"))).toEqual({ allowed: true });
+    void again.check(inA("agent:main:b-2"));
+    expect(again.pending()).toHaveLength(1);
   });
 
   it("security comes from the caller's default unless tools.exec.security sets it", () => {

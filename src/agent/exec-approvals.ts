@@ -35,6 +35,14 @@ export interface ExecApprovalsOptions {
   prompt?: ExecPrompt;
 }
 
+/**
+ * Who answers, as far as allow-always cares: the session globs of the approver's token grant (an allow-always answer
+ * holds only inside them). Undefined: an approver whose grant is every session, or the terminal prompt.
+ */
+export interface Approver {
+  sessions?: readonly string[];
+}
+
 /** One exec call that wants approval, as the run knows it: the request's identifying fields, and how to wait. */
 export interface ExecApprovalContext
   extends Pick<ExecApprovalRequested, "command" | "cwd" | "agentId" | "sessionKey" | "runId" | "toolCallId"> {
@@ -61,6 +69,7 @@ interface Pending {
     status: ExecApprovalResolved["status"],
     reason: ExecApprovalResolved["reason"],
     decision?: ExecApprovalDecision,
+    approver?: Approver,
   ) => void;
 }
 
@@ -94,14 +103,18 @@ export class ExecApprovals {
 
   /** Whether exec may run the command now; waits for an answer when the policy asks. */
   async check(ctx: ExecApprovalContext): Promise<ExecVerdict> {
-    const decision = decideExec(this.policy, ctx.command, this.allowAlways.has(ctx.agentId, ctx.command));
+    const always = this.allowAlways.has(ctx.agentId, ctx.command, ctx.sessionKey);
+    const decision = decideExec(this.policy, ctx.command, always);
     if (decision.kind === "allow") return { allowed: true };
     if (decision.kind === "deny") return { allowed: false, reason: decision.reason };
     return this.ask(ctx, decision.reason);
   }
 
-  /** An operator's answer. Throws ExecApprovalError for an id that is not waiting (unknown, or already ended). */
-  resolve(id: string, decision: ExecApprovalDecision): ExecApprovalResolved {
+  /**
+   * An operator's answer. Throws ExecApprovalError for an id that is not waiting (unknown, or already ended). An
+   * allow-always answer is remembered inside `approver.sessions` only.
+   */
+  resolve(id: string, decision: ExecApprovalDecision, approver?: Approver): ExecApprovalResolved {
     const pending = this.pendingById.get(id);
     if (!pending) {
       const ended = this.ended.get(id);
@@ -114,7 +127,7 @@ export class ExecApprovals {
       if (ended) throw new ExecApprovalError("not_found", `exec approval "${id}" was already ${ended.status}`);
       throw new ExecApprovalError("not_found", `no pending exec approval "${id}" (see exec.approval.list)`);
     }
-    pending.settle(decision === "deny" ? "denied" : "allowed", "user", decision);
+    pending.settle(decision === "deny" ? "denied" : "allowed", "user", decision, approver);
     return this.ended.get(id)!;
   }
 
@@ -136,11 +149,13 @@ export class ExecApprovals {
   private ask(ctx: ExecApprovalContext, reason: string): Promise<ExecVerdict> {
     if (ctx.signal.aborted) return Promise.resolve({ allowed: false, reason: "the run was aborted" });
     const now = this.opts.clock.now();
-    // What approvers and the run's clients are shown, masked like tool-call args in events; the allow-always entry
-    // is made from the real command.
+    // Approvers are shown the exact command: masked, `TOKEN=$(touch${IFS}/tmp/x) echo hi` would read
+    // `TOKEN=[redacted] echo hi`, and a prompt-injected model could make a payload look harmless. An approver sees
+    // only the sessions its token grants. What else leaves this class (the resolved event, the run's `waiting`
+    // event, logs) is masked like tool-call args in events.
     const request: ExecApprovalRequested = {
       id: this.newId(),
-      command: redactText(ctx.command),
+      command: ctx.command,
       cwd: ctx.cwd,
       agentId: ctx.agentId,
       sessionKey: ctx.sessionKey,
@@ -148,14 +163,14 @@ export class ExecApprovals {
       ...(ctx.toolCallId !== undefined ? { toolCallId: ctx.toolCallId } : {}),
       security: this.policy.security,
       ask: this.policy.ask,
-      reason: redactText(reason),
+      reason,
       createdAtMs: now,
       expiresAtMs: now + this.timeoutMs,
     };
     return new Promise<ExecVerdict>((resolve) => {
       const promptAbort = new AbortController();
       let denyReason: string | undefined;
-      const settle: Pending["settle"] = (status, why, decision) => {
+      const settle: Pending["settle"] = (status, why, decision, approver) => {
         if (!this.pendingById.delete(request.id)) return;
         this.opts.clock.clearTimeout(timer);
         ctx.signal.removeEventListener("abort", onAbort);
@@ -164,14 +179,15 @@ export class ExecApprovals {
           id: request.id,
           sessionKey: request.sessionKey,
           runId: request.runId,
-          command: request.command,
+          command: redactText(request.command),
           status,
           ...(decision ? { decision } : {}),
           reason: why,
           resolvedAtMs: this.opts.clock.now(),
         };
         this.remember(resolved);
-        if (decision === "allow-always") this.allowAlways.add(ctx.agentId, ctx.command, resolved.resolvedAtMs);
+        if (decision === "allow-always")
+          this.allowAlways.add(ctx.agentId, ctx.command, resolved.resolvedAtMs, approver?.sessions);
         this.emit({ type: "resolved", resolved });
         if (status === "allowed") return resolve({ allowed: true });
         resolve({ allowed: false, reason: this.denial(status, denyReason) });

@@ -483,7 +483,13 @@ describe("interrupt", () => {
     await h.gate.whenStarted(1);
     const queued = await h.send("queued one", { queueMode: "followup" });
     const newest = await h.send("forget that, do this", { queueMode: "interrupt" });
-    expect((await newest).receipt.kind).toBe("queued");
+    // the receipt says what the interrupt did (SPEC 21: in-band control is never silent)
+    expect((await newest).receipt).toMatchObject({
+      kind: "interrupted",
+      stopped: [(await a).runId],
+      dropped: [(await queued).runId],
+      summary: "stopped 1 run, dropped 1 queued",
+    });
 
     const dropped = h.receipts((await queued).runId).at(-1);
     expect(dropped?.kind).toBe("dropped");

@@ -257,6 +257,10 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-scopes.test.ts",
     "%s only: every method inside and outside the token's granted sessions",
   ),
+  "gateway.auth.tokens[].commands": pin(
+    "test/e2e/in-band-control.test.ts",
+    "a-token-with-commands-false-cannot-stop-others: /stop and interrupt are refused, naming the key; A's run goes on",
+  ),
   "gateway.tickIntervalMs": T.tick,
   "gateway.maxPayload": T.maxPayload,
   "gateway.maxBufferedBytes": pin(

@@ -27,7 +27,10 @@ const httpUrl = z.string().refine(
   { message: "expected a URL (http:// or https://)" },
 );
 
-/** One entry of gateway.auth.tokens: exactly one of token / tokenHash, the scopes it grants, its session globs. */
+/**
+ * One entry of gateway.auth.tokens: exactly one of token / tokenHash, the scopes it grants, its session globs, and
+ * whether its clients may use in-band control (SPEC 21).
+ */
 const tokenGrant = z
   .strictObject({
     token: z.string().min(1).optional(),
@@ -37,6 +40,12 @@ const tokenGrant = z
       .optional(),
     scopes: z.array(z.enum(OPERATOR_SCOPES)).min(1),
     sessions: z.array(z.string().min(1)).default(["*"]),
+    /**
+     * In-band control: `/stop`, `/new`, `/reset`, `/compact` and queueMode "interrupt" act on the whole session (other
+     * clients' runs and queued input too). false: such a message is refused (`forbidden`, naming this key), and a
+     * session or configured queue mode of "interrupt" queues this token's messages as followups instead.
+     */
+    commands: z.boolean().default(true),
   })
   .refine((g) => (g.token === undefined) !== (g.tokenHash === undefined), {
     message: "set exactly one of token or tokenHash",

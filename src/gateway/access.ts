@@ -34,6 +34,16 @@ export class ClientAccess {
     return this.approves && this.sessionGranted(sessionKey);
   }
 
+  /** the config key that denies this client in-band control (`/stop`, interrupt…), undefined when it may use it */
+  get commandsDeniedBy(): string | undefined {
+    return this.grant.commandsDeniedBy;
+  }
+
+  /** the session globs this client's token grants (`["*"]`: every session); an allow-always answer holds inside them */
+  get grantedSessions(): readonly string[] {
+    return this.grant.sessions;
+  }
+
   /** exec.approval.resolve (the method's scope check already required operator.approvals or admin) */
   requireApprove(sessionKey: string): void {
     this.requireGranted(sessionKey, "answer exec approvals of");

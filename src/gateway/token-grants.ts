@@ -1,6 +1,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { resolveSecretRef } from "../config/secret-ref.js";
 import { OPERATOR_SCOPES } from "../protocol/frames.js";
+import { sessionGlob } from "../session/session-glob.js";
+
+export { sessionGlob };
 
 /** What a presented token entitles a client to (SPEC 21): scopes, and the session keys they apply inside. */
 export interface Grant {
@@ -8,6 +11,11 @@ export interface Grant {
   /** the configured globs, for messages */
   readonly sessions: readonly string[];
   sessionAllowed(sessionKey: string): boolean;
+  /**
+   * In-band control (`/stop`, `/new`, `/reset`, `/compact`, queueMode "interrupt") is denied: the config key that
+   * denies it, for the refusal (`gateway.auth.tokens[2].commands`). Undefined: allowed.
+   */
+  readonly commandsDeniedBy?: string;
 }
 
 /** One `gateway.auth.tokens[]` entry as configured (token already resolved from any `${ENV}` reference). */
@@ -16,6 +24,8 @@ export interface TokenGrantConfig {
   tokenHash?: string;
   scopes: readonly string[];
   sessions: readonly string[];
+  /** in-band control allowed (default true) */
+  commands?: boolean;
 }
 
 /** The single `gateway.auth.token` — and a gateway without any token — grant every scope in every session. */
@@ -25,18 +35,14 @@ export const FULL_GRANT: Grant = {
   sessionAllowed: () => true,
 };
 
-/** `*` matches any run of characters (`:` included), `?` one character; everything else is literal. */
-export function sessionGlob(pattern: string): RegExp {
-  const body = pattern
-    .split("")
-    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[\\^$.+()|{}[\]]/g, "\\$&")))
-    .join("");
-  return new RegExp(`^${body}$`, "s");
-}
-
-function grantOf(scopes: readonly string[], sessions: readonly string[]): Grant {
-  const globs = sessions.map(sessionGlob);
-  return { scopes, sessions, sessionAllowed: (key) => globs.some((g) => g.test(key)) };
+function grantOf(e: TokenGrantConfig, index: number): Grant {
+  const globs = e.sessions.map(sessionGlob);
+  return {
+    scopes: e.scopes,
+    sessions: e.sessions,
+    sessionAllowed: (key) => globs.some((g) => g.test(key)),
+    ...(e.commands === false ? { commandsDeniedBy: `gateway.auth.tokens[${index}].commands` } : {}),
+  };
 }
 
 const sha256 = (s: string) => createHash("sha256").update(s, "utf8").digest();
@@ -54,9 +60,9 @@ export class TokenGrants {
   private readonly candidates: Candidate[];
 
   constructor(single: string | undefined, entries: readonly TokenGrantConfig[]) {
-    this.candidates = entries.map((e) => ({
+    this.candidates = entries.map((e, i) => ({
       digest: e.tokenHash !== undefined ? Buffer.from(e.tokenHash, "hex") : sha256(e.token ?? ""),
-      grant: grantOf(e.scopes, e.sessions),
+      grant: grantOf(e, i),
     }));
     if (single !== undefined) this.candidates.push({ digest: sha256(single), grant: FULL_GRANT });
   }

@@ -14,7 +14,7 @@ export type AgentStream =
   | "compaction"
   | "queue";
 
-import type { Receipt, Usage } from "./run.js";
+import type { EndedBy, Receipt, Usage } from "./run.js";
 
 /** Token usage as reported on the wire (the run's Usage). */
 export type UsageData = Usage;
@@ -48,6 +48,8 @@ export type LifecycleData =
       error?: string;
       kind?: string;
       model?: string;
+      /** in-band control of another message ended it (`/stop`, an interrupt): by whom, with what */
+      endedBy?: EndedBy;
     }
   /** a retryable model error: the call is tried again after delayMs (SPEC 16) */
   | { phase: "retry"; attempt: number; delayMs: number; reason: string; model: string }

@@ -12,9 +12,23 @@ import type { AgentParams } from "./params.js";
  */
 export type AgentRequest = Omit<AgentParams, "queueMode"> & { queueMode?: string };
 
+/**
+ * Who ended a run that was not theirs with in-band control (SPEC 21): the actor of the commanding message (a client
+ * id, "device:<id>") and the command (`/stop`, `/new`, `/reset`, or `queueMode "interrupt"`).
+ */
+export interface EndedBy {
+  actor: string;
+  command: string;
+}
+
 /** What happened to an accepted message. Every accepted message gets one, in the RPC answer and as an event. */
 export type Receipt =
   | { kind: "started" }
+  /**
+   * This message (`/stop`, or queueMode "interrupt") aborted the session's running turn (`stopped`) and dropped what
+   * waited (`dropped`), then runs next; `summary` says so in words ("stopped 1 run, dropped 2 queued").
+   */
+  | { kind: "interrupted"; command: string; stopped: string[]; dropped: string[]; summary: string }
   | { kind: "steered"; into: string }
   | { kind: "queued"; position: number; mode: "followup" | "collect" }
   | { kind: "collected"; into: string; count: number }
@@ -60,6 +74,8 @@ export interface AgentFinal {
   error?: string;
   /** set when this message was steered or collected into another run: that run's outcome is this one's */
   mergedInto?: string;
+  /** set when another message's in-band control (`/stop`, an interrupt) ended this run: by whom, with what */
+  endedBy?: EndedBy;
 }
 
 export interface WaitResult {
@@ -71,4 +87,6 @@ export interface WaitResult {
   stopReason?: string;
   /** provider/model that answered (after any fallback); absent while pending */
   model?: string;
+  /** set when another message's in-band control (`/stop`, an interrupt) ended this run: by whom, with what */
+  endedBy?: EndedBy;
 }

@@ -29,7 +29,7 @@ export function adoptRuns(ctx: QueueContext, runs: readonly AdoptedRun[]): numbe
     });
     ctx.deps.bus.resumeSeq(run.runId, input.lastEventSeq);
     s.lastEnqueueAt = ctx.deps.clock.now();
-    setReceipt(ctx, run, receiptOf(ctx, route, s));
+    setReceipt(ctx, run, receiptOf(ctx, route, s, { message: req.message, origin: run.origin }));
     enqueue(ctx, s, run, route);
     joined++;
   }

@@ -1,4 +1,4 @@
-import type { AgentFinal, Usage, WaitResult, WireStatus } from "../protocol/run.js";
+import type { AgentFinal, EndedBy, Usage, WaitResult, WireStatus } from "../protocol/run.js";
 import type { RunRecord, RunStatus } from "../storage/types.js";
 import type { RunResult } from "./types.js";
 
@@ -35,6 +35,7 @@ export function toFinal(r: RunResult): AgentFinal {
       },
     },
     ...(r.error ? { error: r.error.message } : {}),
+    ...(r.endedBy ? { endedBy: r.endedBy } : {}),
   };
 }
 
@@ -44,6 +45,7 @@ export function endedFinal(
   summary: AgentFinal["summary"],
   stopReason: string,
   error: string,
+  endedBy?: EndedBy,
 ): AgentFinal {
   return {
     runId,
@@ -52,6 +54,7 @@ export function endedFinal(
     stopReason,
     result: { payloads: [], meta: { durationMs: 0, usage: zeroUsage() } },
     error,
+    ...(endedBy ? { endedBy } : {}),
   };
 }
 
@@ -81,12 +84,16 @@ export function waitResultOf(run: RunRecord): WaitResult {
     endedAt: run.endedAt,
     ...(run.error ? { error: run.error } : {}),
     ...(run.stopReason ? { stopReason: run.stopReason } : {}),
-    ...modelOf(run),
+    ...fromFinal(run),
   };
 }
 
-/** The model that answered, from the stored final (it names the fallback when one answered). */
-function modelOf(run: RunRecord): { model?: string } {
-  const model = finalFromRecord(run)?.result.meta.model;
-  return model ? { model } : {};
+/**
+ * From the stored final: the model that answered (it names the fallback when one answered), and who ended the run
+ * with in-band control.
+ */
+function fromFinal(run: RunRecord): { model?: string; endedBy?: EndedBy } {
+  const final = finalFromRecord(run);
+  const model = final?.result.meta.model;
+  return { ...(model ? { model } : {}), ...(final?.endedBy ? { endedBy: final.endedBy } : {}) };
 }

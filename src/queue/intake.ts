@@ -4,7 +4,8 @@ import { normalizeSessionKey } from "../session/keys.js";
 import { StorageUnavailableError } from "../storage/storage-fault.js";
 import type { RunRecord } from "../storage/types.js";
 import { QueueFullError, RunParamError, ServiceDrainingError } from "./errors.js";
-import { addLiveRun, dropRun, sessionState } from "./live-runs.js";
+import { controlOf, endedText, InBandAbort, interruptedReceipt } from "./in-band.js";
+import { addLiveRun, dropRun, sessionState, setReceipt } from "./live-runs.js";
 import { isQueueMode, type QueueMode, resolveQueueMode } from "./modes.js";
 import { applyCap } from "./overflow.js";
 import { launchTurn } from "./turn.js";
@@ -74,9 +75,9 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
   const sessionMode = (await store.getSession(sessionKey))?.queueMode;
   const acceptedAt = ctx.deps.clock.now();
   const before = ctx.sessions.get(sessionKey);
-  const route = routeOf(ctx, full, sessionMode, before);
+  const route = routeOf(ctx, full, sessionMode, before, origin);
   refuseWhenFull(ctx, req, sessionKey, route, before);
-  const receipt = receiptOf(ctx, route, before);
+  const receipt = receiptOf(ctx, route, before, { message: full.message, origin });
   try {
     await storeAccepted(ctx, full, sessionKey, acceptedAt, receipt, origin);
   } catch (err) {
@@ -104,7 +105,15 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
   // the receipt event goes out first, so a client sees it before the run's own events
   ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
   enqueue(ctx, s, run, route);
-  return { runId: run.runId, sessionKey, status: "accepted", acceptedAt, existing: false, receipt };
+  // an interrupt's receipt says what it actually stopped and dropped (enqueue corrects the stored one if needed)
+  return {
+    runId: run.runId,
+    sessionKey,
+    status: "accepted",
+    acceptedAt,
+    existing: false,
+    receipt: run.receipt ?? receipt,
+  };
 }
 
 /**
@@ -190,16 +199,19 @@ export function routeOf(
   req: ResolvedRequest,
   sessionMode: string | undefined,
   state?: SessionState,
+  origin?: RunOrigin,
 ): Route {
   const cfg = ctx.deps.config();
   // A command picks its own mode whatever the queue mode says (e.g. `/stop` interrupts, `/new` waits its turn).
-  const mode = resolveQueueMode({
+  const resolved = resolveQueueMode({
     message: ctx.deps.commandMode?.(req.message) ?? req.queueMode,
     session: sessionMode,
     channel: req.channel,
     byChannel: cfg.byChannel,
     global: cfg.mode,
   });
+  // a sender denied in-band control (SPEC 21) waits its turn instead of clearing the session
+  const mode = resolved === "interrupt" && origin?.control === false ? "followup" : resolved;
   const busy = state !== undefined && (state.active !== undefined || state.pending.length > 0);
   const steering = busy && mode === "steer" && state.active?.steerable === true;
   return { mode, busy, steering, queueing: busy && !steering && mode !== "interrupt" };
@@ -214,10 +226,20 @@ function refuseWhenFull(ctx: QueueContext, req: AgentRequest, key: string, route
   throw reason;
 }
 
-export function receiptOf(ctx: QueueContext, route: Route, state?: SessionState): Receipt {
+export function receiptOf(
+  ctx: QueueContext,
+  route: Route,
+  state?: SessionState,
+  sender?: { message: string; origin?: RunOrigin },
+): Receipt {
   if (!route.busy || !state) return { kind: "started" };
   if (route.steering && state.active) return { kind: "steered", into: state.active.host.runId };
-  if (route.mode === "interrupt") return { kind: "queued", position: 1, mode: "followup" };
+  if (route.mode === "interrupt") {
+    // what it will stop and drop as the session is now: stored with the message, corrected by `interrupt` if the
+    // session changed while the message was being stored
+    const by = controlOf(ctx, sender?.message ?? "", sender?.origin);
+    return interruptedReceipt(by, stoppable(state), droppable(state));
+  }
   return {
     kind: "queued",
     // at the cap one message is dropped first, so the newcomer lands at the cap's position
@@ -272,15 +294,37 @@ export function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route:
   }
 }
 
-/** Clears what waits in the session, aborts the running turn, and queues the newcomer to run first. */
+/** The running turn an interrupt would abort (its host run), unless it is already aborted. */
+function stoppable(s: SessionState): string[] {
+  const host = s.active?.host;
+  return host && !host.controller?.signal.aborted ? [host.runId] : [];
+}
+
+/** The inputs an interrupt would drop: queued messages, and messages steered into the turn it has not taken. */
+function droppable(s: SessionState): string[] {
+  return [...s.pending, ...(s.active?.steer ?? [])].map((r) => r.runId);
+}
+
+/**
+ * Clears what waits in the session, aborts the running turn, and queues the newcomer to run first. Never silent
+ * (SPEC 21): each dropped input and the aborted run end naming the newcomer's sender and its command, and the
+ * newcomer's receipt lists them.
+ */
 function interrupt(ctx: QueueContext, s: SessionState, run: LiveRun): void {
-  for (const p of s.pending.splice(0)) dropRun(ctx, p, "cleared by an interrupting message");
+  const by = controlOf(ctx, run.req.message, run.origin);
+  const stopped = stoppable(s);
+  const dropped = droppable(s);
+  const reason = endedText("dropped", by);
+  for (const p of s.pending.splice(0)) dropRun(ctx, p, reason, "failed", by);
   // Also queued input: messages steered into the run being aborted that it has not taken yet (they would
   // otherwise become followups ahead of this message), and a pending [Queue overflow] notice.
-  for (const p of s.active?.steer.splice(0) ?? []) dropRun(ctx, p, "cleared by an interrupting message");
+  for (const p of s.active?.steer.splice(0) ?? []) dropRun(ctx, p, reason, "failed", by);
   s.overflow = { count: 0, summaries: [] };
   s.pending.push(run);
   s.immediate = true;
-  s.active?.host.controller?.abort(new Error("interrupted by a newer message"));
+  if (stopped.length > 0) s.active?.host.controller?.abort(new InBandAbort(by));
+  const receipt = interruptedReceipt(by, stopped, dropped);
+  if (JSON.stringify(receipt) === JSON.stringify(run.receipt)) run.receipt = receipt;
+  else setReceipt(ctx, run, receipt);
   ctx.schedule(s);
 }

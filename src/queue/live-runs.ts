@@ -1,4 +1,4 @@
-import type { AgentFinal, Receipt } from "../protocol/run.js";
+import type { AgentFinal, EndedBy, Receipt } from "../protocol/run.js";
 import { endedFinal } from "./finals.js";
 import type { QueueMode } from "./modes.js";
 import type { Deferred, LiveRun, QueueContext, ResolvedRequest, RunOrigin, SessionState } from "./types.js";
@@ -72,17 +72,21 @@ export function finishRun(ctx: QueueContext, run: LiveRun, final: AgentFinal): v
   run.done.resolve(final);
 }
 
-/** Ends a message that will never run, with its reason, in the store, as an event and for waiters. */
+/**
+ * Ends a message that will never run, with its reason, in the store, as an event and for waiters. `endedBy`: the
+ * in-band control of another message that dropped it (its sender sees who and with what).
+ */
 export function dropRun(
   ctx: QueueContext,
   run: LiveRun,
   reason: string,
   summary: AgentFinal["summary"] = "failed",
+  endedBy?: EndedBy,
 ): void {
   const { store, bus, clock } = ctx.deps;
   const now = clock.now();
   const aborted = summary === "aborted";
-  const final = endedFinal(run.runId, summary, aborted ? "aborted" : "dropped", reason);
+  const final = endedFinal(run.runId, summary, aborted ? "aborted" : "dropped", reason, endedBy);
   const receipt: Receipt = { kind: "dropped", reason };
   run.receipt = receipt;
   // gone from the live runs at once (a repeated key is answered from the record), ended once the record is written
@@ -104,6 +108,7 @@ export function dropRun(
       stopReason: final.stopReason ?? "dropped",
       error: reason,
       kind: aborted ? "aborted" : "dropped",
+      ...(endedBy ? { endedBy } : {}),
     });
     finishRun(ctx, run, final);
   });

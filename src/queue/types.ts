@@ -5,7 +5,7 @@ import type { KeyedSerial } from "../infra/keyed-serial.js";
 import type { RunStatus as RunEndStatus } from "../protocol/agent-events.js";
 import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
-import type { AgentFinal, AgentRequest, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
+import type { AgentFinal, AgentRequest, EndedBy, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
 import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
@@ -17,6 +17,11 @@ export type QueueConfig = LoopgateConfig["messages"]["queue"];
 export interface RunOrigin {
   /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
   actor: string;
+  /**
+   * false: the sender's token is denied in-band control (`gateway.auth.tokens[].commands`), so a session or
+   * configured queue mode of "interrupt" queues its message as a followup instead (only at accept; not stored)
+   */
+  control?: false;
 }
 
 /** A request whose agent id is resolved (the session key names the agent). */
@@ -97,6 +102,8 @@ export interface RunResult {
   /** estimated USD from the usage and that model's configured `cost` (absent without one) */
   costUsd?: number;
   error?: { message: string; kind: string };
+  /** another message's in-band control (`/stop`, an interrupt) aborted it: by whom, with what */
+  endedBy?: EndedBy;
 }
 
 /** Everything the session queue needs from outside; the run itself is reached only through `runTurn`. */

@@ -221,4 +221,71 @@ describe("exec approvals through the gateway", () => {
     expect(writer.all(isEvent("exec.approval.requested"))).toEqual([]);
     expect(fs.existsSync(path.join(first.workspace, "build"))).toBe(false);
   });
+
+  it("approver-sees-the-exact-command: a command the secret mask would change is shown to approvers as it will run", async () => {
+    // The mask turns `TOKEN=$(touch${IFS}pwned)` into `TOKEN=[redacted]`: an approver shown that would approve a
+    // payload that looks harmless. Approvers get the exact text; the run's event stream keeps the mask.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${IFS}, not a template placeholder
+    const payload = "TOKEN=$(touch${IFS}pwned) echo harmless";
+    const { operator, writer, workspace } = await approvalGateway({}, undefined, false);
+    server.enqueue({ toolCalls: [{ id: "call_p", name: "exec", arguments: { command: payload } }] }, { text: "ok" });
+    const sent = writer.send("agent", { message: "say hi", idempotencyKey: "run-exact" });
+    const requested = (await operator.next(isEvent("exec.approval.requested"), "the approval request")).payload!;
+    console.log(`[approvals] approver shown: ${String(requested.command)}`);
+    expect(requested.command).toBe(payload);
+    expect(JSON.stringify(requested)).not.toContain("[redacted]");
+    expect((await operator.call("exec.approval.list")).payload).toEqual({ approvals: [requested] });
+    const waiting = await writer.seen(
+      (f) => f.event === "agent" && (f.payload?.data as { for?: string })?.for === "approval",
+      "the lifecycle waiting event",
+    );
+    expect(waiting.payload?.data).toMatchObject({ command: "TOKEN=[redacted] echo harmless" });
+    await operator.call("exec.approval.resolve", { id: requested.id, decision: "deny" });
+    expect((await writer.response(sent, 2)).payload).toMatchObject({ status: "ok" });
+    const resolved = (await operator.seen(isEvent("exec.approval.resolved"))).payload!;
+    expect(resolved.command).toBe("TOKEN=[redacted] echo harmless");
+    expect(fs.existsSync(path.join(workspace, "pwned"))).toBe(false);
+  });
+
+  it("allow-always-from-a-tenant-approver-stays-in-its-sessions: it never widens another tenant's exec policy", async () => {
+    const tokens = [{ token: "tenant-a-approver", scopes: ["operator.approvals"], sessions: ["agent:main:a-*"] }];
+    const { operator, writer, url, workspace } = await approvalGateway({}, undefined, false, { token: "root", tokens });
+    const tenantA = await connectedPeer(url, { token: "tenant-a-approver", scopes: ["operator.approvals"] });
+    const rmTurn = () =>
+      server.enqueue(
+        { toolCalls: [{ id: "call_rm", name: "exec", arguments: { command: "rm -rf build" } }] },
+        { text: "Done." },
+      );
+
+    rmTurn();
+    const inA = writer.send("agent", { message: "clean", sessionKey: "a-1", idempotencyKey: "run-a1" });
+    const askedA = (await tenantA.next(isEvent("exec.approval.requested"), "tenant a's approval")).payload!;
+    expect(askedA.sessionKey).toBe("agent:main:a-1");
+    const answer = await tenantA.call("exec.approval.resolve", { id: askedA.id, decision: "allow-always" });
+    expect(answer.payload).toMatchObject({ status: "allowed", decision: "allow-always" });
+    expect((await writer.response(inA, 2)).payload).toMatchObject({ status: "ok" });
+
+    // another session of tenant a: the answer holds there
+    fs.mkdirSync(path.join(workspace, "build"));
+    rmTurn();
+    const inA2 = writer.send("agent", { message: "clean", sessionKey: "a-2", idempotencyKey: "run-a2" });
+    expect((await writer.response(inA2, 2)).payload).toMatchObject({ status: "ok" });
+    expect(fs.existsSync(path.join(workspace, "build"))).toBe(false);
+    expect(operator.all((f) => f.event === "exec.approval.requested" && f.payload?.runId === "run-a2")).toEqual([]);
+
+    // tenant b's session: tenant a's approver could not answer there, so its allow-always does not apply there
+    fs.mkdirSync(path.join(workspace, "build"));
+    rmTurn();
+    const inB = writer.send("agent", { message: "clean", sessionKey: "b-1", idempotencyKey: "run-b1" });
+    const askedB = (
+      await operator.next(
+        (f) => f.event === "exec.approval.requested" && f.payload?.runId === "run-b1",
+        "tenant b's run asks again",
+      )
+    ).payload!;
+    console.log(`[approvals] tenant b asked again: ${String(askedB.sessionKey)} ${String(askedB.command)}`);
+    await operator.call("exec.approval.resolve", { id: askedB.id, decision: "deny" });
+    expect((await writer.response(inB, 2)).payload).toMatchObject({ status: "ok" });
+    expect(fs.existsSync(path.join(workspace, "build"))).toBe(true);
+  });
 });

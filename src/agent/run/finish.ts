@@ -1,4 +1,5 @@
 import { type ChatMessage, emptyUsage, estimateCostUsd, type Usage } from "../../providers/types.js";
+import { endedByOf } from "../../queue/in-band.js";
 import { type ReplyPayload, shapeReply } from "../reply.js";
 import type { AgentRuntime } from "../runtime.js";
 import { errorKind, RunTimeoutError } from "./errors.js";
@@ -118,6 +119,8 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
     model,
     ...modelFacts(rt, model, usage),
     error,
+    // another client's /stop or interrupt: the run's own client sees who and with what
+    ...(status === "aborted" && endedByOf(input.signal) ? { endedBy: endedByOf(input.signal) } : {}),
   };
   if (rt.pluginHooks.has("agent_end")) {
     void rt.pluginHooks.runObservers(
@@ -159,6 +162,7 @@ export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: strin
     error: r.error?.message,
     kind: r.error?.kind,
     ...(r.model ? { model: r.model } : {}),
+    ...(r.endedBy ? { endedBy: r.endedBy } : {}),
   });
 }
 

@@ -8,6 +8,7 @@ import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/ty
 import { userContent } from "../../queue/user-content.js";
 import type { SessionLockHandle } from "../../session/lock-port.js";
 import { resolveMaxHoldMs } from "../../session/write-lock.js";
+import { redactText } from "../../tools/sanitize.js";
 import type { ToolContext } from "../../tools/types.js";
 import type { AgentRuntime, AgentTools } from "../runtime.js";
 import { RunSetupError } from "./errors.js";
@@ -118,13 +119,14 @@ export async function prepareRun(
         runId: spec.runId,
         toolCallId,
         signal,
-        // clients show what the run waits for, and approvers find the id here too
+        // clients show what the run waits for, and approvers find the id here too; an event, so masked (only the
+        // approval request itself, for approvers, carries the exact command)
         onWaiting: (req) =>
           run.events.emit("lifecycle", {
             phase: "waiting",
             for: "approval",
             approvalId: req.id,
-            command: req.command,
+            command: redactText(req.command),
             expiresAtMs: req.expiresAtMs,
           }),
       }),

@@ -3,6 +3,7 @@ import { tracingRegistered } from "../../infra/tracing-gate.js";
 import { resolveSkillSnapshot, type SkillSnapshot } from "../../prompt/skills.js";
 import type { VerboseLevel } from "../../protocol/enums.js";
 import type { ThinkingLevel } from "../../providers/types.js";
+import { endedByOf } from "../../queue/in-band.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
 import { sessionLaneName } from "../../session/keys.js";
 import type { AgentRuntime } from "../runtime.js";
@@ -249,6 +250,8 @@ function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unkn
   const message = err instanceof Error ? err.message : String(err);
   const aborted = spec.signal?.aborted === true;
   const status = aborted ? "aborted" : "error";
+  // stopped before it got its lanes by another client's /stop or interrupt: its client still learns who and how
+  const endedBy = aborted ? endedByOf(spec.signal) : undefined;
   return {
     ...modelFreeResult(spec, startedAt, endedAt),
     status,
@@ -256,6 +259,7 @@ function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unkn
     payloads: aborted ? [] : [{ text: `⚠️ ${message}`, kind: "error" }],
     model: spec.model ?? "",
     error: { message, kind: aborted ? "aborted" : errorKind(err) },
+    ...(endedBy ? { endedBy } : {}),
   };
 }
 

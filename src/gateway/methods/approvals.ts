@@ -24,7 +24,11 @@ export const execApprovalListMethod = defineMethod({
   },
 });
 
-/** An operator's answer: allow-once, allow-always (remembered for this agent and command) or deny. */
+/**
+ * An operator's answer: allow-once, allow-always or deny. allow-always is remembered for this agent and command
+ * inside the sessions the approver's token grants (an approver confined to one tenant's sessions widens no other
+ * tenant's exec policy).
+ */
 export const execApprovalResolveMethod = defineMethod({
   name: "exec.approval.resolve",
   scope: "approvals",
@@ -34,7 +38,7 @@ export const execApprovalResolveMethod = defineMethod({
     const pending = approvals.get(params.id);
     if (pending) conn.access.requireApprove(pending.sessionKey);
     try {
-      reply.ok(approvals.resolve(params.id, params.decision));
+      reply.ok(approvals.resolve(params.id, params.decision, { sessions: conn.access.grantedSessions }));
     } catch (err) {
       if (!(err instanceof ExecApprovalError)) throw err;
       throw new GatewayError({

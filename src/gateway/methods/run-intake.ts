@@ -1,9 +1,12 @@
 import { prepareAttachments } from "../../agent/attachments.js";
+import { parseSlashCommand } from "../../agent/run/index.js";
 import type { AcceptedRun } from "../../agent/service.js";
+import { ErrorCodes } from "../../protocol/frames.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
 import type { AgentRequest } from "../../protocol/run.js";
 import { normalizeSessionKey } from "../../session/keys.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
+import { GatewayError } from "../errors.js";
 
 /**
  * The shared intake of `agent` and `chat.send`: attachments made ready (agent/attachments.ts), durable accept, subscribe the caller to the session, answer
@@ -17,6 +20,7 @@ export async function acceptRun(
   reply: Reply,
 ): Promise<AcceptedRun> {
   await checkSendAccess(gw, conn, params);
+  refuseDeniedControl(conn, params);
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
   const req = await prepareAttachments(params);
   // the run id is the idempotency key: its events wait until the answer is sent and the caller watches it
@@ -24,7 +28,9 @@ export async function acceptRun(
   try {
     // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
     const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
-    const accepted = await gw.service.accept(req, { actor: conn.actor });
+    // a client denied in-band control never interrupts, even where the session's queue mode is "interrupt"
+    const origin = { actor: conn.actor, ...(conn.access.commandsDeniedBy ? { control: false as const } : {}) };
+    const accepted = await gw.service.accept(req, origin);
     if (!accepted.existing) {
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);
@@ -57,6 +63,24 @@ async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: 
   }
   const key = await targetSessionKey(gw, req);
   if (key !== undefined) conn.access.requireSend(key);
+}
+
+/**
+ * SPEC 21: a token with `commands: false` may not use in-band control, which acts on the whole session (other
+ * clients' runs and queued input). Refused before anything is stored, naming the param and the config key; the
+ * text is not sent on as plain text, so the client learns at once that nothing was stopped.
+ */
+function refuseDeniedControl(conn: CallerConnection, req: AgentRequest): void {
+  const key = conn.access.commandsDeniedBy;
+  if (!key) return;
+  const deny = (param: string, what: string, hint = "") =>
+    new GatewayError({
+      code: ErrorCodes.forbidden,
+      message: `params.${param}: ${what} is in-band control, which this token may not use (${key} is false)${hint}`,
+    });
+  const slash = parseSlashCommand(req.message ?? "");
+  if (slash) throw deny("message", `"/${slash.command}"`, "; chat.abort stops the runs this client started");
+  if (req.queueMode === "interrupt") throw deny("queueMode", '"interrupt"');
 }
 
 async function isNewSession(gw: GatewayContext, req: AgentRequest): Promise<boolean> {

@@ -186,6 +186,8 @@ function receiptText(r: Receipt | undefined): string {
       return "started a run";
     case "steered":
       return "steered into the running turn";
+    case "interrupted":
+      return `${r.command}: ${r.summary}; runs next`;
     case "queued":
       return `queued (${r.mode}), position ${r.position}`;
     case "collected":
