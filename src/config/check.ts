@@ -52,7 +52,9 @@ function mcpProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
     }
   };
   checkNames(config.agents.defaults.mcp.servers, "agents.defaults.mcp.servers");
-  config.agents.list.forEach((agent, i) => checkNames(agent.mcp?.servers, `agents.list[${i}].mcp.servers`));
+  for (const [i, agent] of config.agents.list.entries()) {
+    checkNames(agent.mcp?.servers, `agents.list[${i}].mcp.servers`);
+  }
   return problems;
 }
 

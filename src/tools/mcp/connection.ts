@@ -168,9 +168,10 @@ export class McpServerConnection {
     try {
       transport = createTransport(this.server, this.config, this.opts.env ?? process.env);
       this.stdio = transport instanceof McpStdioTransport ? transport : undefined;
-      const connected = (client = new Client(CLIENT_INFO, {
+      const connected = new Client(CLIENT_INFO, {
         listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => void this.refresh(connected) } },
-      }));
+      });
+      client = connected;
       const ms = this.config.connectionTimeoutMs;
       const timeout = new Promise<never>((_, reject) => {
         timer = this.clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms (connectionTimeoutMs)`)), ms);
