@@ -1,4 +1,11 @@
-import { Client, type Tool as McpTool, SdkError, SdkErrorCode, type Transport } from "@modelcontextprotocol/client";
+import {
+  Client,
+  type Tool as McpTool,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  type Transport,
+} from "@modelcontextprotocol/client";
 import type { McpServerConfig } from "../../config/schema.js";
 import { type Clock, systemClock } from "../../infra/clock.js";
 import { redactText } from "../sanitize.js";
@@ -270,7 +277,10 @@ export class McpServerConnection {
 
   private describe(err: unknown): string {
     const message = err instanceof Error ? err.message : String(err);
-    return `${message}${this.stdioDetail()}`;
+    // an HTTP refusal says little by itself ("Error POSTing to endpoint"); its status says what to fix
+    const http =
+      err instanceof SdkHttpError ? ` (HTTP ${err.status}${err.statusText ? ` ${err.statusText}` : ""})` : "";
+    return `${message}${http}${this.stdioDetail()}`;
   }
 
   /** For a stdio server: how the child ended and the last line of its stderr, which usually says why. */

@@ -1,8 +1,15 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: the tests write "${ENV}" references as a config does
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../infra/clock.js";
 import type { ToolContext } from "../types.js";
 import { McpToolSource, type McpToolSourceOptions } from "./source.js";
 import {
+  FILESYSTEM,
   type HttpServer,
   isAlive,
   LIST_CHANGED_FIXTURE,
@@ -53,9 +60,19 @@ describe("server-everything over stdio", () => {
     await ready(s, "everything");
     const names = s.tools().map((t) => t.name);
     console.log(`server-everything tools: ${names.join(", ")}`);
-    expect(names).toEqual(expect.arrayContaining(["everything__echo", "everything__get-sum", "everything__get-tiny-image", "everything__get-env"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "everything__echo",
+        "everything__get-sum",
+        "everything__get-tiny-image",
+        "everything__get-env",
+      ]),
+    );
     const sum = s.tools().find((t) => t.name === "everything__get-sum");
-    expect(sum?.parameters).toMatchObject({ type: "object", properties: { a: { type: "number" }, b: { type: "number" } } });
+    expect(sum?.parameters).toMatchObject({
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "number" } },
+    });
     // readOnlyHint tools may run alongside others
     expect(sum?.concurrency).toBe("parallel");
 
@@ -70,11 +87,15 @@ describe("server-everything over stdio", () => {
 
     const image = await call(s, "everything__get-tiny-image");
     const parts = image.content as Array<{ type: string; mimeType?: string; data?: string; text?: string }>;
-    console.log(`get-tiny-image: ${JSON.stringify(parts.map((p) => (p.type === "image" ? { ...p, data: `${p.data?.length} base64 chars` } : p)))}`);
+    console.log(
+      `get-tiny-image: ${JSON.stringify(parts.map((p) => (p.type === "image" ? { ...p, data: `${p.data?.length} base64 chars` } : p)))}`,
+    );
     const img = parts.find((p) => p.type === "image");
     expect(img?.mimeType).toBe("image/png");
     // the same path as the read tool's images: a line saying what it is, the block with its size
-    expect(parts.some((p) => p.type === "text" && /everything__get-tiny-image image 1: image\/png 20×20/.test(p.text ?? ""))).toBe(true);
+    expect(
+      parts.some((p) => p.type === "text" && /everything__get-tiny-image image 1: image\/png 20×20/.test(p.text ?? "")),
+    ).toBe(true);
     expect(img).toMatchObject({ width: 20, height: 20 });
   });
 
@@ -92,8 +113,9 @@ describe("server-everything over stdio", () => {
     };
     const s = source(
       {
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference the loader resolves
-        everything: stdioEverything({ env: { SERVICE_TOKEN: "${MY_SERVICE_TOKEN}", NODE_OPTIONS: "--require /tmp/x.js", LD_PRELOAD: "/tmp/x.so" } }),
+        everything: stdioEverything({
+          env: { SERVICE_TOKEN: "${MY_SERVICE_TOKEN}", NODE_OPTIONS: "--require /tmp/x.js", LD_PRELOAD: "/tmp/x.so" },
+        }),
       },
       { env: parent },
     );
@@ -107,18 +129,30 @@ describe("server-everything over stdio", () => {
     expect(out.content).not.toContain("sk-test-secret");
     expect(out.content).not.toContain("sk-ant-test-secret");
     expect(out.content).not.toContain("gateway-token-secret");
-    for (const gone of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LOOPGATE_GATEWAY_TOKEN", "LOGNAME", "NODE_OPTIONS", "LD_PRELOAD"]) {
+    for (const gone of [
+      "OPENAI_API_KEY",
+      "ANTHROPIC_API_KEY",
+      "LOOPGATE_GATEWAY_TOKEN",
+      "LOGNAME",
+      "NODE_OPTIONS",
+      "LD_PRELOAD",
+    ]) {
       expect(env[gone], gone).toBeUndefined();
     }
   });
 
   it("toolFilter include and exclude decide which of the server's tools are offered", async () => {
     const s = source({
-      everything: stdioEverything({ toolFilter: { include: ["get-*", "echo"], exclude: ["get-env", "get-resource-*"] } }),
+      everything: stdioEverything({
+        toolFilter: { include: ["get-*", "echo"], exclude: ["get-env", "get-resource-*"] },
+      }),
     });
     s.start();
     await ready(s, "everything");
-    const names = s.tools().map((t) => t.name).sort();
+    const names = s
+      .tools()
+      .map((t) => t.name)
+      .sort();
     console.log(`filtered: ${names.join(", ")}`);
     expect(names).toContain("everything__echo");
     expect(names).toContain("everything__get-sum");
@@ -135,7 +169,9 @@ describe("server-everything over stdio", () => {
     const err = await call(s, "everything__trigger-long-running-operation", { duration: 5, steps: 5 }).catch((e) => e);
     console.log(`slow call: ${(err as Error).message}`);
     expect((err as Error).name).toBe("ToolError");
-    expect((err as Error).message).toMatch(/everything__trigger-long-running-operation: .*"everything".*300 ms \(requestTimeoutMs\)/);
+    expect((err as Error).message).toMatch(
+      /everything__trigger-long-running-operation: .*"everything".*300 ms \(requestTimeoutMs\)/,
+    );
     // the server is still usable
     expect((await call(s, "everything__echo", { message: "still here" })).content).toBe("Echo: still here");
   });
@@ -164,8 +200,29 @@ describe("server-everything over stdio", () => {
     expect((await call(s, "everything__echo", { message: "back" })).content).toBe("Echo: back");
   });
 
+  it("command, args and cwd start the server: server-filesystem given a relative dir serves its cwd", async () => {
+    const dir = await realpath(await mkdtemp(path.join(tmpdir(), "lg-mcp-fs-")));
+    try {
+      await writeFile(path.join(dir, "note.txt"), "from the workspace");
+      const s = source({ files: { command: process.execPath, args: [FILESYSTEM, "."], cwd: dir } });
+      s.start();
+      await ready(s, "files");
+      const allowed = await call(s, "files__list_allowed_directories");
+      console.log(`server-filesystem: ${JSON.stringify(allowed.content)}`);
+      expect(allowed.content).toContain(dir);
+      const read = await call(s, "files__read_text_file", { path: path.join(dir, "note.txt") });
+      expect(read.content).toBe("from the workspace");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("close() leaves no child process alive", async () => {
-    const s = source({ a: stdioEverything(), b: stdioEverything(), memory: { command: process.execPath, args: [MEMORY] } });
+    const s = source({
+      a: stdioEverything(),
+      b: stdioEverything(),
+      memory: { command: process.execPath, args: [MEMORY] },
+    });
     s.start();
     await Promise.all(["a", "b", "memory"].map((n) => ready(s, n)));
     const pids = s.pids();
@@ -180,11 +237,10 @@ describe("server-everything over stdio", () => {
 });
 
 describe("server-everything over HTTP", () => {
-  it("Streamable HTTP: echo and get-sum answer over http://127.0.0.1, with headers from ${ENV} refs", async () => {
+  it("Streamable HTTP: echo and get-sum answer over http://127.0.0.1", async () => {
     const http = await startEverythingHttp("streamableHttp");
     httpServers.push(http);
     const s = source(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference the loader resolves
       { remote: { url: http.url, headers: { Authorization: "Bearer ${REMOTE_TOKEN}" } } },
       { env: { REMOTE_TOKEN: "tok" } },
     );
@@ -195,7 +251,31 @@ describe("server-everything over HTTP", () => {
     expect((await call(s, "remote__get-sum", { a: 1, b: 2 })).content).toContain("3");
   });
 
-  it('legacy SSE (transport: "sse"): echo answers', async () => {
+  it("headers reach the server with env references resolved, and a refused connection's error does not show them", async () => {
+    const seen: string[] = [];
+    const refusing = createServer((req, res) => {
+      seen.push(String(req.headers.authorization));
+      res.writeHead(401, { "content-type": "text/plain" }).end("no");
+    });
+    await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = refusing.address() as AddressInfo;
+      const s = source(
+        { remote: { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: "Bearer ${REMOTE_TOKEN}" } } },
+        { env: { REMOTE_TOKEN: "tok-secret-123" }, backoff: { baseMs: 60000, maxMs: 60000 } },
+      );
+      s.start();
+      await waitFor("failed", () => s.status()[0]?.state === "failed");
+      console.log(`refused: ${s.status()[0]?.lastError}`);
+      expect(seen[0]).toBe("Bearer tok-secret-123");
+      expect(s.status()[0]?.lastError).toContain("HTTP 401");
+      expect(JSON.stringify(s.status())).not.toContain("tok-secret-123");
+    } finally {
+      await new Promise((r) => refusing.close(r));
+    }
+  });
+
+  it("legacy SSE (transport sse): echo answers", async () => {
     const http = await startEverythingHttp("sse");
     httpServers.push(http);
     const s = source({ legacy: { url: http.url, transport: "sse" } });
@@ -240,7 +320,10 @@ describe("servers that do not work", () => {
     s.start();
     await ready(s, "on");
     expect(s.pids()).toHaveLength(1);
-    expect(s.status()).toMatchObject([{ server: "off", state: "closed", toolCount: 0 }, { server: "on", state: "ready" }]);
+    expect(s.status()).toMatchObject([
+      { server: "off", state: "closed", toolCount: 0 },
+      { server: "on", state: "ready" },
+    ]);
     expect(s.tools().some((t) => t.name.startsWith("off__"))).toBe(false);
   });
 });
@@ -268,9 +351,19 @@ describe("catalog, allow lists and approvals", () => {
     });
     s.start();
     await Promise.all(["ask", "some", "never"].map((n) => ready(s, n)));
-    expect(s.tools(["some"]).map((t) => t.name).sort()).toEqual(["some__echo", "some__get-sum"]);
+    expect(
+      s
+        .tools(["some"])
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["some__echo", "some__get-sum"]);
     expect(s.tools([]).length).toBe(0);
-    expect(s.tools().map((t) => t.name).sort()).toEqual(["ask__echo", "never__read_graph", "some__echo", "some__get-sum"]);
+    expect(
+      s
+        .tools()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["ask__echo", "never__read_graph", "some__echo", "some__get-sum"]);
     expect(s.approvalFor("ask__echo")).toBe(true);
     expect(s.approvalFor("some__get-sum")).toBe(true);
     expect(s.approvalFor("some__echo")).toBe(false);

@@ -113,7 +113,8 @@ export class McpStdioTransport implements Transport {
   /** Ends stdin, then SIGTERM to the group, then SIGKILL; resolves once the child has exited. */
   async close(): Promise<void> {
     const child = this.child;
-    if (!child || this.closing) return;
+    // a child that never spawned (no pid) has nothing to wait for
+    if (!child || child.pid === undefined || this.closing) return;
     this.closing = true;
     if (this.exit) {
       // the server is gone; what it started may not be

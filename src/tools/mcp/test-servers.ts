@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
-import { type McpServerConfig, configSchema } from "../../config/schema.js";
+import { configSchema, type McpServerConfig } from "../../config/schema.js";
 
 /** Real MCP servers from the npm registry (dev dependencies), run as child processes, for the tests of tools/mcp. */
 
 const root = path.resolve(import.meta.dirname, "../../..");
 export const EVERYTHING = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+export const FILESYSTEM = path.join(root, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 export const MEMORY = path.join(root, "node_modules/@modelcontextprotocol/server-memory/dist/index.js");
 export const LIST_CHANGED_FIXTURE = path.join(root, "test/fixtures/mcp/list-changed-server.mjs");
 
