@@ -10,9 +10,9 @@ import type { ToolContext } from "../types.js";
 import { McpToolSource, type McpToolSourceOptions } from "./source.js";
 import {
   FILESYSTEM,
+  FIXTURE_SERVER,
   type HttpServer,
   isAlive,
-  LIST_CHANGED_FIXTURE,
   MEMORY,
   mcpServers,
   startEverythingHttp,
@@ -330,17 +330,34 @@ describe("servers that do not work", () => {
 
 describe("catalog, allow lists and approvals", () => {
   it("notifications/tools/list_changed refreshes the catalog: a tool the server adds can be called", async () => {
-    const s = source({ fixture: { command: process.execPath, args: [LIST_CHANGED_FIXTURE] } });
+    const s = source({ fixture: { command: process.execPath, args: [FIXTURE_SERVER] } });
     const events: string[] = [];
     s.onChange((e) => events.push(e.type));
     s.start();
     await ready(s, "fixture");
-    expect(s.tools().map((t) => t.name)).toEqual(["fixture__add-tool"]);
+    expect(s.tools().map((t) => t.name)).toEqual(["fixture__add-tool", "fixture__fail"]);
     expect((await call(s, "fixture__add-tool")).content).toBe("registered added-1");
     await waitFor("the new tool", () => s.tools().some((t) => t.name === "fixture__added-1"));
     expect((await call(s, "fixture__added-1")).content).toBe("added-1 ran");
-    expect(s.status()[0]?.toolCount).toBe(2);
+    expect(s.status()[0]?.toolCount).toBe(3);
     expect(events.filter((e) => e === "tools").length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("isError results are tool errors the model sees; structuredContent is kept in details", async () => {
+    const s = source({
+      fixture: { command: process.execPath, args: [FIXTURE_SERVER] },
+      everything: stdioEverything({ toolFilter: { include: ["get-structured-content"] } }),
+    });
+    s.start();
+    await Promise.all([ready(s, "fixture"), ready(s, "everything")]);
+    const failed = await call(s, "fixture__fail", { why: "disk full" });
+    expect(failed).toMatchObject({ isError: true, content: "it broke: disk full" });
+    const structured = await call(s, "everything__get-structured-content", { location: "Chicago" });
+    console.log(`structured: ${JSON.stringify(structured)}`);
+    expect(structured.isError).toBeUndefined();
+    expect(structured.details?.structuredContent).toMatchObject({ temperature: expect.any(Number) });
+    // a sequential tool: the fixture does not mark its tools read-only
+    expect(s.tools().find((t) => t.name === "fixture__fail")?.concurrency).toBe("sequential");
   });
 
   it("tools(allowList) offers only the named servers' tools; approval marks always / glob-listed tools", async () => {
@@ -374,7 +391,5 @@ describe("catalog, allow lists and approvals", () => {
     console.log(`server-memory read_graph: ${JSON.stringify(graph.content).slice(0, 120)}`);
     expect(graph.isError).toBeUndefined();
     expect(graph.content).toContain("entities");
-    // tools without readOnlyHint run alone
-    expect(s.tools().find((t) => t.name === "never__read_graph")?.concurrency).toBeDefined();
   });
 });

@@ -9,7 +9,7 @@ const root = path.resolve(import.meta.dirname, "../../..");
 export const EVERYTHING = path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const FILESYSTEM = path.join(root, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 export const MEMORY = path.join(root, "node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-export const LIST_CHANGED_FIXTURE = path.join(root, "test/fixtures/mcp/list-changed-server.mjs");
+export const FIXTURE_SERVER = path.join(root, "test/fixtures/mcp/fixture-server.mjs");
 
 /** mcp.servers as the config loader makes them, defaults and all. */
 export function mcpServers(raw: Record<string, Record<string, unknown>>): Record<string, McpServerConfig> {
