@@ -6,7 +6,7 @@ import { AgentRuntime } from "../../agent/runtime.js";
 import { AgentService } from "../../agent/service.js";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
-import type { AgentEvent } from "../../protocol/agent-events.js";
+import type { AgentEvent, ToolData } from "../../protocol/agent-events.js";
 import { ScriptedProvider } from "../../providers/scripted.js";
 import type { ModelRequest } from "../../providers/types.js";
 import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
@@ -65,7 +65,9 @@ describe("MCP tools in a run", () => {
     expect(requests[0]?.tools?.map((t) => t.name)).toEqual(
       expect.arrayContaining(["everything__echo", "everything__get-tiny-image"]),
     );
-    const results = events.filter((e) => e.stream === "tool" && e.data.phase === "result");
+    const results = events.flatMap((e) =>
+      e.stream === "tool" && e.data.phase === "result" ? [{ data: e.data as ToolData & { phase: "result" } }] : [],
+    );
     console.log(`tool results: ${JSON.stringify(results.map((e) => e.data))}`);
     const echo = results.find((e) => e.data.name === "everything__echo");
     expect(echo?.data).toMatchObject({ isError: false, result: "Echo: hello through MCP" });
