@@ -65,6 +65,15 @@ export interface McpConnectionOptions {
   onToolsChanged?: () => void;
 }
 
+/**
+ * The wait before reconnect attempt `attempt` (0 first): baseMs doubling up to maxMs, of which half is fixed and
+ * half random (`random` in [0, 1)), so the servers of many gateways restarting together do not retry in step.
+ */
+export function reconnectDelay(attempt: number, backoff: McpBackoff, random: number): number {
+  const cap = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.min(attempt, 30));
+  return Math.round(cap / 2 + (cap / 2) * random);
+}
+
 /** A call to a server that is not connected; the message names the server, its state and its last error. */
 export class McpServerUnavailableError extends Error {
   constructor(message: string) {
@@ -86,6 +95,9 @@ export class McpServerConnection {
   /** bumped by every connect attempt and by close, so a late answer of an old attempt changes nothing */
   private generation = 0;
   private closed = false;
+  /** the connect attempt under way and its transport, so close() can end it and wait for it */
+  private inFlight?: Promise<void>;
+  private attemptTransport?: Transport;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly backoff: McpBackoff;
@@ -107,7 +119,15 @@ export class McpServerConnection {
   start(): void {
     if (this.closed || this.generation > 0) return;
     this.opts.onStateChange?.(this.status());
-    void this.connect();
+    this.attemptNow();
+  }
+
+  private attemptNow(): void {
+    const attempt = this.connect();
+    this.inFlight = attempt;
+    void attempt.finally(() => {
+      if (this.inFlight === attempt) this.inFlight = undefined;
+    });
   }
 
   status(): McpServerStatus {
@@ -163,7 +183,10 @@ export class McpServerConnection {
     const client = this.client;
     this.client = undefined;
     await client?.close().catch(() => undefined);
+    // an attempt under way ends when its transport closes (its pending initialize is rejected)
+    await this.attemptTransport?.close().catch(() => undefined);
     await this.stdio?.close();
+    await this.inFlight;
     this.setState("closed");
   }
 
@@ -174,6 +197,7 @@ export class McpServerConnection {
     let timer: unknown;
     try {
       transport = createTransport(this.server, this.config, this.opts.env ?? process.env);
+      this.attemptTransport = transport;
       this.stdio = transport instanceof McpStdioTransport ? transport : undefined;
       const connected = new Client(CLIENT_INFO, {
         listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => void this.refresh(connected) } },
@@ -214,6 +238,7 @@ export class McpServerConnection {
       this.fail(reason);
     } finally {
       if (timer !== undefined) this.clock.clearTimeout(timer);
+      if (this.attemptTransport === transport) this.attemptTransport = undefined;
     }
   }
 
@@ -232,13 +257,10 @@ export class McpServerConnection {
 
   private scheduleRetry(): void {
     if (this.closed) return;
-    const cap = Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** this.attempt);
-    this.attempt++;
-    // full delay halved, plus up to the other half at random: restarts of many servers do not line up
-    const delay = Math.round(cap / 2 + (cap / 2) * this.random());
+    const delay = reconnectDelay(this.attempt++, this.backoff, this.random());
     this.retryTimer = this.clock.setTimeout(() => {
       this.retryTimer = undefined;
-      if (!this.closed) void this.connect();
+      if (!this.closed) this.attemptNow();
     }, delay);
   }
 
@@ -276,7 +298,12 @@ export class McpServerConnection {
   }
 
   private describe(err: unknown): string {
-    const message = err instanceof Error ? err.message : String(err);
+    let message = err instanceof Error ? err.message : String(err);
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, a DNS miss, a TLS error) is in its cause
+    for (let cause = (err as { cause?: unknown })?.cause, depth = 0; cause instanceof Error && depth < 3; depth++) {
+      message += ` (${cause.message})`;
+      cause = (cause as { cause?: unknown }).cause;
+    }
     // an HTTP refusal says little by itself ("Error POSTing to endpoint"); its status says what to fix
     const http =
       err instanceof SdkHttpError ? ` (HTTP ${err.status}${err.statusText ? ` ${err.statusText}` : ""})` : "";

@@ -7,10 +7,12 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../infra/clock.js";
 import type { ToolContext } from "../types.js";
+import { formatMcpListJson, formatMcpListText } from "./format.js";
 import { McpToolSource, type McpToolSourceOptions } from "./source.js";
 import {
   FILESYSTEM,
   FIXTURE_SERVER,
+  freePort,
   type HttpServer,
   isAlive,
   MEMORY,
@@ -313,6 +315,50 @@ describe("servers that do not work", () => {
     // one line per change: connecting, then failed, for each broken server
     expect(states.filter((x) => x.startsWith("exits:"))).toEqual(["exits:connecting", "exits:failed"]);
     expect((await call(s, "everything__echo", { message: "fine" })).content).toBe("Echo: fine");
+  });
+
+  it("a server that floods stderr and dies: lastError keeps only the end of it", async () => {
+    const flood = "process.stderr.write('x'.repeat(200000) + '\\nfatal: the last line says why\\n'); process.exit(1)";
+    const s = source(
+      { noisy: { command: process.execPath, args: ["-e", flood] } },
+      { backoff: { baseMs: 60000, maxMs: 60000 } },
+    );
+    s.start();
+    await waitFor("failed", () => s.status()[0]?.state === "failed");
+    const lastError = s.status()[0]?.lastError ?? "";
+    console.log(`lastError: ${lastError.length} chars, ends "${lastError.slice(-60)}"`);
+    expect(lastError).toMatch(/exited with code 1; stderr: x+ \| fatal: the last line says why$/);
+    expect(lastError.length).toBeLessThan(5000);
+  });
+
+  it("mcp list of one healthy and one broken server", async () => {
+    // a loopback port nothing listens on
+    const closed = await freePort();
+    const s = source(
+      { everything: stdioEverything(), broken: { url: `http://127.0.0.1:${closed}/mcp`, connectionTimeoutMs: 2000 } },
+      { backoff: { baseMs: 60000, maxMs: 60000 } },
+    );
+    s.start();
+    await ready(s, "everything");
+    await waitFor("broken failed", () => s.status()[1]?.state === "failed");
+    const json = JSON.parse(formatMcpListJson(s.status()));
+    console.log(formatMcpListText(s.status()));
+    console.log(JSON.stringify(json, null, 2));
+    expect(json.servers[0]).toMatchObject({
+      server: "everything",
+      transport: "stdio",
+      state: "ready",
+      toolCount: 13,
+      lastError: null,
+    });
+    expect(json.servers[1]).toMatchObject({
+      server: "broken",
+      transport: "streamable-http",
+      state: "failed",
+      toolCount: 0,
+      lastSuccessAt: null,
+    });
+    expect(json.servers[1].lastError).toMatch(new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${closed}`));
   });
 
   it("enabled: false is never started and is listed as closed", async () => {

@@ -20,7 +20,7 @@ export function stdioEverything(extra: Record<string, unknown> = {}): Record<str
   return { command: process.execPath, args: [EVERYTHING, "stdio"], ...extra };
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
