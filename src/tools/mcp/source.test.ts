@@ -331,6 +331,20 @@ describe("servers that do not work", () => {
     expect(lastError.length).toBeLessThan(5000);
   });
 
+  it("a server that writes more than 10 MB without a line break is dropped as failed, and this process goes on", async () => {
+    const spew = "process.stdout.write('x'.repeat(11 * 1024 * 1024)); setInterval(() => {}, 1000)";
+    const s = source(
+      { spew: { command: process.execPath, args: ["-e", spew] } },
+      { backoff: { baseMs: 60000, maxMs: 60000 } },
+    );
+    s.start();
+    await waitFor("failed", () => s.status()[0]?.state === "failed");
+    console.log(`spew: ${s.status()[0]?.lastError}`);
+    expect(s.status()[0]?.lastError).toMatch(
+      /killed by SIGTERM \(ReadBuffer exceeded maximum size of 10485760 bytes\)/,
+    );
+  });
+
   it("mcp list of one healthy and one broken server", async () => {
     // a loopback port nothing listens on
     const closed = await freePort();

@@ -31,6 +31,8 @@ export class McpStdioTransport implements Transport {
   private stderr = "";
   private exit?: { code: number | null; signal: NodeJS.Signals | null };
   private closing = false;
+  /** why this transport gave up on the server itself, if it did */
+  private fatal?: string;
 
   constructor(private readonly params: StdioServerParams) {}
 
@@ -43,10 +45,11 @@ export class McpStdioTransport implements Transport {
     return this.stderr.trim();
   }
 
-  /** "exited with code 1" / "killed by SIGKILL" once the child is gone, else undefined. */
+  /** "exited with code 1" / "killed by SIGKILL" once the child is gone (and why, if we ended it), else undefined. */
   exitDescription(): string | undefined {
     if (!this.exit) return undefined;
-    return this.exit.signal ? `killed by ${this.exit.signal}` : `exited with code ${this.exit.code}`;
+    const how = this.exit.signal ? `killed by ${this.exit.signal}` : `exited with code ${this.exit.code}`;
+    return this.fatal ? `${how} (${this.fatal})` : how;
   }
 
   start(): Promise<void> {
@@ -66,7 +69,16 @@ export class McpStdioTransport implements Transport {
       });
       child.once("spawn", () => resolve());
       child.stdout?.on("data", (chunk: Buffer) => {
-        this.buffer.append(chunk);
+        try {
+          this.buffer.append(chunk);
+        } catch (err) {
+          // a message over the buffer's 10 MB: this server cannot be followed any more, and a throw here would
+          // reach the gateway's process as an uncaught exception
+          this.fatal = (err as Error).message;
+          this.onerror?.(err as Error);
+          void this.close();
+          return;
+        }
         this.drain();
       });
       child.stderr?.on("data", (chunk: Buffer) => {
