@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Clock } from "../../infra/clock.js";
 import { McpServerConnection, type McpServerStatus, reconnectDelay } from "./connection.js";
-import { mcpServers, waitFor } from "./test-servers.js";
+import { mcpServers, waitFor } from "./test-servers.test-support.js";
 
 /** A clock whose timers fire only when the test says so; it records every delay asked for. */
 function manualClock() {

@@ -12,7 +12,7 @@ import type { ModelRequest } from "../../providers/types.js";
 import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { McpToolSource } from "./source.js";
-import { mcpServers, stdioEverything, waitFor } from "./test-servers.js";
+import { mcpServers, stdioEverything, waitFor } from "./test-servers.test-support.js";
 
 /*
  * MCP tools in a real run, before the gateway wires the source in: the runtime is handed the source's tools (as a

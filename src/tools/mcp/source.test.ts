@@ -20,7 +20,7 @@ import {
   startEverythingHttp,
   stdioEverything,
   waitFor,
-} from "./test-servers.js";
+} from "./test-servers.test-support.js";
 
 /*
  * The MCP tool source against real MCP servers: @modelcontextprotocol/server-everything (stdio, Streamable HTTP and
