@@ -17,7 +17,45 @@ export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): str
     ...agentProblems(config),
     ...diagnosticsProblems(config),
     ...storageProblems(config, env),
+    ...mcpProblems(config, env),
   ];
+}
+
+/**
+ * An MCP server whose header or env names an unset variable would fail at every connect; an agent naming a server
+ * that does not exist would silently get none of its tools. Both are said at load.
+ */
+function mcpProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  const servers = config.mcp.servers;
+  for (const [name, server] of Object.entries(servers)) {
+    for (const [field, values] of [
+      ["headers", server.headers],
+      ["env", server.env],
+    ] as const) {
+      for (const [key, value] of Object.entries(values)) {
+        for (const ref of unsetEnvRefs(value, env)) {
+          problems.push(
+            `mcp.servers.${name}.${field}.${key}: references \${${ref}}, which is not set in the environment`,
+          );
+        }
+      }
+    }
+  }
+  const known = Object.keys(servers);
+  const checkNames = (names: string[] | undefined, at: string) => {
+    for (const [i, name] of (names ?? []).entries()) {
+      if (servers[name]) continue;
+      problems.push(
+        `${at}[${i}]: unknown MCP server "${name}" (configured: ${known.length ? known.join(", ") : "none"})`,
+      );
+    }
+  };
+  checkNames(config.agents.defaults.mcp.servers, "agents.defaults.mcp.servers");
+  for (const [i, agent] of config.agents.list.entries()) {
+    checkNames(agent.mcp?.servers, `agents.list[${i}].mcp.servers`);
+  }
+  return problems;
 }
 
 /** The Postgres backend needs a server: said at load, not at the first write. */

@@ -153,6 +153,35 @@ const T = {
     "test/e2e/storage-corruption.test.ts",
     "storage.quickCheckOnStart: false skips the check (for huge stores), so the same file starts",
   ),
+  mcpStdio: pin(
+    "src/tools/mcp/source.test.ts",
+    "command, args and cwd start the server: server-filesystem given a relative dir serves its cwd",
+  ),
+  mcpEnv: pin(
+    "src/tools/mcp/source.test.ts",
+    "get-env shows PATH, HOME, LANG and TERM but no provider key, gateway token or NODE_OPTIONS",
+  ),
+  mcpHttp: pin(
+    "src/tools/mcp/source.test.ts",
+    "headers reach the server with env references resolved, and a refused connection's error does not show them",
+  ),
+  mcpSse: pin("src/tools/mcp/source.test.ts", "legacy SSE (transport sse): echo answers"),
+  mcpFilter: pin(
+    "src/tools/mcp/source.test.ts",
+    "toolFilter include and exclude decide which of the server's tools are offered",
+  ),
+  mcpTimeouts: pin(
+    "src/tools/mcp/source.test.ts",
+    "a command that does not exist, one that exits at once and one that never answers: failed, saying why; the rest work",
+  ),
+  mcpAllow: pin(
+    "src/tools/mcp/source.test.ts",
+    "tools(allowList) offers only the named servers' tools; approval marks always / glob-listed tools",
+  ),
+  mcpAgentServers: pin(
+    "src/config/mcp-config.test.ts",
+    "an agent's servers: its own list, else agents.defaults.mcp.servers, else every server",
+  ),
   postgresOpen: pin(
     "src/storage/create-store.test.ts",
     "storage.backend: postgres opens a migrated store in storage.postgres.schema with its poolSize and statementTimeoutMs; the URL may come from LOOPGATE_POSTGRES_URL",
@@ -177,6 +206,8 @@ const audit: Record<string, Audit> = {
     "agents.defaults.streamCoalesceMs: 0 sends one assistant event per model chunk",
   ),
   "agents.defaults.sandbox.workspaceRoot": T.workspaces,
+  "agents.defaults.mcp.servers": T.mcpAgentServers,
+  "agents.list[].mcp.servers": T.mcpAgentServers,
   "agents.defaults.compaction.reserveTokens": T.budget,
   "agents.defaults.compaction.keepRecentTokens": T.keepRecent,
   "agents.defaults.compaction.maxAttempts": T.maxAttempts,
@@ -345,6 +376,26 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-audit.test.ts",
     "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
   ),
+  // read by tools/mcp/ (McpToolSource); refused at load as not yet supported until the gateway starts it
+  "mcp.servers.*.command": T.mcpStdio,
+  "mcp.servers.*.args": T.mcpStdio,
+  "mcp.servers.*.cwd": T.mcpStdio,
+  "mcp.servers.*.env": T.mcpEnv,
+  "mcp.servers.*.url": T.mcpHttp,
+  "mcp.servers.*.headers": T.mcpHttp,
+  "mcp.servers.*.transport": T.mcpSse,
+  "mcp.servers.*.enabled": pin(
+    "src/tools/mcp/source.test.ts",
+    "enabled: false is never started and is listed as closed",
+  ),
+  "mcp.servers.*.toolFilter.include": T.mcpFilter,
+  "mcp.servers.*.toolFilter.exclude": T.mcpFilter,
+  "mcp.servers.*.requestTimeoutMs": pin(
+    "src/tools/mcp/source.test.ts",
+    "requestTimeoutMs: a call the server does not answer in time is a tool error naming the limit",
+  ),
+  "mcp.servers.*.connectionTimeoutMs": T.mcpTimeouts,
+  "mcp.servers.*.approval.always": T.mcpAllow,
   "cron.enabled": T.cronOff,
   "cron.catchUp": pin(
     "src/cron/scheduler.test.ts",

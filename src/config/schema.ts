@@ -76,6 +76,65 @@ import {
 
 export { apiKinds, dropPolicies, queueModes, reasoningLevels, thinkingLevels, verboseLevels };
 
+/** a tool-name glob of mcp.servers.<name>.toolFilter / approval: `*` any run of characters, `?` one */
+const toolGlob = z.string().trim().min(1, 'expected a glob pattern, e.g. "read_*"');
+
+/**
+ * mcp.servers.<name> (OpenClaw's names): a stdio server (`command`) or a remote one (`url`, Streamable HTTP unless
+ * `transport: "sse"`). Read by tools/mcp/; the child's environment is built by tools/mcp/child-env.ts.
+ */
+const mcpServerConfig = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    /** the stdio child's own variables (beside PATH, HOME, LANG, TERM); values may hold "${ENV}" references */
+    env: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }),
+        z.string(),
+      )
+      .default({}),
+    /** the stdio child's working directory (relative to the config file) */
+    cwd: z.string().min(1).optional(),
+    url: httpUrl.optional(),
+    /** how `url` is spoken: "streamable-http" (the default) or the legacy "sse"; "stdio" goes with `command` */
+    transport: z.enum(["stdio", "streamable-http", "sse"]).optional(),
+    /** sent with every HTTP request; values may hold "${ENV}" references */
+    headers: z.record(z.string(), z.string()).default({}),
+    enabled: z.boolean().default(true),
+    /** which of the server's tools are offered: include (default all), then exclude; globs on the server's own names */
+    toolFilter: z
+      .strictObject({ include: z.array(toolGlob).optional(), exclude: z.array(toolGlob).optional() })
+      .optional(),
+    requestTimeoutMs: positiveInt.default(60000),
+    connectionTimeoutMs: positiveInt.default(30000),
+    /** "always": every call of this server's tools waits for an operator; {always: [globs]}: those tools only */
+    approval: z
+      .union([z.enum(["never", "always"]), z.strictObject({ always: z.array(toolGlob).min(1) })])
+      .default("never"),
+  })
+  .superRefine((server, ctx) => {
+    if (server.command === undefined && server.url === undefined) {
+      ctx.addIssue({ code: "custom", message: "set command (a stdio server) or url (a remote server)" });
+    } else if (server.command !== undefined && server.url !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        message: "set either command (a stdio server) or url (a remote server), not both",
+      });
+    } else if (server.command !== undefined && server.transport !== undefined && server.transport !== "stdio") {
+      ctx.addIssue({
+        code: "custom",
+        message: `"${server.transport}" needs a url, not a command`,
+        path: ["transport"],
+      });
+    } else if (server.url !== undefined && server.transport === "stdio") {
+      ctx.addIssue({ code: "custom", message: '"stdio" needs a command, not a url', path: ["transport"] });
+    }
+  });
+
+/** which mcp.servers an agent's runs may use; absent: every server */
+const agentMcp = z.strictObject({ servers: z.array(z.string().min(1)).optional() });
+
 const agentDefaults = z.strictObject({
   model: modelSelection.prefault({}),
   workspace: z.string().optional(),
@@ -99,6 +158,7 @@ const agentDefaults = z.strictObject({
    */
   streamCoalesceMs: nonNegativeInt.max(1000).default(40),
   sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
+  mcp: agentMcp.prefault({}),
   compaction: z
     .strictObject({
       /** tokens kept free for the reply and the summary (capped at a quarter of the window) */
@@ -154,6 +214,8 @@ const agentEntry = z.strictObject({
   verboseDefault: z.enum(verboseLevels).optional(),
   /** this agent's tool allow / deny lists, applied after the default ones (tools.allow / tools.deny) */
   tools: z.strictObject(toolPolicy).optional(),
+  /** this agent's MCP servers (else agents.defaults.mcp.servers, else all) */
+  mcp: agentMcp.optional(),
 });
 
 const providerModel = z.strictObject({
@@ -367,6 +429,19 @@ export const configSchema = z.strictObject({
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
   tools: z.strictObject({ ...toolPolicy, exec: execToolConfig.prefault({}) }).prefault({}),
+  /** MCP servers as tool sources (tools/mcp/) */
+  mcp: z
+    .strictObject({
+      servers: z
+        .record(
+          z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
+            message: "expected a server name: letters, digits, - and _ (at most 64)",
+          }),
+          mcpServerConfig,
+        )
+        .default({}),
+    })
+    .prefault({}),
   /** the audit ledger (SPEC 11/20): metadata-only rows of run and tool starts and ends, pruned at start and hourly */
   audit: z
     .strictObject({
@@ -416,6 +491,7 @@ export const configSchema = z.strictObject({
 export type LoopgateConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerConfig>;
 export type ExecToolConfig = z.infer<typeof execToolConfig>;
+export type McpServerConfig = z.infer<typeof mcpServerConfig>;
 export type CronConfig = LoopgateConfig["cron"];
 export type QueueMode = (typeof queueModes)[number];
 export type DropPolicy = (typeof dropPolicies)[number];

@@ -123,6 +123,7 @@ function resolveRelativePaths(config: LoopgateConfig, baseDir: string): void {
   for (const entry of config.hooks.internal) entry.module = abs(entry.module);
   if (config.agents.defaults.workspace) config.agents.defaults.workspace = abs(config.agents.defaults.workspace);
   for (const agent of config.agents.list) if (agent.workspace) agent.workspace = abs(agent.workspace);
+  for (const server of Object.values(config.mcp.servers)) if (server.cwd) server.cwd = abs(server.cwd);
 }
 
 /** With no provider configured under those ids, `openai` / `anthropic` exist when their API key env var is set. */
