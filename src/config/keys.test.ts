@@ -2,10 +2,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService, RunParamError } from "../agent/service.js";
 import { silentLogger } from "../infra/logger.js";
 import { readProcessStartTime } from "../infra/process-liveness.js";
+import { sqliteRuntime } from "../node/compose.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import type { ModelRequest } from "../providers/types.js";
 import { resolveMaxHoldMs } from "../session/write-lock.js";
@@ -489,7 +489,7 @@ function runtime(
       requests.push({ provider: id, req });
       return script(req);
     });
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config: parseConfig(raw),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),
