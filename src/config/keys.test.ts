@@ -183,7 +183,7 @@ const T = {
     "an agent's servers: its own list, else agents.defaults.mcp.servers, else every server",
   ),
   postgresOpen: pin(
-    "src/storage/create-store.test.ts",
+    "src/node/backend.test.ts",
     "storage.backend: postgres opens a migrated store in storage.postgres.schema with its poolSize and statementTimeoutMs; the URL may come from LOOPGATE_POSTGRES_URL",
   ),
 };
@@ -253,7 +253,7 @@ const audit: Record<string, Audit> = {
   "session.runResults.maxCount": T.pruneCount,
   "storage.quickCheckOnStart": T.quickCheck,
   "storage.backend": pin(
-    "src/storage/create-store.test.ts",
+    "src/node/backend.test.ts",
     "storage.backend: sqlite opens the state dir's database file",
   ),
   "storage.postgres.url": T.postgresOpen,

@@ -21,7 +21,7 @@ import { GatewayStartError } from "./errors.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
-import { attachGatewayServices } from "./services.js";
+import { attachGatewayServices, type GatewayServices } from "./services.js";
 import { sessionInfo } from "./session-info.js";
 import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
 
@@ -224,31 +224,12 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   const clock = opts.clock ?? rt.clock;
   const logger = opts.logger ?? rt.logger;
   const settings = gatewaySettings(node, opts);
-  const { host, tokens, limits } = settings;
-  const startedAt = clock.now();
-  const version = loopgateVersion();
   const broadcaster = createBroadcaster(service, opts, clock);
   const services = await attachGatewayServices(node, broadcaster, clock, logger);
-  const gw: GatewayContext = {
-    service,
-    broadcaster,
-    logger,
-    runLog: services.runLog,
-    version,
-    tokens,
-    limits,
-    methods: methodRegistry(),
-    now: () => clock.now(),
-    uptimeMs: () => clock.now() - startedAt,
-    health: () => services.health(startedAt, version),
-    audit: services.audit,
-    cron: services.cron,
-    isTransientStoreError: (err) => node.isTransientStoreError(err),
-    ...(services.diagnostics ? { diagnostics: services.diagnostics } : {}),
-  };
+  const gw = gatewayContext(node, services, broadcaster, settings, clock, logger);
   const sockets: Sockets = { connections: new Set(), closing: undefined };
   const browsers = new BrowserAccess({
-    bindHost: host,
+    bindHost: settings.host,
     port: () => (server.address() as AddressInfo).port,
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
@@ -264,41 +245,19 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   }
   await services.begin();
   const port = (server.address() as AddressInfo).port;
-  const url = wsUrl(host, port);
-  logger.info("listening", { url, version });
-  const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), limits.tickIntervalMs);
+  const url = wsUrl(settings.host, port);
+  logger.info("listening", { url, version: gw.version });
+  const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), settings.limits.tickIntervalMs);
   tick.unref();
-
+  const running: RunningGateway = { node, owned, opts, gw, services, settings, sockets, server, wss, tick };
   const close = (reason = "gateway stopping"): Promise<void> => {
-    sockets.closing ??= (async () => {
-      logger.info("shutdown", { reason, graceMs: settings.graceMs });
-      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      const shutdown: ShutdownEvent = { reason };
-      broadcaster.broadcast("shutdown", shutdown);
-      await services.stop();
-      // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
-      await service.drain(settings.graceMs);
-      try {
-        await opts.onShutdown?.({ reason });
-      } catch (err) {
-        logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
-      }
-      clearInterval(tick);
-      services.detach();
-      broadcaster.detach();
-      await closeSockets(sockets, wss, server);
-      await serverClosed;
-      // the node's close order: audit rows and run events written, bus, cluster member, store (node/compose.ts)
-      if (owned) await node.close();
-      else await Promise.all([services.audit.flush(), rt.runEvents.flush()]);
-    })();
+    sockets.closing ??= closeGateway(running, reason);
     return sockets.closing;
   };
-
   const handle: GatewayHandle = {
     url,
     port,
-    host,
+    host: settings.host,
     server,
     service,
     get connectionCount() {
@@ -307,12 +266,84 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     close,
   };
   try {
-    await opts.onStartup?.({ url, port, host, service });
+    await opts.onStartup?.({ url, port, host: settings.host, service });
   } catch (err) {
     await close("startup hook failed");
     throw err;
   }
   return handle;
+}
+
+/** What every connection and handler shares: one per running gateway. */
+function gatewayContext(
+  node: LoopgateNode,
+  services: GatewayServices,
+  broadcaster: Broadcaster,
+  settings: Settings,
+  clock: Clock,
+  logger: Logger,
+): GatewayContext {
+  const startedAt = clock.now();
+  const version = loopgateVersion();
+  return {
+    service: node.service,
+    broadcaster,
+    logger,
+    runLog: services.runLog,
+    version,
+    tokens: settings.tokens,
+    limits: settings.limits,
+    methods: methodRegistry(),
+    now: () => clock.now(),
+    uptimeMs: () => clock.now() - startedAt,
+    health: () => services.health(startedAt, version),
+    audit: services.audit,
+    cron: services.cron,
+    isTransientStoreError: (err) => node.isTransientStoreError(err),
+    ...(services.diagnostics ? { diagnostics: services.diagnostics } : {}),
+  };
+}
+
+/** A listening gateway's parts, as its close takes them apart. */
+interface RunningGateway {
+  node: LoopgateNode;
+  /** composed by the gateway, so closed by it; an injected node is its caller's */
+  owned: boolean;
+  opts: GatewayOptions;
+  gw: GatewayContext;
+  services: GatewayServices;
+  settings: Settings;
+  sockets: Sockets;
+  server: http.Server;
+  wss: WebSocketServer;
+  tick: NodeJS.Timeout;
+}
+
+/**
+ * The close, in order: `shutdown` to every client, no new job, the drain (new runs refused, running ones given the
+ * grace, then aborted and recorded), the shutdown hook, listeners off, sockets closed, then the node's own close.
+ */
+async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
+  const { logger, broadcaster } = g.gw;
+  logger.info("shutdown", { reason, graceMs: g.settings.graceMs });
+  const serverClosed = new Promise<void>((resolve) => g.server.close(() => resolve()));
+  const shutdown: ShutdownEvent = { reason };
+  broadcaster.broadcast("shutdown", shutdown);
+  await g.services.stop();
+  await g.node.service.drain(g.settings.graceMs);
+  try {
+    await g.opts.onShutdown?.({ reason });
+  } catch (err) {
+    logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
+  }
+  clearInterval(g.tick);
+  g.services.detach();
+  broadcaster.detach();
+  await closeSockets(g.sockets, g.wss, g.server);
+  await serverClosed;
+  // the node's close order: audit rows and run events written, bus, cluster member, store (node/compose.ts)
+  if (g.owned) await g.node.close();
+  else await Promise.all([g.services.audit.flush(), g.node.runtime.runEvents.flush()]);
 }
 
 type Settings = ReturnType<typeof gatewaySettings>;

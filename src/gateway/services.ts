@@ -60,22 +60,8 @@ export async function attachGatewayServices(
     cron,
     runLog,
     ...(diagnostics ? { diagnostics } : {}),
-    async health(startedAt, version) {
-      const degraded = service.sessions.storageFault();
-      const sessions = await service.sessions.count();
-      return {
-        ok: !degraded,
-        ...(degraded ? { degraded } : {}),
-        version,
-        uptimeMs: clock.now() - startedAt,
-        activeRuns: service.activeRunCount,
-        sessions,
-        audit: audit.state(),
-        ...(cron.enabled ? { cron: await cron.health() } : {}),
-        queueDepth: service.queueDepth,
-        stuckSessions: diagnostics?.stuckSessionCount ?? 0,
-      };
-    },
+    health: (startedAt, version) =>
+      healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
     async begin() {
       await recover(service, runLog, logger);
       // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
@@ -106,6 +92,28 @@ export async function attachGatewayServices(
       relay?.close();
       runLog.detach();
     },
+  };
+}
+
+/** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions. */
+async function healthOf(
+  service: AgentService,
+  parts: { audit: AuditLedger; cron: CronScheduler; diagnostics: DiagnosticsMonitor | undefined },
+  about: { uptimeMs: number; version: string },
+): Promise<HealthResult> {
+  const degraded = service.sessions.storageFault();
+  const sessions = await service.sessions.count();
+  return {
+    ok: !degraded,
+    ...(degraded ? { degraded } : {}),
+    version: about.version,
+    uptimeMs: about.uptimeMs,
+    activeRuns: service.activeRunCount,
+    sessions,
+    audit: parts.audit.state(),
+    ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
+    queueDepth: service.queueDepth,
+    stuckSessions: parts.diagnostics?.stuckSessionCount ?? 0,
   };
 }
 

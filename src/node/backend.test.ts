@@ -13,7 +13,7 @@ afterEach(() => {
 });
 
 function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-create-store-"));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-backend-"));
   dirs.push(dir);
   return dir;
 }
