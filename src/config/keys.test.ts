@@ -252,10 +252,7 @@ const audit: Record<string, Audit> = {
   "session.runResults.maxAgeHours": T.prune,
   "session.runResults.maxCount": T.pruneCount,
   "storage.quickCheckOnStart": T.quickCheck,
-  "storage.backend": pin(
-    "src/node/backend.test.ts",
-    "storage.backend: sqlite opens the state dir's database file",
-  ),
+  "storage.backend": pin("src/node/backend.test.ts", "storage.backend: sqlite opens the state dir's database file"),
   "storage.postgres.url": T.postgresOpen,
   "storage.postgres.schema": T.postgresOpen,
   "storage.postgres.poolSize": T.postgresOpen,
