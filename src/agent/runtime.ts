@@ -43,6 +43,8 @@ export interface RuntimeOptions {
   bus: EventBusPort;
   /** session ownership, chosen with the store: the file write lock under stateDir (SPEC 3), or the cluster's leases */
   sessionLocks: SessionLockPort;
+  /** the backend's rule for a store error worth retrying (the run-event writer retries it instead of dropping) */
+  isTransientStoreError: (err: unknown) => boolean;
   clock?: Clock;
   logger?: Logger;
   /** Provider instances by provider id; they win over config (tests, embedding apps). */
@@ -147,7 +149,12 @@ export class AgentRuntime {
     this.hookLogger = { info: (m) => log.info(m), warn: (m) => log.warn(m), error: (m) => log.error(m) };
     this.pluginHooks = new PluginHookRunner({ logger: this.hookLogger, clock: this.clock });
     this.internalHooks = new InternalHookRegistry(this.hookLogger);
-    this.runEvents = new RunEventWriter({ store: this.store, clock: this.clock, logger: this.logger });
+    this.runEvents = new RunEventWriter({
+      store: this.store,
+      clock: this.clock,
+      logger: this.logger,
+      isTransientStoreError: opts.isTransientStoreError,
+    });
     this.runEvents.attach(this.bus);
   }
 

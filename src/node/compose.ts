@@ -156,6 +156,7 @@ function assemble(opts: Omit<ComposeNodeOptions, "backend">, backend: Backend, p
     store: backend.store,
     bus: parts.bus,
     sessionLocks: parts.sessionLocks,
+    isTransientStoreError: parts.isTransientStoreError,
     clock: opts.clock,
     logger: opts.logger,
     env: opts.env,
@@ -270,7 +271,9 @@ async function postgresParts(
  * A runtime over a SQLite store with the bus and session locks `composeNode` gives SQLite: for unit tests that build
  * the runtime itself (and close their own store).
  */
-export function sqliteRuntime(opts: Omit<RuntimeOptions, "bus" | "sessionLocks">): AgentRuntime {
+export function sqliteRuntime(
+  opts: Omit<RuntimeOptions, "bus" | "sessionLocks" | "isTransientStoreError">,
+): AgentRuntime {
   const parts = sqliteParts(
     opts.stateDir,
     opts.config,
@@ -278,5 +281,10 @@ export function sqliteRuntime(opts: Omit<RuntimeOptions, "bus" | "sessionLocks">
     opts.logger ?? createLogger(),
     opts.env ?? process.env,
   );
-  return new AgentRuntime({ ...opts, bus: parts.bus, sessionLocks: parts.sessionLocks });
+  return new AgentRuntime({
+    ...opts,
+    bus: parts.bus,
+    sessionLocks: parts.sessionLocks,
+    isTransientStoreError: parts.isTransientStoreError,
+  });
 }
