@@ -103,8 +103,8 @@ export class AgentRuntime {
   readonly bootstrap = new BootstrapCache();
   private toolChars?: number;
   /**
-   * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Whoever closes the
-   * store calls `runEvents.close()` (or `flush()`) first.
+   * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Closed by `close()`,
+   * which the node calls before it closes the store.
    */
   readonly runEvents: RunEventWriter;
   /**
