@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { type Clock, systemClock } from "../infra/clock.js";
 import type { QueueCluster } from "../queue/types.js";
 import { NodeHeartbeat } from "../storage/postgres/node-heartbeat.js";
+import { disownRunsOfLostSessions } from "../storage/postgres/node-takeover.js";
 import { type NotifyPointer, notify } from "../storage/postgres/notifier.js";
 import { unadoptQueuedInputs } from "../storage/postgres/queue-adopt.js";
 import { DEFAULT_LEASE_MS, SessionLeases } from "../storage/postgres/session-leases.js";
@@ -10,7 +11,7 @@ import { ClusterIntake } from "./intake.js";
 import { LeaseSessionLock } from "./lease-lock.js";
 import { SessionOwnership } from "./ownership.js";
 import { sweepOrphanedSessions } from "./sweeper.js";
-import { takeOverDeadNodes } from "./takeover.js";
+import { takeOverLostRuns } from "./takeover.js";
 import {
   type ClusterLogger,
   type ClusterStore,
@@ -260,10 +261,18 @@ export class ClusterNode implements QueueCluster {
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
     }
+    // runs of this node in sessions it lost (it was paused past its lease and is back): it can write nothing for
+    // them, and while it is alive nobody else ends them, so it gives them up to the sessions' lease holders
+    const disowned = await disownRunsOfLostSessions(store.pool, this.nodeId);
+    if (disowned.length > 0) {
+      logger.warn("cluster: runs of sessions this node lost are left to their new lease holders to end", {
+        runIds: disowned,
+      });
+    }
     for (const key of await this.ownership.releaseUnused()) {
       logger.warn("cluster: gave back a session lease nothing here used (an earlier step failed)", { sessionKey: key });
     }
-    const failed = await takeOverDeadNodes(store, this.ownership, this.intake, queue, logger, {
+    const failed = await takeOverLostRuns(store, this.ownership, this.intake, queue, logger, {
       leaseMs: this.leaseMs,
       ...(this.fixedClock ? { clock: this.fixedClock } : {}),
     });
