@@ -50,7 +50,8 @@ export async function takeOverLostRuns(
           lost.push(runId);
         }
         await intake.adoptUnder(lease);
-        if (runIds.length > 0) log.warn("cluster: ended runs nobody will finish (their node is gone)", { sessionKey, runIds });
+        if (runIds.length > 0)
+          log.warn("cluster: ended runs nobody will finish (their node is gone)", { sessionKey, runIds });
       });
     } catch (err) {
       // one session's failure (its lease lost meanwhile: FencedError) does not keep the others waiting a beat
