@@ -4,8 +4,9 @@
  *   LOOPGATE_SOAK_FLEET_NODES     nodes up at a time (default 4)
  *   LOOPGATE_SOAK_FLEET_SESSIONS  sessions the inputs go to (default 24)
  *   LOOPGATE_SOAK_FLEET_MS        wall-clock bound of the chaos phase, ms (default 300000)
+ *   LOOPGATE_SOAK_MIGRATE_SESSIONS  sessions of the crashed SQLite state storage migrate copies (default 20000)
  */
-import { fleetChaosSuite } from "../fixtures/soak/hardening-fleet.js";
+import { crashedMigrateSuite, fleetChaosSuite } from "../fixtures/soak/hardening-fleet.js";
 import { intKnob } from "../fixtures/soak/knobs.js";
 
 fleetChaosSuite({
@@ -16,3 +17,5 @@ fleetChaosSuite({
   maxMs: intKnob("LOOPGATE_SOAK_FLEET_MS", 300_000),
   long: true,
 });
+
+crashedMigrateSuite({ sessions: intKnob("LOOPGATE_SOAK_MIGRATE_SESSIONS", 20_000), long: true });
