@@ -87,3 +87,16 @@ export async function disownRunsOfLostSessions(db: Queryable, nodeId: string): P
   );
   return rows.map((r) => r.run_id).sort();
 }
+
+/**
+ * The same for one session the node has just found lost, whatever lease the node holds by the time this runs: call
+ * it before the node can take the session again (a run it starts under a new lease is one it executes). Closes the
+ * gap the check above leaves: a node that loses a session and takes it again before its next beat.
+ */
+export async function disownRunsOfSession(db: Queryable, nodeId: string, sessionKey: string): Promise<string[]> {
+  const { rows } = await db.query<{ run_id: string }>(
+    "UPDATE runs SET node_id = NULL WHERE node_id = $1 AND session_key = $2 AND status = 'running' RETURNING run_id",
+    [nodeId, sessionKey],
+  );
+  return rows.map((r) => r.run_id).sort();
+}
