@@ -54,6 +54,7 @@ async function createPostgresStore(
     );
   }
   const { openPostgresStore } = await import("./postgres/store.js");
+  const { DEFAULT_LEASE_MS } = await import("./postgres/session-leases.js");
   const onError = (what: string) => (err: Error) => logger?.warn(`postgres: ${what}`, { error: err.message });
   try {
     return await openPostgresStore({
@@ -61,6 +62,7 @@ async function createPostgresStore(
       ...(pg.schema ? { schema: pg.schema } : {}),
       ...(pg.poolSize ? { poolMax: pg.poolSize } : {}),
       ...(pg.statementTimeoutMs ? { statementTimeoutMs: pg.statementTimeoutMs } : {}),
+      leaseMs: pg.leaseMs ?? DEFAULT_LEASE_MS,
       onConnectionError: onError("a pooled connection failed; the next statement gets a new one"),
       notifier: { onError: onError("the LISTEN connection failed; reconnecting") },
     });
