@@ -1,7 +1,8 @@
 /**
  * One page of `chat.history`: the newest rows before a point, at most `limit` of them and no more than the page's
- * byte budget, returned oldest first. Rows are read from the store in small batches, so a long transcript of big
- * rows costs one page of memory, not the whole transcript.
+ * byte budget, returned oldest first. Rows are read from the store in small batches, each bounded by the bytes the
+ * page has left (the store reads the rows' sizes before the rows), so transcripts of big rows cost one page of
+ * memory, not a batch of rows nor the whole transcript.
  */
 
 import type { SessionRecord, SessionService } from "../agent/session-service.js";
@@ -72,12 +73,15 @@ export async function readHistoryPage(
   let more = false;
   while (picked.length < req.limit) {
     const want = Math.min(req.limit - picked.length, READ_BATCH);
-    // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references)
+    // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references);
+    // rows are read only as far as the page's bytes left (at least one), so 32 rows of 15 MB are never loaded for
+    // one page of 2 MiB
     const rows = await store.readTranscript(session.key, {
       generation,
       limit: want,
       beforeSeq: point,
       imageData: true,
+      maxBytes: budget.left(),
     });
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
@@ -93,7 +97,7 @@ export async function readHistoryPage(
       more = true;
       break;
     }
-    if (rows.length < want) break;
+    if (rows.length === 0) break;
     point = rows[0].seq;
   }
   const oldest = picked.at(-1)?.seq;

@@ -169,3 +169,23 @@ export function toStoredRunEvent(r: Row): StoredRunEvent {
     json: r.event as string,
   };
 }
+
+/**
+ * `readTranscript`'s `maxBytes`: given the stored size of the matching rows, newest first, the seq range of those
+ * that fit (the newest always does); undefined when no row matches. Both backends then read exactly that range.
+ */
+export function seqRangeWithin(
+  sizes: ReadonlyArray<{ seq: number | string; bytes: number | string | null }>,
+  maxBytes: number,
+): { oldest: number; newest: number } | undefined {
+  if (sizes.length === 0) return undefined;
+  let used = 0;
+  let oldest = Number(sizes[0].seq);
+  for (const [i, row] of sizes.entries()) {
+    const bytes = Number(row.bytes ?? 0);
+    if (i > 0 && used + bytes > maxBytes) break;
+    used += bytes;
+    oldest = Number(row.seq);
+  }
+  return { oldest, newest: Number(sizes[0].seq) };
+}

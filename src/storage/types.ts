@@ -63,6 +63,11 @@ export interface TranscriptReadOptions {
   kinds?: TranscriptKind[];
   /** load each image's bytes back into `data` (the model's history); clients get the references only */
   imageData?: boolean;
+  /**
+   * Stop before an older row would bring the rows' stored size (their JSON, images apart) past this many bytes; the
+   * newest row that matches always comes. The sizes are read first, so big rows that do not fit are never loaded.
+   */
+  maxBytes?: number;
 }
 
 export interface CompactionEntry {

@@ -9,8 +9,9 @@ import {
   jsonRunColumns,
   type Row,
   runColumns,
-  sessionColumns,
   type TranscriptRowData,
+  seqRangeWithin,
+  sessionColumns,
   toAuditEvent,
   toCronRun,
   toRun,
@@ -371,6 +372,30 @@ export class PostgresStore implements Store {
   }
 
   async readTranscript(key: string, opts: TranscriptReadOptions = {}): Promise<TranscriptRow[]> {
+    if (opts.maxBytes !== undefined) {
+      // the sizes first (octet_length of a TOASTed value reads its header, not the value), then the rows that fit;
+      // the second read names the exact seq range, so a row appended in between does not slip in
+      const { maxBytes, ...rest } = opts;
+      const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes, generation", key, rest);
+      const { rows } = await this.pool.query<{ seq: number; bytes: string; generation: number }>(sql, args);
+      const range = seqRangeWithin(rows, maxBytes);
+      if (!range) return [];
+      return this.readTranscript(key, {
+        ...rest,
+        generation: rows[0].generation,
+        limit: undefined,
+        afterSeq: range.oldest - 1,
+        beforeSeq: range.newest + 1,
+      });
+    }
+    const [sql, args] = this.transcriptQuery("*", key, opts);
+    const { rows } = await this.pool.query(sql, args);
+    rows.reverse();
+    return this.toTranscriptRows(key, rows, opts.imageData === true);
+  }
+
+  /** `SELECT <columns>` of the rows the options name (the newest `limit`: an index range scan backwards) */
+  private transcriptQuery(columns: string, key: string, opts: TranscriptReadOptions): [string, unknown[]] {
     const args: unknown[] = [key, opts.generation ?? null];
     // without a generation: the session's current one (none for an unknown session, so no rows)
     const where = [
@@ -390,13 +415,7 @@ export class PostgresStore implements Store {
       where.push(`kind = ANY($${args.length}::text[])`);
     }
     args.push(opts.limit ?? null);
-    // the newest `limit` rows (an index range scan backwards), returned oldest first
-    const { rows } = await this.pool.query(
-      `SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
-      args,
-    );
-    rows.reverse();
-    return this.toTranscriptRows(key, rows, opts.imageData === true);
+    return [`SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`, args];
   }
 
   /** Parses rows; with `imageData`, loads every referenced image of the rows in one more query. */
