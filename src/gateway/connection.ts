@@ -22,7 +22,7 @@ import { toErrorShape } from "./errors.js";
 import { setMessageLimit } from "./message-limit.js";
 
 /** WebSocket close codes we use. */
-const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001 } as const;
+const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001, tryAgainLater: 1013 } as const;
 /** What a `terminate` (no close frame) reports as its code. */
 const CLOSE_ABNORMAL = 1006;
 
@@ -45,6 +45,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private handshakeTimer: NodeJS.Timeout | undefined;
   /** checks the slow-consumer rule when the grace of an overrun ends (armSlowReaderCheck) */
   private slowReaderTimer: NodeJS.Timeout | undefined;
+  /** frees this connection's place under the connection caps (connection-caps.ts); set by `connect` */
+  private releaseSlot: (() => void) | undefined;
   /** nothing until `connect` succeeds */
   access = new ClientAccess([], { scopes: [], sessions: [], sessionAllowed: () => false });
   private readonly ws: WebSocket;
@@ -54,6 +56,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly onAuthenticated: (() => void) | undefined;
   /** why this socket's browser origin may not connect (origin.ts); `connect` is refused with it */
   private readonly refusedOrigin: string | undefined;
+  readonly attachmentsInFlight = { bytes: 0 };
   /** requests dispatched and not answered yet */
   private inFlight = 0;
   /** who started this connection's runs, for the audit ledger; set by a successful `connect` */
@@ -184,6 +187,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
     this.state = "closed";
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     if (this.slowReaderTimer) clearTimeout(this.slowReaderTimer);
+    this.releaseSlot?.();
     this.onClosed(this);
   }
 
@@ -215,7 +219,10 @@ export class GatewayConnection implements EventSink, CallerConnection {
    * after, it is ws's own count. The kernel's socket buffer is not ours to count and is bounded by the OS.
    */
   private queuedBytes(): number {
-    const inner = this.ws as unknown as { _socket?: { writableLength: number } | null; _sender?: { _bufferedBytes?: number } };
+    const inner = this.ws as unknown as {
+      _socket?: { writableLength: number } | null;
+      _sender?: { _bufferedBytes?: number };
+    };
     if (!inner._socket) return this.ws.bufferedAmount;
     return inner._socket.writableLength + (inner._sender?._bufferedBytes ?? 0);
   }
@@ -374,6 +381,18 @@ export class GatewayConnection implements EventSink, CallerConnection {
       this.refuse(frame.id, auth.error);
       return;
     }
+    // counted against gateway.maxConnections / maxConnectionsPerToken from here until the socket closes
+    const admitted = this.gw.connections.admit(auth.grant);
+    if (!admitted.ok) {
+      this.gw.logger.warn("connection refused", {
+        conn: this.connId,
+        remote: this.remote,
+        reason: admitted.error.message,
+      });
+      this.refuse(frame.id, admitted.error, CLOSE.tryAgainLater);
+      return;
+    }
+    this.releaseSlot = admitted.release;
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = undefined;
     setMessageLimit(this.ws, this.gw.limits.maxPayload);

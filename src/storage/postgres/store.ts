@@ -9,9 +9,9 @@ import {
   jsonRunColumns,
   type Row,
   runColumns,
-  type TranscriptRowData,
   seqRangeWithin,
   sessionColumns,
+  type TranscriptRowData,
   toAuditEvent,
   toCronRun,
   toRun,
@@ -415,7 +415,10 @@ export class PostgresStore implements Store {
       where.push(`kind = ANY($${args.length}::text[])`);
     }
     args.push(opts.limit ?? null);
-    return [`SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`, args];
+    return [
+      `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
+      args,
+    ];
   }
 
   /** Parses rows; with `imageData`, loads every referenced image of the rows in one more query. */
