@@ -51,6 +51,11 @@ export interface GatewayContext {
   readonly cron: CronScheduler;
   /** connections past `connect`, capped in total and per token (connection-caps.ts) */
   readonly connections: AuthenticatedConnections;
+  /**
+   * history pages are built one at a time: their work is synchronous between reads (a row of 15 MB is parsed and
+   * masked in one go), so pages built side by side only block the loop longer at a stretch, and hold more at once
+   */
+  readonly historyPages: Semaphore;
   /** image attachments decoded at once, gateway-wide (gateway.attachments.imageConcurrency) */
   readonly imageWork: Semaphore;
   /** the stuck-session monitor, when `diagnostics.enabled` */

@@ -60,7 +60,7 @@ function startPoint(session: SessionRecord, req: HistoryPageRequest): { generati
 }
 
 export async function readHistoryPage(
-  store: Pick<SessionService, "readTranscript">,
+  store: Pick<SessionService, "readTranscript" | "transcriptSizes">,
   session: SessionRecord,
   req: HistoryPageRequest,
 ): Promise<ChatHistoryResult> {
@@ -72,20 +72,22 @@ export async function readHistoryPage(
   let point = before;
   let more = false;
   while (picked.length < req.limit) {
-    // a SQLite read answers without a turn of the event loop: without this, several readers' pages of big rows
-    // were built back to back (four readers of 15 MB rows: 7.2 s in which no other client was served)
-    await new Promise((resolve) => setImmediate(resolve));
     const want = Math.min(req.limit - picked.length, READ_BATCH);
     // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references);
-    // rows are read only as far as the page's bytes left (at least one), so 32 rows of 15 MB are never loaded for
-    // one page of 2 MiB
+    // rows are read only as far as the page's bytes left (the first row of a page comes whatever its size), so 32
+    // rows of 15 MB are never loaded for one page of 2 MiB, nor one more row than fits
     const rows = await store.readTranscript(session.key, {
       generation,
       limit: want,
       beforeSeq: point,
       imageData: true,
       maxBytes: budget.left(),
+      maxBytesStrict: picked.length > 0,
     });
+    // a SQLite read answers without a turn of the event loop: a turn between reading big rows and masking them
+    // lets other clients in (pages take turns: the handlers call this under gw.historyPages, so no other page's
+    // work runs in the same turn)
+    await new Promise((resolve) => setImmediate(resolve));
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
@@ -100,12 +102,16 @@ export async function readHistoryPage(
       more = true;
       break;
     }
-    if (rows.length === 0) break;
+    if (rows.length === 0) {
+      // nothing older fits: more rows exist if the next older one alone is over what is left
+      more = picked.length > 0 && (await hasOlder(store, session.key, generation, picked.at(-1)?.seq));
+      break;
+    }
     point = rows[0].seq;
   }
   const oldest = picked.at(-1)?.seq;
   if (!more && oldest !== undefined && picked.length === req.limit) {
-    more = (await store.readTranscript(session.key, { generation, limit: 1, beforeSeq: oldest })).length > 0;
+    more = await hasOlder(store, session.key, generation, oldest);
   }
   const page: ChatHistoryResult = { ...head, messages: picked.reverse() };
   if (more && oldest !== undefined) {
@@ -113,4 +119,15 @@ export async function readHistoryPage(
     page.nextCursor = encodeCursor(KIND, { s: session.sessionId, g: generation, b: oldest });
   }
   return page;
+}
+
+/** Whether the generation has a row before `seq`: its size is read, not the row. */
+async function hasOlder(
+  store: Pick<SessionService, "transcriptSizes">,
+  key: string,
+  generation: number,
+  seq: number | undefined,
+): Promise<boolean> {
+  if (seq === undefined) return false;
+  return (await store.transcriptSizes(key, { generation, limit: 1, beforeSeq: seq })).length > 0;
 }

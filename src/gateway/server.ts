@@ -303,6 +303,7 @@ async function listen(
     ...(diagnostics ? { diagnostics } : {}),
     connections: new AuthenticatedConnections(cfg),
     imageWork: new Semaphore(cfg.attachments.imageConcurrency),
+    historyPages: new Semaphore(1),
   };
 
   const consoleAssets = new ConsoleAssets(opts.consoleDir);

@@ -397,10 +397,9 @@ export class SqliteStore {
       generation = g.generation;
     }
     if (opts.maxBytes !== undefined) {
-      // the sizes first (octet_length reads the record header, not the row), then only the rows that fit
-      const { maxBytes, ...rest } = opts;
-      const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes", key, generation, rest);
-      const range = seqRangeWithin(this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>, maxBytes);
+      // the sizes first, then only the rows that fit
+      const { maxBytes, maxBytesStrict, ...rest } = opts;
+      const range = seqRangeWithin(this.transcriptSizes(key, { ...rest, generation }), maxBytes, maxBytesStrict);
       if (!range) return [];
       return this.readTranscript(key, {
         ...rest,
@@ -418,6 +417,18 @@ export class SqliteStore {
       if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
       return toTranscriptRow(r, data);
     });
+  }
+
+  transcriptSizes(key: string, opts: TranscriptReadOptions = {}): Array<{ seq: number; bytes: number }> {
+    let generation = opts.generation;
+    if (generation === undefined) {
+      const g = this.stmts.generation.get(key) as { generation: number } | undefined;
+      if (!g) return [];
+      generation = g.generation;
+    }
+    // octet_length reads the record's header, not the text
+    const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes", key, generation, opts);
+    return this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>;
   }
 
   /** `SELECT <columns>` of the generation's rows the options name, newest first, with its arguments */

@@ -158,6 +158,14 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await seqs({ maxBytes: 1, beforeSeq: 3 })).toEqual([2]);
         expect(await seqs({ maxBytes: 10_000_000, afterSeq: 4 })).toEqual([5, 6]);
         expect(await seqs({ maxBytes: 1, afterSeq: 6 })).toEqual([]);
+        // strict: a row that alone passes the budget is left out too
+        expect(await seqs({ maxBytes: 1, maxBytesStrict: true })).toEqual([]);
+        expect(await seqs({ maxBytes: 250_000, maxBytesStrict: true, beforeSeq: 4 })).toEqual([2, 3]);
+        // the sizes alone, newest first, with the same filters
+        const sizes = await store.transcriptSizes(KEY, { beforeSeq: 3 });
+        expect(sizes.map((s) => s.seq)).toEqual([2, 1]);
+        expect(sizes.every((s) => s.bytes > 100_000 && s.bytes < 100_200)).toBe(true);
+        expect(await store.transcriptSizes("agent:main:nobody")).toEqual([]);
       });
 
       it("a reset starts the next generation: the old rows stay with a reset marker, the new one starts empty", async () => {

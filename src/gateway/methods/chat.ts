@@ -50,13 +50,15 @@ export const chatHistoryMethod = defineMethod({
       reply.ok(empty);
       return;
     }
-    const result = await readHistoryPage(sessions, session, {
-      limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
-      cursor: params.cursor,
-      before: params.before,
-      generation: params.generation,
-      maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
-    });
+    const result = await gw.historyPages.run(() =>
+      readHistoryPage(sessions, session, {
+        limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
+        cursor: params.cursor,
+        before: params.before,
+        generation: params.generation,
+        maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
+      }),
+    );
     reply.ok(result);
   },
 });

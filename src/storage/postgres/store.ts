@@ -375,14 +375,13 @@ export class PostgresStore implements Store {
     if (opts.maxBytes !== undefined) {
       // the sizes first (octet_length of a TOASTed value reads its header, not the value), then the rows that fit;
       // the second read names the exact seq range, so a row appended in between does not slip in
-      const { maxBytes, ...rest } = opts;
-      const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes, generation", key, rest);
-      const { rows } = await this.pool.query<{ seq: number; bytes: string; generation: number }>(sql, args);
-      const range = seqRangeWithin(rows, maxBytes);
+      const { maxBytes, maxBytesStrict, ...rest } = opts;
+      const sizes = await this.sizesOf(key, rest);
+      const range = seqRangeWithin(sizes, maxBytes, maxBytesStrict);
       if (!range) return [];
       return this.readTranscript(key, {
         ...rest,
-        generation: rows[0].generation,
+        generation: sizes[0].generation,
         limit: undefined,
         afterSeq: range.oldest - 1,
         beforeSeq: range.newest + 1,
@@ -392,6 +391,20 @@ export class PostgresStore implements Store {
     const { rows } = await this.pool.query(sql, args);
     rows.reverse();
     return this.toTranscriptRows(key, rows, opts.imageData === true);
+  }
+
+  async transcriptSizes(key: string, opts: TranscriptReadOptions = {}): Promise<Array<{ seq: number; bytes: number }>> {
+    return (await this.sizesOf(key, opts)).map(({ seq, bytes }) => ({ seq, bytes }));
+  }
+
+  /** sizes with the generation they were read in (octet_length of a TOASTed value reads its header, not the value) */
+  private async sizesOf(
+    key: string,
+    opts: TranscriptReadOptions,
+  ): Promise<Array<{ seq: number; bytes: number; generation: number }>> {
+    const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes, generation", key, opts);
+    const { rows } = await this.pool.query<{ seq: number; bytes: number | string; generation: number }>(sql, args);
+    return rows.map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes), generation: Number(r.generation) }));
   }
 
   /** `SELECT <columns>` of the rows the options name (the newest `limit`: an index range scan backwards) */
