@@ -13,3 +13,12 @@ stalledReadersSuite({
   long: false,
 });
 imageBombsSuite({ messages: 2, perMessage: 2, side: 3000, long: false });
+// about 9 MB for each reader, of which the kernel takes about 4: the rest is over the 2 MiB limit, under the ceiling
+stalledReadersSuite({
+  readers: 2,
+  maxBufferedBytes: 2 * 1024 * 1024,
+  slowConsumerMs: 500,
+  deadlineMs: 10_000,
+  stopAfterRuns: 9,
+  long: false,
+});

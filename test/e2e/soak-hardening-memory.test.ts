@@ -17,6 +17,21 @@ historyPagesSuite({
   long: true,
 });
 stalledReadersSuite({ readers: intKnob("LOOPGATE_SOAK_STALLED_READERS", 5), deadlineMs: 120_000, long: true });
+// readers that take in a little now and then while runs come at a steady pace
+stalledReadersSuite({
+  readers: intKnob("LOOPGATE_SOAK_STALLED_READERS", 5),
+  deadlineMs: 120_000,
+  paceMs: 100,
+  trickleEveryMs: 1000,
+  long: true,
+});
+// readers over the limit when the last frame for them went out: cut by the clock, not by a next frame
+stalledReadersSuite({
+  readers: intKnob("LOOPGATE_SOAK_STALLED_READERS", 5),
+  deadlineMs: 30_000,
+  stopAfterRuns: 20,
+  long: true,
+});
 imageBombsSuite({
   messages: intKnob("LOOPGATE_SOAK_BOMB_MESSAGES", 8),
   perMessage: intKnob("LOOPGATE_SOAK_BOMBS_PER_MESSAGE", 8),
