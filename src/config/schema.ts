@@ -283,9 +283,10 @@ export const configSchema = z.strictObject({
         .prefault({}),
       // requests of one connection not answered yet (an `agent` request counts until its final answer)
       maxInFlightPerConnection: positiveInt.default(256),
-      // connections past `connect` (gateway/connection-caps.ts): above either cap a `connect` is refused (retryable)
-      maxConnections: positiveInt.default(1024),
-      maxConnectionsPerToken: positiveInt.default(256),
+      // connections past `connect` (gateway/connection-caps.ts): above either cap a `connect` is refused (retryable).
+      // High enough for the streaming bench (3,000 clients with one token, bench/run.mjs); each idle one costs little
+      maxConnections: positiveInt.default(8192),
+      maxConnectionsPerToken: positiveInt.default(4096),
       // sessions one connection follows with sessions.messages.subscribe; beyond it the subscribe is refused
       maxMessageSubscriptionsPerConnection: positiveInt.default(1024),
       // attachments of agent / chat.send, made ready before the accept (agent/attachments.ts)

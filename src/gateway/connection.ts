@@ -56,6 +56,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly onAuthenticated: (() => void) | undefined;
   /** why this socket's browser origin may not connect (origin.ts); `connect` is refused with it */
   private readonly refusedOrigin: string | undefined;
+  /** decoded bytes of this connection's attachments being prepared now (run-intake.ts caps it) */
   readonly attachmentsInFlight = { bytes: 0 };
   /** requests dispatched and not answered yet */
   private inFlight = 0;
