@@ -72,6 +72,10 @@ export async function readHistoryPage(
   let point = before;
   let more = false;
   while (picked.length < req.limit) {
+    // a SQLite read answers without a turn of the event loop, and a row of 15 MB takes a while to parse: every
+    // heavy step of a page (reading, masking, sending) gets a turn of its own, so other clients are served between
+    // them (pages take turns: the handlers build and send one under gw.historyPages)
+    await nextTurn();
     const want = Math.min(req.limit - picked.length, READ_BATCH);
     // image bytes are read so that small images can be shown (history-entry.ts keeps the big ones as references);
     // rows are read only as far as the page's bytes left (the first row of a page comes whatever its size), so 32
@@ -84,10 +88,7 @@ export async function readHistoryPage(
       maxBytes: budget.left(),
       maxBytesStrict: picked.length > 0,
     });
-    // a SQLite read answers without a turn of the event loop: a turn between reading big rows and masking them
-    // lets other clients in (pages take turns: the handlers call this under gw.historyPages, so no other page's
-    // work runs in the same turn)
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     let full = false;
     for (let i = rows.length - 1; i >= 0; i--) {
       // the same masking as events; the byte budget counts what is actually sent
@@ -113,6 +114,8 @@ export async function readHistoryPage(
   if (!more && oldest !== undefined && picked.length === req.limit) {
     more = await hasOlder(store, session.key, generation, oldest);
   }
+  // the caller serializes the page next: in a turn of its own
+  await nextTurn();
   const page: ChatHistoryResult = { ...head, messages: picked.reverse() };
   if (more && oldest !== undefined) {
     page.nextBefore = oldest;
@@ -130,4 +133,8 @@ async function hasOlder(
 ): Promise<boolean> {
   if (seq === undefined) return false;
   return (await store.transcriptSizes(key, { generation, limit: 1, beforeSeq: seq })).length > 0;
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
