@@ -51,6 +51,11 @@ export class SessionService {
     return this.store.readTranscript(key, opts);
   }
 
+  /** Seqs and stored sizes of transcript rows, newest first, without reading them (history-page.ts). */
+  async transcriptSizes(key: string, opts: TranscriptReadOptions): Promise<Array<{ seq: number; bytes: number }>> {
+    return this.store.transcriptSizes(key, opts);
+  }
+
   async run(runId: string): Promise<RunRecord | undefined> {
     return this.store.getRun(runId);
   }

@@ -322,6 +322,26 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-amplification.test.ts",
     "a connection's requests beyond maxInFlightPerConnection are refused as retryable while other clients are served",
   ),
+  "gateway.maxConnections": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "connections-capped-per-token-and-in-total: a connect over gateway.maxConnectionsPerToken or gateway.maxConnections is refused, retryable, naming the setting",
+  ),
+  "gateway.maxConnectionsPerToken": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "connections-capped-per-token-and-in-total: a connect over gateway.maxConnectionsPerToken or gateway.maxConnections is refused, retryable, naming the setting",
+  ),
+  "gateway.maxMessageSubscriptionsPerConnection": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "message-subscriptions-capped-per-connection: following more sessions than gateway.maxMessageSubscriptionsPerConnection is refused, naming the setting",
+  ),
+  "gateway.attachments.imageConcurrency": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "image-bombs-decoded-a-few-at-a-time: concurrent image attachments never decode more than gateway.attachments.imageConcurrency at once",
+  ),
+  "gateway.attachments.maxInFlightBytesPerConnection": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "attachment-bytes-capped-per-connection: a second message while the first one's images are prepared is refused over gateway.attachments.maxInFlightBytesPerConnection",
+  ),
   "gateway.shutdownGraceMs": T.grace,
   "gateway.allowedOrigins": pin(
     "test/e2e/gateway-handshake.test.ts",

@@ -16,6 +16,7 @@ import { type PgBusSource, PgEventBus } from "../events/pg-bus.js";
 import { PgSessionRelay } from "../events/pg-session-relay.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
+import { Semaphore } from "../infra/semaphore.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
@@ -26,6 +27,7 @@ import type { Store } from "../storage/types.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
+import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
@@ -258,6 +260,8 @@ async function listen(
     preAuthMaxBytes: opts.preAuthMaxBytes ?? PRE_AUTH_MAX_BYTES,
     handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
     maxInFlightPerConnection: cfg.maxInFlightPerConnection,
+    maxMessageSubscriptionsPerConnection: cfg.maxMessageSubscriptionsPerConnection,
+    maxAttachmentBytesInFlight: cfg.attachments.maxInFlightBytesPerConnection,
   };
   const admission = new PreAuthAdmission(cfg.preAuth);
   const silentTimeoutMs = opts.preAuthSilentTimeoutMs ?? cfg.preAuth.silentTimeoutMs;
@@ -323,6 +327,9 @@ async function listen(
     audit,
     cron,
     ...(diagnostics ? { diagnostics } : {}),
+    connections: new AuthenticatedConnections(cfg),
+    imageWork: new Semaphore(cfg.attachments.imageConcurrency),
+    historyPages: new Semaphore(1),
   };
 
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
