@@ -68,7 +68,6 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
     config: parseConfig({
       agents: { defaults: { model: { primary: "t/m" } } },
       messages: { queue: { mode: "followup", debounceMs: 0 } },
-      cron: { jobs: [{ id: "iso", schedule: "*/2 * * * * *", message: "ping" }] },
     }),
     stateDir: dir,
     store: new SqliteStoreAdapter(sqlite),
@@ -95,8 +94,10 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
     if (e.type === "changed") seq.push(`changed ${e.sessionKey} ${e.reason}`);
   });
   const service = new AgentService(rt);
-  // the scheduler keeps its own fake time: a job fires when the test moves it, never on its own
-  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger: silentLogger });
+  // The test's own scheduler, on fake time: its job fires when the test moves the clock, never on its own. The job
+  // is not in the runtime's config, so the scheduler a gateway on this service starts has nothing to fire.
+  const cronConfig = parseConfig({ cron: { jobs: [{ id: "iso", schedule: "*/2 * * * * *", message: "ping" }] } }).cron;
+  const cron = new CronScheduler({ service, config: cronConfig, clock, logger: silentLogger });
   cleanups.push(() => {
     cron.stop();
     sqlite.close();
