@@ -92,15 +92,15 @@ describe("session boundaries a plugin sees, whoever resets or deletes the sessio
     const reset = await peer.call("sessions.reset", { key: "by-rpc", reason: "reset" });
     expect(reset.payload).toMatchObject({ ok: true, generation: 2 });
 
-    const typedSeen = await until(
-      () => boundaries(typed),
-      (b) => b.length >= 3,
-      "the /reset boundaries",
-    );
     const rpcSeen = await until(
       () => boundaries(byRpc),
       (b) => b.length >= 3,
       "the sessions.reset boundaries",
+    );
+    const typedSeen = await until(
+      () => boundaries(typed),
+      (b) => b.length >= 3,
+      "the /reset boundaries",
     );
     console.log(`/reset:         ${shape(typedSeen).join(" → ")}`);
     console.log(`sessions.reset: ${shape(rpcSeen).join(" → ")}`);
