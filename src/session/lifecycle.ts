@@ -59,8 +59,9 @@ export interface SessionLifecycleOptions {
   ready?: () => Promise<void>;
 }
 
-/** The session a reset was asked for does not exist. */
+/** The session a reset was asked for does not exist (deleted meanwhile); the gateway answers not_found. */
 export class UnknownSessionError extends Error {
+  readonly code = "not_found";
   constructor(readonly sessionKey: string) {
     super(`unknown session "${sessionKey}"`);
     this.name = "UnknownSessionError";
@@ -83,7 +84,7 @@ export class SessionLifecycle {
   /** Starts a new transcript generation (the old rows are kept behind a reset marker); throws for an unknown key. */
   async reset(sessionKey: string, req: ResetRequest): Promise<ResetOutcome> {
     const { store, history, clock } = this.deps;
-    await this.deps.ready?.();
+    await this.hooksLoaded();
     const outcome = await this.underLock(sessionKey, async () => {
       const previous = await store.getSession(sessionKey);
       if (!previous) throw new UnknownSessionError(sessionKey);
@@ -114,7 +115,7 @@ export class SessionLifecycle {
   /** Deletes the session, its transcript and its runs' events; false when there was no such session. */
   async delete(sessionKey: string, req: DeleteRequest = {}): Promise<boolean> {
     const { store, history } = this.deps;
-    await this.deps.ready?.();
+    await this.hooksLoaded();
     const previous = await this.underLock(sessionKey, async () => {
       const session = await store.getSession(sessionKey);
       const deleted = await store.deleteSession(sessionKey);
@@ -131,6 +132,15 @@ export class SessionLifecycle {
       );
     }
     return true;
+  }
+
+  /** A runtime whose plugins failed to load still resets and deletes sessions: only the hooks are missing. */
+  private async hooksLoaded(): Promise<void> {
+    try {
+      await this.deps.ready?.();
+    } catch (err) {
+      this.deps.logger.warn(`session lifecycle: hooks not loaded: ${(err as Error)?.message ?? String(err)}`);
+    }
   }
 
   private async underLock<T>(sessionKey: string, fn: () => Promise<T>): Promise<T> {

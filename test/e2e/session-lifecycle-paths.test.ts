@@ -296,6 +296,20 @@ describe("one session lifecycle for /new, sessions.reset and cron", () => {
       "changed K deleted",
     ]);
   });
+
+  it("resetting a session deleted meanwhile is a not_found naming it, fires nothing, and leaves the lock free", async () => {
+    const w = world();
+    const from = w.seq.length;
+    const reset = w.rt.sessionLifecycle.reset("agent:main:gone", { reason: "reset", marker: "sessions.reset (reset)" });
+    await expect(reset).rejects.toMatchObject({ code: "not_found", message: 'unknown session "agent:main:gone"' });
+    expect(w.seq.slice(from)).toEqual([
+      "asks for the lock of agent:main:gone",
+      "lock agent:main:gone",
+      "unlock agent:main:gone",
+    ]);
+    // the next one to ask gets the lock at once
+    await w.turn("agent:main:gone", "hello");
+  });
 });
 
 /** A real second process holding the session's lock file until told to let go. */
