@@ -157,6 +157,10 @@ describe("session boundaries a plugin sees, whoever resets or deletes the sessio
       if (f.event === "sessions.changed") changed.push(`${f.payload?.sessionKey}:${f.payload?.reason}`);
     });
     await peer.call("sessions.subscribe", {});
+    // OpenClaw's param is a boolean: anything else is refused, naming it, and deletes nothing
+    const bad = await peer.call("sessions.delete", { key: "quiet", emitLifecycleHooks: "no" });
+    console.log(`emitLifecycleHooks "no": ${JSON.stringify(bad.error)}`);
+    expect(bad.error).toMatchObject({ code: "invalid_params", message: expect.stringContaining("emitLifecycleHooks") });
     const quiet = await peer.call("sessions.delete", { key: "quiet", emitLifecycleHooks: false });
     expect(quiet.payload).toMatchObject({ ok: true, deleted: true });
     // a delete with hooks on, after it: once its session_end is in the file, the quiet one's would be too
