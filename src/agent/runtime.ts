@@ -21,6 +21,7 @@ import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRe
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
 import { FileSessionLock, sessionLockFile } from "../session/file-lock.js";
+import { SessionLifecycle } from "../session/lifecycle.js";
 import type { SessionLockPort } from "../session/lock-port.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
@@ -100,6 +101,8 @@ export class AgentRuntime {
   /** session created / reset / deleted / patched, transcript messages appended (infra/session-events.ts) */
   readonly sessionEvents = new SessionEvents();
   readonly bootstrap = new BootstrapCache();
+  /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
+  readonly sessionLifecycle: SessionLifecycle;
   private toolChars?: number;
   /**
    * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Whoever closes the
@@ -157,6 +160,17 @@ export class AgentRuntime {
     this.internalHooks = new InternalHookRegistry(this.hookLogger);
     this.runEvents = new RunEventWriter({ store: this.store, clock: this.clock, logger: this.logger });
     this.runEvents.attach(this.bus);
+    this.sessionLifecycle = new SessionLifecycle({
+      store: this.store,
+      locks: this.sessionLocks,
+      hooks: this.pluginHooks,
+      internalHooks: this.internalHooks,
+      sessionEvents: this.sessionEvents,
+      history: this.history,
+      clock: this.clock,
+      logger: this.hookLogger,
+      ready: () => this.init(),
+    });
   }
 
   /**

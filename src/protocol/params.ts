@@ -301,15 +301,14 @@ export const sessionsResetParamsSchema = z
   .strictObject({ ...sessionTarget, reason: z.enum(["new", "reset"]).optional() })
   .superRefine(requireTarget);
 export const sessionsDeleteParamsSchema = ignoring(
-  [
-    "deleteTranscript",
-    "expectedSessionId",
-    "expectedLifecycleRevision",
-    "expectedSessionUpdatedAt",
-    "emitLifecycleHooks",
-    "archivedOnly",
-  ],
-  z.strictObject(sessionTarget).superRefine(requireTarget),
+  ["deleteTranscript", "expectedSessionId", "expectedLifecycleRevision", "expectedSessionUpdatedAt", "archivedOnly"],
+  z
+    .strictObject({
+      ...sessionTarget,
+      /** OpenClaw's: false deletes without firing session_end (e.g. cleaning up a spawned session); default true */
+      emitLifecycleHooks: z.boolean().optional(),
+    })
+    .superRefine(requireTarget),
 );
 
 export const healthParamsSchema = z.object({});

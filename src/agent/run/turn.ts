@@ -67,37 +67,47 @@ async function turnBody(
   let reset = false;
   const slash = parseSlashCommand(message);
   if (slash) {
-    // The service already aborted the active run for /stop.
-    void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+    if (slash.command === "stop" || slash.command === "compact") {
+      // The service already aborted the active run for /stop. (/new and /reset fire theirs in the lifecycle.)
+      void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+    }
     if (slash.command === "stop") return synthetic(rt, spec, startedAt, "Stopped.");
     if (slash.command === "compact") {
       const choices = await resolveChoices(rt, spec, session, false);
       return runInLanes(rt, spec, { ...choices, compact: { instructions: slash.rest || undefined } }, spans);
     }
-    await withTranscriptLock(rt, spec.sessionKey, () =>
-      rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
-    );
-    rt.sessionEvents.emit({ type: "changed", sessionKey: spec.sessionKey, reason: "reset" });
-    if (hooks.has("session_end")) {
-      void hooks.runObservers(
-        "session_end",
-        { sessionKey: spec.sessionKey, sessionId: session.sessionId, reason: slash.command },
-        hookCtx,
-      );
-    }
+    // the one way a session is reset (session/lifecycle.ts): lock, command:<name>, session_end, session_start
+    await rt.sessionLifecycle.reset(spec.sessionKey, {
+      reason: slash.command,
+      marker: `/${slash.command}`,
+      command: { args: slash.rest, source: "in-band" },
+      runId: spec.runId,
+    });
     reset = true;
     if (!slash.rest) return synthetic(rt, spec, startedAt, "Started a new session.");
     message = slash.rest;
   }
-  // A session starts with the first turn that runs on an empty transcript generation (its first turn, or the
-  // first one after /new or /reset): the service stores the session record when it accepts the message.
-  if (hooks.has("session_start") && (await rt.store.readTranscript(spec.sessionKey, { limit: 1 })).length === 0) {
-    void hooks.runObservers("session_start", { sessionKey: spec.sessionKey, sessionId: session.sessionId }, hookCtx);
+  // A session starts with its first turn that runs on an empty transcript: the service stores the session record
+  // when it accepts the message. Every later generation started with a reset, which fired its session_start.
+  if (
+    !reset &&
+    session.generation === FIRST_GENERATION &&
+    hooks.has("session_start") &&
+    (await rt.store.readTranscript(spec.sessionKey, { limit: 1 })).length === 0
+  ) {
+    void hooks.runObservers(
+      "session_start",
+      { sessionKey: spec.sessionKey, sessionId: session.sessionId, generation: session.generation },
+      hookCtx,
+    );
   }
   const turnSpec = message === spec.message ? spec : { ...spec, message };
   const choices = await resolveChoices(rt, turnSpec, session, reset);
   return runInLanes(rt, turnSpec, choices, spans);
 }
+
+/** a session's first transcript generation (the store starts every session there) */
+const FIRST_GENERATION = 1;
 
 type SessionRow = Awaited<ReturnType<AgentRuntime["store"]["ensureSession"]>>;
 
@@ -318,14 +328,4 @@ async function sessionSkills(
     await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
   return snapshot;
-}
-
-/** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
-async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => Promise<T>): Promise<T> {
-  const lock: SessionLock = await rt.sessionLocks.acquire(sessionKey);
-  try {
-    return await fn();
-  } finally {
-    await lock.release();
-  }
 }
