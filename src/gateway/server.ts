@@ -6,6 +6,10 @@ import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import type { ClusterNode } from "../cluster/node.js";
 import { clusterNodeFor } from "../cluster/wire.js";
+import type { McpToolSource } from "../tools/mcp/source.js";
+import { closingMcpToo, startMcp } from "../tools/mcp/start.js";
+import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
+import { withMcpHealth } from "./mcp-health.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { CronScheduler } from "../cron/scheduler.js";
 import { defaultAbortMs } from "../diagnostics/classify.js";
@@ -187,6 +191,7 @@ async function startSessionRelay(
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
   let cluster: ClusterNode | undefined;
+  let mcp: McpToolSource | undefined;
   let service = opts.service;
   if (!service) {
     if (!opts.config || !opts.stateDir)
@@ -194,6 +199,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
     cluster = await clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
+    mcp = await startMcp(opts.config, { logger: opts.logger ?? createLogger() });
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -202,6 +208,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
       clock: opts.clock,
       logger: opts.logger,
       ...(cluster ? { sessionLocks: cluster.locks } : {}),
+      ...mcpRuntimeOptions(mcp, opts.config),
     });
     service = new AgentService(rt);
     if (cluster) {
@@ -210,8 +217,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     }
   }
   try {
-    return await listen(service, opts, ownedStore);
+    return closingMcpToo(await listen(service, opts, ownedStore), mcp);
   } catch (err) {
+    await mcp?.close();
     await cluster?.stopBeating();
     if (ownedStore) {
       await service.rt.runEvents.close();
@@ -294,7 +302,7 @@ async function listen(
   const health = async (): Promise<HealthResult> => {
     const degraded = service.sessions.storageFault();
     const sessions = await service.sessions.count();
-    return {
+    return withMcpHealth({
       ok: !degraded,
       ...(degraded ? { degraded } : {}),
       version,
@@ -305,7 +313,7 @@ async function listen(
       ...(cron.enabled ? { cron: await cron.health() } : {}),
       queueDepth: service.queueDepth,
       stuckSessions: diagnostics?.stuckSessionCount ?? 0,
-    };
+    }, rt.mcpStatus);
   };
 
   const gw: GatewayContext = {
