@@ -15,8 +15,7 @@ interface UnsupportedKey {
   hideValue?: boolean;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [
-];
+export const unsupportedKeys: readonly UnsupportedKey[] = [];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "<path>: not yet supported ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {

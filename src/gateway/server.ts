@@ -6,10 +6,6 @@ import { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import type { ClusterNode } from "../cluster/node.js";
 import { clusterNodeFor } from "../cluster/wire.js";
-import type { McpToolSource } from "../tools/mcp/source.js";
-import { closingMcpToo, startMcp } from "../tools/mcp/start.js";
-import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
-import { withMcpHealth } from "./mcp-health.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import { CronScheduler } from "../cron/scheduler.js";
 import { defaultAbortMs } from "../diagnostics/classify.js";
@@ -27,12 +23,16 @@ import type { ModelProvider } from "../providers/types.js";
 import { createStore } from "../storage/create-store.js";
 import { CorruptDatabaseError } from "../storage/integrity.js";
 import type { Store } from "../storage/types.js";
+import type { McpToolSource } from "../tools/mcp/source.js";
+import { closingMcpToo, startMcp } from "../tools/mcp/start.js";
+import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
+import { withMcpHealth } from "./mcp-health.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
@@ -302,18 +302,21 @@ async function listen(
   const health = async (): Promise<HealthResult> => {
     const degraded = service.sessions.storageFault();
     const sessions = await service.sessions.count();
-    return withMcpHealth({
-      ok: !degraded,
-      ...(degraded ? { degraded } : {}),
-      version,
-      uptimeMs: clock.now() - startedAt,
-      activeRuns: service.activeRunCount,
-      sessions,
-      audit: audit.state(),
-      ...(cron.enabled ? { cron: await cron.health() } : {}),
-      queueDepth: service.queueDepth,
-      stuckSessions: diagnostics?.stuckSessionCount ?? 0,
-    }, rt.mcpStatus);
+    return withMcpHealth(
+      {
+        ok: !degraded,
+        ...(degraded ? { degraded } : {}),
+        version,
+        uptimeMs: clock.now() - startedAt,
+        activeRuns: service.activeRunCount,
+        sessions,
+        audit: audit.state(),
+        ...(cron.enabled ? { cron: await cron.health() } : {}),
+        queueDepth: service.queueDepth,
+        stuckSessions: diagnostics?.stuckSessionCount ?? 0,
+      },
+      rt.mcpStatus,
+    );
   };
 
   const gw: GatewayContext = {

@@ -1,9 +1,9 @@
-import type { McpServerHealth } from "./mcp.js";
 /**
  * Payloads the gateway sends: method results and event bodies. The run shapes themselves (receipt, final, wait
  * result) are in run.ts.
  */
 import type { AgentEvent } from "./agent-events.js";
+import type { McpServerHealth } from "./mcp.js";
 import type { Receipt } from "./run.js";
 
 /** `agent` event payload: `{ runId, seq, stream, ts, sessionKey, data }` (SPEC 11/14). */

@@ -1,7 +1,7 @@
 import type { McpStatusResult } from "../../protocol/mcp.js";
 import { mcpStatusParamsSchema } from "../../protocol/params.js";
-import { mcpHealthEntries } from "../mcp-health.js";
 import { defineMethod } from "../context.js";
+import { mcpHealthEntries } from "../mcp-health.js";
 
 /**
  * mcp.status (Loopgate's own method; OpenClaw has none): every configured MCP server's transport, state, tool count,
