@@ -28,7 +28,7 @@ export async function openLocal(opts: {
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
   const store = await createStore(loaded.config, loaded.stateDir);
-  const mcp = await startMcp(loaded.config, { logger: createLogger() });
+  const mcp = await startMcp(loaded.config, { logger: createLogger(), settle: true });
   const rt = new AgentRuntime({
     config: loaded.config,
     stateDir: loaded.stateDir,

@@ -39,13 +39,11 @@ async function gatewayStatus(opts: McpListCliOptions): Promise<McpStatusResult["
 
 async function localStatus(configPath: string | undefined): Promise<McpStatusResult["servers"]> {
   const { config } = await loadConfigCached({ configPath });
-  const { startMcp, mcpSettled } = await import("../tools/mcp/start.js");
+  const { startMcp } = await import("../tools/mcp/start.js");
   const { createLogger } = await import("../infra/logger.js");
-  const mcp = await startMcp(config, { logger: createLogger() });
+  const mcp = await startMcp(config, { logger: createLogger(), settle: true });
   if (!mcp) return [];
   try {
-    const enabled = Object.values(config.mcp.servers).filter((s) => s.enabled);
-    await mcpSettled(mcp, Math.max(0, ...enabled.map((s) => s.connectionTimeoutMs)));
     return mcp.status();
   } finally {
     await mcp.close();

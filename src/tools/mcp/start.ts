@@ -5,19 +5,27 @@ import type { McpSourceEvent, McpToolSource } from "./source.js";
 /**
  * Starts the configured MCP servers for a process (the gateway, the embedded CLI), or returns undefined when
  * mcp.servers is empty. The client module (the SDK) is imported only then: it costs ~200 ms, which a process without
- * MCP servers should not pay. The servers connect in the background: nothing here waits for one. Each server's state
- * change is logged once. The caller closes the source; its close() resolves once every stdio child has exited.
+ * MCP servers should not pay. The servers connect in the background (the gateway: a slow server never delays
+ * `health`); `settle` waits for each to connect or fail first (the embedded CLI's one run, which would otherwise
+ * start before any server's tools are listed). Each server's state change is logged once. The caller closes the source; its close() resolves once every stdio child has exited.
  */
 export async function startMcp(
   config: LoopgateConfig,
-  opts: { logger: Logger; env?: NodeJS.ProcessEnv },
+  opts: { logger: Logger; env?: NodeJS.ProcessEnv; settle?: boolean },
 ): Promise<McpToolSource | undefined> {
   if (Object.keys(config.mcp.servers).length === 0) return undefined;
   const { McpToolSource } = await import("./source.js");
   const mcp = new McpToolSource(config.mcp.servers, { env: opts.env ?? process.env });
   mcp.onChange((event) => logMcpEvent(opts.logger, event));
   mcp.start();
+  if (opts.settle) await mcpSettled(mcp, settleTimeoutMs(config));
   return mcp;
+}
+
+/** The longest connectionTimeoutMs of the enabled servers: how long settling may take. */
+export function settleTimeoutMs(config: LoopgateConfig): number {
+  const enabled = Object.values(config.mcp.servers).filter((s) => s.enabled);
+  return Math.max(0, ...enabled.map((s) => s.connectionTimeoutMs));
 }
 
 function logMcpEvent(logger: Logger, event: McpSourceEvent): void {
