@@ -9,6 +9,8 @@ import { AuditLedger } from "../events/audit-ledger.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
 import { createStore } from "../storage/create-store.js";
+import { startMcp } from "../tools/mcp/start.js";
+import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
 import { terminalExecPrompt } from "./exec-prompt.js";
 
 /**
@@ -26,6 +28,7 @@ export async function openLocal(opts: {
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
   const store = await createStore(loaded.config, loaded.stateDir);
+  const mcp = await startMcp(loaded.config, { logger: createLogger(), settle: true });
   const rt = new AgentRuntime({
     config: loaded.config,
     stateDir: loaded.stateDir,
@@ -35,6 +38,7 @@ export async function openLocal(opts: {
     execPrompt:
       opts.execPrompt ??
       terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
+    ...mcpRuntimeOptions(mcp, loaded.config),
   });
   const service = new AgentService(rt);
   // an embedded run is audited like a gateway run (actor "cli"); the gateway prunes the ledger
@@ -54,6 +58,7 @@ export async function openLocal(opts: {
       // the run events still buffered go to the store before it closes
       await rt.runEvents.close();
       await store.close();
+      await mcp?.close();
     },
   };
 }

@@ -396,7 +396,7 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-audit.test.ts",
     "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
   ),
-  // read by tools/mcp/ (McpToolSource); refused at load as not yet supported until the gateway starts it
+  // read by tools/mcp/ (McpToolSource), which the gateway and the embedded CLI start (tools/mcp/start.ts)
   "mcp.servers.*.command": T.mcpStdio,
   "mcp.servers.*.args": T.mcpStdio,
   "mcp.servers.*.cwd": T.mcpStdio,

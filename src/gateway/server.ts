@@ -24,6 +24,9 @@ import type { ModelProvider } from "../providers/types.js";
 import { createStore } from "../storage/create-store.js";
 import { CorruptDatabaseError } from "../storage/integrity.js";
 import type { Store } from "../storage/types.js";
+import type { McpToolSource } from "../tools/mcp/source.js";
+import { closingMcpToo, startMcp } from "../tools/mcp/start.js";
+import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
@@ -31,6 +34,7 @@ import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
+import { withMcpHealth } from "./mcp-health.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
@@ -189,6 +193,7 @@ async function startSessionRelay(
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
   let ownedStore: Store | undefined;
   let cluster: ClusterNode | undefined;
+  let mcp: McpToolSource | undefined;
   let service = opts.service;
   if (!service) {
     if (!opts.config || !opts.stateDir)
@@ -196,6 +201,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
     // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
     cluster = await clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
+    mcp = await startMcp(opts.config, { logger: opts.logger ?? createLogger() });
     const rt = new AgentRuntime({
       config: opts.config,
       stateDir: opts.stateDir,
@@ -204,6 +210,7 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
       clock: opts.clock,
       logger: opts.logger,
       ...(cluster ? { sessionLocks: cluster.locks } : {}),
+      ...mcpRuntimeOptions(mcp, opts.config),
     });
     service = new AgentService(rt);
     if (cluster) {
@@ -212,8 +219,9 @@ export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle>
     }
   }
   try {
-    return await listen(service, opts, ownedStore);
+    return closingMcpToo(await listen(service, opts, ownedStore), mcp);
   } catch (err) {
+    await mcp?.close();
     await cluster?.stopBeating();
     if (ownedStore) {
       await service.rt.runEvents.close();
@@ -298,18 +306,21 @@ async function listen(
   const health = async (): Promise<HealthResult> => {
     const degraded = service.sessions.storageFault();
     const sessions = await service.sessions.count();
-    return {
-      ok: !degraded,
-      ...(degraded ? { degraded } : {}),
-      version,
-      uptimeMs: clock.now() - startedAt,
-      activeRuns: service.activeRunCount,
-      sessions,
-      audit: audit.state(),
-      ...(cron.enabled ? { cron: await cron.health() } : {}),
-      queueDepth: service.queueDepth,
-      stuckSessions: diagnostics?.stuckSessionCount ?? 0,
-    };
+    return withMcpHealth(
+      {
+        ok: !degraded,
+        ...(degraded ? { degraded } : {}),
+        version,
+        uptimeMs: clock.now() - startedAt,
+        activeRuns: service.activeRunCount,
+        sessions,
+        audit: audit.state(),
+        ...(cron.enabled ? { cron: await cron.health() } : {}),
+        queueDepth: service.queueDepth,
+        stuckSessions: diagnostics?.stuckSessionCount ?? 0,
+      },
+      rt.mcpStatus,
+    );
   };
 
   const gw: GatewayContext = {

@@ -349,6 +349,9 @@ export const auditListParamsSchema = z.strictObject({
   cursor: pageCursor.optional(),
 });
 
+/** `mcp.status`: no parameters. */
+export const mcpStatusParamsSchema = z.strictObject({});
+
 /** `diagnostics.list`: optionally one session's entries only. */
 export const diagnosticsListParamsSchema = z.strictObject({
   sessionKey: plainName.optional(),
