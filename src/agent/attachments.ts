@@ -3,6 +3,8 @@
  * down now (tools/image-prepare.ts), so the durable queue row stores what the model will get (≤ 5 MiB, not the
  * 20 MiB original) and a crash or restart loses nothing; a UTF-8 text file is inlined into the message text, cut
  * at ATTACHMENT_LIMITS.maxTextChars with a line saying so. Anything else is refused with the attachment named.
+ * The gateway passes its image-work limit (gateway.attachments.imageConcurrency), so a burst of decompression bombs
+ * decodes a few at a time instead of all at once.
  */
 import { ATTACHMENT_LIMITS } from "../protocol/limits.js";
 import type { Attachment } from "../protocol/params.js";
@@ -11,8 +13,16 @@ import { RunParamError } from "../queue/errors.js";
 import { formatBytes, prepareImage, sniffImageType } from "../tools/image-prepare.js";
 import { ToolError } from "../tools/types.js";
 
+/** Runs image work in turn with other callers (the gateway's global limit); unset, an image is prepared at once. */
+export interface ImageWorkLimit {
+  run<T>(work: () => Promise<T>): Promise<T>;
+}
+
 /** `req` with its text attachments inlined into `message` and its images prepared; without attachments, `req`. */
-export async function prepareAttachments<R extends Pick<AgentRequest, "message" | "attachments">>(req: R): Promise<R> {
+export async function prepareAttachments<R extends Pick<AgentRequest, "message" | "attachments">>(
+  req: R,
+  opts: { imageWork?: ImageWorkLimit } = {},
+): Promise<R> {
   const list = req.attachments;
   if (!list || list.length === 0) return req;
   let message = req.message;
@@ -27,7 +37,9 @@ export async function prepareAttachments<R extends Pick<AgentRequest, "message" 
       );
     }
     if (sniffImageType(bytes)) {
-      images.push(await preparedImage(attachment, bytes, label));
+      // decoding is where a small file can cost a gigabyte and seconds of libuv's threads: a few at a time
+      const prepare = () => preparedImage(attachment, bytes, label);
+      images.push(await (opts.imageWork ? opts.imageWork.run(prepare) : prepare()));
       continue;
     }
     const text = utf8Text(bytes);

@@ -52,6 +52,13 @@ export interface ExecApprovalContext
   onWaiting?: (request: ExecApprovalRequested) => void;
 }
 
+/** One call of a tool that waits for approval (mcp.servers.<name>.approval), as the run knows it. */
+export interface ToolApprovalContext extends Omit<ExecApprovalContext, "command"> {
+  tool: string;
+  /** the call's arguments as approvers are shown them (the caller redacts credential-like values) */
+  args: Record<string, unknown>;
+}
+
 /** `exec.approval.resolve` with an id that is not pending. */
 export class ExecApprovalError extends Error {
   constructor(
@@ -111,6 +118,20 @@ export class ExecApprovals {
   }
 
   /**
+   * Waits for an operator's answer to one call of a tool that needs approval, like an exec command the policy asks
+   * about: the same list, events, timeout and console. allow-always answers this call only (a tool's approval is
+   * not remembered yet); `command` reads `<tool> <args JSON>` for clients that know only exec approvals.
+   */
+  askTool(ctx: ToolApprovalContext): Promise<ExecVerdict> {
+    const { tool, args, ...rest } = ctx;
+    return this.ask(
+      { ...rest, command: `${tool} ${JSON.stringify(args)}` },
+      `tool "${tool}" waits for approval (mcp.servers.<name>.approval)`,
+      { tool, args },
+    );
+  }
+
+  /**
    * An operator's answer. Throws ExecApprovalError for an id that is not waiting (unknown, or already ended). An
    * allow-always answer is remembered inside `approver.sessions` only.
    */
@@ -146,7 +167,11 @@ export class ExecApprovals {
     return () => this.listeners.delete(listener);
   }
 
-  private ask(ctx: ExecApprovalContext, reason: string): Promise<ExecVerdict> {
+  private ask(
+    ctx: ExecApprovalContext,
+    reason: string,
+    toolCall?: { tool: string; args: Record<string, unknown> },
+  ): Promise<ExecVerdict> {
     if (ctx.signal.aborted) return Promise.resolve({ allowed: false, reason: "the run was aborted" });
     const now = this.opts.clock.now();
     // Approvers are shown the exact command: masked, `TOKEN=$(touch${IFS}/tmp/x) echo hi` would read
@@ -166,6 +191,7 @@ export class ExecApprovals {
       reason,
       createdAtMs: now,
       expiresAtMs: now + this.timeoutMs,
+      ...(toolCall ? { kind: "tool" as const, tool: toolCall.tool, args: toolCall.args } : {}),
     };
     return new Promise<ExecVerdict>((resolve) => {
       const promptAbort = new AbortController();
@@ -186,11 +212,11 @@ export class ExecApprovals {
           resolvedAtMs: this.opts.clock.now(),
         };
         this.remember(resolved);
-        if (decision === "allow-always")
+        if (decision === "allow-always" && !toolCall)
           this.allowAlways.add(ctx.agentId, ctx.command, resolved.resolvedAtMs, approver?.sessions);
         this.emit({ type: "resolved", resolved });
         if (status === "allowed") return resolve({ allowed: true });
-        resolve({ allowed: false, reason: this.denial(status, denyReason) });
+        resolve({ allowed: false, reason: this.denial(status, denyReason, toolCall ? "the call" : "the command") });
       };
       const timer = this.opts.clock.setTimeout(() => settle("expired", "timeout"), this.timeoutMs);
       const onAbort = () => settle("cancelled", "run-aborted");
@@ -215,13 +241,13 @@ export class ExecApprovals {
     });
   }
 
-  private denial(status: ExecApprovalResolved["status"], reason: string | undefined): string {
+  private denial(status: ExecApprovalResolved["status"], reason: string | undefined, what: string): string {
     if (reason) return reason;
     if (status === "expired") {
-      return `nobody approved the command within ${this.timeoutMs / 1000}s (tools.exec.approvalTimeoutSeconds)`;
+      return `nobody approved ${what} within ${this.timeoutMs / 1000}s (tools.exec.approvalTimeoutSeconds)`;
     }
-    if (status === "cancelled") return "the run was aborted while the command waited for approval";
-    return "an operator denied the command";
+    if (status === "cancelled") return `the run was aborted while ${what} waited for approval`;
+    return `an operator denied ${what}`;
   }
 
   private remember(resolved: ExecApprovalResolved): void {

@@ -19,12 +19,14 @@ import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRe
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
 import { sessionLockFile } from "../session/file-lock.js";
+import { SessionLifecycle } from "../session/lifecycle.js";
 import type { SessionLockPort } from "../session/lock-port.js";
 import type { Store } from "../storage/types.js";
 import { createBuiltinTools } from "../tools/builtin.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
-import { filterToolsLayered, policyWarnings } from "../tools/policy.js";
+import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
+import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
@@ -58,6 +60,13 @@ export interface RuntimeOptions {
   execSecurityDefault?: ExecSecurity;
   /** Exec approvals are asked here (the CLI's terminal) instead of waiting for a gateway operator. */
   execPrompt?: ExecPrompt;
+  /**
+   * Tool sources besides the registry (built-ins and plugins), asked for their tools at every run's prepare. Whoever
+   * composes the process creates them and closes them; the runtime only reads them.
+   */
+  toolSources?: ToolSource[];
+  /** The MCP servers' health (`McpToolSource.status`), for `health`, `mcp.status` and the console. */
+  mcpStatus?: () => McpServerStatus[];
 }
 
 /**
@@ -87,8 +96,11 @@ export class AgentRuntime {
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolRegistry = new ToolRegistry();
-  /** each agent's tools after tools.allow/deny, made on first use and again after a tool is registered */
-  private readonly agentTools = new Map<string, AgentTools>();
+  private readonly toolSources: readonly ToolSource[];
+  /** warnings already logged (a tool clash or an allow list matching nothing would otherwise repeat every run) */
+  private readonly warned = new Set<string>();
+  /** the MCP servers' health when the process runs any (RuntimeOptions.mcpStatus) */
+  readonly mcpStatus?: () => McpServerStatus[];
   private readonly workspaces = new Map<string, Promise<{ dir: string; created: boolean }>>();
   /** Plugin hooks (SPEC 6). `has()` lets every hook point cost nothing when no plugin listens. */
   readonly pluginHooks: PluginHookRunner;
@@ -101,7 +113,8 @@ export class AgentRuntime {
   /** session created / reset / deleted / patched, transcript messages appended (infra/session-events.ts) */
   readonly sessionEvents = new SessionEvents();
   readonly bootstrap = new BootstrapCache();
-  private toolChars?: number;
+  /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
+  readonly sessionLifecycle: SessionLifecycle;
   /**
    * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Closed by `close()`,
    * which the node calls before it closes the store.
@@ -141,6 +154,8 @@ export class AgentRuntime {
       logger: this.logger,
       prompt: opts.execPrompt,
     });
+    this.toolSources = opts.toolSources ?? [];
+    this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({
       exec: { parentEnv: this.env, envPassthrough: this.config.tools.exec.env },
     });
@@ -156,6 +171,17 @@ export class AgentRuntime {
       isTransientStoreError: opts.isTransientStoreError,
     });
     this.runEvents.attach(this.bus);
+    this.sessionLifecycle = new SessionLifecycle({
+      store: this.store,
+      locks: this.sessionLocks,
+      hooks: this.pluginHooks,
+      internalHooks: this.internalHooks,
+      sessionEvents: this.sessionEvents,
+      history: this.history,
+      clock: this.clock,
+      logger: this.hookLogger,
+      ready: () => this.init(),
+    });
   }
 
   private closing?: Promise<void>;
@@ -230,61 +256,64 @@ export class AgentRuntime {
   }
 
   /**
-   * Adds a tool to every agent's set (before allow/deny). Throws when the name is invalid or taken (naming both
-   * sources) or its schema cannot be compiled; returns a function that removes it again.
+   * Adds a tool to every agent's set (before allow/deny). Throws when the name is invalid or taken, by a registered
+   * tool or by one a tool source offers now (the error names both sources), or its schema cannot be compiled;
+   * returns a function that removes it again.
    */
   registerTool(tool: Tool): () => void {
-    const remove = this.toolRegistry.register(tool);
-    this.toolsChanged();
-    return () => {
-      remove();
-      this.toolsChanged();
-    };
+    const offered = this.sourceToolNamed(tool.name);
+    if (offered) {
+      throw new Error(
+        `tool "${tool.name}"${tool.source ? ` from ${tool.source}` : ""} clashes with tool "${offered.name}" from ${offered.source ?? "a tool source"}`,
+      );
+    }
+    return this.toolRegistry.register(tool);
   }
 
-  private toolsChanged(): void {
-    this.toolChars = undefined;
-    this.agentTools.clear();
+  private sourceToolNamed(name: string): Tool | undefined {
+    for (const source of this.toolSources) {
+      const found = source.tools(this.defaultAgentId).find((t) => t.name === name);
+      if (found) return found;
+    }
+    return undefined;
   }
 
-  /** Serialized size of the tool schemas (for the context-window estimate); recomputed when tools change. */
-  toolSpecsChars(): number {
-    this.toolChars ??= JSON.stringify(this.toolRegistry.specs()).length;
-    return this.toolChars;
+  /**
+   * Every tool the agent could be given now, before its allow/deny lists: the registry's (built-ins, plugins), then
+   * each tool source's for this agent. A source's tool whose name is already taken is left out and the clash logged
+   * once, naming both sources (an MCP server connecting after a plugin registered the same name).
+   */
+  toolCatalog(agentId: string): Tool[] {
+    const all = this.toolRegistry.list();
+    if (this.toolSources.length === 0) return all;
+    const taken = new Map(all.map((t) => [t.name, t]));
+    for (const source of this.toolSources) {
+      for (const tool of toolsOfSource(source, agentId)) {
+        const existing = taken.get(tool.name);
+        if (existing) {
+          this.warnOnce(
+            `tool "${tool.name}" from ${tool.source ?? `tool source "${source.id}"`} clashes with tool "${existing.name}" from ${existing.source ?? "the runtime"}; it is left out`,
+          );
+          continue;
+        }
+        taken.set(tool.name, tool);
+        all.push(tool);
+      }
+    }
+    return all;
+  }
+
+  /** Logs a warning the first time this process sees it. */
+  warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    if (this.warned.size > 1000) this.warned.clear();
+    this.warned.add(message);
+    this.logger.warn(message);
   }
 
   /** Every registered tool, before any agent's allow/deny lists. */
   get tools(): ReadonlyMap<string, Tool> {
     return this.toolRegistry.byName;
-  }
-
-  /**
-   * The tools an agent's runs get: the registered ones after tools.allow/deny, then the agent's own lists
-   * (tools/policy.ts), and the names withheld from it (a call to one is told it is not available).
-   */
-  toolsFor(agentId: string): AgentTools {
-    let resolved = this.agentTools.get(agentId);
-    if (resolved) return resolved;
-    const all = this.toolRegistry.list();
-    const { allow, deny } = this.config.tools;
-    const index = this.config.agents.list.findIndex((a) => a.id === agentId);
-    const layers = [{ allow, deny }];
-    const agentPolicy = index >= 0 ? this.config.agents.list[index].tools : undefined;
-    if (agentPolicy) layers.push(agentPolicy);
-    const kept = filterToolsLayered(all, layers);
-    const warnings = policyWarnings(all, { allow, deny }, "tools");
-    if (agentPolicy)
-      warnings.push(
-        ...policyWarnings(filterToolsLayered(all, [{ allow, deny }]), agentPolicy, `agents.list[${index}].tools`),
-      );
-    for (const warning of warnings) this.logger.warn(warning);
-    const keptNames = new Set(kept.map((t) => t.name));
-    resolved = {
-      tools: new Map(kept.map((t) => [t.name, t])),
-      withheld: new Set(all.filter((t) => !keptNames.has(t.name)).map((t) => t.name)),
-    };
-    this.agentTools.set(agentId, resolved);
-    return resolved;
   }
 
   resolveModel(ref: string | undefined): ResolvedModel {
@@ -365,12 +394,6 @@ export class AgentRuntime {
   sessionLockPath(sessionKey: string): string {
     return sessionLockFile(this.stateDir, sessionKey);
   }
-}
-
-/** An agent's tools after its allow/deny lists, and the names they withhold. */
-export interface AgentTools {
-  tools: ReadonlyMap<string, Tool>;
-  withheld: ReadonlySet<string>;
 }
 
 /**

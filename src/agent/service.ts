@@ -72,7 +72,7 @@ export class AgentService {
 
   constructor(rt: AgentRuntime) {
     this.rt = rt;
-    this.sessions = new SessionService(rt.store, rt.sessionLocks);
+    this.sessions = new SessionService(rt.store, rt.sessionLifecycle);
     this.queue = new SessionQueue({
       store: rt.store,
       bus: rt.bus,

@@ -1,4 +1,4 @@
-import type { SessionLockPort } from "../session/lock-port.js";
+import type { DeleteRequest, ResetOutcome, ResetRequest, SessionLifecycle } from "../session/lifecycle.js";
 import type { StorageFault } from "../storage/storage-fault.js";
 import type {
   AuditQuery,
@@ -20,7 +20,7 @@ export type { AuditQuery, RunRecord, SessionListPoint, SessionRecord, Transcript
 export class SessionService {
   constructor(
     private readonly store: Store,
-    private readonly locks: SessionLockPort,
+    private readonly lifecycle: SessionLifecycle,
   ) {}
 
   async get(key: string): Promise<SessionRecord | undefined> {
@@ -51,6 +51,11 @@ export class SessionService {
     return this.store.readTranscript(key, opts);
   }
 
+  /** Seqs and stored sizes of transcript rows, newest first, without reading them (history-page.ts). */
+  async transcriptSizes(key: string, opts: TranscriptReadOptions): Promise<Array<{ seq: number; bytes: number }>> {
+    return this.store.transcriptSizes(key, opts);
+  }
+
   async run(runId: string): Promise<RunRecord | undefined> {
     return this.store.getRun(runId);
   }
@@ -61,24 +66,15 @@ export class SessionService {
   }
 
   /**
-   * Starts a new transcript generation (a reset marker row ends the old one) and returns it. A reset rewrites the
-   * session's transcript, so it holds the session lock like a run does (SPEC 3).
+   * Starts a new transcript generation (a reset marker row ends the old one), as /reset does: under the session
+   * lock, with the same hooks and notices (session/lifecycle.ts).
    */
-  async reset(key: string, now: number, reason: string): Promise<number> {
-    return this.underLock(key, () => this.store.resetSession(key, now, reason));
+  async reset(key: string, req: ResetRequest): Promise<ResetOutcome> {
+    return this.lifecycle.reset(key, req);
   }
 
-  /** Deletes the session, its transcript and its runs' events, under the session lock; false when it did not exist. */
-  async delete(key: string): Promise<boolean> {
-    return this.underLock(key, () => this.store.deleteSession(key));
-  }
-
-  private async underLock<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    const lock = await this.locks.acquire(key);
-    try {
-      return await fn();
-    } finally {
-      await lock.release();
-    }
+  /** Deletes the session, its transcript and its runs' events, as the lifecycle does; false when it did not exist. */
+  async delete(key: string, req?: DeleteRequest): Promise<boolean> {
+    return this.lifecycle.delete(key, req);
   }
 }

@@ -21,3 +21,11 @@ describe("loopgate agent --reasoning / --verbose", () => {
     );
   });
 });
+
+describe("loopgate agent --session-key with a control character (issue 25)", () => {
+  it("is a usage error naming the flag, before anything is opened or stored", () => {
+    expect(() => parseAgentOptions({ message: "hi", sessionKey: "support\u001b[31m" })).toThrow(
+      new CliError("--session-key: must not contain control characters"),
+    );
+  });
+});

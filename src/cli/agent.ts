@@ -3,6 +3,7 @@ import path from "node:path";
 import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import { reasoningLevels, thinkingLevels, verboseLevels } from "../config/constants.js";
 import type { LoopgateConfig } from "../config/schema.js";
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacter } from "../protocol/control-chars.js";
 import type { ReasoningLevel, VerboseLevel } from "../protocol/enums.js";
 import { ATTACHMENT_LIMITS } from "../protocol/limits.js";
 import type { Attachment } from "../protocol/params.js";
@@ -78,6 +79,9 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   }
   if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
     throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
+  }
+  if (opts.sessionKey !== undefined && hasControlCharacter(opts.sessionKey)) {
+    throw new CliError(`--session-key: ${CONTROL_CHARACTERS_MESSAGE}`);
   }
   const attachments = readAttachments(opts.attach);
   return {

@@ -42,6 +42,24 @@ describe("the terminal approval prompt", () => {
     expect(await answer).toBe(decision);
   });
 
+  it("a tool waiting for approval is asked about as a tool, with its redacted arguments", async () => {
+    const t = fakeTerminal();
+    const answer = t.prompt(
+      {
+        ...request,
+        command: 'everything__echo {"message":"[redacted]"}',
+        kind: "tool",
+        tool: "everything__echo",
+        args: { message: "[redacted]" },
+      },
+      new AbortController().signal,
+    );
+    console.log(t.written());
+    expect(t.written()).toBe('Allow tool everything__echo {"message":"[redacted]"}? [y]es once / [a]lways / [N]o ');
+    t.input.write("y\n");
+    expect(await answer).toBe("allow-once");
+  });
+
   it("end of input (Ctrl-D) answers no", async () => {
     const t = fakeTerminal();
     const answer = t.prompt(request, new AbortController().signal);

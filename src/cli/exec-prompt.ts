@@ -39,7 +39,12 @@ export function terminalExecPrompt(term: PromptTerminal): ExecPrompt {
         done("deny");
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      term.output.write(`Allow exec ${JSON.stringify(request.command)}? [y]es once / [a]lways / [N]o `);
+      // a tool that waits for approval (an MCP server's `approval`) is named as a tool, with its (redacted) arguments
+      const what =
+        request.kind === "tool"
+          ? `tool ${request.tool} ${JSON.stringify(request.args ?? {})}`
+          : `exec ${JSON.stringify(request.command)}`;
+      term.output.write(`Allow ${what}? [y]es once / [a]lways / [N]o `);
       rl.once("line", (line) => done(parseAnswer(line)));
       // end of input (Ctrl-D) answers no
       rl.once("close", () => done("deny"));

@@ -26,9 +26,12 @@ const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
 export function formatHealth(url: string, h: HealthResult, color: boolean): string {
   const { green, red } = painter(color);
-  const state = h.degraded
-    ? red(`degraded: ${h.degraded.reason} (${h.degraded.code}) in ${h.degraded.stateDir}`)
-    : green("ok");
+  const d = h.degraded;
+  const state = !d
+    ? green("ok")
+    : d.reason === "mcp server failed"
+      ? red(`degraded: ${d.reason}: ${d.servers.join(", ")} (see loopgate mcp list)`)
+      : red(`degraded: ${d.reason} (${d.code}) in ${d.stateDir}`);
   return [
     `gateway ${url} ${state}`,
     `loopgate ${h.version}`,

@@ -165,6 +165,14 @@ const gatewayOpts = (cmd: Command) =>
     .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
     .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
     .option("--config <path>", "config file");
+const mcp = program.command("mcp").description("MCP servers as tool sources (mcp.servers)");
+gatewayOpts(
+  mcp
+    .command("list", { isDefault: true })
+    .description("each MCP server's transport, state, tool count, last error and last success (asks the gateway)")
+    .option("--json", "print as JSON")
+    .option("--local", "start the configured servers here instead, wait for them to settle, print, and stop them"),
+).action((opts) => run(async () => (await import("./mcp.js")).runMcpList(opts)));
 const cron = program
   .command("cron")
   .description("scheduled agent turns of a running gateway: list, add, rm, run (jobs also come from cron.jobs)");

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../config/index.js";
+import { interruptedEnd } from "../queue/recovery.js";
 import { maskPassword } from "../storage/describe-storage.js";
 import {
   type CopyProgress,
@@ -149,6 +150,8 @@ export async function runStorageMigrate(opts: StorageMigrateOptions): Promise<nu
       force: opts.force,
       onProgress: progressPrinter(out),
       onNote: (text) => out.write(`${text}\n`),
+      // a run the SQLite gateway was running when it stopped ends as that gateway's next start would have ended it
+      interrupted: interruptedEnd,
     });
     printReport(out, report, file, schema);
     return EXIT.ok;

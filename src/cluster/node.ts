@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { type Clock, systemClock } from "../infra/clock.js";
 import type { QueueCluster } from "../queue/types.js";
 import { NodeHeartbeat } from "../storage/postgres/node-heartbeat.js";
+import { disownRunsOfLostSessions, disownRunsOfSession } from "../storage/postgres/node-takeover.js";
 import { type NotifyPointer, notify } from "../storage/postgres/notifier.js";
 import { unadoptQueuedInputs } from "../storage/postgres/queue-adopt.js";
 import { DEFAULT_LEASE_MS, SessionLeases } from "../storage/postgres/session-leases.js";
@@ -10,7 +11,7 @@ import { ClusterIntake } from "./intake.js";
 import { LeaseSessionLock } from "./lease-lock.js";
 import { SessionOwnership } from "./ownership.js";
 import { sweepOrphanedSessions } from "./sweeper.js";
-import { takeOverDeadNodes } from "./takeover.js";
+import { takeOverLostRuns } from "./takeover.js";
 import {
   type ClusterLogger,
   type ClusterStore,
@@ -247,7 +248,19 @@ export class ClusterNode implements QueueCluster {
   private async beat(): Promise<{ failed: string[]; adopted: string[] }> {
     const { store, logger } = this.opts;
     const queue = this.queue;
-    const lost = await this.ownership.reconcile();
+    // a session lost here: the runs this node had going in it are given up at once, in the session's order, so
+    // they are never mistaken for runs of a lease this node might take again before its next beat
+    const lost = await this.ownership.reconcile((key) => {
+      if (this.roles.has(key)) return;
+      void this.ownership.serial
+        .run(key, () => disownRunsOfSession(store.pool, this.nodeId, key))
+        .catch((err: Error) =>
+          logger.warn("cluster: giving up the runs of a lost session failed; the next beat retries", {
+            sessionKey: key,
+            error: err.message,
+          }),
+        );
+    });
     this.confirmedAt = this.clock.now();
     for (const key of lost) {
       const role = this.roles.get(key);
@@ -260,10 +273,19 @@ export class ClusterNode implements QueueCluster {
       logger.warn("cluster: another node took this session's lease; its local work is stopped", { sessionKey: key });
       queue.abort(key);
     }
+    // runs of this node in sessions whose lease it does not hold (it was paused past its lease and is back, or a
+    // step above failed): it can write nothing for them, and while it is alive nobody else ends them, so it gives
+    // them up to the sessions' lease holders
+    const disowned = await disownRunsOfLostSessions(store.pool, this.nodeId);
+    if (disowned.length > 0) {
+      logger.warn("cluster: runs of sessions this node lost are left to their new lease holders to end", {
+        runIds: disowned,
+      });
+    }
     for (const key of await this.ownership.releaseUnused()) {
       logger.warn("cluster: gave back a session lease nothing here used (an earlier step failed)", { sessionKey: key });
     }
-    const failed = await takeOverDeadNodes(store, this.ownership, this.intake, queue, logger, {
+    const failed = await takeOverLostRuns(store, this.ownership, this.intake, queue, logger, {
       leaseMs: this.leaseMs,
       ...(this.fixedClock ? { clock: this.fixedClock } : {}),
     });

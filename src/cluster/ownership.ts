@@ -89,9 +89,10 @@ export class SessionOwnership {
   /**
    * The leases this node still has in the table, compared with what it thinks it owns: those gone or re-issued to
    * another node are lost (returned), their stale tokens kept as the fence; those it holds but does not own (a
-   * release that failed) are given back.
+   * release that failed) are given back. `onLost(key)` is called for each lost session at the moment it stops being
+   * owned, before anything else can run: a step it queues on `serial` comes before any later take of the session.
    */
-  async reconcile(): Promise<string[]> {
+  async reconcile(onLost?: (sessionKey: string) => void): Promise<string[]> {
     const current = new Map((await this.leases.listHeld()).map((l) => [l.sessionKey, l.token]));
     for (const [key, token] of current) {
       if (this.owned.has(key)) continue;
@@ -109,6 +110,7 @@ export class SessionOwnership {
       this.owned.delete(key);
       this.lost.set(key, lease.token);
       gone.push(key);
+      onLost?.(key);
     }
     return gone;
   }

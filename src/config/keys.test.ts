@@ -319,6 +319,26 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-amplification.test.ts",
     "a connection's requests beyond maxInFlightPerConnection are refused as retryable while other clients are served",
   ),
+  "gateway.maxConnections": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "connections-capped-per-token-and-in-total: a connect over gateway.maxConnectionsPerToken or gateway.maxConnections is refused, retryable, naming the setting",
+  ),
+  "gateway.maxConnectionsPerToken": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "connections-capped-per-token-and-in-total: a connect over gateway.maxConnectionsPerToken or gateway.maxConnections is refused, retryable, naming the setting",
+  ),
+  "gateway.maxMessageSubscriptionsPerConnection": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "message-subscriptions-capped-per-connection: following more sessions than gateway.maxMessageSubscriptionsPerConnection is refused, naming the setting",
+  ),
+  "gateway.attachments.imageConcurrency": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "image-bombs-decoded-a-few-at-a-time: concurrent image attachments never decode more than gateway.attachments.imageConcurrency at once",
+  ),
+  "gateway.attachments.maxInFlightBytesPerConnection": pin(
+    "test/e2e/gateway-memory-limits.test.ts",
+    "attachment-bytes-capped-per-connection: a second message while the first one's images are prepared is refused over gateway.attachments.maxInFlightBytesPerConnection",
+  ),
   "gateway.shutdownGraceMs": T.grace,
   "gateway.allowedOrigins": pin(
     "test/e2e/gateway-handshake.test.ts",
@@ -373,7 +393,7 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-audit.test.ts",
     "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
   ),
-  // read by tools/mcp/ (McpToolSource); refused at load as not yet supported until the gateway starts it
+  // read by tools/mcp/ (McpToolSource), which the gateway and the embedded CLI start (tools/mcp/start.ts)
   "mcp.servers.*.command": T.mcpStdio,
   "mcp.servers.*.args": T.mcpStdio,
   "mcp.servers.*.cwd": T.mcpStdio,

@@ -61,14 +61,18 @@ describe("mcp.servers at load", () => {
     expect(found).toContain("mcp.servers.local.env.KEY: references ${LOCAL_KEY}, which is not set in the environment");
   });
 
-  it("until the gateway starts MCP servers, mcp.servers is refused as not yet supported, without echoing its secrets", () => {
+  it("mcp.servers loads (the gateway and the CLI start the servers), and a problem never echoes its headers", () => {
+    expect(
+      problems(
+        '{ mcp: { servers: { gh: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ghp_literal_secret" } } } } }',
+      ),
+    ).toEqual([]);
     const found = problems(
-      '{ mcp: { servers: { gh: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ghp_literal_secret" } } } } }',
+      '{ mcp: { servers: { gh: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ghp_literal_secret" }, enabled: "yes" } } } }',
     );
-    expect(found).toEqual([
-      "mcp.servers: not yet supported (the MCP client is not yet started by the gateway or the CLI)",
-    ]);
-    expect(problems("{ mcp: { servers: {} } }")).toEqual([]);
+    console.log(found.join("\n"));
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.join("\n")).not.toContain("ghp_literal_secret");
   });
 
   it("defaults: enabled, 60 s per request, 30 s to connect, no approval; cwd is relative to the config file", () => {

@@ -391,6 +391,21 @@ export const configSchema = z.strictObject({
         .prefault({}),
       // requests of one connection not answered yet (an `agent` request counts until its final answer)
       maxInFlightPerConnection: positiveInt.default(256),
+      // connections past `connect` (gateway/connection-caps.ts): above either cap a `connect` is refused (retryable).
+      // High enough for the streaming bench (3,000 clients with one token, bench/run.mjs); each idle one costs little
+      maxConnections: positiveInt.default(8192),
+      maxConnectionsPerToken: positiveInt.default(4096),
+      // sessions one connection follows with sessions.messages.subscribe; beyond it the subscribe is refused
+      maxMessageSubscriptionsPerConnection: positiveInt.default(1024),
+      // attachments of agent / chat.send, made ready before the accept (agent/attachments.ts)
+      attachments: z
+        .strictObject({
+          // images decoded and scaled at once, gateway-wide; the rest wait their turn (sharp runs on libuv's pool)
+          imageConcurrency: positiveInt.default(2),
+          // decoded attachment bytes of one connection's messages still being prepared; beyond it a send is refused
+          maxInFlightBytesPerConnection: positiveInt.default(32 * 1024 * 1024),
+        })
+        .prefault({}),
       shutdownGraceMs: nonNegativeInt.default(10000),
       // browser origins (scheme://host[:port]) allowed besides loopback ones and the gateway's own address
       allowedOrigins: z.array(z.string().min(1)).default([]),

@@ -15,15 +15,7 @@ interface UnsupportedKey {
   hideValue?: boolean;
 }
 
-export const unsupportedKeys: readonly UnsupportedKey[] = [
-  {
-    // the client (tools/mcp/) is built and tested on its own; the gateway and the CLI do not start it yet
-    path: "mcp.servers",
-    isSet: (value) => value !== null && typeof value === "object" && Object.keys(value).length > 0,
-    why: "the MCP client is not yet started by the gateway or the CLI",
-    hideValue: true,
-  },
-];
+export const unsupportedKeys: readonly UnsupportedKey[] = [];
 
 /** One problem per unsupported key set in the raw (pre-default) config, e.g. "<path>: not yet supported ...". */
 export function unsupportedKeyProblems(raw: unknown): string[] {

@@ -330,7 +330,7 @@ export class CronScheduler {
     let follow: (() => void) | undefined;
     try {
       const sessionKey = this.sessionKeyFor(spec);
-      if (spec.sessionKey === undefined) await this.freshGeneration(sessionKey, now);
+      if (spec.sessionKey === undefined) await this.freshGeneration(sessionKey);
       recordId = await this.record(job, { scheduledAt, status: "running", runId });
       active.recordId = recordId;
       // listening before the accept: the run may start before the accept's answer is back here
@@ -371,14 +371,15 @@ export class CronScheduler {
 
   /**
    * Isolation: each run of a job in its own `cron:<jobId>` session starts a new transcript generation, so the
-   * model sees none of the previous runs (the old rows are kept, as /new keeps them).
+   * model sees none of the previous runs (the old rows are kept, as /new keeps them). It is a /new in all but name
+   * (session/lifecycle.ts): the session write lock (a session busy past the lock's timeout fails the start, as it
+   * would fail a run), session_end and session_start, the sessions.changed notice.
    */
-  private async freshGeneration(sessionKey: string, now: number): Promise<void> {
+  private async freshGeneration(sessionKey: string): Promise<void> {
     const session = await this.store.getSession(sessionKey);
     if (!session) return;
     if ((await this.store.readTranscript(sessionKey, { limit: 1, kinds: ["message"] })).length === 0) return;
-    await this.store.resetSession(sessionKey, now, "cron: isolated run");
-    this.deps.service.sessionChanged(sessionKey, "reset");
+    await this.deps.service.sessions.reset(sessionKey, { reason: "new", marker: "cron: isolated run" });
   }
 
   /**

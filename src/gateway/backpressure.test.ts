@@ -28,7 +28,7 @@ describe("the slow-consumer rule", () => {
     clock.t += 1;
     expect(m.beforeSend(10 * MB)).toEqual({
       drop: true,
-      reason: `backlog over ${8 * MB} bytes for 5000 ms`,
+      reason: `backlog over ${8 * MB} bytes, not drained below ${4 * MB} for 5000 ms`,
       unreadBytes: 10 * MB,
       overMs: 5000,
     });
@@ -65,5 +65,33 @@ describe("the slow-consumer rule", () => {
     const { m } = monitor(0);
     expect(m.beforeSend(8 * MB).drop).toBe(false);
     expect(m.beforeSend(8 * MB + 1).drop).toBe(true);
+  });
+
+  it("slow-reader-clock-holds-when-one-sample-dips: a backlog that dips just under the limit for a moment is still judged from when it first went over", () => {
+    const { m, clock } = monitor();
+    m.beforeSend(9 * MB);
+    clock.t += 3000;
+    // one frame reached the kernel and the backlog was a little under the limit for that sample
+    m.afterFlush(8 * MB - 1);
+    clock.t += 2000;
+    expect(m.beforeSend(9 * MB)).toMatchObject({ drop: true, overMs: 5000 });
+  });
+
+  it("slow-reader-cut-without-further-frames: the grace is checked on the clock, not only when a frame is sent", () => {
+    const { m, clock } = monitor();
+    expect(m.beforeSend(9 * MB)).toEqual({ drop: false, watchFlush: true });
+    expect(m.checkDueInMs()).toBe(5000);
+    clock.t += 5000;
+    expect(m.check(9 * MB)).toMatchObject({ drop: true, overMs: 5000 });
+  });
+
+  it("a backlog drained below the low-water mark (half the limit) is forgiven; the clock starts again", () => {
+    const { m, clock } = monitor();
+    m.beforeSend(9 * MB);
+    clock.t += 4000;
+    expect(m.check(4 * MB)).toEqual({ drop: false, watchFlush: false });
+    expect(m.checkDueInMs()).toBeUndefined();
+    clock.t += 4000;
+    expect(m.beforeSend(9 * MB).drop).toBe(false);
   });
 });

@@ -123,6 +123,12 @@ export class Broadcaster {
     this.unfollowMessages(sessionKey, sink);
   }
 
+  /** Whether `caller` follows this session's messages already; how many sessions it follows. */
+  messageFollowing(caller: object, sessionKey: string): { following: boolean; count: number } {
+    const keys = this.followedBy.get(caller as EventSink);
+    return { following: keys?.has(sessionKey) ?? false, count: keys?.size ?? 0 };
+  }
+
   /** Whether a connection follows the session's messages (another node's message is read only then). */
   followsMessages(sessionKey: string): boolean {
     return this.messageFollowers.has(sessionKey);

@@ -14,7 +14,7 @@ import { connectParamsSchema, parseParams, parseWith, requestFrameSchema } from 
 import type { ConnectChallenge, HelloOk } from "../protocol/payloads.js";
 import { ClientAccess } from "./access.js";
 import { authenticate, grantScopes, hasScope, requiredScope } from "./auth.js";
-import { BackpressureMonitor } from "./backpressure.js";
+import { BackpressureMonitor, type SendVerdict } from "./backpressure.js";
 import { type EventSink, eventPrefix } from "./broadcast.js";
 import type { CallerConnection, GatewayContext, Reply } from "./context.js";
 import { errorFrameWithin, errorReplyBudget } from "./error-budget.js";
@@ -22,7 +22,7 @@ import { toErrorShape } from "./errors.js";
 import { setMessageLimit } from "./message-limit.js";
 
 /** WebSocket close codes we use. */
-const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001 } as const;
+const CLOSE = { policy: 1008, tooBig: 1009, goingAway: 1001, tryAgainLater: 1013 } as const;
 /** What a `terminate` (no close frame) reports as its code. */
 const CLOSE_ABNORMAL = 1006;
 
@@ -43,6 +43,10 @@ export class GatewayConnection implements EventSink, CallerConnection {
   /** the socket is corked until the end of this tick (see `coalesce`) */
   private corked = false;
   private handshakeTimer: NodeJS.Timeout | undefined;
+  /** checks the slow-consumer rule when the grace of an overrun ends (armSlowReaderCheck) */
+  private slowReaderTimer: NodeJS.Timeout | undefined;
+  /** frees this connection's place under the connection caps (connection-caps.ts); set by `connect` */
+  private releaseSlot: (() => void) | undefined;
   /** nothing until `connect` succeeds */
   access = new ClientAccess([], { scopes: [], sessions: [], sessionAllowed: () => false });
   private readonly ws: WebSocket;
@@ -52,6 +56,8 @@ export class GatewayConnection implements EventSink, CallerConnection {
   private readonly onAuthenticated: (() => void) | undefined;
   /** why this socket's browser origin may not connect (origin.ts); `connect` is refused with it */
   private readonly refusedOrigin: string | undefined;
+  /** decoded bytes of this connection's attachments being prepared now (run-intake.ts caps it) */
+  readonly attachmentsInFlight = { bytes: 0 };
   /** requests dispatched and not answered yet */
   private inFlight = 0;
   /** who started this connection's runs, for the audit ledger; set by a successful `connect` */
@@ -181,34 +187,76 @@ export class GatewayConnection implements EventSink, CallerConnection {
     if (this.state === "closed") return;
     this.state = "closed";
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    if (this.slowReaderTimer) clearTimeout(this.slowReaderTimer);
+    this.releaseSlot?.();
     this.onClosed(this);
   }
 
   /**
-   * Every frame goes through here. A client that stops reading makes `bufferedAmount` (what the kernel would not
-   * take yet) grow; once it has stayed over the limit for `slowConsumerMs` (backpressure.ts) the socket is dropped
-   * instead of written to, so one slow consumer can neither grow our memory nor hold up the others, while a big
-   * reply that a fast reader is still taking in is not mistaken for one.
+   * Every frame goes through here. A client that stops reading makes our send queue grow; once it has stayed over
+   * the limit for `slowConsumerMs` without draining (backpressure.ts) the socket is dropped instead of written to,
+   * so one slow consumer can neither grow our memory nor hold up the others, while a big reply that a fast reader
+   * is still taking in is not mistaken for one.
    */
   private sendText(text: string): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    const verdict = this.backpressure.beforeSend(this.ws.bufferedAmount);
+    const verdict = this.backpressure.beforeSend(this.queuedBytes());
     if (verdict.drop) {
-      this.closeCause = { reason: "slow reader", code: CLOSE_ABNORMAL };
-      this.gw.logger.warn("slow reader dropped", {
-        conn: this.connId,
-        client: this.peer?.client,
-        unreadBytes: verdict.unreadBytes,
-        limit: this.gw.limits.maxBufferedBytes,
-        overMs: verdict.overMs,
-        rule: verdict.reason,
-      });
-      this.terminate();
+      this.dropSlowReader(verdict);
       return;
     }
     this.coalesce();
     if (!verdict.watchFlush) this.ws.send(text);
-    else this.ws.send(text, () => this.backpressure.afterFlush(this.ws.bufferedAmount));
+    else {
+      this.ws.send(text, () => this.backpressure.afterFlush(this.queuedBytes()));
+      this.armSlowReaderCheck();
+    }
+  }
+
+  /**
+   * Bytes sent to this client that it has not taken yet and that we still hold: the socket's writable buffer
+   * (frames the kernel would not take, corked frames of this tick) plus what ws's sender keeps queued (frames
+   * waiting behind a compression). ws's `bufferedAmount` is the same sum while the socket is attached; before or
+   * after, it is ws's own count. The kernel's socket buffer is not ours to count and is bounded by the OS.
+   */
+  private queuedBytes(): number {
+    const inner = this.ws as unknown as {
+      _socket?: { writableLength: number } | null;
+      _sender?: { _bufferedBytes?: number };
+    };
+    if (!inner._socket) return this.ws.bufferedAmount;
+    return inner._socket.writableLength + (inner._sender?._bufferedBytes ?? 0);
+  }
+
+  /**
+   * While the queue is over the limit, the rule is checked again when the grace ends, so a reader that stalls
+   * after the last frame we sent is cut on time instead of at the next frame (a tick may be 30 s away).
+   */
+  private armSlowReaderCheck(): void {
+    if (this.slowReaderTimer) return;
+    const due = this.backpressure.checkDueInMs();
+    if (due === undefined) return;
+    this.slowReaderTimer = setTimeout(() => {
+      this.slowReaderTimer = undefined;
+      if (this.state === "closed" || this.ws.readyState !== WebSocket.OPEN) return;
+      const verdict = this.backpressure.check(this.queuedBytes());
+      if (verdict.drop) this.dropSlowReader(verdict);
+      else if (verdict.watchFlush) this.armSlowReaderCheck();
+    }, due + 1);
+    this.slowReaderTimer.unref();
+  }
+
+  private dropSlowReader(verdict: Extract<SendVerdict, { drop: true }>): void {
+    this.closeCause = { reason: "slow reader", code: CLOSE_ABNORMAL };
+    this.gw.logger.warn("slow reader dropped", {
+      conn: this.connId,
+      client: this.peer?.client,
+      unreadBytes: verdict.unreadBytes,
+      limit: this.gw.limits.maxBufferedBytes,
+      overMs: verdict.overMs,
+      rule: verdict.reason,
+    });
+    this.terminate();
   }
 
   /**
@@ -334,6 +382,18 @@ export class GatewayConnection implements EventSink, CallerConnection {
       this.refuse(frame.id, auth.error);
       return;
     }
+    // counted against gateway.maxConnections / maxConnectionsPerToken from here until the socket closes
+    const admitted = this.gw.connections.admit(auth.grant);
+    if (!admitted.ok) {
+      this.gw.logger.warn("connection refused", {
+        conn: this.connId,
+        remote: this.remote,
+        reason: admitted.error.message,
+      });
+      this.refuse(frame.id, admitted.error, CLOSE.tryAgainLater);
+      return;
+    }
+    this.releaseSlot = admitted.release;
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = undefined;
     setMessageLimit(this.ws, this.gw.limits.maxPayload);

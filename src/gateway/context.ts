@@ -4,11 +4,13 @@ import type { CronScheduler } from "../cron/scheduler.js";
 import type { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import type { AuditLedger } from "../events/audit-ledger.js";
 import type { Logger } from "../infra/logger.js";
+import type { Semaphore } from "../infra/semaphore.js";
 import type { ErrorShape, GatewayMethod } from "../protocol/frames.js";
 import type { HealthResult } from "../protocol/payloads.js";
 import type { ClientAccess } from "./access.js";
 import type { MethodScope } from "./auth.js";
 import type { Broadcaster } from "./broadcast.js";
+import type { AuthenticatedConnections } from "./connection-caps.js";
 import type { RunLog } from "./run-log.js";
 import type { TokenGrants } from "./token-grants.js";
 
@@ -23,6 +25,10 @@ export interface GatewayLimits {
   preAuthMaxBytes: number;
   handshakeTimeoutMs: number;
   maxInFlightPerConnection: number;
+  /** sessions one connection may follow with sessions.messages.subscribe */
+  maxMessageSubscriptionsPerConnection: number;
+  /** decoded attachment bytes of one connection's messages still being prepared */
+  maxAttachmentBytesInFlight: number;
 }
 
 /** What every connection and method handler shares: one per running gateway. */
@@ -45,6 +51,15 @@ export interface GatewayContext {
   readonly cron: CronScheduler;
   /** the node's rule for store errors worth a retry (answered `unavailable`, retryable); never true on SQLite */
   isTransientStoreError(err: unknown): boolean;
+  /** connections past `connect`, capped in total and per token (connection-caps.ts) */
+  readonly connections: AuthenticatedConnections;
+  /**
+   * history pages are built one at a time: their work is synchronous between reads (a row of 15 MB is parsed and
+   * masked in one go), so pages built side by side only block the loop longer at a stretch, and hold more at once
+   */
+  readonly historyPages: Semaphore;
+  /** image attachments decoded at once, gateway-wide (gateway.attachments.imageConcurrency) */
+  readonly imageWork: Semaphore;
   /** the stuck-session monitor, when `diagnostics.enabled` */
   readonly diagnostics?: DiagnosticsMonitor;
 }
@@ -57,6 +72,8 @@ export interface CallerConnection {
   readonly access: ClientAccess;
   /** who this client is for the audit ledger: "device:<id>" when a device identity was verified, else its client id */
   readonly actor: string;
+  /** decoded bytes of this connection's attachments being prepared now (run-intake.ts caps it) */
+  readonly attachmentsInFlight: { bytes: number };
 }
 
 /** A request's answer channel. `agent` answers twice (accepted, then final) with the same id. */

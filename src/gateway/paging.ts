@@ -61,6 +61,11 @@ export class PageBudget {
     this.used = envelopeBytes;
   }
 
+  /** Bytes the page still has room for (0 when full): the most worth reading for its next entries. */
+  left(): number {
+    return Math.max(0, this.budget - this.used);
+  }
+
   /** Whether the entry fits; if it does, it is counted. */
   take(entryJson: string): boolean {
     // the comma between array items

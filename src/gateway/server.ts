@@ -6,6 +6,7 @@ import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { Semaphore } from "../infra/semaphore.js";
 import { composeNode, type LoopgateNode } from "../node/compose.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
 import type { ShutdownEvent } from "../protocol/payloads.js";
@@ -15,6 +16,7 @@ import { CorruptDatabaseError } from "../storage/integrity.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
+import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
@@ -190,6 +192,8 @@ function gatewaySettings(node: LoopgateNode, opts: GatewayOptions) {
     preAuthMaxBytes: opts.preAuthMaxBytes ?? PRE_AUTH_MAX_BYTES,
     handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
     maxInFlightPerConnection: cfg.maxInFlightPerConnection,
+    maxMessageSubscriptionsPerConnection: cfg.maxMessageSubscriptionsPerConnection,
+    maxAttachmentBytesInFlight: cfg.attachments.maxInFlightBytesPerConnection,
   };
   return {
     host,
@@ -301,6 +305,9 @@ function gatewayContext(
     cron: services.cron,
     isTransientStoreError: (err) => node.isTransientStoreError(err),
     ...(services.diagnostics ? { diagnostics: services.diagnostics } : {}),
+    connections: new AuthenticatedConnections(node.runtime.config.gateway),
+    imageWork: new Semaphore(node.runtime.config.gateway.attachments.imageConcurrency),
+    historyPages: new Semaphore(1),
   };
 }
 

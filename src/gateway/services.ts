@@ -10,6 +10,7 @@ import type { LoopgateNode } from "../node/compose.js";
 import type { HealthResult } from "../protocol/payloads.js";
 import type { Broadcaster } from "./broadcast.js";
 import { GatewayStartError } from "./errors.js";
+import { withMcpHealth } from "./mcp-health.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
 
@@ -95,7 +96,7 @@ export async function attachGatewayServices(
   };
 }
 
-/** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions. */
+/** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions, MCP servers. */
 async function healthOf(
   service: AgentService,
   parts: { audit: AuditLedger; cron: CronScheduler; diagnostics: DiagnosticsMonitor | undefined },
@@ -103,18 +104,22 @@ async function healthOf(
 ): Promise<HealthResult> {
   const degraded = service.sessions.storageFault();
   const sessions = await service.sessions.count();
-  return {
-    ok: !degraded,
-    ...(degraded ? { degraded } : {}),
-    version: about.version,
-    uptimeMs: about.uptimeMs,
-    activeRuns: service.activeRunCount,
-    sessions,
-    audit: parts.audit.state(),
-    ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
-    queueDepth: service.queueDepth,
-    stuckSessions: parts.diagnostics?.stuckSessionCount ?? 0,
-  };
+  // a configured MCP server that failed degrades health, naming it (mcp-health.ts)
+  return withMcpHealth(
+    {
+      ok: !degraded,
+      ...(degraded ? { degraded } : {}),
+      version: about.version,
+      uptimeMs: about.uptimeMs,
+      activeRuns: service.activeRunCount,
+      sessions,
+      audit: parts.audit.state(),
+      ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
+      queueDepth: service.queueDepth,
+      stuckSessions: parts.diagnostics?.stuckSessionCount ?? 0,
+    },
+    service.rt.mcpStatus,
+  );
 }
 
 /** What a previous process left: active runs are recorded as failed, queued inputs run again. */

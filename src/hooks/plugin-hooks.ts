@@ -188,6 +188,8 @@ export interface SessionBoundaryEvent {
   sessionKey: string;
   sessionId?: string;
   reason?: string;
+  /** the transcript generation that ends (session_end) or begins (session_start); the session id outlives a reset */
+  generation?: number;
 }
 export interface GatewayLifecycleEvent {
   port?: number;

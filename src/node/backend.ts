@@ -71,6 +71,7 @@ async function openPostgres(
     );
   }
   const { openPostgresStore } = await import("../storage/postgres/store.js");
+  const { DEFAULT_LEASE_MS } = await import("../storage/postgres/session-leases.js");
   const onError = (what: string) => (err: Error) => logger?.warn(`postgres: ${what}`, { error: err.message });
   try {
     return await openPostgresStore({
@@ -78,6 +79,7 @@ async function openPostgres(
       ...(pg.schema ? { schema: pg.schema } : {}),
       ...(pg.poolSize ? { poolMax: pg.poolSize } : {}),
       ...(pg.statementTimeoutMs ? { statementTimeoutMs: pg.statementTimeoutMs } : {}),
+      leaseMs: pg.leaseMs ?? DEFAULT_LEASE_MS,
       onConnectionError: onError("a pooled connection failed; the next statement gets a new one"),
       notifier: { onError: onError("the LISTEN connection failed; reconnecting") },
     });

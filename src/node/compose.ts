@@ -18,6 +18,9 @@ import type { PostgresStore } from "../storage/postgres/store.js";
 import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import type { Store } from "../storage/types.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
+import type { McpToolSource } from "../tools/mcp/source.js";
+import { startMcp } from "../tools/mcp/start.js";
+import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
 import type { Tool } from "../tools/types.js";
 import { type Backend, openBackend } from "./backend.js";
 
@@ -51,6 +54,9 @@ export interface ComposeNodeOptions {
   execPrompt?: ExecPrompt;
 }
 
+/** `composeSqliteNode`'s options: a store already open, and (tests that watch locking) a wrapped lock port. */
+export type SqliteNodeOptions = Omit<ComposeNodeOptions, "backend"> & { store: Store; sessionLocks?: SessionLockPort };
+
 /**
  * What only gateway nodes on one Postgres have: hearing other nodes. Offered as a capability so the gateway never
  * asks what the bus or the store is.
@@ -78,6 +84,8 @@ export interface LoopgateNode {
   readonly crossNode?: CrossNode;
   /** the audit ledger's writer (gateway and embedded roles): attached to the bus, closed with the node */
   readonly audit?: AuditLedger;
+  /** the MCP servers of `mcp.servers` (gateway and embedded roles, when any are configured); closed with the node */
+  readonly mcp?: McpToolSource;
   /** Whether a store error may well pass if the request is repeated (the server restarting): never on SQLite. */
   isTransientStoreError(err: unknown): boolean;
   /** Joins the cluster (beat, pointers) on Postgres; nothing else starts here. Idempotent. */
@@ -123,14 +131,24 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
   const env = opts.env ?? process.env;
   const backend =
     opts.backend ?? (await openBackend(config, opts.stateDir, { owner: role === "gateway", env, logger }));
-  if (backend.kind === "sqlite") return assemble(opts, backend, sqliteParts(opts.stateDir, config, clock, logger, env));
+  // MCP servers for the roles that run turns users see: the gateway connects them in the background (a slow server
+  // never delays health); the embedded CLI's one run waits until each has connected or failed
+  let mcp: McpToolSource | undefined;
   // the bus's end notice waits for the writer the runtime owns: bound once the runtime exists
   let node: LoopgateNode | undefined;
-  const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
   try {
-    node = assemble(opts, backend, await postgresParts(backend.store, config, clock, logger, flushEvents));
+    if (role === "gateway" || role === "embedded") {
+      mcp = await startMcp(config, { logger, env, settle: role === "embedded" });
+    }
+    if (backend.kind === "sqlite") {
+      node = assemble(opts, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
+      return node;
+    }
+    const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
+    node = assemble(opts, backend, await postgresParts(backend.store, config, clock, logger, flushEvents), mcp);
     return node;
   } catch (err) {
+    await mcp?.close();
     await backend.store.close();
     throw err;
   }
@@ -140,15 +158,21 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
  * `composeNode` for a SQLite store the caller already opened, without a turn of the event loop: the test harnesses
  * that build their node synchronously. The node closes the store.
  */
-export function composeSqliteNode(opts: Omit<ComposeNodeOptions, "backend"> & { store: Store }): LoopgateNode {
+export function composeSqliteNode(opts: SqliteNodeOptions): LoopgateNode {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger();
   const parts = sqliteParts(opts.stateDir, opts.config, clock, logger, opts.env ?? process.env);
+  if (opts.sessionLocks) parts.sessionLocks = opts.sessionLocks;
   return assemble(opts, { kind: "sqlite", store: opts.store }, parts);
 }
 
 /** The runtime and service over the backend's parts, the audit ledger by role, and the start and close order. */
-function assemble(opts: Omit<ComposeNodeOptions, "backend">, backend: Backend, parts: BackendParts): LoopgateNode {
+function assemble(
+  opts: Omit<ComposeNodeOptions, "backend">,
+  backend: Backend,
+  parts: BackendParts,
+  mcp?: McpToolSource,
+): LoopgateNode {
   const { config, role } = opts;
   const rt = new AgentRuntime({
     config,
@@ -165,6 +189,8 @@ function assemble(opts: Omit<ComposeNodeOptions, "backend">, backend: Backend, p
     newId: opts.newId,
     execSecurityDefault: opts.execSecurityDefault,
     execPrompt: opts.execPrompt,
+    // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
+    ...mcpRuntimeOptions(mcp, config),
   });
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);
@@ -191,6 +217,7 @@ function assemble(opts: Omit<ComposeNodeOptions, "backend">, backend: Backend, p
     ...(parts.cluster ? { cluster: parts.cluster } : {}),
     ...(parts.crossNode ? { crossNode: parts.crossNode } : {}),
     ...(audit ? { audit } : {}),
+    ...(mcp ? { mcp } : {}),
     isTransientStoreError: parts.isTransientStoreError,
     start() {
       starting ??= parts.cluster ? parts.cluster.start() : Promise.resolve();
@@ -201,6 +228,8 @@ function assemble(opts: Omit<ComposeNodeOptions, "backend">, backend: Backend, p
         // every run has ended (drained, or aborted and recorded): their last rows are written before the store closes
         await audit?.close();
         await rt.close();
+        // every MCP child has exited once this resolves
+        await mcp?.close();
         parts.closeBus();
         // a node that is closing stops beating; a drained one already handed its sessions off (AgentService.drain)
         if (starting) await parts.cluster?.stopBeating();

@@ -23,6 +23,15 @@ export interface ExecApprovalRequested {
   createdAtMs: number;
   /** no answer by then: the command is denied */
   expiresAtMs: number;
+  /**
+   * Loopgate's addition (absent: "exec"): "tool" is a call of a tool that waits for approval (an MCP server's
+   * `approval`); `command` then reads `<tool> <arguments as JSON>` for clients that know only exec approvals
+   */
+  kind?: "exec" | "tool";
+  /** the tool's name (kind "tool") */
+  tool?: string;
+  /** the call's arguments, credential-like values redacted (kind "tool") */
+  args?: Record<string, unknown>;
 }
 
 /** How an approval ended: the payload of `exec.approval.resolved`. */

@@ -105,6 +105,7 @@ export const GATEWAY_METHODS = [
   "question.list",
   "agent.events",
   "diagnostics.list",
+  "mcp.status",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

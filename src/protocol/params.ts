@@ -7,6 +7,7 @@
  * clients that send them keep working.
  */
 import { z } from "zod";
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacter } from "./control-chars.js";
 import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./enums.js";
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
@@ -14,6 +15,9 @@ import { ATTACHMENT_LIMITS, CRON_JOB_LIMITS, MAX_REPORTED_ISSUES } from "./limit
 import { AUDIT_ACTIONS, AUDIT_STATUSES } from "./payloads.js";
 
 const nonEmpty = z.string().min(1);
+/** a session key, label or id: stored and looked up, so no control character (protocol/control-chars.ts) */
+const plainText = z.string().refine((v) => !hasControlCharacter(v), { message: CONTROL_CHARACTERS_MESSAGE });
+const plainName = plainText.min(1);
 /** an opaque `nextCursor` from a paginated reply */
 const pageCursor = nonEmpty.max(1024);
 const agentId = z
@@ -138,10 +142,10 @@ export const agentParamsSchema = ignoring(
   agentIgnored,
   z.strictObject({
     message: nonEmpty,
-    idempotencyKey: nonEmpty.max(512),
+    idempotencyKey: plainName.max(512),
     agentId: agentId.optional(),
-    sessionKey: z.string().max(512).optional(),
-    sessionId: nonEmpty.optional(),
+    sessionKey: plainText.max(512).optional(),
+    sessionId: plainName.optional(),
     model: nonEmpty.optional(),
     provider: nonEmpty.optional(),
     thinking: z.enum(thinkingLevels).optional(),
@@ -157,7 +161,7 @@ export const agentParamsSchema = ignoring(
     /** Loopgate's own: block streaming for this run (default agents.defaults.blockStreamingDefault) */
     blockStreaming: z.enum(["on", "off"]).optional(),
     queueMode: z.enum(queueModes).optional(),
-    label: nonEmpty.max(512).optional(),
+    label: plainName.max(512).optional(),
     deliver: z.boolean().optional(),
     channel: z.string().optional(),
     attachments,
@@ -169,7 +173,7 @@ export type AgentParams = z.infer<typeof agentParamsSchema>;
 const MAX_TIMER_MS = 2_147_483_647;
 
 export const agentWaitParamsSchema = z.strictObject({
-  runId: nonEmpty,
+  runId: plainName,
   timeoutMs: z
     .number()
     .int()
@@ -198,12 +202,12 @@ export const chatSendParamsSchema = ignoring(
     "expectedToolOverrides",
   ],
   z.strictObject({
-    sessionKey: nonEmpty.max(512),
+    sessionKey: plainName.max(512),
     message: nonEmpty,
-    idempotencyKey: nonEmpty.max(512),
+    idempotencyKey: plainName.max(512),
     queueMode: z.enum(queueModes).optional(),
     agentId: agentId.optional(),
-    sessionId: nonEmpty.optional(),
+    sessionId: plainName.optional(),
     thinking: z.enum(thinkingLevels).optional(),
     reasoningLevel: z.enum(reasoningLevels).optional(),
     verboseLevel: z.enum(verboseLevels).optional(),
@@ -218,13 +222,13 @@ export const chatSendParamsSchema = ignoring(
 
 export const chatAbortParamsSchema = ignoring(
   ["preserveSideRuns"],
-  z.strictObject({ sessionKey: nonEmpty, runId: nonEmpty.optional(), agentId: agentId.optional() }),
+  z.strictObject({ sessionKey: plainName, runId: plainName.optional(), agentId: agentId.optional() }),
 );
 
 export const chatHistoryParamsSchema = ignoring(
   ["offset", "pendingBefore", "inputRunIds", "messageId", "sessionId", "maxChars"],
   z.strictObject({
-    sessionKey: nonEmpty,
+    sessionKey: plainName,
     agentId: agentId.optional(),
     limit: z.number().int().min(1).max(1000).optional(),
     /** the previous page's nextCursor */
@@ -282,8 +286,8 @@ export const sessionsListParamsSchema = ignoring(
  * reported as `sessionKey` when both are missing.
  */
 const sessionTarget = {
-  sessionKey: nonEmpty.optional(),
-  key: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
+  key: plainName.optional(),
   agentId: agentId.optional(),
 };
 function requireTarget(v: { sessionKey?: string; key?: string }, ctx: z.RefinementCtx): void {
@@ -297,15 +301,14 @@ export const sessionsResetParamsSchema = z
   .strictObject({ ...sessionTarget, reason: z.enum(["new", "reset"]).optional() })
   .superRefine(requireTarget);
 export const sessionsDeleteParamsSchema = ignoring(
-  [
-    "deleteTranscript",
-    "expectedSessionId",
-    "expectedLifecycleRevision",
-    "expectedSessionUpdatedAt",
-    "emitLifecycleHooks",
-    "archivedOnly",
-  ],
-  z.strictObject(sessionTarget).superRefine(requireTarget),
+  ["deleteTranscript", "expectedSessionId", "expectedLifecycleRevision", "expectedSessionUpdatedAt", "archivedOnly"],
+  z
+    .strictObject({
+      ...sessionTarget,
+      /** OpenClaw's: false deletes without firing session_end (e.g. cleaning up a spawned session); default true */
+      emitLifecycleHooks: z.boolean().optional(),
+    })
+    .superRefine(requireTarget),
 );
 
 export const healthParamsSchema = z.object({});
@@ -318,7 +321,7 @@ export const execApprovalResolveParamsSchema = ignoring(
 
 export const execApprovalListParamsSchema = z.strictObject({
   /** only this session's approvals */
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
   agentId: agentId.optional(),
 });
 
@@ -330,8 +333,8 @@ export const AUDIT_LIST_MAX_LIMIT = 500;
  * `actor` and `action` filters. Every filter given must match; rows come newest first.
  */
 export const auditListParamsSchema = z.strictObject({
-  sessionKey: nonEmpty.optional(),
-  runId: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
+  runId: plainName.optional(),
   /** who started the run: a client id, "device:<id>", "cli", "cron:<jobId>" */
   actor: nonEmpty.optional(),
   action: z.enum(AUDIT_ACTIONS).optional(),
@@ -346,9 +349,12 @@ export const auditListParamsSchema = z.strictObject({
   cursor: pageCursor.optional(),
 });
 
+/** `mcp.status`: no parameters. */
+export const mcpStatusParamsSchema = z.strictObject({});
+
 /** `diagnostics.list`: optionally one session's entries only. */
 export const diagnosticsListParamsSchema = z.strictObject({
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
 });
 
 export interface ParamIssue {
@@ -451,7 +457,12 @@ export const cronJobSchema = z.strictObject({
   message: cronText(CRON_JOB_LIMITS.messageChars),
   agentId: agentId.optional(),
   /** default `cron:<id>`, a fresh transcript generation per run; a named session keeps its history */
-  sessionKey: cronText(CRON_JOB_LIMITS.sessionKeyChars).optional(),
+  sessionKey: plainName
+    .max(CRON_JOB_LIMITS.sessionKeyChars, {
+      error: (issue) =>
+        `expected at most ${CRON_JOB_LIMITS.sessionKeyChars} characters, got ${String(issue.input ?? "").length}`,
+    })
+    .optional(),
   /** the scheduler's deadline for a run, from its start; also the run's own timeout */
   timeoutSeconds: z.number().int().positive().optional(),
   /** "<provider>/<model>" for this job's runs */
@@ -507,7 +518,7 @@ export const RUNS_LIST_MAX_LIMIT = 200;
 
 /** `runs.list` (the web console's Runs page): the newest runs, of one session when `sessionKey` is given. */
 export const runsListParamsSchema = z.strictObject({
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
   agentId: agentId.optional(),
   /** default 50 */
   limit: z.number().int().min(1).max(RUNS_LIST_MAX_LIMIT).optional(),
@@ -515,7 +526,7 @@ export const runsListParamsSchema = z.strictObject({
 
 /** OpenClaw's SessionsDescribeParams */
 export const sessionsDescribeParamsSchema = z.strictObject({
-  key: nonEmpty,
+  key: plainName,
   includeDerivedTitles: z.boolean().optional(),
   includeLastMessage: z.boolean().optional(),
 });
@@ -524,9 +535,9 @@ export const sessionsDescribeParamsSchema = z.strictObject({
 export const sessionsResolveParamsSchema = ignoring(
   ["shortId", "slugHint"],
   z.strictObject({
-    key: nonEmpty.optional(),
-    sessionId: nonEmpty.optional(),
-    label: nonEmpty.max(512).optional(),
+    key: plainName.optional(),
+    sessionId: plainName.optional(),
+    label: plainName.max(512).optional(),
     agentId: agentId.optional(),
     spawnedBy: nonEmpty.optional(),
     includeGlobal: z.boolean().optional(),
@@ -567,10 +578,10 @@ export const sessionsCreateParamsSchema = ignoring(
     "cwd",
   ],
   z.strictObject({
-    key: nonEmpty.max(512).optional(),
-    idempotencyKey: nonEmpty.max(512).optional(),
+    key: plainName.max(512).optional(),
+    idempotencyKey: plainName.max(512).optional(),
     agentId: agentId.optional(),
-    label: nonEmpty.max(512).optional(),
+    label: plainName.max(512).optional(),
     model: nonEmpty.optional(),
     thinkingLevel: z.enum(thinkingLevels).optional(),
     message: z.string().optional(),
@@ -623,9 +634,9 @@ export const sessionsPatchParamsSchema = ignoring(
     "groupActivation",
   ],
   z.strictObject({
-    key: nonEmpty,
+    key: plainName,
     agentId: agentId.optional(),
-    label: clearable(nonEmpty.max(512)),
+    label: clearable(plainName.max(512)),
     model: clearable(z.string().regex(/^[^/\s]+\/\S+$/, { message: 'expected "provider/model"' })),
     thinkingLevel: clearable(z.enum(thinkingLevels)),
     verboseLevel: clearable(z.enum(verboseLevels)),
@@ -641,7 +652,7 @@ export const emptyParamsSchema = z.strictObject({});
 /** OpenClaw's SessionsMessagesSubscribeParams / SessionsMessagesUnsubscribeParams */
 export const sessionsMessagesSubscribeParamsSchema = ignoring(
   ["includeApprovals"],
-  z.strictObject({ key: nonEmpty, agentId: agentId.optional() }),
+  z.strictObject({ key: plainName, agentId: agentId.optional() }),
 );
 
 /** OpenClaw's SessionsObserverVisibilityParams: accepted; Loopgate has no observer to pause */
@@ -650,12 +661,12 @@ export const sessionsObserverVisibilityParamsSchema = z.strictObject({ visible: 
 /** OpenClaw's ChatMetadataParams */
 export const chatMetadataParamsSchema = z.strictObject({
   agentId: agentId.optional(),
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
 });
 
 /** chat.startup has no published params definition: the session a chat view opens on, if it names one */
 export const chatStartupParamsSchema = z.looseObject({
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
   agentId: agentId.optional(),
   /** the history page it opens with, as chat.history takes them (OpenClaw's Control UI sends limit 80) */
   limit: z.number().int().min(1).max(1000).optional(),
@@ -665,7 +676,7 @@ export const chatStartupParamsSchema = z.looseObject({
 /** OpenClaw's AgentIdentityParams */
 export const agentIdentityParamsSchema = z.strictObject({
   agentId: agentId.optional(),
-  sessionKey: z.string().optional(),
+  sessionKey: plainText.optional(),
 });
 
 /** OpenClaw's ModelsListParams: `view` picks which models (Loopgate lists configured ones in every view) */
@@ -689,7 +700,7 @@ export const updateStatusParamsSchema = z.strictObject({ refreshCheckout: z.bool
 
 /** OpenClaw's CommandsListParams */
 export const commandsListParamsSchema = z.strictObject({
-  sessionKey: nonEmpty.optional(),
+  sessionKey: plainName.optional(),
   agentId: agentId.optional(),
   provider: nonEmpty.optional(),
   scope: z.enum(["text", "native", "both"]).optional(),
@@ -704,7 +715,7 @@ export const looseEmptyParamsSchema = z.looseObject({});
  * reply's nextCursor) continues a paged replay; it replaces `afterSeq`.
  */
 export const agentEventsParamsSchema = z.strictObject({
-  runId: nonEmpty,
+  runId: plainName,
   afterSeq: z.number().int().min(0).optional(),
   limit: z.number().int().min(1).max(1000).optional(),
   cursor: pageCursor.optional(),

@@ -3,6 +3,7 @@
  * result) are in run.ts.
  */
 import type { AgentEvent } from "./agent-events.js";
+import type { McpServerHealth } from "./mcp.js";
 import type { Receipt } from "./run.js";
 
 /** `agent` event payload: `{ runId, seq, stream, ts, sessionKey, data }` (SPEC 11/14). */
@@ -85,7 +86,17 @@ export interface ShutdownEvent {
 }
 
 /** Why the gateway serves with limits: its store cannot write (new input is refused until it can again). */
-export interface HealthDegraded {
+/** Why `health` says ok: false: the store cannot write, or an enabled MCP server has failed. */
+export type HealthDegraded = StorageDegraded | McpDegraded;
+
+/** An enabled MCP server failed to start, timed out or crashed: its tools fail until it reconnects. */
+export interface McpDegraded {
+  reason: "mcp server failed";
+  /** the failed servers' names, in config order */
+  servers: string[];
+}
+
+export interface StorageDegraded {
   reason: "storage full";
   /** the SQLite error code behind it: SQLITE_FULL, SQLITE_IOERR_WRITE, ... */
   code: string;
@@ -114,6 +125,8 @@ export interface HealthResult {
   queueDepth?: number;
   /** sessions the stuck-session diagnostics currently classify as stalled or stuck (0 when they are off) */
   stuckSessions?: number;
+  /** every configured MCP server's state (absent when the gateway runs none) */
+  mcp?: McpServerHealth[];
 }
 
 /**

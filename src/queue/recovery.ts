@@ -71,9 +71,20 @@ export async function reportEnded(
   bus.endRun(run.runId);
 }
 
+const INTERRUPTED_ERROR = "the gateway stopped while this run was active (it did not finish); send the message again";
+
+/**
+ * How a run the gateway was running when it stopped is ended: what recovery writes at the next start, and what
+ * `storage migrate` writes for such a run of a crashed SQLite state (no start on SQLite will come to end it).
+ */
+export function interruptedEnd(runId: string): { stopReason: string; error: string; result: Record<string, unknown> } {
+  const stopReason = "gateway_restart";
+  const final = endedFinal(runId, "failed", stopReason, INTERRUPTED_ERROR);
+  return { stopReason, error: INTERRUPTED_ERROR, result: final as unknown as Record<string, unknown> };
+}
+
 function failInterrupted(ctx: QueueContext, run: RunRecord): Promise<void> {
-  const error = "the gateway stopped while this run was active (it did not finish); send the message again";
-  return reportEnded(ctx, run, { stopReason: "gateway_restart", error });
+  return reportEnded(ctx, run, { stopReason: "gateway_restart", error: INTERRUPTED_ERROR });
 }
 
 async function requeue(ctx: QueueContext, rec: RunRecord): Promise<void> {

@@ -103,3 +103,13 @@ describe("session keys", () => {
     expect(sessionLaneName("agent:main:main")).toBe("session:agent:main:main");
   });
 });
+
+describe("nul-in-session-key-is-refused (issue 25): the one door every key goes through (RPC, CLI, cron)", () => {
+  it("a NUL or any other control character is a SessionKeyError that does not echo the key", () => {
+    for (const raw of ["a\u0000b", "agent:main:x\u0000", "cron:\u0001job", "x\u007f", "x\u009b"]) {
+      expect(() => normalizeSessionKey(raw)).toThrow(
+        new SessionKeyError("invalid session key: must not contain control characters"),
+      );
+    }
+  });
+});

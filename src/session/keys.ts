@@ -4,6 +4,8 @@
  * A malformed `agent:` key is an error — never silently the default agent.
  */
 
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacter } from "../protocol/control-chars.js";
+
 export const DEFAULT_AGENT_ID = "main";
 export const DEFAULT_SESSION_KEY = "agent:main:main";
 
@@ -32,6 +34,10 @@ export function normalizeSessionKey(raw: string | undefined, agentId: string = D
   if (!isValidAgentId(agentId)) throw new SessionKeyError(`invalid agent id "${agentId}"`);
   const key = (raw ?? "").trim();
   if (key === "") return { key: `agent:${agentId}:main`, kind: "agent", agentId, rest: "main" };
+  // before the whitespace check, whose message quotes the key: a NUL or an escape sequence is not echoed (a tab or a
+  // newline is whitespace, and is reported as such)
+  if (hasControlCharacter(key.replace(/\s/g, "")))
+    throw new SessionKeyError(`invalid session key: ${CONTROL_CHARACTERS_MESSAGE}`);
   if (/\s/.test(key)) throw new SessionKeyError(`invalid session key "${key}": whitespace is not allowed`);
   if (key.length > 512) throw new SessionKeyError("invalid session key: longer than 512 characters");
   if (key === "global") return { key, kind: "global", agentId, rest: "" };

@@ -169,3 +169,24 @@ export function toStoredRunEvent(r: Row): StoredRunEvent {
     json: r.event as string,
   };
 }
+
+/**
+ * `readTranscript`'s `maxBytes`: given the stored size of the matching rows, newest first, the seq range of those
+ * that fit (the newest always does, unless `strict`); undefined when none does. Both backends then read exactly that
+ * range.
+ */
+export function seqRangeWithin(
+  sizes: ReadonlyArray<{ seq: number | string; bytes: number | string | null }>,
+  maxBytes: number,
+  strict = false,
+): { oldest: number; newest: number } | undefined {
+  let used = 0;
+  let oldest: number | undefined;
+  for (const [i, row] of sizes.entries()) {
+    const bytes = Number(row.bytes ?? 0);
+    if ((i > 0 || strict) && used + bytes > maxBytes) break;
+    used += bytes;
+    oldest = Number(row.seq);
+  }
+  return oldest === undefined ? undefined : { oldest, newest: Number(sizes[0].seq) };
+}

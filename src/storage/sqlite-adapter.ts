@@ -74,6 +74,10 @@ export class SqliteStoreAdapter implements Store {
     return this.db.readTranscript(key, opts);
   }
 
+  async transcriptSizes(key: string, opts?: TranscriptReadOptions): Promise<Array<{ seq: number; bytes: number }>> {
+    return this.db.transcriptSizes(key, opts);
+  }
+
   async appendCompaction(key: string, entry: CompactionEntry): Promise<TranscriptRow> {
     return this.db.appendCompaction(key, entry);
   }

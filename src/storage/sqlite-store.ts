@@ -12,6 +12,7 @@ import {
   jsonRunColumns,
   type Row,
   runColumns,
+  seqRangeWithin,
   sessionColumns,
   type TranscriptRowData,
   toAuditEvent,
@@ -395,6 +396,48 @@ export class SqliteStore {
       if (!g) return [];
       generation = g.generation;
     }
+    if (opts.maxBytes !== undefined) {
+      // the sizes first, then only the rows that fit
+      const { maxBytes, maxBytesStrict, ...rest } = opts;
+      const range = seqRangeWithin(this.transcriptSizes(key, { ...rest, generation }), maxBytes, maxBytesStrict);
+      if (!range) return [];
+      return this.readTranscript(key, {
+        ...rest,
+        generation,
+        limit: undefined,
+        afterSeq: range.oldest - 1,
+        beforeSeq: range.newest + 1,
+      });
+    }
+    const [sql, args] = this.transcriptQuery("*", key, generation, opts);
+    // newest `limit` rows, returned oldest first
+    const rows = this.prep(`SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
+    return rows.map((r) => {
+      const data = JSON.parse(r.data as string) as TranscriptRowData;
+      if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
+      return toTranscriptRow(r, data);
+    });
+  }
+
+  transcriptSizes(key: string, opts: TranscriptReadOptions = {}): Array<{ seq: number; bytes: number }> {
+    let generation = opts.generation;
+    if (generation === undefined) {
+      const g = this.stmts.generation.get(key) as { generation: number } | undefined;
+      if (!g) return [];
+      generation = g.generation;
+    }
+    // octet_length reads the record's header, not the text
+    const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes", key, generation, opts);
+    return this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>;
+  }
+
+  /** `SELECT <columns>` of the generation's rows the options name, newest first, with its arguments */
+  private transcriptQuery(
+    columns: string,
+    key: string,
+    generation: number,
+    opts: TranscriptReadOptions,
+  ): [string, unknown[]] {
     const where = ["session_key = ?", "generation = ?"];
     const args: unknown[] = [key, generation];
     if (opts.beforeSeq !== undefined) {
@@ -409,14 +452,8 @@ export class SqliteStore {
       where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
       args.push(...opts.kinds);
     }
-    // newest `limit` rows, returned oldest first
-    const sql = `SELECT * FROM (SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?) ORDER BY seq ASC`;
-    const rows = this.prep(sql).all(...args, opts.limit ?? -1) as Row[];
-    return rows.map((r) => {
-      const data = JSON.parse(r.data as string) as TranscriptRowData;
-      if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
-      return toTranscriptRow(r, data);
-    });
+    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`;
+    return [sql, [...args, opts.limit ?? -1]];
   }
 
   createRun(run: RunRecord): void {

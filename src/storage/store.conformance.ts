@@ -146,6 +146,28 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await seqs({ afterSeq: 2, beforeSeq: 5 })).toEqual([3, 4]);
       });
 
+      it("history-page-reads-by-byte-budget: maxBytes stops before older rows that would pass it; the newest row always comes", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        const big = "x".repeat(100_000);
+        await store.appendTranscript(Array.from({ length: 6 }, (_, i) => msgRow(KEY, `${i + 1}${big}`)));
+        const seqs = async (opts: Parameters<Store["readTranscript"]>[1]) =>
+          (await store.readTranscript(KEY, opts)).map((r) => r.seq);
+        // each row's stored JSON is a little over 100,000 bytes: two fit in 250,000, not three
+        expect(await seqs({ maxBytes: 250_000 })).toEqual([5, 6]);
+        expect(await seqs({ maxBytes: 250_000, beforeSeq: 5, limit: 1 })).toEqual([4]);
+        expect(await seqs({ maxBytes: 1, beforeSeq: 3 })).toEqual([2]);
+        expect(await seqs({ maxBytes: 10_000_000, afterSeq: 4 })).toEqual([5, 6]);
+        expect(await seqs({ maxBytes: 1, afterSeq: 6 })).toEqual([]);
+        // strict: a row that alone passes the budget is left out too
+        expect(await seqs({ maxBytes: 1, maxBytesStrict: true })).toEqual([]);
+        expect(await seqs({ maxBytes: 250_000, maxBytesStrict: true, beforeSeq: 4 })).toEqual([2, 3]);
+        // the sizes alone, newest first, with the same filters
+        const sizes = await store.transcriptSizes(KEY, { beforeSeq: 3 });
+        expect(sizes.map((s) => s.seq)).toEqual([2, 1]);
+        expect(sizes.every((s) => s.bytes > 100_000 && s.bytes < 100_200)).toBe(true);
+        expect(await store.transcriptSizes("agent:main:nobody")).toEqual([]);
+      });
+
       it("a reset starts the next generation: the old rows stay with a reset marker, the new one starts empty", async () => {
         const first = (await store.ensureSession(KEY, "main", 1)).generation;
         await store.appendTranscript([msgRow(KEY, "old")]);

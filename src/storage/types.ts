@@ -63,6 +63,13 @@ export interface TranscriptReadOptions {
   kinds?: TranscriptKind[];
   /** load each image's bytes back into `data` (the model's history); clients get the references only */
   imageData?: boolean;
+  /**
+   * Stop before an older row would bring the rows' stored size (their JSON, images apart) past this many bytes; the
+   * newest row that matches always comes. The sizes are read first, so big rows that do not fit are never loaded.
+   */
+  maxBytes?: number;
+  /** with `maxBytes`: the newest row too is left out when it alone passes maxBytes (a page that has rows already) */
+  maxBytesStrict?: boolean;
 }
 
 export interface CompactionEntry {
@@ -138,6 +145,11 @@ export interface Store {
   appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): Promise<TranscriptRow[]>;
   /** Image parts come back as references (no `data`) unless `imageData` is set. */
   readTranscript(key: string, opts?: TranscriptReadOptions): Promise<TranscriptRow[]>;
+  /**
+   * The seq and stored size (bytes of the row's JSON, images apart) of the rows `readTranscript` would give for
+   * `opts` (without `maxBytes`), newest first, without reading them: whether older rows exist, how big they are.
+   */
+  transcriptSizes(key: string, opts?: TranscriptReadOptions): Promise<Array<{ seq: number; bytes: number }>>;
 
   /**
    * Records a compaction of the session's current generation: a `compaction` row (summary + firstKeptSeq) and the

@@ -14,6 +14,16 @@ export interface ToolContext {
    * it; a tool used on its own has no policy to apply).
    */
   approveExec?: (request: { command: string; toolCallId?: string; signal: AbortSignal }) => Promise<ExecVerdict>;
+  /**
+   * Asks an operator whether a tool that needs approval (an MCP server's `approval`) may run with these arguments;
+   * the same approvals as exec's. Absent: such a tool refuses to run.
+   */
+  approveTool?: (request: {
+    tool: string;
+    args: Record<string, unknown>;
+    toolCallId?: string;
+    signal: AbortSignal;
+  }) => Promise<ExecVerdict>;
   /** Streams a partial result (tool `update` event). */
   onUpdate?: (partial: string) => void;
   /** Delivers text to the user now (the `message` tool); absent where nobody can receive it. */
@@ -48,7 +58,7 @@ export interface Tool {
    */
   argsSchema?: z.ZodType<Record<string, unknown>>;
   /**
-   * Where the tool came from, as errors name it: "built-in", `plugin "<id>"` (later `MCP server "<name>"`). Absent:
+   * Where the tool came from, as errors name it: "built-in", `plugin "<id>"`, `MCP server "<name>"`. Absent:
    * the embedding app passed it in.
    */
   source?: string;

@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Diagnostic, DiagnosticsListResult } from "../../src/protocol/diagnostics";
 import type { ExecApprovalRequested as Approval, ExecApprovalListResult } from "../../src/protocol/exec-approvals";
+import type { McpServerHealth, McpStatusResult } from "../../src/protocol/mcp";
 import type { SessionInfo, SessionsListResult } from "../../src/protocol/payloads";
 import { type EventFrame, type GatewayClient, RpcError } from "./gateway";
 
@@ -60,6 +61,8 @@ export class ConsoleModel {
   /** newest first */
   diagnostics: Diagnostic[] = [];
   diagnosticsEnabled = false;
+  /** the gateway's MCP servers (mcp.status); empty when it runs none */
+  mcpServers: McpServerHealth[] = [];
   /** sessions whose newest classification said stalled or stuck (cleared by a recovery or when a run of theirs ends) */
   readonly stuck = new Map<string, string>();
   /** bumped per session when its transcript may have changed (a run ended, a reset): the page re-reads it */
@@ -95,7 +98,7 @@ export class ConsoleModel {
       ? [...this.runs.values()].filter((r) => r.state === "running" || r.state === "queued").map((r) => r.runId)
       : [];
     if (this.has("agent.events")) for (const id of replay) this.replaying.set(id, []);
-    await Promise.all([this.refreshSessions(), this.refreshApprovals(), this.refreshDiagnostics()]);
+    await Promise.all([this.refreshSessions(), this.refreshApprovals(), this.refreshDiagnostics(), this.refreshMcp()]);
     // runs that were going on before this page opened (or that started while it was away) are read from the start
     for (const s of this.sessions) {
       const id = s.activity?.activeRunId;
@@ -171,6 +174,17 @@ export class ConsoleModel {
       for (const d of res.sessions) this.noteDiagnostic(d);
     } catch {
       // the token lacks read scope: the page is not offered then
+    }
+    this.changed();
+  }
+
+  /** MCP server health: read when the console connects and when the Diagnostics page asks again. */
+  async refreshMcp(): Promise<void> {
+    if (!this.has("mcp.status")) return;
+    try {
+      this.mcpServers = (await this.gw.call<McpStatusResult>("mcp.status", {})).servers;
+    } catch {
+      // the token lacks read scope: the section stays empty
     }
     this.changed();
   }

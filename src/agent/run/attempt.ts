@@ -14,7 +14,8 @@ import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
-import type { AgentRuntime, ModelCallObserver } from "../runtime.js";
+import type { ModelCallObserver } from "../runtime.js";
+import type { RunPorts } from "./ports.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
 import type { AttemptSpans } from "./spans.js";
@@ -34,7 +35,7 @@ export interface AttemptInput {
 
 /** The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call). */
 export async function providerFor(
-  rt: AgentRuntime,
+  rt: RunPorts,
   model: ResolvedModel,
   runTimeoutMs: number,
   spec?: Pick<RunSpec, "lane" | "timeout">,
@@ -55,7 +56,7 @@ export async function providerFor(
 }
 
 /** The provider as is, or (when something observes model calls) telling it when each call starts and ends. */
-function observedModelCalls(rt: AgentRuntime, spec: RunSpec, provider: ModelProvider): ModelProvider {
+function observedModelCalls(rt: RunPorts, spec: RunSpec, provider: ModelProvider): ModelProvider {
   const observer = rt.modelCalls;
   if (!observer) return provider;
   return {
@@ -90,7 +91,7 @@ function pacedOnBeat(provider: ModelProvider, beat: Beat | undefined): ModelProv
 
 /** Runs the loop once, feeding every event to the projection; returns the loop's outcome. */
 export async function runAttempt(
-  rt: AgentRuntime,
+  rt: RunPorts,
   spec: RunSpec,
   prepared: PreparedRun,
   projection: RunProjection,
@@ -115,13 +116,14 @@ export async function runAttempt(
         observedModelCalls(rt, spec, spans ? spans.provider(provider) : provider),
         rt.runBeat(spec.runId),
       ),
-      tools: spans ? spans.tools(prepared.tools.tools) : prepared.tools.tools,
-      withheldTools: prepared.tools.withheld,
+      tools: spans ? spans.tools(prepared.profile.tools) : prepared.profile.tools,
+      withheldTools: prepared.profile.withheld,
       signal: input.signal,
       toolContext: {
-        workspaceDir: prepared.workspaceDir,
+        workspaceDir: prepared.profile.workspaceDir,
         env: prepared.toolEnv,
         approveExec: prepared.approveExec,
+        approveTool: prepared.approveTool,
         sendMessage: (text, toolCallId) => projection.sendMessage(text, toolCallId),
       },
       steering: spec.steering,
@@ -138,10 +140,7 @@ export async function runAttempt(
 }
 
 /** before_tool_call / after_tool_call as loop ports; absent when no plugin listens, so they cost nothing. */
-function toolHooks(
-  rt: AgentRuntime,
-  hookCtx: PreparedRun["hookCtx"],
-): Pick<LoopPorts, "beforeToolCall" | "afterToolCall"> {
+function toolHooks(rt: RunPorts, hookCtx: PreparedRun["hookCtx"]): Pick<LoopPorts, "beforeToolCall" | "afterToolCall"> {
   const hooks = rt.pluginHooks;
   return {
     beforeToolCall: hooks.has("before_tool_call")

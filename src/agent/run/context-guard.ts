@@ -2,12 +2,12 @@ import type { CompactionEvent } from "../../hooks/plugin-hooks.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import { type ChatMessage, ProviderError, type ToolSpec } from "../../providers/types.js";
 import type { ContextInfo } from "../loop.js";
-import type { AgentRuntime } from "../runtime.js";
 import { providerFor } from "./attempt.js";
 import { type CompactionReason, type CompactionResult, compactContext } from "./compaction.js";
 import { compactionReserve, needsCompaction, oversizedMessageLimit } from "./context-budget-check.js";
 import type { RunEmitter } from "./events.js";
 import type { ContextGuard } from "./execute.js";
+import type { RunPorts } from "./ports.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
 import type { SummarizePort } from "./summarize-history.js";
@@ -26,7 +26,7 @@ export class CompactionFailedError extends ProviderError {
 }
 
 export interface GuardContext {
-  rt: AgentRuntime;
+  rt: RunPorts;
   prepared: PreparedRun;
   events: RunEmitter;
   projection: RunProjection;
@@ -46,11 +46,7 @@ export class RunContextGuard implements ContextGuard {
   private readonly tools: ToolSpec[];
 
   constructor(private readonly c: GuardContext) {
-    this.tools = [...c.prepared.tools.tools.values()].map((t) => ({
-      name: t.name,
-      description: t.description,
-      parameters: t.parameters,
-    }));
+    this.tools = [...c.prepared.profile.toolSpecs];
   }
 
   transformFor(model: ResolvedModel) {
@@ -113,7 +109,7 @@ export class RunContextGuard implements ContextGuard {
     const { rt, prepared, events } = this.c;
     const cfg = rt.config.agents.defaults.compaction;
     const { window, reserve } = this.budget(model);
-    const summarizer = cfg.model ? rt.resolveModel(cfg.model) : model;
+    const summarizer = cfg.model ? prepared.profile.resolveModel(cfg.model) : model;
     const tokensBefore = projected ?? estimateContextTokens(messages, prepared.system, this.tools);
     events.emit("compaction", { phase: "start", reason, tokensBefore });
     await this.hook("before_compaction", { messageCount: messages.length, tokenCount: tokensBefore });

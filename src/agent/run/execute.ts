@@ -1,7 +1,6 @@
 import type { ResolvedModel } from "../../providers/registry.js";
 import { addUsage, type ChatMessage, emptyUsage, ProviderError, type Usage } from "../../providers/types.js";
 import type { LoopOutcome, LoopPorts } from "../loop.js";
-import type { AgentRuntime } from "../runtime.js";
 import { type AttemptInput, runAttempt } from "./attempt.js";
 import type { CompactionResult } from "./compaction.js";
 import { CompactionFailedError } from "./context-guard.js";
@@ -9,7 +8,7 @@ import { errorKind } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import { runWithFallback } from "./fallback.js";
 import { retryPolicyFor, withModelRetries } from "./model-retry.js";
-import { runModelChain } from "./models.js";
+import type { RunPorts } from "./ports.js";
 import type { PreparedRun, TurnChoices } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
 import type { RunSpans } from "./spans.js";
@@ -35,7 +34,7 @@ export interface ContextGuard {
 }
 
 export interface ExecuteContext {
-  rt: AgentRuntime;
+  rt: RunPorts;
   spec: RunSpec;
   prepared: PreparedRun;
   choices: TurnChoices;
@@ -104,7 +103,7 @@ interface AttemptState {
  */
 async function attemptLoop(ctx: ExecuteContext, context: ChatMessage[]): Promise<ExecuteResult> {
   const state: AttemptState = { context, usage: emptyUsage(), steps: 0, model: ctx.prepared.model.ref };
-  const chain = runModelChain(ctx.rt, ctx.spec.agentId, ctx.prepared.model.ref);
+  const chain = [...ctx.prepared.profile.modelChain];
   let outcome: LoopOutcome;
   try {
     const done = await runWithFallback({
@@ -133,7 +132,7 @@ async function attemptLoop(ctx: ExecuteContext, context: ChatMessage[]): Promise
 
 /** One model of the chain: retried per its provider's policy; a failed outcome is thrown for retry/fallback. */
 async function attemptsOnModel(ctx: ExecuteContext, state: AttemptState, ref: string): Promise<LoopOutcome> {
-  const model = ref === ctx.prepared.model.ref ? ctx.prepared.model : ctx.rt.resolveModel(ref);
+  const model = ctx.prepared.profile.resolveModel(ref);
   state.model = model.ref;
   return withModelRetries({
     policy: retryPolicyFor(ctx.rt.config.models.providers[model.providerId]?.retry),

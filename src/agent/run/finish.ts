@@ -1,10 +1,11 @@
 import { type ChatMessage, emptyUsage, estimateCostUsd, type Usage } from "../../providers/types.js";
 import { endedByOf } from "../../queue/in-band.js";
+import type { RunProfile } from "../profile/profile.js";
 import { type ReplyPayload, shapeReply } from "../reply.js";
-import type { AgentRuntime } from "../runtime.js";
 import { errorKind, RunTimeoutError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
 import type { ExecuteResult } from "./execute.js";
+import type { RunPorts } from "./ports.js";
 import type { ReplyOptions, ReplyParts } from "./projection.js";
 import type { RunResult, RunSpec, RunStatus } from "./spec.js";
 
@@ -70,6 +71,8 @@ export interface FinishInput {
   setupError?: Error;
   /** the model the run was asked to use (named in the result when no model answered) */
   modelRef: string;
+  /** what the run could use (absent when it failed before prepare resolved it) */
+  profile?: RunProfile;
   written: ChatMessage[];
   /** reasoning, tool summaries and mid-run messages the run's projection kept (absent when it never ran) */
   parts?: ReplyParts;
@@ -79,7 +82,7 @@ export interface FinishInput {
 }
 
 /** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
-export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: FinishInput): Promise<RunResult> {
+export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishInput): Promise<RunResult> {
   const { spec, exec } = input;
   const endedAt = rt.clock.now();
   const { status, stopReason, error } = statusOf(classifyOutcome(input.signal, exec, input.setupError));
@@ -117,7 +120,7 @@ export async function finishRun(rt: AgentRuntime, events: RunEmitter, input: Fin
     laneWaitMs: input.laneWaitMs,
     steps: exec?.kind === "loop" ? exec.outcome.steps : 0,
     model,
-    ...modelFacts(rt, model, usage),
+    ...modelFacts(input.profile, model, usage),
     error,
     // another client's /stop or interrupt: the run's own client sees who and with what
     ...(status === "aborted" && endedByOf(input.signal) ? { endedBy: endedByOf(input.signal) } : {}),
@@ -170,11 +173,16 @@ export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: strin
  * The answering model's display name and the run's estimated cost (config `name` and `cost`). The usage of a run
  * that fell back is priced at the answering model's rates: an estimate, as the field's name says.
  */
-function modelFacts(rt: AgentRuntime, ref: string, usage: Usage): { modelName?: string; costUsd?: number } {
-  if (!ref) return {};
-  let entry: ReturnType<AgentRuntime["resolveModel"]>["model"];
+function modelFacts(
+  profile: RunProfile | undefined,
+  ref: string,
+  usage: Usage,
+): { modelName?: string; costUsd?: number } {
+  // no profile: the run failed before it knew its models, and no model answered
+  if (!ref || !profile) return {};
+  let entry: ReturnType<RunProfile["resolveModel"]>["model"];
   try {
-    entry = rt.resolveModel(ref).model;
+    entry = profile.resolveModel(ref).model;
   } catch {
     return {};
   }
@@ -185,7 +193,7 @@ function modelFacts(rt: AgentRuntime, ref: string, usage: Usage): { modelName?: 
 }
 
 async function recordUsage(
-  rt: AgentRuntime,
+  rt: RunPorts,
   sessionKey: string,
   usage: RunResult["usage"],
   endedAt: number,
@@ -208,7 +216,7 @@ async function recordUsage(
  * then message_sent observers and the internal message:sent hook see what actually goes out.
  */
 async function outgoing(
-  rt: AgentRuntime,
+  rt: RunPorts,
   payloads: ReplyPayload[],
   ctx: { agentId: string; sessionKey: string; runId: string },
 ): Promise<ReplyPayload[]> {

@@ -1,6 +1,6 @@
 import type { MessageDelivery } from "../../tools/types.js";
-import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
+import type { RunPorts } from "./ports.js";
 
 type HookCtx = { agentId: string; sessionKey: string; runId: string };
 
@@ -10,7 +10,7 @@ type HookCtx = { agentId: string; sessionKey: string; runId: string };
  * clients get it as a chat message), and message_sent observers and the internal message:sent hook see it.
  */
 export async function deliverToolMessage(
-  rt: AgentRuntime,
+  rt: RunPorts,
   events: RunEmitter,
   ctx: HookCtx,
   text: string,

@@ -8,11 +8,12 @@ import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/ty
 import { userContent } from "../../queue/user-content.js";
 import type { SessionLockHandle } from "../../session/lock-port.js";
 import { resolveMaxHoldMs } from "../../session/write-lock.js";
-import { redactText } from "../../tools/sanitize.js";
+import { redactSecrets, redactText } from "../../tools/sanitize.js";
 import type { ToolContext } from "../../tools/types.js";
-import type { AgentRuntime, AgentTools } from "../runtime.js";
+import { type RunProfile, resolveRunProfile } from "../profile/profile.js";
 import { RunSetupError } from "./errors.js";
 import type { RunEmitter } from "./events.js";
+import type { RunPorts, TurnPorts } from "./ports.js";
 import type { RunSpec } from "./spec.js";
 
 export type SessionLock = SessionLockHandle;
@@ -34,6 +35,9 @@ export interface TurnChoices {
 
 /** Everything execute needs, resolved once before the first model call. */
 export interface PreparedRun {
+  /** what the run may use: tools, model chain, workspace (and the slots the next issues fill) */
+  profile: RunProfile;
+  /** the model the turn resolved (the profile's first) */
   model: ResolvedModel;
   workspaceDir: string;
   lock: SessionLock;
@@ -46,10 +50,10 @@ export interface PreparedRun {
   modelUserMessage: UserMessage;
   system: string;
   toolEnv?: Record<string, string>;
-  /** the agent's tools after tools.allow/deny, and the names withheld from it */
-  tools: AgentTools;
   /** the exec tool's policy check for this run (tools.exec): waits for approval when the policy asks */
   approveExec: NonNullable<ToolContext["approveExec"]>;
+  /** a tool that needs an operator (an MCP server's `approval`) waits here, in the same registry as exec's */
+  approveTool: NonNullable<ToolContext["approveTool"]>;
   hookCtx: { agentId: string; sessionKey: string; runId: string; workspaceDir: string };
 }
 
@@ -59,12 +63,13 @@ export interface PreparedRun {
  * after the last row is down; if preparing fails after the lock was taken, it is released here.
  */
 export async function prepareRun(
-  rt: AgentRuntime,
+  rt: TurnPorts,
   spec: RunSpec,
   choices: TurnChoices,
   run: { signal: AbortSignal; events: RunEmitter; onLock: (lock: SessionLock) => void },
 ): Promise<PreparedRun> {
-  const model = rt.resolveModel(choices.modelRef);
+  const profile = await resolveRunProfile(rt, { agentId: spec.agentId, modelRef: choices.modelRef });
+  const model = profile.model;
   const images = spec.images ?? [];
   if (images.length > 0 && !acceptsImages(model.api, model.model)) {
     // refused before the session lock is taken or anything is written: the user's row would hold images the model never saw
@@ -74,7 +79,7 @@ export async function prepareRun(
     );
   }
   await rt.getProvider(model.providerId); // a misconfigured provider fails the run before the lock is taken
-  const workspace = await rt.workspaceFor(spec.agentId);
+  const workspace = { dir: profile.workspaceDir };
   let waited = false;
   const lock = await rt.sessionLocks.acquire(spec.sessionKey, {
     maxHoldMs: resolveMaxHoldMs(choices.timeoutMs),
@@ -97,9 +102,18 @@ export async function prepareRun(
   // Skills whose required env vars are missing are not offered: the model could not use them.
   const skills = eligibleSkills(choices.skills.skills ?? [], rt.env).eligible;
   const userMessage: UserMessage = { role: "user", content: userContent(spec.message, images) };
-  const tools = rt.toolsFor(spec.agentId);
-  const prompt = await promptFor(rt, spec, model, workspace.dir, skills, history, userMessage, tools);
+  const prompt = await promptFor(rt, spec, profile, skills, history, userMessage);
+  const onWaiting = (req: { id: string; command: string; expiresAtMs: number }) =>
+    run.events.emit("lifecycle", {
+      phase: "waiting",
+      for: "approval",
+      approvalId: req.id,
+      command: redactText(req.command),
+      expiresAtMs: req.expiresAtMs,
+    });
+  const asked = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId, cwd: workspace.dir };
   return {
+    profile,
     model,
     workspaceDir: workspace.dir,
     lock,
@@ -109,27 +123,14 @@ export async function prepareRun(
     modelUserMessage: prompt.modelUserMessage,
     system: prompt.system,
     toolEnv: skills.length ? skillsEnv(skills) : undefined,
-    tools,
+    // clients show what the run waits for, and approvers find the id in the `waiting` event too; an event, so
+    // masked (only the approval request itself, for approvers, carries the exact command)
     approveExec: ({ command, toolCallId, signal }) =>
-      rt.execApprovals.check({
-        command,
-        cwd: workspace.dir,
-        agentId: spec.agentId,
-        sessionKey: spec.sessionKey,
-        runId: spec.runId,
-        toolCallId,
-        signal,
-        // clients show what the run waits for, and approvers find the id here too; an event, so masked (only the
-        // approval request itself, for approvers, carries the exact command)
-        onWaiting: (req) =>
-          run.events.emit("lifecycle", {
-            phase: "waiting",
-            for: "approval",
-            approvalId: req.id,
-            command: redactText(req.command),
-            expiresAtMs: req.expiresAtMs,
-          }),
-      }),
+      rt.execApprovals.check({ ...asked, command, toolCallId, signal, onWaiting }),
+    // a tool's arguments are shown to approvers with credential-like values redacted (they are data, not a
+    // command whose every byte the approver must read)
+    approveTool: ({ tool, args, toolCallId, signal }) =>
+      rt.execApprovals.askTool({ ...asked, tool, args: redactSecrets(args), toolCallId, signal, onWaiting }),
     hookCtx,
   };
 }
@@ -138,15 +139,14 @@ type Skills = ReturnType<typeof eligibleSkills>["eligible"];
 
 /** Bootstrap files (agent:bootstrap may edit them), the system prompt, then before_prompt_build's changes. */
 async function promptFor(
-  rt: AgentRuntime,
+  rt: RunPorts,
   spec: RunSpec,
-  model: ResolvedModel,
-  workspaceDir: string,
+  profile: RunProfile,
   skills: Skills,
   history: ChatMessage[],
   userMessage: UserMessage,
-  tools: AgentTools,
 ): Promise<{ system: string; modelUserMessage: UserMessage }> {
+  const { model, workspaceDir, tools } = profile;
   const mode = spec.promptMode ?? "full";
   const bootstrapFiles =
     mode === "full" ? await rt.bootstrap.load(workspaceDir, { onWarning: (m) => rt.logger.warn(m) }) : [];
@@ -162,7 +162,7 @@ async function promptFor(
     mode,
     agentId: spec.agentId,
     workspaceDir,
-    tools: [...tools.tools.values()].map((t) => ({ name: t.name, description: t.description })),
+    tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description })),
     skillsPrompt: mode === "full" ? formatSkillsPrompt(skills) : undefined,
     bootstrapFiles,
     extraSystemPrompt: spec.extraSystemPrompt,

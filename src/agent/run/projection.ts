@@ -4,9 +4,9 @@ import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
 import { capText, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
-import type { AgentRuntime } from "../runtime.js";
 import type { RunEmitter } from "./events.js";
 import { deliverToolMessage } from "./messaging.js";
+import type { RunPorts } from "./ports.js";
 import type { PreparedRun } from "./prepare.js";
 import { ReplyBlocks } from "./reply-blocks.js";
 import { TextCheckpoints } from "./text-checkpoint.js";
@@ -69,7 +69,7 @@ export class RunProjection {
   private readonly blocks?: ReplyBlocks;
 
   constructor(
-    private readonly rt: AgentRuntime,
+    private readonly rt: RunPorts,
     private readonly prepared: PreparedRun,
     private readonly events: RunEmitter,
     private readonly runId: string,

@@ -6,7 +6,6 @@ import type { ThinkingLevel } from "../../providers/types.js";
 import { endedByOf } from "../../queue/in-band.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
 import { sessionLaneName } from "../../session/keys.js";
-import type { AgentRuntime } from "../runtime.js";
 import { parseSlashCommand } from "./commands.js";
 import { RunContextGuard } from "./context-guard.js";
 import { runControl } from "./control.js";
@@ -15,6 +14,7 @@ import { errorKind } from "./errors.js";
 import { runEmitter } from "./events.js";
 import { type ExecuteResult, executeRun } from "./execute.js";
 import { emitTerminal, finishRun } from "./finish.js";
+import type { TurnPorts } from "./ports.js";
 import { type PreparedRun, prepareRun, type SessionLock, type TurnChoices } from "./prepare.js";
 import { RunProjection } from "./projection.js";
 import type { RunSpans } from "./spans.js";
@@ -24,7 +24,7 @@ import type { RunResult, RunSpec } from "./spec.js";
  * One turn of one session: slash commands, the session's model/thinking/skills, then the run in its lanes
  * (prepare → execute → finish). A turn that fails before its run emitted a terminal event still gets one here.
  */
-export async function runTurn(rt: AgentRuntime, spec: RunSpec): Promise<RunResult> {
+export async function runTurn(rt: TurnPorts, spec: RunSpec): Promise<RunResult> {
   let ended = false;
   const unsubscribe = rt.bus.subscribeRun(spec.runId, (ev) => {
     if (ev.stream === "lifecycle" && (ev.data.phase === "end" || ev.data.phase === "error")) ended = true;
@@ -48,13 +48,13 @@ export async function runTurn(rt: AgentRuntime, spec: RunSpec): Promise<RunResul
 }
 
 /** The run span (the tracing module is loaded on the first traced run only). */
-async function startRunSpans(rt: AgentRuntime, spec: RunSpec): Promise<RunSpans | undefined> {
+async function startRunSpans(rt: TurnPorts, spec: RunSpec): Promise<RunSpans | undefined> {
   const { RunSpans } = await import("./spans.js");
   return RunSpans.start(spec, rt.config.agents.list.find((a) => a.id === spec.agentId)?.name);
 }
 
 async function turnBody(
-  rt: AgentRuntime,
+  rt: TurnPorts,
   spec: RunSpec,
   startedAt: number,
   spans: RunSpans | undefined,
@@ -67,47 +67,52 @@ async function turnBody(
   let reset = false;
   const slash = parseSlashCommand(message);
   if (slash) {
-    // The service already aborted the active run for /stop.
-    void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+    if (slash.command === "stop" || slash.command === "compact") {
+      // The service already aborted the active run for /stop. (/new and /reset fire theirs in the lifecycle.)
+      void rt.fireInternal("command", slash.command, { ...hookCtx, command: slash.command, args: slash.rest });
+    }
     if (slash.command === "stop") return synthetic(rt, spec, startedAt, "Stopped.");
     if (slash.command === "compact") {
       const choices = await resolveChoices(rt, spec, session, false);
       return runInLanes(rt, spec, { ...choices, compact: { instructions: slash.rest || undefined } }, spans);
     }
-    await withTranscriptLock(rt, spec.sessionKey, () =>
-      rt.store.resetSession(spec.sessionKey, startedAt, `/${slash.command}`),
-    );
-    rt.sessionEvents.emit({ type: "changed", sessionKey: spec.sessionKey, reason: "reset" });
-    if (hooks.has("session_end")) {
-      void hooks.runObservers(
-        "session_end",
-        { sessionKey: spec.sessionKey, sessionId: session.sessionId, reason: slash.command },
-        hookCtx,
-      );
-    }
+    // the one way a session is reset (session/lifecycle.ts): lock, command:<name>, session_end, session_start
+    await rt.sessionLifecycle.reset(spec.sessionKey, {
+      reason: slash.command,
+      marker: `/${slash.command}`,
+      command: { args: slash.rest, source: "in-band" },
+      runId: spec.runId,
+    });
     reset = true;
     if (!slash.rest) return synthetic(rt, spec, startedAt, "Started a new session.");
     message = slash.rest;
   }
-  // A session starts with the first turn that runs on an empty transcript generation (its first turn, or the
-  // first one after /new or /reset): the service stores the session record when it accepts the message.
-  if (hooks.has("session_start") && (await rt.store.readTranscript(spec.sessionKey, { limit: 1 })).length === 0) {
-    void hooks.runObservers("session_start", { sessionKey: spec.sessionKey, sessionId: session.sessionId }, hookCtx);
+  // A session starts with its first turn that runs on an empty transcript: the service stores the session record
+  // when it accepts the message. Every later generation started with a reset, which fired its session_start.
+  if (
+    !reset &&
+    session.generation === FIRST_GENERATION &&
+    hooks.has("session_start") &&
+    (await rt.store.readTranscript(spec.sessionKey, { limit: 1 })).length === 0
+  ) {
+    void hooks.runObservers(
+      "session_start",
+      { sessionKey: spec.sessionKey, sessionId: session.sessionId, generation: session.generation },
+      hookCtx,
+    );
   }
   const turnSpec = message === spec.message ? spec : { ...spec, message };
   const choices = await resolveChoices(rt, turnSpec, session, reset);
   return runInLanes(rt, turnSpec, choices, spans);
 }
 
-type SessionRow = Awaited<ReturnType<AgentRuntime["store"]["ensureSession"]>>;
+/** a session's first transcript generation (the store starts every session there) */
+const FIRST_GENERATION = 1;
+
+type SessionRow = Awaited<ReturnType<TurnPorts["store"]["ensureSession"]>>;
 
 /** Model (request > session override > agent; before_model_resolve may change it), thinking, timeout, skills. */
-async function resolveChoices(
-  rt: AgentRuntime,
-  spec: RunSpec,
-  session: SessionRow,
-  reset: boolean,
-): Promise<TurnChoices> {
+async function resolveChoices(rt: TurnPorts, spec: RunSpec, session: SessionRow, reset: boolean): Promise<TurnChoices> {
   let modelRef = spec.model ?? session.modelOverride ?? rt.agentModelRef(spec.agentId);
   const hooks = rt.pluginHooks;
   if (hooks.has("before_model_resolve")) {
@@ -146,7 +151,7 @@ async function resolveChoices(
 
 /** The run holds its session lane, then the global lane (SPEC 3). */
 function runInLanes(
-  rt: AgentRuntime,
+  rt: TurnPorts,
   spec: RunSpec,
   choices: TurnChoices,
   spans: RunSpans | undefined,
@@ -164,7 +169,7 @@ function runInLanes(
 
 /** prepare → execute → finish, with the lock released and the timeout cleared however it ends. */
 async function runPhases(
-  rt: AgentRuntime,
+  rt: TurnPorts,
   spec: RunSpec,
   choices: TurnChoices,
   laneWaitMs: number,
@@ -239,6 +244,7 @@ async function runPhases(
     exec,
     setupError,
     modelRef: prepared?.model.ref ?? choices.modelRef,
+    profile: prepared?.profile,
     written: projection?.written ?? [],
     parts: projection?.parts,
     options: { reasoning: choices.reasoning, verbose: choices.verbose },
@@ -282,7 +288,7 @@ function modelFreeResult(spec: RunSpec, startedAt: number, endedAt: number): Run
 }
 
 /** A turn answered without the model (slash commands): still a full lifecycle, so waiters and clients see it end. */
-function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: string): RunResult {
+function synthetic(rt: TurnPorts, spec: RunSpec, startedAt: number, text: string): RunResult {
   const events = runEmitter(rt.bus, spec.runId, spec.sessionKey);
   events.emit("lifecycle", { phase: "start", startedAt });
   events.emit("assistant", { text, delta: text });
@@ -296,7 +302,7 @@ function synthetic(rt: AgentRuntime, spec: RunSpec, startedAt: number, text: str
  * folders changed (fingerprint of listings + SKILL.md mtimes, no file reads), so a deleted skill is never offered.
  */
 async function sessionSkills(
-  rt: AgentRuntime,
+  rt: TurnPorts,
   agentId: string,
   sessionKey: string,
   stored: string | undefined,
@@ -318,14 +324,4 @@ async function sessionSkills(
     await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
   return snapshot;
-}
-
-/** Any rewrite of transcript rows (a reset marker here) holds the same session write lock as a run. */
-async function withTranscriptLock<T>(rt: AgentRuntime, sessionKey: string, fn: () => Promise<T>): Promise<T> {
-  const lock: SessionLock = await rt.sessionLocks.acquire(sessionKey);
-  try {
-    return await fn();
-  } finally {
-    await lock.release();
-  }
 }

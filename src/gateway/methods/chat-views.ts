@@ -26,10 +26,12 @@ export const chatStartupMethod = defineMethod({
     conn.access.requireRead(key);
     const session = await gw.service.session(key);
     const history: ChatHistoryResult = session
-      ? await readHistoryPage(gw.service.sessions, session, {
-          limit: params.limit ?? STARTUP_HISTORY_LIMIT,
-          maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
-        })
+      ? await gw.historyPages.run(() =>
+          readHistoryPage(gw.service.sessions, session, {
+            limit: params.limit ?? STARTUP_HISTORY_LIMIT,
+            maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
+          }),
+        )
       : { sessionKey: key, generation: 0, messages: [] };
     const result: ChatStartupResult = {
       defaultAgentId: rt.defaultAgentId,

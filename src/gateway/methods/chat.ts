@@ -50,13 +50,16 @@ export const chatHistoryMethod = defineMethod({
       reply.ok(empty);
       return;
     }
-    const result = await readHistoryPage(sessions, session, {
-      limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
-      cursor: params.cursor,
-      before: params.before,
-      generation: params.generation,
-      maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
+    // the page is sent before the next one is built, so two big pages are never serialized in one turn
+    await gw.historyPages.run(async () => {
+      const result = await readHistoryPage(sessions, session, {
+        limit: params.limit ?? DEFAULT_HISTORY_LIMIT,
+        cursor: params.cursor,
+        before: params.before,
+        generation: params.generation,
+        maxBytes: Math.min(params.maxBytes ?? Number.POSITIVE_INFINITY, gw.limits.maxPageBytes),
+      });
+      reply.ok(result);
     });
-    reply.ok(result);
   },
 });

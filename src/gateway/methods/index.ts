@@ -18,6 +18,7 @@ import {
   updateStatusMethod,
 } from "./gateway-info.js";
 import { healthMethod } from "./health.js";
+import { mcpStatusMethod } from "./mcp.js";
 import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
 import { runsListMethod } from "./runs.js";
 import {
@@ -80,6 +81,7 @@ export function methodRegistry(): Map<string, AnyMethod> {
     questionListMethod,
     agentEventsMethod,
     diagnosticsListMethod,
+    mcpStatusMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

@@ -5,6 +5,7 @@ import { ErrorCodes } from "../../protocol/frames.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
 import type { AgentRequest } from "../../protocol/run.js";
 import { normalizeSessionKey } from "../../session/keys.js";
+import { formatBytes } from "../../tools/image-prepare.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 import { GatewayError } from "../errors.js";
 
@@ -22,7 +23,9 @@ export async function acceptRun(
   await checkSendAccess(gw, conn, params);
   refuseDeniedControl(conn, params);
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
-  const req = await prepareAttachments(params);
+  const req = await withAttachmentBytes(gw, conn, params, () =>
+    prepareAttachments(params, { imageWork: gw.imageWork }),
+  );
   // the run id is the idempotency key: its events wait until the answer is sent and the caller watches it
   gw.broadcaster.hold(req.idempotencyKey);
   try {
@@ -48,6 +51,42 @@ export async function acceptRun(
     return accepted;
   } finally {
     gw.broadcaster.release(req.idempotencyKey);
+  }
+}
+
+/** decoded bytes of base64 `content`, from its length (without decoding it) */
+function decodedBytes(content: string): number {
+  const padding = content.endsWith("==") ? 2 : content.endsWith("=") ? 1 : 0;
+  return Math.max(0, Math.floor((content.length * 3) / 4) - padding);
+}
+
+/**
+ * One connection's attachments being prepared are capped in bytes (gateway.attachments.maxInFlightBytesPerConnection):
+ * a client that sends message after message of attachments without waiting would otherwise hold all of them, decoded,
+ * while they wait for the image-work limit. Over the cap the send is refused as retryable, before anything is stored.
+ */
+async function withAttachmentBytes<T>(
+  gw: GatewayContext,
+  conn: CallerConnection,
+  params: AgentRequest,
+  prepare: () => Promise<T>,
+): Promise<T> {
+  const bytes = (params.attachments ?? []).reduce((sum, a) => sum + decodedBytes(a.content), 0);
+  if (bytes === 0) return prepare();
+  const cap = gw.limits.maxAttachmentBytesInFlight;
+  const held = conn.attachmentsInFlight;
+  if (held.bytes + bytes > cap) {
+    throw new GatewayError({
+      code: ErrorCodes.unavailable,
+      message: `params.attachments: ${formatBytes(bytes)} of attachments on top of the ${formatBytes(held.bytes)} this connection has still being prepared is over gateway.attachments.maxInFlightBytesPerConnection (${formatBytes(cap)}); wait for the earlier sends to be accepted`,
+      retryable: held.bytes > 0,
+    });
+  }
+  held.bytes += bytes;
+  try {
+    return await prepare();
+  } finally {
+    held.bytes -= bytes;
   }
 }
 

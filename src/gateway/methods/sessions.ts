@@ -122,10 +122,14 @@ export const sessionsResetMethod = defineMethod({
     conn.access.requireAdmin(key);
     await requireSession(gw, key);
     refuseWhileRunning(gw, key, "reset");
-    // a new transcript generation; the old rows stay (SPEC 4)
-    // under the session lock, like a run
-    const generation = await gw.service.sessions.reset(key, gw.now(), `sessions.reset (${params.reason ?? "reset"})`);
-    gw.service.sessionChanged(key, "reset");
+    // a new transcript generation; the old rows stay (SPEC 4). As /new or /reset typed in the session: the session
+    // lock, command:<reason>, session_end and session_start, the sessions.changed notice (session/lifecycle.ts)
+    const reason = params.reason ?? "reset";
+    const { generation } = await gw.service.sessions.reset(key, {
+      reason,
+      marker: `sessions.reset (${reason})`,
+      command: { args: "", source: "gateway:sessions.reset" },
+    });
     const result: SessionsResetResult = { ok: true, key, generation };
     reply.ok(result);
   },
@@ -139,8 +143,8 @@ export const sessionsDeleteMethod = defineMethod({
     const key = targetKey(gw, params);
     conn.access.requireAdmin(key);
     refuseWhileRunning(gw, key, "delete");
-    const deleted = await gw.service.sessions.delete(key);
-    if (deleted) gw.service.sessionChanged(key, "deleted");
+    // session_end and the sessions.changed notice come from the lifecycle, unless the caller turned hooks off
+    const deleted = await gw.service.sessions.delete(key, { emitLifecycleHooks: params.emitLifecycleHooks });
     const result: SessionsDeleteResult = { ok: true, key, deleted, archived: [] };
     reply.ok(result);
   },

@@ -1,3 +1,4 @@
+import { ErrorCodes } from "../../protocol/frames.js";
 import {
   emptyParamsSchema,
   sessionsMessagesSubscribeParamsSchema,
@@ -6,6 +7,7 @@ import {
 import type { SubscribeResult } from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
+import { GatewayError } from "../errors.js";
 
 /*
  * What OpenClaw's operator clients follow (SPEC 21: operator.read inside the token's sessions). `sessions.changed`
@@ -43,6 +45,17 @@ export const sessionsMessagesSubscribeMethod = defineMethod({
   handle({ params, conn, gw, reply }) {
     const key = normalizeSessionKey(params.key, params.agentId ?? gw.service.rt.defaultAgentId).key;
     conn.access.requireRead(key);
+    // each followed session costs a little memory for as long as the connection lives: a client may not follow
+    // hundreds of thousands (issue 25: 200k keys held 268 MB)
+    const limit = gw.limits.maxMessageSubscriptionsPerConnection;
+    const now = gw.broadcaster.messageFollowing(conn, key);
+    if (!now.following && now.count >= limit) {
+      throw new GatewayError({
+        code: ErrorCodes.invalidRequest,
+        message: `params.key: this connection already follows ${now.count} sessions (gateway.maxMessageSubscriptionsPerConnection is ${limit}); unsubscribe from one first`,
+        details: { limit },
+      });
+    }
     gw.broadcaster.followMessages(conn, key, true);
     const result: SubscribeResult = { ok: true, key, subscribed: true };
     reply.ok(result);

@@ -4,6 +4,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { interruptedEnd } from "../../queue/recovery.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
 import { fillStateDir, type StateFixture, sha256Of } from "../../testing/sqlite-state-fixture.js";
 import { migrations as sqliteMigrations } from "../migrations.js";
@@ -12,6 +13,7 @@ import { openStore } from "../sqlite-store.js";
 import type { Store } from "../types.js";
 import { COPIED_TABLES, type CopyProgress, copySqliteToPostgres } from "./copy-from-sqlite.js";
 import { createPostgresPool } from "./pool.js";
+import { listOrphanedSessions } from "./queue-adopt.js";
 import { openPostgresStore } from "./store.js";
 
 const tmpDirs: string[] = [];
@@ -252,6 +254,90 @@ describe.skipIf(!testPostgresUrl)("storage migrate into a real Postgres", () => 
       "a",
       "b",
     ]);
+  });
+
+  it("migrate-of-crashed-sqlite-state-does-not-wedge-the-session: a run left running is ended as a restart would, and the input behind it runs", async () => {
+    const dir = stateDir();
+    const store = new SqliteStoreAdapter(openStore(dir));
+    const key = "agent:main:crashed";
+    for (const [runId, at] of [
+      ["was-running", 5000],
+      ["behind-it", 5001],
+    ] as const) {
+      await store.acceptInput(
+        { key, agentId: "main", now: at },
+        { runId, sessionKey: key, status: "queued", acceptedAt: at, params: { message: runId } },
+      );
+    }
+    // the gateway died (kill -9) mid-turn: its run stays running in the file, with no process left to end it
+    await store.updateRun("was-running", { status: "running", startedAt: 5002 });
+    await store.close();
+    const target = await freshSchema();
+    const p = createPostgresPool({ ...target.options, poolMax: 2 });
+    pools.push(p);
+    const notes: string[] = [];
+    await copySqliteToPostgres({
+      sqliteFile: path.join(dir, "loopgate.sqlite"),
+      pool: p,
+      interrupted: interruptedEnd,
+      onNote: (n) => notes.push(n),
+    });
+    const pgStore = await openPostgresStore(target.options);
+    stores.push(pgStore);
+    const ended = await pgStore.getRun("was-running");
+    const expected = interruptedEnd("was-running");
+    expect(ended).toMatchObject({ status: "error", stopReason: "gateway_restart", error: expected.error });
+    expect(ended?.result).toEqual(expected.result);
+    expect(notes.join("\n")).toContain("1 run the SQLite gateway left running (was-running)");
+    // nothing blocks the session any more: the sweeper of any node adopts the queued input
+    expect(await listOrphanedSessions(p, { limit: 10 })).toEqual([key]);
+  });
+
+  it("nul-in-session-key-or-label-does-not-abort-migrate: such keys and labels are copied with U+FFFD, and said so", async () => {
+    const dir = stateDir();
+    const store = new SqliteStoreAdapter(openStore(dir));
+    // written straight into the store, as a gateway before issue 25 accepted them
+    const key = "agent:main:a\u0000b";
+    await store.acceptInput(
+      { key, agentId: "main", now: 7000 },
+      { runId: "nul-run", sessionKey: key, status: "ok", acceptedAt: 7000, params: { message: "hi", sessionKey: key } },
+    );
+    await store.updateSession(key, { label: "tier\u00002" });
+    await store.appendTranscript([
+      { sessionKey: key, kind: "message", runId: "nul-run", createdAt: 7001, message: { role: "user", content: "hi" } },
+    ]);
+    await store.close();
+    const target = await freshSchema();
+    const p = createPostgresPool({ ...target.options, poolMax: 2 });
+    pools.push(p);
+    const notes: string[] = [];
+    const report = await copySqliteToPostgres({
+      sqliteFile: path.join(dir, "loopgate.sqlite"),
+      pool: p,
+      onNote: (n) => notes.push(n),
+    });
+    expect(report.tables.every((t) => t.source === t.target)).toBe(true);
+    const clean = "agent:main:a\ufffdb";
+    expect(notes.join("\n")).toContain(`session key "agent:main:a\\u0000b" is copied as "${clean}"`);
+    expect(notes.join("\n")).toContain("1 session label with control characters");
+    const pgStore = await openPostgresStore(target.options);
+    stores.push(pgStore);
+    expect(await pgStore.getSession(clean)).toMatchObject({ key: clean, label: "tier\ufffd2" });
+    expect((await pgStore.readTranscript(clean)).map((r) => r.runId)).toEqual(["nul-run"]);
+    expect((await pgStore.getRun("nul-run"))?.sessionKey).toBe(clean);
+  });
+
+  it("refuses, naming both, a key that would become one already there once its control characters are replaced", async () => {
+    const dir = stateDir();
+    const store = new SqliteStoreAdapter(openStore(dir));
+    for (const key of ["agent:main:x\u0001", "agent:main:x\ufffd"]) await store.ensureSession(key, "main", 1);
+    await store.close();
+    const target = await freshSchema();
+    const p = createPostgresPool({ ...target.options, poolMax: 2 });
+    pools.push(p);
+    await expect(copySqliteToPostgres({ sqliteFile: path.join(dir, "loopgate.sqlite"), pool: p })).rejects.toThrow(
+      'session key "agent:main:x\\u0001" has control characters, and "agent:main:x\ufffd" (what it would be copied as) is a session of its own',
+    );
   });
 
   it("refuses a target schema a gateway node is heartbeating on, even with force", async () => {

@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import type pg from "pg";
+import { hasControlCharacter, replaceControlCharacters } from "../../protocol/control-chars.js";
 import { migrations as sqliteMigrations } from "../migrations.js";
 import { migratePostgres } from "./migrate.js";
 import { postgresMigrations } from "./migrations.js";
@@ -63,8 +64,13 @@ export interface CopyOptions {
   /** a batch also ends once its values reach this many bytes (blobs run to megabytes); default 8 MiB */
   batchBytes?: number;
   onProgress?: (p: CopyProgress) => void;
-  /** a step worth a line, as it happens: the migrations applied, what `force` deleted */
+  /** a step worth a line, as it happens: the migrations applied, what `force` deleted, what was changed on the way */
   onNote?: (text: string) => void;
+  /**
+   * How a run left `running` is ended (queue/recovery.ts `interruptedEnd`: as the SQLite gateway's next start would
+   * have ended it). Without it such a row is copied as it is, and a Postgres node's lease holder ends it `node_lost`.
+   */
+  interrupted?: (runId: string) => { stopReason: string; error: string; result: Record<string, unknown> };
 }
 
 export interface CopyReport {
@@ -211,6 +217,136 @@ async function insertBatch(pool: pg.Pool, table: string, columns: string[], rows
   }
 }
 
+/** Columns that hold a session key: sessions.key, and session_key wherever a table has one. */
+function keyColumnsOf(table: string, columns: readonly string[]): string[] {
+  return columns.filter((c) => c === "session_key" || (table === "sessions" && c === "key"));
+}
+
+const showKey = (key: string) => JSON.stringify(key);
+
+/**
+ * Session keys with control characters (a gateway before issue 25 stored them; Postgres cannot hold a NUL, and no
+ * client may send such a key any more): each is copied with U+FFFD in their place, in every table, so the session
+ * keeps its transcript, runs and events and can be addressed again. Refused, naming both, when the new key is one the
+ * store already has (two sessions would become one). Returns old key → new key.
+ */
+function planKeyRenames(db: Source, present: ReadonlyArray<{ table: string }>): Map<string, string> {
+  db.function("loopgate_has_control", { deterministic: true }, (v: unknown) =>
+    typeof v === "string" && hasControlCharacter(v) ? 1 : 0,
+  );
+  const sources = present.flatMap(({ table }) =>
+    keyColumnsOf(table, sourceColumns(db, table)).map((column) => ({ table, column })),
+  );
+  const renames = new Map<string, string>();
+  for (const { table, column } of sources) {
+    const rows = db.prepare(`SELECT DISTINCT ${column} AS k FROM ${table} WHERE loopgate_has_control(${column})`).all();
+    for (const { k } of rows as Array<{ k: string }>) renames.set(k, replaceControlCharacters(k));
+  }
+  const taken = new Map<string, string>();
+  for (const [key, clean] of renames) {
+    const other = taken.get(clean);
+    if (other !== undefined) {
+      throw new StorageMigrateError(
+        `session keys ${showKey(other)} and ${showKey(key)} have control characters and would both be copied as ${showKey(clean)}: delete or reset one of them with the loopgate that wrote them, then migrate again`,
+      );
+    }
+    taken.set(clean, key);
+    for (const { table, column } of sources) {
+      if (db.prepare(`SELECT 1 FROM ${table} WHERE ${column} = ? LIMIT 1`).get(clean) !== undefined) {
+        throw new StorageMigrateError(
+          `session key ${showKey(key)} has control characters, and ${showKey(clean)} (what it would be copied as) is a session of its own: delete or reset one of them with the loopgate that wrote them, then migrate again`,
+        );
+      }
+    }
+  }
+  return renames;
+}
+
+/** What the copy changed on the way, for the notes: counted per kind, the first few named. */
+interface Rewrites {
+  renames: ReadonlyMap<string, string>;
+  interrupted?: CopyOptions["interrupted"];
+  now: number;
+  endedRuns: string[];
+  labels: number;
+  /** `table.column` → values with a NUL elsewhere (a run id from an idempotency key): U+FFFD in its place */
+  nuls: Map<string, number>;
+}
+
+/** The function that rewrites one source row of `table` before it is inserted (in place). */
+function rowRewriter(table: string, columns: readonly string[], w: Rewrites): (row: unknown[]) => void {
+  const keyAt = keyColumnsOf(table, columns).map((c) => columns.indexOf(c));
+  const labelAt = table === "sessions" ? columns.indexOf("label") : -1;
+  const at = (c: string) => (table === "runs" ? columns.indexOf(c) : -1);
+  const [statusAt, endedAt, reasonAt, errorAt, resultAt, runIdAt] = [
+    "status",
+    "ended_at",
+    "stop_reason",
+    "error",
+    "result",
+    "run_id",
+  ].map(at);
+  return (row) => {
+    for (const i of keyAt) {
+      const renamed = w.renames.get(row[i] as string);
+      if (renamed !== undefined) row[i] = renamed;
+    }
+    if (labelAt >= 0 && typeof row[labelAt] === "string" && hasControlCharacter(row[labelAt])) {
+      row[labelAt] = replaceControlCharacters(row[labelAt]);
+      w.labels++;
+    }
+    for (let i = 0; i < row.length; i++) {
+      const v = row[i];
+      if (typeof v === "string" && v.includes("\u0000")) {
+        row[i] = v.replaceAll("\u0000", "\uFFFD");
+        const where = `${table}.${columns[i]}`;
+        w.nuls.set(where, (w.nuls.get(where) ?? 0) + 1);
+      }
+    }
+    // a run its gateway was running when it died: no start on SQLite will end it now, and on Postgres a running
+    // row would keep its session's queue from moving; ended here as that start would have ended it
+    if (statusAt >= 0 && row[statusAt] === "running" && w.interrupted) {
+      const runId = row[runIdAt] as string;
+      const end = w.interrupted(runId);
+      row[statusAt] = "error";
+      if (endedAt >= 0) row[endedAt] = row[endedAt] ?? w.now;
+      if (reasonAt >= 0) row[reasonAt] = end.stopReason;
+      if (errorAt >= 0) row[errorAt] = end.error;
+      if (resultAt >= 0) row[resultAt] = JSON.stringify(end.result);
+      w.endedRuns.push(runId);
+    }
+  };
+}
+
+function listSome(ids: readonly string[], max = 10): string {
+  const shown = ids.slice(0, max).join(", ");
+  return ids.length > max ? `${shown} and ${ids.length - max} more` : shown;
+}
+
+/** The notes of what the copy changed (one line each). */
+function rewriteNotes(w: Rewrites): string[] {
+  const notes: string[] = [];
+  for (const [key, clean] of w.renames) {
+    notes.push(
+      `session key ${showKey(key)} is copied as ${showKey(clean)}: keys may not contain control characters (Postgres cannot store a NUL)`,
+    );
+  }
+  if (w.labels > 0) {
+    notes.push(
+      `${w.labels} session label${w.labels === 1 ? "" : "s"} with control characters copied with U+FFFD in their place`,
+    );
+  }
+  for (const [where, n] of w.nuls)
+    notes.push(`${n} value${n === 1 ? "" : "s"} of ${where} held a NUL: copied with U+FFFD in its place`);
+  const n = w.endedRuns.length;
+  if (n > 0) {
+    notes.push(
+      `ended ${n} run${n === 1 ? "" : "s"} the SQLite gateway left running (${listSome(w.endedRuns)}) as its next start would have: error, stop reason gateway_restart`,
+    );
+  }
+  return notes;
+}
+
 /** Copies one table, batch by batch; returns the number of rows copied. */
 async function copyTable(
   db: Source,
@@ -219,8 +355,10 @@ async function copyTable(
   order: string,
   total: number,
   opts: Required<Pick<CopyOptions, "batchRows" | "batchBytes">> & Pick<CopyOptions, "onProgress">,
+  rewrites: Rewrites,
 ): Promise<number> {
   const columns = sourceColumns(db, table);
+  const rewrite = rowRewriter(table, columns, rewrites);
   const target = await targetColumns(pool, table);
   const missing = columns.filter((c) => !target.has(c));
   if (missing.length > 0) {
@@ -253,6 +391,7 @@ async function copyTable(
   // Postgres takes at most 65535 parameters per statement
   const maxRows = Math.max(1, Math.min(opts.batchRows, Math.floor(65_535 / insertColumns.length)));
   for (const row of stmt.iterate() as IterableIterator<unknown[]>) {
+    rewrite(row);
     if (numbered) row.push(done + batch.length + 1);
     batch.push(row);
     for (const v of row) bytes += valueBytes(v);
@@ -316,6 +455,14 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
       const counts = new Map(
         present.map((c) => [c.table, (db.prepare(`SELECT count(*) AS n FROM ${c.table}`).get() as { n: number }).n]),
       );
+      const rewrites: Rewrites = {
+        renames: planKeyRenames(db, present),
+        ...(opts.interrupted ? { interrupted: opts.interrupted } : {}),
+        now: Date.now(),
+        endedRuns: [],
+        labels: 0,
+        nuls: new Map(),
+      };
       if (dryRun) return { dryRun, sqliteVersion: version, migrated, tables: await bothCounts(opts.pool, counts) };
       if (held.length > 0) {
         await emptyTarget(opts.pool);
@@ -328,9 +475,10 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyRepor
       };
       let runsCopied = 0;
       for (const { table, order } of present) {
-        const n = await copyTable(db, opts.pool, table, order, counts.get(table) ?? 0, limits);
+        const n = await copyTable(db, opts.pool, table, order, counts.get(table) ?? 0, limits, rewrites);
         if (table === "runs") runsCopied = n;
       }
+      for (const note of rewriteNotes(rewrites)) opts.onNote?.(note);
       await continueIdentities(db, opts.pool, runsCopied);
       const tables = await bothCounts(opts.pool, counts);
       const off = tables.filter((t) => t.source !== t.target);

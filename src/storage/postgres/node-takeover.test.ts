@@ -4,7 +4,13 @@ import { ManualClock } from "../../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
 import { migratePostgres } from "./migrate.js";
 import { listDeadNodes, NodeHeartbeat } from "./node-heartbeat.js";
-import { NODE_LOST_ERROR, takeOverDeadNode } from "./node-takeover.js";
+import {
+  disownRunsOfLostSessions,
+  endLostRuns,
+  forgetDeadNodes,
+  listSessionsWithLostRuns,
+  NODE_LOST_ERROR,
+} from "./node-takeover.js";
 import { createPostgresPool } from "./pool.js";
 import { claimQueuedInputs } from "./queue-claim.js";
 import { fencePredicate, SessionLeases } from "./session-leases.js";
@@ -53,16 +59,21 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
 
     // kill -9 of node A: no more beats. B keeps beating; after one lease A is dead.
     await hbA.stop();
-    expect(await takeOverDeadNode(poolB, leasesB, "node-a")).toEqual([]); // not before A is dead: lease still held
+    // not before A is dead: its run is a live node's, and its lease is still held
+    expect(await listSessionsWithLostRuns(poolB, { selfId: "node-b", leaseMs: LEASE, now: clock.now() })).toEqual([]);
+    expect(await leasesB.acquire("main")).toBeUndefined();
     for (let t = 0; t <= LEASE; t += hbB.intervalMs) {
       clock.advance(hbB.intervalMs);
       await hbB.settled();
     }
     expect((await listDeadNodes(poolB, { leaseMs: LEASE, clock })).map((n) => n.id)).toEqual(["node-a"]);
 
-    const taken = await takeOverDeadNode(poolB, leasesB, "node-a", { now: clock.now() });
-    expect(taken).toMatchObject([{ sessionKey: "main", lostRunIds: ["r1"], lease: { nodeId: "node-b" } }]);
-    const lease = taken[0].lease;
+    const at = { selfId: "node-b", leaseMs: LEASE, now: clock.now() };
+    expect(await listSessionsWithLostRuns(poolB, at)).toEqual(["main"]);
+    const lease = await leasesB.acquire("main");
+    if (!lease) throw new Error("node B should get the dead node's expired lease");
+    expect(await endLostRuns(poolB, lease, at)).toEqual(["r1"]);
+    expect(await forgetDeadNodes(poolB, at)).toEqual(["node-a"]);
     const { rows: r1 } = await poolB.query("SELECT status, stop_reason, error FROM runs WHERE run_id = 'r1'");
     expect(r1[0]).toEqual({ status: "error", stop_reason: "node_lost", error: NODE_LOST_ERROR });
     expect(await listDeadNodes(poolB, { leaseMs: LEASE, clock })).toEqual([]); // the dead node's row is gone
@@ -93,5 +104,43 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
       { run_id: "r3", status: "ok", node_id: "node-b" },
     ]);
     await hbB.stop();
+  });
+
+  it("a node gives up only its running runs of sessions whose lease it no longer holds; a run of no node is ended", async () => {
+    await poolA.query("DELETE FROM runs; DELETE FROM session_leases; DELETE FROM nodes;");
+    const leasesA = new SessionLeases(poolA, { nodeId: "node-a", leaseMs: LEASE, clock });
+    const leasesB = new SessionLeases(poolB, { nodeId: "node-b", leaseMs: LEASE, clock });
+    await new NodeHeartbeat(poolA, { nodeId: "node-a", leaseMs: LEASE, clock }).beat();
+    await new NodeHeartbeat(poolB, { nodeId: "node-b", leaseMs: LEASE, clock }).beat();
+    const kept = await leasesA.acquire("kept");
+    const gone = await leasesB.acquire("gone");
+    if (!kept || !gone) throw new Error("both sessions are free");
+    // A runs one run in a session it holds, and one in a session B took from it; "moved" came from a crashed SQLite
+    // store: running, on no node
+    for (const [id, key, node] of [
+      ["k1", "kept", "node-a"],
+      ["g1", "gone", "node-a"],
+      ["m1", "moved", null],
+    ]) {
+      await poolA.query(
+        "INSERT INTO runs (run_id, session_key, status, accepted_at, params, node_id) VALUES ($1, $2, 'running', 1, '{}', $3)",
+        [id, key, node],
+      );
+    }
+    const at = { selfId: "node-b", leaseMs: LEASE, now: clock.now() };
+    // A is alive: its runs are its own to finish, until it gives up the one it cannot
+    expect(await listSessionsWithLostRuns(poolB, at)).toEqual(["moved"]);
+    expect(await disownRunsOfLostSessions(poolA, "node-a")).toEqual(["g1"]);
+    expect(await listSessionsWithLostRuns(poolB, at)).toEqual(["gone", "moved"]);
+    expect(await endLostRuns(poolB, gone, at)).toEqual(["g1"]);
+    const moved = await leasesB.acquire("moved");
+    if (!moved) throw new Error("nobody holds the moved session");
+    expect(await endLostRuns(poolB, moved, at)).toEqual(["m1"]);
+    const { rows } = await poolB.query("SELECT run_id, status, stop_reason FROM runs ORDER BY run_id");
+    expect(rows).toEqual([
+      { run_id: "g1", status: "error", stop_reason: "node_lost" },
+      { run_id: "k1", status: "running", stop_reason: null },
+      { run_id: "m1", status: "error", stop_reason: "node_lost" },
+    ]);
   });
 });

@@ -18,6 +18,12 @@ export interface PostgresOptions {
   /** Giving up on a connection attempt. Default 10000 ms. */
   connectTimeoutMs?: number;
   /**
+   * `storage.postgres.leaseMs`: a transaction this node leaves idle longer (the node paused in the middle of a write)
+   * is ended by the server, so the lease row it locks (a fenced write's FOR SHARE) never keeps another node from
+   * taking the session long after the lease ran out. Unset: twice the statement timeout.
+   */
+  leaseMs?: number;
+  /**
    * A pooled connection failed (server restart, pg_terminate_backend, network), idle or checked out: reported here,
    * never thrown. The pool drops the connection; a query that was using it fails, the next one gets a new one.
    */
@@ -61,8 +67,12 @@ export function connectionConfig(opts: PostgresOptions): pg.ClientConfig {
     connectionString: opts.url,
     application_name: opts.applicationName ?? POSTGRES_DEFAULTS.applicationName,
     statement_timeout: opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs,
-    // a transaction left open by a stalled node must not hold row locks (a claimed input, a lease) for ever
-    idle_in_transaction_session_timeout: 2 * (opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs),
+    // a transaction left open by a stalled node must not hold row locks (a claimed input, a lease) for ever, nor
+    // past the lease: a live node never leaves one idle that long (it sends a transaction's statements back to back)
+    idle_in_transaction_session_timeout: Math.min(
+      2 * (opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs),
+      opts.leaseMs ?? Number.POSITIVE_INFINITY,
+    ),
     connectionTimeoutMillis: opts.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs,
     // without keepalive a connection through a dead peer (or a dropped NAT entry) hangs until the OS gives up, hours
     keepAlive: true,

@@ -9,6 +9,7 @@ import {
   jsonRunColumns,
   type Row,
   runColumns,
+  seqRangeWithin,
   sessionColumns,
   type TranscriptRowData,
   toAuditEvent,
@@ -371,6 +372,43 @@ export class PostgresStore implements Store {
   }
 
   async readTranscript(key: string, opts: TranscriptReadOptions = {}): Promise<TranscriptRow[]> {
+    if (opts.maxBytes !== undefined) {
+      // the sizes first (octet_length of a TOASTed value reads its header, not the value), then the rows that fit;
+      // the second read names the exact seq range, so a row appended in between does not slip in
+      const { maxBytes, maxBytesStrict, ...rest } = opts;
+      const sizes = await this.sizesOf(key, rest);
+      const range = seqRangeWithin(sizes, maxBytes, maxBytesStrict);
+      if (!range) return [];
+      return this.readTranscript(key, {
+        ...rest,
+        generation: sizes[0].generation,
+        limit: undefined,
+        afterSeq: range.oldest - 1,
+        beforeSeq: range.newest + 1,
+      });
+    }
+    const [sql, args] = this.transcriptQuery("*", key, opts);
+    const { rows } = await this.pool.query(sql, args);
+    rows.reverse();
+    return this.toTranscriptRows(key, rows, opts.imageData === true);
+  }
+
+  async transcriptSizes(key: string, opts: TranscriptReadOptions = {}): Promise<Array<{ seq: number; bytes: number }>> {
+    return (await this.sizesOf(key, opts)).map(({ seq, bytes }) => ({ seq, bytes }));
+  }
+
+  /** sizes with the generation they were read in (octet_length of a TOASTed value reads its header, not the value) */
+  private async sizesOf(
+    key: string,
+    opts: TranscriptReadOptions,
+  ): Promise<Array<{ seq: number; bytes: number; generation: number }>> {
+    const [sql, args] = this.transcriptQuery("seq, octet_length(data) AS bytes, generation", key, opts);
+    const { rows } = await this.pool.query<{ seq: number; bytes: number | string; generation: number }>(sql, args);
+    return rows.map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes), generation: Number(r.generation) }));
+  }
+
+  /** `SELECT <columns>` of the rows the options name (the newest `limit`: an index range scan backwards) */
+  private transcriptQuery(columns: string, key: string, opts: TranscriptReadOptions): [string, unknown[]] {
     const args: unknown[] = [key, opts.generation ?? null];
     // without a generation: the session's current one (none for an unknown session, so no rows)
     const where = [
@@ -390,13 +428,10 @@ export class PostgresStore implements Store {
       where.push(`kind = ANY($${args.length}::text[])`);
     }
     args.push(opts.limit ?? null);
-    // the newest `limit` rows (an index range scan backwards), returned oldest first
-    const { rows } = await this.pool.query(
-      `SELECT * FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
+    return [
+      `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
       args,
-    );
-    rows.reverse();
-    return this.toTranscriptRows(key, rows, opts.imageData === true);
+    ];
   }
 
   /** Parses rows; with `imageData`, loads every referenced image of the rows in one more query. */

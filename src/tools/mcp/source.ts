@@ -82,6 +82,7 @@ export class McpToolSource {
         description: info.description ?? `${entry.tool} (MCP server ${entry.server})`,
         parameters: info.inputSchema,
         concurrency: info.readOnly ? "parallel" : "sequential",
+        source: `MCP server "${entry.server}"`,
         execute: (args, ctx) => this.call(connection, entry, args, ctx.signal),
       });
     }

@@ -26,6 +26,7 @@ export function DiagnosticsPage(props: { model: ConsoleModel }) {
   return (
     <section aria-labelledby="diag-h">
       <h1 id="diag-h">Diagnostics</h1>
+      <McpServers model={model} />
       {!model.diagnosticsEnabled && model.diagnostics.length === 0 && (
         <p class="hint">Stuck-session diagnostics are off on this gateway (config diagnostics.enabled).</p>
       )}
@@ -88,5 +89,29 @@ export function DiagnosticsPage(props: { model: ConsoleModel }) {
         </tbody>
       </table>
     </section>
+  );
+}
+
+/** Each MCP server's state, so a tool that is missing is never a mystery (mcp.status; `loopgate mcp list`). */
+function McpServers(props: { model: ConsoleModel }) {
+  const servers = props.model.mcpServers;
+  if (servers.length === 0) return null;
+  return (
+    <div data-testid="mcp-servers">
+      <h2>
+        MCP servers{" "}
+        <button type="button" onClick={() => void props.model.refreshMcp()}>
+          Refresh
+        </button>
+      </h2>
+      <ul>
+        {servers.map((s) => (
+          <li key={s.server}>
+            <strong>{s.server}</strong> ({s.transport}): <span class={`status ${s.state}`}>{s.state}</span>,{" "}
+            {s.toolCount} tools{s.lastError ? ` · last error: ${s.lastError}` : ""}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

@@ -1,0 +1,74 @@
+import type { LoopgateConfig } from "../../config/schema.js";
+import type { ResolvedModel } from "../../providers/registry.js";
+import type { ToolSpec } from "../../providers/types.js";
+import type { Tool } from "../../tools/types.js";
+import { agentTools } from "./agent-tools.js";
+import { runModelChain } from "./model-chain.js";
+
+/** Per-agent credentials (auth profiles): the next issue fills this slot; until then no run has any. */
+export type RunCredentials = Readonly<Record<string, never>>;
+/** The session's sandbox (where exec and the file tools run): the sandbox issue fills this slot. */
+export type RunSandbox = Readonly<Record<string, never>>;
+/** Spend and usage limits for the run: the limits issue fills this slot. */
+export type RunLimits = Readonly<Record<string, never>>;
+
+/**
+ * What one run may use, resolved once at prepare time and read by every phase after it: the agent's tools (built-in,
+ * plugin and every ToolSource's, after its allow/deny lists), its model chain and its workspace. A snapshot: an MCP
+ * server's catalog change or a plugin registered mid-run reaches the next run, not this one.
+ */
+export interface RunProfile {
+  readonly agentId: string;
+  /** the model the turn resolved: the first of `modelChain` */
+  readonly model: ResolvedModel;
+  /** the model refs the run may use, in order (the resolved model, then the fallbacks) */
+  readonly modelChain: readonly string[];
+  /** resolves a ref of the chain, or the compaction model, against the catalog the run was prepared with */
+  resolveModel(ref: string): ResolvedModel;
+  /** the real path file tools are confined to, exec's cwd */
+  readonly workspaceDir: string;
+  /** the tools the run may call, by name, in the order the model sees them */
+  readonly tools: ReadonlyMap<string, Tool>;
+  /** what goes into a model request for `tools`: name, description and parameters only */
+  readonly toolSpecs: readonly ToolSpec[];
+  /** tools that exist but the agent's lists withhold: a call to one is told so, not "unknown tool" */
+  readonly withheld: ReadonlySet<string>;
+  readonly credentials: RunCredentials | undefined;
+  readonly sandbox: RunSandbox | undefined;
+  readonly limits: RunLimits | undefined;
+}
+
+/** What the profile is resolved from (the runtime provides it; tests may hand in less). */
+export interface ProfileSources {
+  readonly config: LoopgateConfig;
+  resolveModel(ref: string | undefined): ResolvedModel;
+  workspaceFor(agentId: string): Promise<{ dir: string }>;
+  /** every tool the agent could be given now (registry and tool sources), before its allow/deny lists */
+  toolCatalog(agentId: string): Tool[];
+  /** logs a warning the first time it is given (allow lists that match nothing would otherwise repeat every run) */
+  warnOnce(message: string): void;
+}
+
+/** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
+export async function resolveRunProfile(
+  from: ProfileSources,
+  run: { agentId: string; modelRef: string },
+): Promise<RunProfile> {
+  const model = from.resolveModel(run.modelRef);
+  const workspace = await from.workspaceFor(run.agentId);
+  const { tools, withheld, warnings } = agentTools(from.toolCatalog(run.agentId), from.config, run.agentId);
+  for (const warning of warnings) from.warnOnce(warning);
+  return {
+    agentId: run.agentId,
+    model,
+    modelChain: runModelChain(from.config, run.agentId, model.ref),
+    resolveModel: (ref) => (ref === model.ref ? model : from.resolveModel(ref)),
+    workspaceDir: workspace.dir,
+    tools,
+    toolSpecs: [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+    withheld,
+    credentials: undefined,
+    sandbox: undefined,
+    limits: undefined,
+  };
+}
