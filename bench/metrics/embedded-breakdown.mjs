@@ -11,10 +11,9 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { AgentRuntime } from "../../dist/agent/runtime.js";
-import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
+import { composeSqliteNode } from "../../dist/node/compose.js";
 import { loadBootstrapFiles } from "../../dist/prompt/bootstrap.js";
 import { buildSystemPrompt } from "../../dist/prompt/system-prompt.js";
 import { acquireSessionWriteLock } from "../../dist/session/write-lock.js";
@@ -27,16 +26,17 @@ import { median, nowMs } from "../lib/stats.mjs";
 const opts = childOptions();
 const iterations = opts.iterations ?? 100;
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-breakdown-"));
-// the engine, timed directly below (storeCalls); the runtime gets the Store port over it, as createStore gives
+// the engine, timed directly below (storeCalls); the node gets the Store port over it, as openBackend gives
 const store = openStore(stateDir);
-const rt = new AgentRuntime({
+const node = composeSqliteNode({
+  role: "bench",
   config: parseConfig(benchConfig(opts.baseUrl)),
   stateDir,
   store: new SqliteStoreAdapter(store),
   logger: createLogger(),
   tools: [noopTool],
 });
-const service = new AgentService(rt);
+const { runtime: rt, service } = node;
 
 let n = 0;
 async function wholeTurn() {
@@ -147,9 +147,8 @@ const accounted =
   pieces.storeCalls +
   pieces.modelCalls +
   pieces.noopTool;
-// the run events still buffered are written before the store closes, as the gateway and the CLI do
-await rt.runEvents.close();
-store.close();
+// the node writes what its run-event writer holds, then closes the store (node/compose.ts)
+await node.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult({
   ms: pieces,

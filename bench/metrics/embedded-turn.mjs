@@ -6,11 +6,9 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { AgentRuntime } from "../../dist/agent/runtime.js";
-import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { createStore } from "../../dist/storage/create-store.js";
+import { composeNode } from "../../dist/node/compose.js";
 import { childOptions, emitResult } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, FINAL_TEXT, noopTool } from "../lib/model.mjs";
@@ -19,15 +17,8 @@ import { nowMs, summarize } from "../lib/stats.mjs";
 const opts = childOptions();
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-embedded-"));
 const config = parseConfig(benchConfig(opts.baseUrl));
-const store = await createStore(config, stateDir);
-const rt = new AgentRuntime({
-  config,
-  stateDir,
-  store,
-  logger: createLogger(),
-  tools: [noopTool],
-});
-const service = new AgentService(rt);
+const node = await composeNode({ role: "bench", config, stateDir, logger: createLogger(), tools: [noopTool] });
+const { service } = node;
 
 let n = 0;
 const perSession = opts.turnsPerSession ?? 10;
@@ -59,9 +50,8 @@ for (let i = warmup; i < warmup + turns; i++) {
 }
 const cpu = process.cpuUsage(cpu0);
 await stopProfile();
-// the run events still buffered are written before the store closes, as the gateway and the CLI do
-await rt.runEvents.close();
-await store.close();
+// the node writes what its audit ledger and run-event writer hold, then closes the store (node/compose.ts)
+await node.close();
 if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
 // CPU time per turn is much less disturbed by other load on the machine than wall time
 emitResult({ turnMs: summarize(samples), cpuMsPerTurn: (cpu.user + cpu.system) / 1000 / samples.length });

@@ -1,5 +1,6 @@
-// A gateway in its own process: startGateway with a runtime that has the noop tool (the `loopgate gateway` CLI
-// cannot be given extra tools), SQLite on, the real openai-completions provider against the fake model process.
+// A gateway in its own process: startGateway with a node (role gateway, as `loopgate gateway` composes) whose runtime
+// has the noop tool (the CLI cannot be given extra tools), SQLite on, the real openai-completions provider against
+// the fake model process.
 // Prints {"url", "pid"} once listening; closes the gateway and exits when its stdin closes.
 // Options: { baseUrl, stateDir, agentDefaults, postgres } (agentDefaults: more `agents.defaults` keys, e.g.
 // maxConcurrent; postgres: { url, schema } puts the store on Postgres, with the cluster node `loopgate gateway` builds
@@ -8,13 +9,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
-import { AgentRuntime } from "../../dist/agent/runtime.js";
-import { AgentService } from "../../dist/agent/service.js";
-import { clusterNodeFor } from "../../dist/cluster/wire.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { createStore } from "../../dist/storage/create-store.js";
+import { composeNode } from "../../dist/node/compose.js";
 import { childOptions } from "../lib/child.mjs";
 import { startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
@@ -26,24 +24,15 @@ const config = benchConfig(opts.baseUrl);
 config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
 if (opts.postgres) config.storage = { backend: "postgres", postgres: opts.postgres };
 const parsed = parseConfig(config);
-const store = await createStore(parsed, stateDir);
-const logger = createLogger();
-// as startGateway does for a store it opens itself: on Postgres the node owns sessions by lease (undefined on SQLite)
-const cluster = await clusterNodeFor(store, parsed, logger);
-const rt = new AgentRuntime({
+// on Postgres the node owns sessions by lease and follows the other hosts' runs, as `loopgate gateway`'s does
+const node = await composeNode({
+  role: "gateway",
   config: parsed,
   stateDir,
-  store,
-  logger,
+  logger: createLogger(),
   tools: [noopTool],
-  ...(cluster ? { sessionLocks: cluster.locks } : {}),
 });
-const service = new AgentService(rt);
-if (cluster) {
-  service.attachCluster(cluster);
-  await cluster.start();
-}
-const gateway = await startGateway({ service, port: 0, host: "127.0.0.1" });
+const gateway = await startGateway({ node, port: 0, host: "127.0.0.1" });
 process.stdout.write(`${JSON.stringify({ url: gateway.url, pid: process.pid })}\n`);
 
 let closing = false;
@@ -51,7 +40,7 @@ async function stop() {
   if (closing) return;
   closing = true;
   await gateway.close("bench done");
-  await store.close();
+  await node.close();
   if (!opts.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
   process.exit(0);
 }
@@ -78,7 +67,9 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
     input = input.slice(nl + 1);
     if (line === "mem") {
       globalThis.gc?.();
-      void store.listSessions({ limit: 1e9 }).then((s) => answer({ mem: process.memoryUsage(), sessions: s.length }));
+      void node.store
+        .listSessions({ limit: 1e9 })
+        .then((s) => answer({ mem: process.memoryUsage(), sessions: s.length }));
     } else if (line.startsWith("profile ")) {
       void startProfile(line.slice("profile ".length)).then((stopIt) => {
         stopProfile = stopIt;

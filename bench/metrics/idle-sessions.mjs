@@ -5,11 +5,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import v8 from "node:v8";
-import { AgentRuntime } from "../../dist/agent/runtime.js";
-import { AgentService } from "../../dist/agent/service.js";
 import { parseConfig } from "../../dist/config/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
-import { createStore } from "../../dist/storage/create-store.js";
+import { composeNode } from "../../dist/node/compose.js";
 import { childOptions, emitResult, log } from "../lib/child.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 import { nowMs } from "../lib/stats.mjs";
@@ -18,15 +16,8 @@ if (typeof globalThis.gc !== "function") throw new Error("run with --expose-gc")
 const opts = childOptions();
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-idle-"));
 const config = parseConfig(benchConfig(opts.baseUrl));
-const store = await createStore(config, stateDir);
-const rt = new AgentRuntime({
-  config,
-  stateDir,
-  store,
-  logger: createLogger(),
-  tools: [noopTool],
-});
-const service = new AgentService(rt);
+const node = await composeNode({ role: "bench", config, stateDir, logger: createLogger(), tools: [noopTool] });
+const { service } = node;
 
 let n = 0;
 async function turn(sessionKey) {
@@ -100,8 +91,7 @@ const result = {
   before,
   after,
 };
-// the run events still buffered are written before the store closes, as the gateway and the CLI do
-await rt.runEvents.close();
-await store.close();
+// the node writes what its audit ledger and run-event writer hold, then closes the store (node/compose.ts)
+await node.close();
 fs.rmSync(stateDir, { recursive: true, force: true });
 emitResult(result);

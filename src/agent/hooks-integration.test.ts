@@ -13,13 +13,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../config/index.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger } from "../infra/logger.js";
+import { sqliteRuntime } from "../node/compose.js";
 import type { SkillSnapshot } from "../prompt/skills.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { openStore, type SqliteStore } from "../storage/sqlite-store.js";
 import type { Tool } from "../tools/types.js";
-import { AgentRuntime } from "./runtime.js";
+import type { AgentRuntime } from "./runtime.js";
 import { type AgentFinal, AgentService } from "./service.js";
 
 const fixtures = fileURLToPath(new URL("../../test/fixtures/integration/", import.meta.url));
@@ -133,7 +134,7 @@ async function setup(
       return { content: "probe ran" };
     },
   };
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config,
     stateDir,
     store: new SqliteStoreAdapter(store),

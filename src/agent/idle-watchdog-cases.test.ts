@@ -5,13 +5,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { checkConfig } from "../config/check.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
+import { sqliteRuntime } from "../node/compose.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { CRON_CLOUD_IDLE_CAP_MS, resolveIdleTimeoutMs } from "./idle-watchdog.js";
 import { providerFor } from "./run/attempt.js";
-import { AgentRuntime } from "./runtime.js";
 
 /*
  * SPEC 13's model-idle special cases: a cron run with an explicit timeout caps a cloud model's silence at 60 s, a
@@ -71,7 +71,7 @@ function runtimeWith(providers: Record<string, unknown>) {
   stores.push(store);
   const clock = new ManualClock(0);
   const config = parseConfig({ models: { providers } });
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config,
     stateDir: dir,
     store: new SqliteStoreAdapter(store),

@@ -3,7 +3,6 @@ import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
 import type { EventBusPort } from "../events/bus-port.js";
-import { type PgBusSource, PgEventBus } from "../events/pg-bus.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
@@ -11,7 +10,6 @@ import { PluginHookRunner } from "../hooks/plugin-hooks.js";
 import { loadPlugins } from "../hooks/plugins.js";
 import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
-import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { SessionEvents } from "../infra/session-events.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
@@ -20,7 +18,7 @@ import { isLoopbackBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
-import { FileSessionLock, sessionLockFile } from "../session/file-lock.js";
+import { sessionLockFile } from "../session/file-lock.js";
 import { SessionLifecycle } from "../session/lifecycle.js";
 import type { SessionLockPort } from "../session/lock-port.js";
 import type { Store } from "../storage/types.js";
@@ -43,10 +41,12 @@ export interface RuntimeOptions {
   config: LoopgateConfig;
   stateDir: string;
   store: Store;
-  /** the event bus port; default: an in-process AgentEventBus, or with a Postgres store the nodes' PgEventBus */
-  bus?: EventBusPort;
-  /** session ownership; default: the file write lock under stateDir (SPEC 3) */
-  sessionLocks?: SessionLockPort;
+  /** the event bus port, chosen by the composition root (src/node/) with the store: in-process, or across nodes */
+  bus: EventBusPort;
+  /** session ownership, chosen with the store: the file write lock under stateDir (SPEC 3), or the cluster's leases */
+  sessionLocks: SessionLockPort;
+  /** the backend's rule for a store error worth retrying (the run-event writer retries it instead of dropping) */
+  isTransientStoreError: (err: unknown) => boolean;
   clock?: Clock;
   logger?: Logger;
   /** Provider instances by provider id; they win over config (tests, embedding apps). */
@@ -71,7 +71,8 @@ export interface RuntimeOptions {
 
 /**
  * Everything a run needs that outlives a run: config, store, the one event bus, lanes, provider instances,
- * tools and resolved workspaces. One per process (the gateway, or the CLI in --local mode).
+ * tools and resolved workspaces. One per process (the gateway, or the CLI in --local mode), built by src/node/,
+ * which picks its store, bus and session locks; the runtime owns the run-event writer and closes it in `close()`.
  */
 export class AgentRuntime {
   readonly config: LoopgateConfig;
@@ -115,8 +116,8 @@ export class AgentRuntime {
   /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
   readonly sessionLifecycle: SessionLifecycle;
   /**
-   * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Whoever closes the
-   * store calls `runEvents.close()` (or `flush()`) first.
+   * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Closed by `close()`,
+   * which the node calls before it closes the store.
    */
   readonly runEvents: RunEventWriter;
   /**
@@ -135,16 +136,9 @@ export class AgentRuntime {
     this.streamBeat =
       coalesceMs > 0 ? new Cadence(this.clock, coalesceMs, Math.max(1, Math.round(coalesceMs / 10))) : undefined;
     this.logger = opts.logger ?? createLogger();
-    this.bus = opts.bus ?? this.defaultBus();
+    this.bus = opts.bus;
     this.env = opts.env ?? process.env;
-    this.sessionLocks =
-      opts.sessionLocks ??
-      new FileSessionLock({
-        stateDir: this.stateDir,
-        acquireTimeoutMs: this.config.session.writeLock.acquireTimeoutMs,
-        env: this.env,
-        warn: (m) => this.logger.warn(m),
-      });
+    this.sessionLocks = opts.sessionLocks;
     this.injectedProviders = opts.providers ?? {};
     const maxConcurrent = this.config.agents.defaults.maxConcurrent;
     this.lanes = new LaneScheduler({
@@ -170,7 +164,12 @@ export class AgentRuntime {
     this.hookLogger = { info: (m) => log.info(m), warn: (m) => log.warn(m), error: (m) => log.error(m) };
     this.pluginHooks = new PluginHookRunner({ logger: this.hookLogger, clock: this.clock });
     this.internalHooks = new InternalHookRegistry(this.hookLogger);
-    this.runEvents = new RunEventWriter({ store: this.store, clock: this.clock, logger: this.logger });
+    this.runEvents = new RunEventWriter({
+      store: this.store,
+      clock: this.clock,
+      logger: this.logger,
+      isTransientStoreError: opts.isTransientStoreError,
+    });
     this.runEvents.attach(this.bus);
     this.sessionLifecycle = new SessionLifecycle({
       store: this.store,
@@ -185,24 +184,14 @@ export class AgentRuntime {
     });
   }
 
+  private closing?: Promise<void>;
   /**
-   * The bus by backend: SQLite is one node, so the in-process bus (unchanged, nothing extra per event); Postgres may
-   * have several nodes, whose runs are heard through the store (events/pg-bus.ts). A run's end is announced to the
-   * other nodes once its events are written, so the writer's flush goes first.
+   * Stops what the runtime owns: the run-event writer writes what it still buffers and detaches from the bus. The
+   * store, bus and locks were given to it and are closed by their owner (src/node/) after this. Idempotent.
    */
-  private defaultBus(): EventBusPort {
-    if (this.store.kind !== "postgres") return new AgentEventBus({ now: () => this.clock.now() });
-    const source = this.store as Partial<PgBusSource>;
-    if (!source.pool || typeof source.channel !== "string" || typeof source.notifier !== "function")
-      throw new Error("the postgres store does not expose pool, channel and notifier(): the event bus needs them");
-    const log = this.logger;
-    return new PgEventBus({
-      source: source as PgBusSource,
-      store: this.store,
-      now: () => this.clock.now(),
-      beforeEndNotice: () => this.runEvents.flush(),
-      onError: (err) => log.warn("event bus: reading another node's events failed", { error: err.message }),
-    });
+  close(): Promise<void> {
+    this.closing ??= this.runEvents.close();
+    return this.closing;
   }
 
   /**

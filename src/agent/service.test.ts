@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../config/index.js";
 import type { AgentEvent } from "../infra/events.js";
 import { silentLogger } from "../infra/logger.js";
+import { sqliteRuntime } from "../node/compose.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import { type ChatMessage, contentText, type ModelRequest } from "../providers/types.js";
 import { COLLECT_HEADER } from "../queue/collect.js";
@@ -13,7 +14,6 @@ import { SqliteStore } from "../storage/sqlite-store.js";
 import type { RunRecord } from "../storage/types.js";
 import type { Tool } from "../tools/types.js";
 import { SKIPPED_FOR_STEER } from "./loop.js";
-import { AgentRuntime } from "./runtime.js";
 import { type AgentRequest, AgentService, QueueFullError, type Receipt } from "./service.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ function harness(opts: HarnessOptions = {}) {
     requests.push(structuredClone(req.messages));
     return script(req, i);
   });
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config: parseConfig({
       agents: { defaults: { model: { primary: "s/m" } } },
       messages: { queue: opts.queue ?? {} },

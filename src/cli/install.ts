@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { AgentRuntime } from "../agent/runtime.js";
 import { loadConfig } from "../config/index.js";
 import { installMaterial } from "../hooks/install.js";
 import type { HookLogger } from "../hooks/logger.js";
 import { createLogger } from "../infra/logger.js";
-import { createStore } from "../storage/create-store.js";
+import { composeNode } from "../node/compose.js";
 import { requireConfiguredAgent } from "./agent.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -30,9 +29,15 @@ export async function runInstall(
   }
   const loaded = loadConfig({ configPath: opts.config });
   if (kind === "skill") requireConfiguredAgent(loaded.config, opts.agent, "--agent");
-  const store = await createStore(loaded.config, loaded.stateDir);
+  // the runtime only for its plugin hooks (before_install) and the agent's workspace: no run starts here
+  const node = await composeNode({
+    role: "command",
+    config: loaded.config,
+    stateDir: loaded.stateDir,
+    logger: createLogger(),
+  });
   try {
-    const rt = new AgentRuntime({ config: loaded.config, stateDir: loaded.stateDir, store, logger: createLogger() });
+    const rt = node.runtime;
     await rt.init();
     const destRoot =
       kind === "skill"
@@ -58,6 +63,6 @@ export async function runInstall(
     process.stdout.write(`${opts.update ? "updated" : "installed"} ${kind} ${result.name} → ${result.path}\n`);
     return 0;
   } finally {
-    await store.close();
+    await node.close();
   }
 }

@@ -1,17 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { prepareAttachments } from "../agent/attachments.js";
 import type { ExecPrompt } from "../agent/exec-approvals.js";
-import { AgentRuntime } from "../agent/runtime.js";
-import { type AgentFinal, type AgentRequest, AgentService } from "../agent/service.js";
+import type { AgentFinal, AgentRequest, AgentService } from "../agent/service.js";
 import { loadConfigCached } from "../config/cached.js";
 import type { LoadedConfig } from "../config/load.js";
-import { AuditLedger } from "../events/audit-ledger.js";
 import type { AgentEvent } from "../infra/events.js";
 import { createLogger } from "../infra/logger.js";
-import { createStore } from "../storage/create-store.js";
-import { startMcp } from "../tools/mcp/start.js";
-import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
+import { composeNode, NodeRoleError } from "../node/compose.js";
 import { terminalExecPrompt } from "./exec-prompt.js";
+import { CliError, EXIT } from "./exit-codes.js";
 
 /**
  * Opens config, store and runtime for an embedded (in-process) run. The user runs their own agent here, so exec's
@@ -27,40 +24,25 @@ export async function openLocal(opts: {
   close: () => Promise<void>;
 }> {
   const loaded = opts.loaded ?? (await loadConfigCached({ configPath: opts.configPath }));
-  const store = await createStore(loaded.config, loaded.stateDir);
-  const mcp = await startMcp(loaded.config, { logger: createLogger(), settle: true });
-  const rt = new AgentRuntime({
-    config: loaded.config,
-    stateDir: loaded.stateDir,
-    store,
-    logger: createLogger(),
-    execSecurityDefault: "full",
-    execPrompt:
-      opts.execPrompt ??
-      terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
-    ...mcpRuntimeOptions(mcp, loaded.config),
-  });
-  const service = new AgentService(rt);
-  // an embedded run is audited like a gateway run (actor "cli"); the gateway prunes the ledger
-  const audit = new AuditLedger({
-    store,
-    clock: rt.clock,
-    logger: rt.logger,
-    queueSize: loaded.config.audit.queueSize,
-    actorOf: (runId) => service.originOf(runId)?.actor,
-  });
-  audit.attach(rt.bus);
-  return {
-    service,
-    loaded,
-    close: async () => {
-      await audit.close();
-      // the run events still buffered go to the store before it closes
-      await rt.runEvents.close();
-      await store.close();
-      await mcp?.close();
-    },
-  };
+  try {
+    // an embedded run is audited like a gateway run (actor "cli"); the gateway prunes the ledger
+    const node = await composeNode({
+      role: "embedded",
+      config: loaded.config,
+      stateDir: loaded.stateDir,
+      logger: createLogger(),
+      execSecurityDefault: "full",
+      execPrompt:
+        opts.execPrompt ??
+        terminalExecPrompt({ input: process.stdin, output: process.stderr, interactive: process.stdin.isTTY === true }),
+    });
+    await node.start();
+    return { service: node.service, loaded, close: () => node.close() };
+  } catch (err) {
+    // refused before anything was opened: a usage problem, said with the command it concerns
+    if (err instanceof NodeRoleError) throw new CliError(`loopgate agent --local: ${err.message}`, EXIT.usage);
+    throw err;
+  }
 }
 
 /**

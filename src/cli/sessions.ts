@@ -1,7 +1,7 @@
 import { loadConfig } from "../config/index.js";
+import { createStore } from "../node/backend.js";
 import { contentWithImageNotes } from "../providers/types.js";
 import { normalizeSessionKey } from "../session/keys.js";
-import { createStore } from "../storage/create-store.js";
 import { describeStorage } from "../storage/describe-storage.js";
 import type { SessionRecord, TranscriptRow } from "../storage/types.js";
 import { redactTranscriptRow } from "../tools/redact-transcript.js";

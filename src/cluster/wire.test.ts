@@ -2,11 +2,11 @@ import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../config/schema.js";
 import { silentLogger } from "../infra/logger.js";
-import type { Store } from "../storage/types.js";
+import type { ClusterStore } from "./types.js";
 import { clusterNodeFor } from "./wire.js";
 
 /** Only the parts the node reads at construction; nothing here connects. */
-function fakePostgresStore(): Store {
+function fakePostgresStore(): ClusterStore {
   return {
     kind: "postgres",
     pool: {} as pg.Pool,
@@ -14,23 +14,18 @@ function fakePostgresStore(): Store {
     notifier: async () => {
       throw new Error("not connected in this test");
     },
-  } as unknown as Store;
+  } as unknown as ClusterStore;
 }
 
 describe("the cluster node of a gateway", () => {
   it("storage.postgres.leaseMs sets the lease of a Postgres gateway's node: its heartbeat, takeover and sweep every third", async () => {
     const config = configSchema.parse({ storage: { backend: "postgres", postgres: { leaseMs: 1500 } } });
-    const node = await clusterNodeFor(fakePostgresStore(), config, silentLogger);
-    expect(node?.leaseMs).toBe(1500);
-    expect(node?.intervalMs).toBe(500);
-    const byDefault = await clusterNodeFor(fakePostgresStore(), configSchema.parse({}), silentLogger);
-    expect(byDefault?.leaseMs).toBe(15_000);
-    expect(byDefault?.intervalMs).toBe(5000);
-  });
-
-  it("a SQLite gateway gets no cluster node (one node: nothing of the cluster runs)", async () => {
-    const sqlite = { kind: "sqlite" } as unknown as Store;
-    expect(await clusterNodeFor(sqlite, configSchema.parse({}), silentLogger)).toBeUndefined();
+    const node = clusterNodeFor(fakePostgresStore(), config, silentLogger);
+    expect(node.leaseMs).toBe(1500);
+    expect(node.intervalMs).toBe(500);
+    const byDefault = clusterNodeFor(fakePostgresStore(), configSchema.parse({}), silentLogger);
+    expect(byDefault.leaseMs).toBe(15_000);
+    expect(byDefault.intervalMs).toBe(5000);
   });
 
   it("refuses a lease too short to beat in, naming the key", () => {

@@ -2,10 +2,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService, RunParamError } from "../agent/service.js";
 import { silentLogger } from "../infra/logger.js";
 import { readProcessStartTime } from "../infra/process-liveness.js";
+import { sqliteRuntime } from "../node/compose.js";
 import { ScriptedProvider, type ScriptedTurn } from "../providers/scripted.js";
 import type { ModelRequest } from "../providers/types.js";
 import { resolveMaxHoldMs } from "../session/write-lock.js";
@@ -183,7 +183,7 @@ const T = {
     "an agent's servers: its own list, else agents.defaults.mcp.servers, else every server",
   ),
   postgresOpen: pin(
-    "src/storage/create-store.test.ts",
+    "src/node/backend.test.ts",
     "storage.backend: postgres opens a migrated store in storage.postgres.schema with its poolSize and statementTimeoutMs; the URL may come from LOOPGATE_POSTGRES_URL",
   ),
 };
@@ -252,10 +252,7 @@ const audit: Record<string, Audit> = {
   "session.runResults.maxAgeHours": T.prune,
   "session.runResults.maxCount": T.pruneCount,
   "storage.quickCheckOnStart": T.quickCheck,
-  "storage.backend": pin(
-    "src/storage/create-store.test.ts",
-    "storage.backend: sqlite opens the state dir's database file",
-  ),
+  "storage.backend": pin("src/node/backend.test.ts", "storage.backend: sqlite opens the state dir's database file"),
   "storage.postgres.url": T.postgresOpen,
   "storage.postgres.schema": T.postgresOpen,
   "storage.postgres.poolSize": T.postgresOpen,
@@ -509,7 +506,7 @@ function runtime(
       requests.push({ provider: id, req });
       return script(req);
     });
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config: parseConfig(raw),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),

@@ -7,10 +7,9 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { AgentRuntime } from "../agent/runtime.js";
-import { AgentService } from "../agent/service.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
+import { composeSqliteNode } from "../node/compose.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import type { RunOrigin } from "../queue/types.js";
@@ -23,10 +22,10 @@ import { CronScheduler } from "./scheduler.js";
 export const T0 = 1_700_000_000_000;
 
 const dirs: string[] = [];
-const cleanups: Array<() => void> = [];
+const cleanups: Array<() => Promise<void>> = [];
 /** For an afterEach: stops every harness made since and removes its temp dir. */
-export function cleanUpHarnesses(): void {
-  for (const c of cleanups.splice(0)) c();
+export async function cleanUpHarnesses(): Promise<void> {
+  for (const c of cleanups.splice(0)) await c();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 }
 
@@ -79,7 +78,8 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
   const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
   const stall = stallingProvider();
   const hang = hangingProvider();
-  const rt = new AgentRuntime({
+  const node = composeSqliteNode({
+    role: "test",
     config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),
@@ -87,7 +87,7 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
     logger: silentLogger,
     providers: { a: new ScriptedProvider("a", () => ({ text: "done" })), stall, hang },
   });
-  const service = new AgentService(rt);
+  const { runtime: rt, service } = node;
   const accepted: Array<{ runId: string; sessionKey: string; lane?: string; origin?: RunOrigin }> = [];
   const ended = new Set<string>();
   const accept = service.accept.bind(service);
@@ -104,10 +104,10 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
     }
   };
   const scheduler = new CronScheduler({ service, config: rt.config.cron, clock, logger: silentLogger });
-  cleanups.push(() => {
+  cleanups.push(async () => {
     scheduler.stop();
     stall.release();
-    store.close();
+    await node.close();
   });
   /**
    * Lets the runs the clock started get as far as they can without time passing (they do real file and SQLite

@@ -2,11 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../agent/runtime.js";
+import type { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { parseConfig } from "../config/index.js";
 import type { Clock } from "../infra/clock.js";
 import { silentLogger } from "../infra/logger.js";
+import { sqliteRuntime } from "../node/compose.js";
 import type { Diagnostic, SessionDiagnostic } from "../protocol/diagnostics.js";
 import {
   contentText,
@@ -109,7 +110,7 @@ function harness(opts: { held?: (prompt: string) => boolean; clock?: Clock; manu
   stores.push(store);
   const manual = opts.manual ?? new ManualClock(1_700_000_000_000);
   const model = new HoldingModel(opts.held ?? (() => false));
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config: parseConfig({
       agents: { defaults: { model: { primary: "m/x" } } },
       messages: { queue: { mode: "followup", debounceMs: 0 } },

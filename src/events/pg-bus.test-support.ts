@@ -3,6 +3,7 @@ import { silentLogger } from "../infra/logger.js";
 import { notify, type PgNotifier } from "../storage/postgres/notifier.js";
 import type { PostgresOptions } from "../storage/postgres/pool.js";
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from "../storage/postgres/store.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { createTestSchema } from "../testing/postgres-schema.js";
 import type { BusUnderTest } from "./bus.conformance.js";
 import { PgEventBus } from "./pg-bus.js";
@@ -22,7 +23,13 @@ export async function openBusNode(
   notifier: PostgresStoreOptions["notifier"] = { reconnect: { baseMs: 20, maxMs: 200 } },
 ): Promise<BusNode> {
   const store = await openPostgresStore({ ...options, poolMax: 4, notifier });
-  const writer = new RunEventWriter({ store, clock: systemClock, logger: silentLogger, flushDelayMs: 5 });
+  const writer = new RunEventWriter({
+    store,
+    clock: systemClock,
+    logger: silentLogger,
+    flushDelayMs: 5,
+    isTransientStoreError: isTransientPostgresError,
+  });
   const bus = new PgEventBus({ source: store, store, beforeEndNotice: () => writer.flush() });
   writer.attach(bus);
   await bus.ready();

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentEventBus } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
@@ -54,6 +55,8 @@ function setup(opts: Partial<RunEventWriterOptions> = {}) {
     clock,
     logger,
     defer: (fn) => soon.push(fn),
+    // SQLite's rule (node/compose.ts): no store error is a server outage
+    isTransientStoreError: () => false,
     ...opts,
   });
   writer.attach(bus);
@@ -246,7 +249,7 @@ describe("a store that fails", () => {
   });
 
   it("a Postgres server that went away (terminated connection, restart) is retried like a full disk, not dropped", async () => {
-    const { clock, writer, stream } = setup();
+    const { clock, writer, stream } = setup({ isTransientStoreError: isTransientPostgresError });
     vi.spyOn(store, "appendRunEvents")
       .mockImplementationOnce(() => {
         throw new Error("Connection terminated unexpectedly");

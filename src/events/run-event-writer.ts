@@ -24,7 +24,6 @@
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
-import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
 import type { Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
@@ -34,6 +33,11 @@ export interface RunEventWriterOptions {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /**
+   * The node's rule for a store error worth retrying (node/compose.ts: a Postgres server restarting or out of reach;
+   * never on SQLite). A full or failing disk and SQLite's busy are retried whatever the rule.
+   */
+  isTransientStoreError: (err: unknown) => boolean;
   /** how long an event may wait in the buffer before its batch is written (default 50 ms) */
   flushDelayMs?: number;
   /** a batch this big is written on the next turn of the event loop instead of after the delay (default 512) */
@@ -71,6 +75,7 @@ export class RunEventWriter {
   private readonly batchSize: number;
   private readonly maxBuffered: number;
   private readonly defer: (fn: () => void) => void;
+  private readonly isTransientStoreError: (err: unknown) => boolean;
   /** events not written yet are `buffer[head..]` (taken from the front without copying the rest) */
   private buffer: StoredRunEvent[] = [];
   private head = 0;
@@ -95,6 +100,7 @@ export class RunEventWriter {
     this.batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
     this.maxBuffered = opts.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.defer = opts.defer ?? ((fn) => setImmediate(fn));
+    this.isTransientStoreError = opts.isTransientStoreError;
   }
 
   /** Starts persisting the bus's events: this node's runs only (another node's run is stored by that node). */
@@ -261,7 +267,7 @@ export class RunEventWriter {
       return true;
     } catch (err) {
       this.counts.failedWrites++;
-      if (retryable(err)) {
+      if (retryable(err, this.isTransientStoreError)) {
         if (this.retryDelayMs === 0) {
           this.logger.warn("run events: cannot write to the store; keeping them in memory and retrying", {
             error: (err as Error).message,
@@ -315,12 +321,12 @@ export class RunEventWriter {
 
 /**
  * Worth retrying: the disk is full or failing, another process held the database longer than busy_timeout, or the
- * Postgres server is unreachable for now (restart, broken connection).
+ * node's rule says so (the Postgres server is unreachable for now: restart, broken connection).
  */
-function retryable(err: unknown): boolean {
+function retryable(err: unknown, isTransientStoreError: (err: unknown) => boolean): boolean {
   if (isStorageFault(err) || err instanceof StorageUnavailableError) return true;
   const code = (err as { code?: unknown } | undefined)?.code;
-  return (typeof code === "string" && code.startsWith("SQLITE_BUSY")) || isTransientPostgresError(err);
+  return (typeof code === "string" && code.startsWith("SQLITE_BUSY")) || isTransientStoreError(err);
 }
 
 function toStored(ev: AgentEvent): StoredRunEvent {

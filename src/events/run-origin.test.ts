@@ -2,10 +2,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
+import { sqliteRuntime } from "../node/compose.js";
 import { agentParamsSchema, parseParams } from "../protocol/params.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
@@ -25,7 +25,7 @@ function open(dir?: string) {
   if (!dir) dirs.push(stateDir);
   const store = new SqliteStore(path.join(stateDir, "loopgate.sqlite"));
   stores.push(store);
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config: parseConfig({ agents: { defaults: { model: { primary: "s/m" } } } }),
     stateDir,
     store: new SqliteStoreAdapter(store),

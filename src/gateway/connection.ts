@@ -495,7 +495,7 @@ export class GatewayConnection implements EventSink, CallerConnection {
     try {
       await method.handle({ params: parsed.value, conn: this, gw: this.gw, reply });
     } catch (err) {
-      failed = toErrorShape(err);
+      failed = toErrorShape(err, this.gw.isTransientStoreError);
       // a bug or a broken store, not a bad request: the operator has to hear about it
       if (failed.code === ErrorCodes.internal) {
         this.gw.logger.error("rpc failed", { conn: this.connId, method: method.name, error: failed.message });

@@ -49,6 +49,8 @@ export interface GatewayContext {
   readonly audit: AuditLedger;
   /** the cron scheduler (SPEC 17); started after recovery, stopped when the gateway closes */
   readonly cron: CronScheduler;
+  /** the node's rule for store errors worth a retry (answered `unavailable`, retryable); never true on SQLite */
+  isTransientStoreError(err: unknown): boolean;
   /** connections past `connect`, capped in total and per token (connection-caps.ts) */
   readonly connections: AuthenticatedConnections;
   /**

@@ -1,7 +1,6 @@
 import { RunNotFoundError, RunParamError, ServiceDrainingError } from "../agent/service.js";
 import { ErrorCodes, type ErrorShape } from "../protocol/frames.js";
 import { SessionKeyError } from "../session/keys.js";
-import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 
 /** An error a method handler throws on purpose: it becomes the error response as is. */
 export class GatewayError extends Error {
@@ -23,8 +22,11 @@ export class GatewayStartError extends Error {
 
 const knownCodes = new Set<string>(Object.values(ErrorCodes));
 
-/** Maps what the service and the store throw to wire errors that say which param was wrong. */
-export function toErrorShape(err: unknown): ErrorShape {
+/**
+ * Maps what the service and the store throw to wire errors that say which param was wrong. `isTransientStoreError`
+ * is the node's rule (src/node/): a store error it names is answered retryable.
+ */
+export function toErrorShape(err: unknown, isTransientStoreError: (err: unknown) => boolean): ErrorShape {
   if (err instanceof GatewayError) return err.shape;
   if (err instanceof RunNotFoundError) return { code: ErrorCodes.notFound, message: err.message };
   if (err instanceof ServiceDrainingError)
@@ -39,7 +41,7 @@ export function toErrorShape(err: unknown): ErrorShape {
   }
   const message = typeof e?.message === "string" && e.message ? e.message : String(err);
   // the Postgres server restarting or out of reach: the same request (same idempotency key) may succeed shortly
-  if (isTransientPostgresError(err)) {
+  if (isTransientStoreError(err)) {
     return { code: ErrorCodes.unavailable, message: `storage unavailable: ${message}`, retryable: true };
   }
   // Service errors carry their own snake_case wire code (queue_full, ...); system errors (ENOENT) do not qualify.

@@ -36,6 +36,7 @@ function setup() {
     clock,
     logger: silentLogger,
     defer: () => {},
+    isTransientStoreError: () => false,
   });
   writer.attach(bus);
   const run: RunRecord = { runId: "r1", sessionKey: "agent:main:main", status: "running", acceptedAt: 1, params: {} };

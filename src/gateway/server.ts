@@ -1,32 +1,18 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { AgentRuntime } from "../agent/runtime.js";
-import { AgentService } from "../agent/service.js";
+import type { AgentService } from "../agent/service.js";
 import { type WebSocket, WebSocketServer } from "../client/ws-lib.js";
-import type { ClusterNode } from "../cluster/node.js";
-import { clusterNodeFor } from "../cluster/wire.js";
 import { type LoopgateConfig, resolveSecretRef } from "../config/index.js";
-import { CronScheduler } from "../cron/scheduler.js";
-import { defaultAbortMs } from "../diagnostics/classify.js";
-import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
-import { AuditLedger } from "../events/audit-ledger.js";
-import { startAuditPruning } from "../events/audit-retention.js";
-import { type PgBusSource, PgEventBus } from "../events/pg-bus.js";
-import { PgSessionRelay } from "../events/pg-session-relay.js";
-import { type Clock, systemClock } from "../infra/clock.js";
-import { createLogger, type Logger } from "../infra/logger.js";
+import type { Clock } from "../infra/clock.js";
+import type { Logger } from "../infra/logger.js";
 import { Semaphore } from "../infra/semaphore.js";
+import { composeNode, type LoopgateNode } from "../node/compose.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
-import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
+import type { ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
-import { createStore } from "../storage/create-store.js";
 import { CorruptDatabaseError } from "../storage/integrity.js";
-import type { Store } from "../storage/types.js";
-import type { McpToolSource } from "../tools/mcp/source.js";
-import { closingMcpToo, startMcp } from "../tools/mcp/start.js";
-import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
 import { GatewayConnection } from "./connection.js";
@@ -34,12 +20,10 @@ import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
-import { withMcpHealth } from "./mcp-health.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
-import { RunLog } from "./run-log.js";
-import { startRunPruning } from "./run-pruning.js";
+import { attachGatewayServices, type GatewayServices } from "./services.js";
 import { sessionInfo } from "./session-info.js";
 import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
 
@@ -51,12 +35,15 @@ export interface GatewayStartInfo {
 }
 
 export interface GatewayOptions {
-  /** An already-built service; its store stays the caller's to close. */
-  service?: AgentService;
-  /** Without `service`: the gateway opens the store in `stateDir` and builds runtime and service itself. */
+  /**
+   * An already-composed node (role "gateway": it has the audit ledger); it stays the caller's to close. The gateway
+   * still recovers what a previous process left and starts cron, pruning and init on it.
+   */
+  node?: LoopgateNode;
+  /** Without `node`: the gateway composes one (src/node/) from `config` and `stateDir`, and closes it. */
   config?: LoopgateConfig;
   stateDir?: string;
-  /** Provider instances for a runtime the gateway builds (tests, embedding apps). */
+  /** Provider instances for a node the gateway composes (tests, embedding apps). */
   providers?: Record<string, ModelProvider>;
   clock?: Clock;
   logger?: Logger;
@@ -97,7 +84,7 @@ export interface GatewayHandle {
   readonly connectionCount: number;
   /**
    * Drain and stop: sends `shutdown`, refuses new runs (retryable), gives running runs `shutdownGraceMs`, aborts
-   * and records the rest, then closes sockets (and the store, if the gateway opened it). Idempotent.
+   * and records the rest, then closes sockets (and the node, if the gateway composed it). Idempotent.
    */
   close(reason?: string): Promise<void>;
 }
@@ -152,105 +139,42 @@ function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): 
   return grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin");
 }
 
-/** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
-function startDiagnostics(
-  service: AgentService,
-  clock: Clock,
-  logger: Logger,
-  broadcaster: Broadcaster,
-): DiagnosticsMonitor | undefined {
-  const cfg = service.rt.config.diagnostics;
-  if (!cfg.enabled) return undefined;
-  const monitor = new DiagnosticsMonitor({
-    queue: service,
-    clock,
-    logger,
-    warnMs: cfg.stuckSessionWarnMs,
-    abortMs: cfg.stuckSessionAbortMs ?? defaultAbortMs(cfg.stuckSessionWarnMs),
-    onDiagnostic: (d) => broadcaster.sendDiagnostic(d),
-  });
-  monitor.start(service.rt.bus, service.rt);
-  return monitor;
-}
-
-/** Starts the bus's LISTEN (a node must not serve deaf) and relays session notices between nodes. */
-async function startSessionRelay(
-  rt: AgentService["rt"],
-  service: AgentService,
-  broadcaster: Broadcaster,
-  logger: Logger,
-): Promise<PgSessionRelay> {
-  await (rt.bus as PgEventBus).ready();
-  return PgSessionRelay.start({
-    source: rt.store as unknown as PgBusSource,
-    events: service.sessionEvents,
-    store: rt.store,
-    wantsMessages: (key) => broadcaster.followsMessages(key),
-    onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
-  });
-}
-
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
-  let ownedStore: Store | undefined;
-  let cluster: ClusterNode | undefined;
-  let mcp: McpToolSource | undefined;
-  let service = opts.service;
-  if (!service) {
-    if (!opts.config || !opts.stateDir)
-      throw new GatewayStartError("startGateway: pass `service`, or `config` and `stateDir`");
-    ownedStore = await openGatewayStore(opts.config, opts.stateDir, opts.logger);
-    // several nodes on one Postgres: sessions are owned by lease (src/cluster/); SQLite gets none of it
-    cluster = await clusterNodeFor(ownedStore, opts.config, opts.logger ?? createLogger());
-    mcp = await startMcp(opts.config, { logger: opts.logger ?? createLogger() });
-    const rt = new AgentRuntime({
-      config: opts.config,
-      stateDir: opts.stateDir,
-      store: ownedStore,
-      providers: opts.providers,
-      clock: opts.clock,
-      logger: opts.logger,
-      ...(cluster ? { sessionLocks: cluster.locks } : {}),
-      ...mcpRuntimeOptions(mcp, opts.config),
-    });
-    service = new AgentService(rt);
-    if (cluster) {
-      service.attachCluster(cluster);
-      await cluster.start();
-    }
-  }
+  const node = opts.node ?? (await composeGatewayNode(opts));
+  const owned = opts.node === undefined;
   try {
-    return closingMcpToo(await listen(service, opts, ownedStore), mcp);
+    // several nodes on one Postgres: this node joins the cluster before it recovers or serves
+    await node.start();
+    return await listen(node, opts, owned);
   } catch (err) {
-    await mcp?.close();
-    await cluster?.stopBeating();
-    if (ownedStore) {
-      await service.rt.runEvents.close();
-      if (service.rt.bus instanceof PgEventBus) service.rt.bus.close();
-      await ownedStore.close();
-    }
+    if (owned) await node.close();
     throw err;
   }
 }
 
 /** A corrupt database is a start failure the CLI reports as a usage problem (exit 2), not a crash. */
-async function openGatewayStore(config: LoopgateConfig, stateDir: string, logger?: Logger): Promise<Store> {
+async function composeGatewayNode(opts: GatewayOptions): Promise<LoopgateNode> {
+  if (!opts.config || !opts.stateDir)
+    throw new GatewayStartError("startGateway: pass `node`, or `config` and `stateDir`");
   try {
-    return await createStore(config, stateDir, { owner: true, logger });
+    return await composeNode({
+      role: "gateway",
+      config: opts.config,
+      stateDir: opts.stateDir,
+      providers: opts.providers,
+      clock: opts.clock,
+      logger: opts.logger,
+    });
   } catch (err) {
     if (err instanceof CorruptDatabaseError) throw new GatewayStartError(err.message, { cause: err });
     throw err;
   }
 }
 
-async function listen(
-  service: AgentService,
-  opts: GatewayOptions,
-  ownedStore: Store | undefined,
-): Promise<GatewayHandle> {
-  const rt = service.rt;
+/** Where and how the gateway listens, from its options over `gateway.*`; refuses a public bind without auth. */
+function gatewaySettings(node: LoopgateNode, opts: GatewayOptions) {
+  const rt = node.runtime;
   const cfg = rt.config.gateway;
-  const clock = opts.clock ?? rt.clock ?? systemClock;
-  const logger = opts.logger ?? rt.logger ?? createLogger();
   const host = opts.host ?? resolveBindHost(cfg.bind);
   const token = opts.token ?? resolveSecretRef(cfg.auth.token, "gateway.auth.token", rt.env);
   const tokens = configuredTokenGrants(token, cfg.auth.tokens, rt.env);
@@ -271,11 +195,19 @@ async function listen(
     maxMessageSubscriptionsPerConnection: cfg.maxMessageSubscriptionsPerConnection,
     maxAttachmentBytesInFlight: cfg.attachments.maxInFlightBytesPerConnection,
   };
-  const admission = new PreAuthAdmission(cfg.preAuth);
-  const silentTimeoutMs = opts.preAuthSilentTimeoutMs ?? cfg.preAuth.silentTimeoutMs;
-  const graceMs = opts.shutdownGraceMs ?? cfg.shutdownGraceMs;
-  const startedAt = clock.now();
-  const version = loopgateVersion();
+  return {
+    host,
+    port: opts.port ?? cfg.port,
+    tokens,
+    limits,
+    silentTimeoutMs: opts.preAuthSilentTimeoutMs ?? cfg.preAuth.silentTimeoutMs,
+    graceMs: opts.shutdownGraceMs ?? cfg.shutdownGraceMs,
+  };
+}
+
+/** The bus's events, exec approvals and session notices, sent to the connections that may see them. */
+function createBroadcaster(service: AgentService, opts: GatewayOptions, clock: Clock): Broadcaster {
+  const rt = service.rt;
   const broadcaster = new Broadcaster({
     clock,
     chatDeltaIntervalMs: opts.chatDeltaIntervalMs ?? DEFAULT_CHAT_DELTA_INTERVAL_MS,
@@ -288,71 +220,157 @@ async function listen(
     const s = await service.session(key);
     return s ? sessionInfo(s, { running: service.activeRuns(key).length > 0 }) : undefined;
   });
-  // gateway nodes on one Postgres: the bus listens before the first client does, session notices cross nodes
-  const relay = rt.bus instanceof PgEventBus ? await startSessionRelay(rt, service, broadcaster, logger) : undefined;
-  const runLog = new RunLog(logger, service);
-  runLog.attach(rt.bus);
-  // attached before recovery, so runs a previous process left are recorded as they are failed
-  const audit = new AuditLedger({
-    store: rt.store,
-    clock,
-    logger,
-    queueSize: rt.config.audit.queueSize,
-    actorOf: (runId) => service.originOf(runId)?.actor,
-  });
-  audit.attach(rt.bus);
-  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
-  const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
-  const health = async (): Promise<HealthResult> => {
-    const degraded = service.sessions.storageFault();
-    const sessions = await service.sessions.count();
-    return withMcpHealth(
-      {
-        ok: !degraded,
-        ...(degraded ? { degraded } : {}),
-        version,
-        uptimeMs: clock.now() - startedAt,
-        activeRuns: service.activeRunCount,
-        sessions,
-        audit: audit.state(),
-        ...(cron.enabled ? { cron: await cron.health() } : {}),
-        queueDepth: service.queueDepth,
-        stuckSessions: diagnostics?.stuckSessionCount ?? 0,
-      },
-      rt.mcpStatus,
-    );
-  };
+  return broadcaster;
+}
 
-  const gw: GatewayContext = {
+async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean): Promise<GatewayHandle> {
+  const { service, runtime: rt } = node;
+  const clock = opts.clock ?? rt.clock;
+  const logger = opts.logger ?? rt.logger;
+  const settings = gatewaySettings(node, opts);
+  const broadcaster = createBroadcaster(service, opts, clock);
+  const services = await attachGatewayServices(node, broadcaster, clock, logger);
+  const gw = gatewayContext(node, services, broadcaster, settings, clock, logger);
+  const sockets: Sockets = { connections: new Set(), closing: undefined };
+  const browsers = new BrowserAccess({
+    bindHost: settings.host,
+    port: () => (server.address() as AddressInfo).port,
+    allowedOrigins: rt.config.gateway.allowedOrigins,
+  });
+  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, opts.consoleDir));
+  server.on("clientError", (_err, socket) => socket.destroy());
+  const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
+  try {
+    await listenOn(server, settings);
+  } catch (err) {
+    broadcaster.detach();
+    services.detach();
+    throw err;
+  }
+  await services.begin();
+  const port = (server.address() as AddressInfo).port;
+  const url = wsUrl(settings.host, port);
+  logger.info("listening", { url, version: gw.version });
+  const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), settings.limits.tickIntervalMs);
+  tick.unref();
+  const running: RunningGateway = { node, owned, opts, gw, services, settings, sockets, server, wss, tick };
+  const close = (reason = "gateway stopping"): Promise<void> => {
+    sockets.closing ??= closeGateway(running, reason);
+    return sockets.closing;
+  };
+  const handle: GatewayHandle = {
+    url,
+    port,
+    host: settings.host,
+    server,
     service,
+    get connectionCount() {
+      return sockets.connections.size;
+    },
+    close,
+  };
+  try {
+    await opts.onStartup?.({ url, port, host: settings.host, service });
+  } catch (err) {
+    await close("startup hook failed");
+    throw err;
+  }
+  return handle;
+}
+
+/** What every connection and handler shares: one per running gateway. */
+function gatewayContext(
+  node: LoopgateNode,
+  services: GatewayServices,
+  broadcaster: Broadcaster,
+  settings: Settings,
+  clock: Clock,
+  logger: Logger,
+): GatewayContext {
+  const startedAt = clock.now();
+  const version = loopgateVersion();
+  return {
+    service: node.service,
     broadcaster,
     logger,
-    runLog,
+    runLog: services.runLog,
     version,
-    tokens,
-    limits,
+    tokens: settings.tokens,
+    limits: settings.limits,
     methods: methodRegistry(),
     now: () => clock.now(),
     uptimeMs: () => clock.now() - startedAt,
-    health,
-    audit,
-    cron,
-    ...(diagnostics ? { diagnostics } : {}),
-    connections: new AuthenticatedConnections(cfg),
-    imageWork: new Semaphore(cfg.attachments.imageConcurrency),
+    health: () => services.health(startedAt, version),
+    audit: services.audit,
+    cron: services.cron,
+    isTransientStoreError: (err) => node.isTransientStoreError(err),
+    ...(services.diagnostics ? { diagnostics: services.diagnostics } : {}),
+    connections: new AuthenticatedConnections(node.runtime.config.gateway),
+    imageWork: new Semaphore(node.runtime.config.gateway.attachments.imageConcurrency),
     historyPages: new Semaphore(1),
   };
+}
 
-  const consoleAssets = new ConsoleAssets(opts.consoleDir);
-  const browsers = new BrowserAccess({
-    bindHost: host,
-    port: () => (server.address() as AddressInfo).port,
-    allowedOrigins: cfg.allowedOrigins,
-  });
-  const connections = new Set<GatewayConnection>();
-  let closing: Promise<void> | undefined;
+/** A listening gateway's parts, as its close takes them apart. */
+interface RunningGateway {
+  node: LoopgateNode;
+  /** composed by the gateway, so closed by it; an injected node is its caller's */
+  owned: boolean;
+  opts: GatewayOptions;
+  gw: GatewayContext;
+  services: GatewayServices;
+  settings: Settings;
+  sockets: Sockets;
+  server: http.Server;
+  wss: WebSocketServer;
+  tick: NodeJS.Timeout;
+}
 
-  const server = http.createServer((req, res) => {
+/**
+ * The close, in order: `shutdown` to every client, no new job, the drain (new runs refused, running ones given the
+ * grace, then aborted and recorded), the shutdown hook, listeners off, sockets closed, then the node's own close.
+ */
+async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
+  const { logger, broadcaster } = g.gw;
+  logger.info("shutdown", { reason, graceMs: g.settings.graceMs });
+  const serverClosed = new Promise<void>((resolve) => g.server.close(() => resolve()));
+  const shutdown: ShutdownEvent = { reason };
+  broadcaster.broadcast("shutdown", shutdown);
+  await g.services.stop();
+  await g.node.service.drain(g.settings.graceMs);
+  try {
+    await g.opts.onShutdown?.({ reason });
+  } catch (err) {
+    logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
+  }
+  clearInterval(g.tick);
+  g.services.detach();
+  broadcaster.detach();
+  await closeSockets(g.sockets, g.wss, g.server);
+  await serverClosed;
+  // the node's close order: audit rows and run events written, bus, cluster member, store (node/compose.ts)
+  if (g.owned) await g.node.close();
+  else await Promise.all([g.services.audit.flush(), g.node.runtime.runEvents.flush()]);
+}
+
+type Settings = ReturnType<typeof gatewaySettings>;
+
+/** The open connections and, once close began, its promise (new upgrades are refused, /health says draining). */
+interface Sockets {
+  connections: Set<GatewayConnection>;
+  closing: Promise<void> | undefined;
+}
+
+/** `/health`, the web console's files and `/`; everything else is 404. */
+function httpHandler(
+  gw: GatewayContext,
+  settings: Settings,
+  sockets: Sockets,
+  browsers: BrowserAccess,
+  consoleDir: string | undefined,
+): http.RequestListener {
+  const consoleAssets = new ConsoleAssets(consoleDir);
+  return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
@@ -364,16 +382,17 @@ async function listen(
     };
     const misdirected = browsers.hostRefusal(req.headers.host);
     if (misdirected !== undefined) {
-      logger.warn("request refused", { remote: req.socket.remoteAddress, path, reason: misdirected });
+      gw.logger.warn("request refused", { remote: req.socket.remoteAddress, path, reason: misdirected });
       return send(MISDIRECTED.status, { ok: false, error: misdirected });
     }
     if (path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(405, { ok: false, error: `${req.method} not allowed on /health` });
+      const closing = sockets.closing !== undefined;
       const status = closing ? 503 : 200;
       // with auth configured, only a token that may read gets the details; anyone else learns up or down
-      const details = healthDetailsAllowed(req.headers.authorization, tokens);
-      void health().then(
+      const details = healthDetailsAllowed(req.headers.authorization, settings.tokens);
+      void gw.health().then(
         (h) => {
           if (!details) send(status, { ok: closing ? false : h.ok });
           else send(status, closing ? { ...h, ok: false, draining: true } : h);
@@ -387,22 +406,40 @@ async function listen(
     if (readOnly && consoleAssets.serve(req, res, path)) return;
     if (path === "/" && readOnly) {
       // a gateway run from src/ (no console built) still says what it is
-      return send(200, { name: "loopgate", version, protocol: PROTOCOL_VERSION, websocket: true, health: "/health" });
+      return send(200, {
+        name: "loopgate",
+        version: gw.version,
+        protocol: PROTOCOL_VERSION,
+        websocket: true,
+        health: "/health",
+      });
     }
     send(404, { ok: false, error: `not found: ${req.method} ${path}` });
-  });
-  server.on("clientError", (_err, socket) => socket.destroy());
+  };
+}
 
-  // The pre-auth limit is what `ws` enforces while a frame arrives; `connect` raises it (message-limit.ts). Messages
-  // are emitted one per event-loop turn, so a connection that sends many frames at once takes turns with the others.
+/**
+ * WebSocket upgrades: refused while closing or for a foreign Host; each admitted socket becomes a connection (the
+ * pre-auth limit is what `ws` enforces while a frame arrives; `connect` raises it, message-limit.ts). Messages are
+ * emitted one per event-loop turn, so a connection that sends many frames at once takes turns with the others.
+ */
+function acceptWebSockets(
+  server: http.Server,
+  gw: GatewayContext,
+  settings: Settings,
+  sockets: Sockets,
+  browsers: BrowserAccess,
+): WebSocketServer {
+  const admission = new PreAuthAdmission(gw.service.rt.config.gateway.preAuth);
   const wss = new WebSocketServer({
     noServer: true,
-    maxPayload: limits.preAuthMaxBytes,
+    maxPayload: settings.limits.preAuthMaxBytes,
     allowSynchronousEvents: false,
   });
+  const { logger, broadcaster } = gw;
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => socket.destroy());
-    if (closing) return reject(socket, 503, "Service Unavailable");
+    if (sockets.closing) return reject(socket, 503, "Service Unavailable");
     const remote = req.socket.remoteAddress ?? "unknown";
     const misdirected = browsers.hostRefusal(req.headers.host);
     if (misdirected !== undefined) {
@@ -411,143 +448,60 @@ async function listen(
     }
     // a refused origin still gets its socket: the refusal comes as the answer to `connect`, which a browser client
     // can show (an HTTP 403 reaches the page as a bare close)
-    const refusedOrigin = browsers.originRefusal(req.headers.origin, tokens.required);
+    const refusedOrigin = browsers.originRefusal(req.headers.origin, settings.tokens.required);
     wss.handleUpgrade(req, socket, head, (ws) => {
       let conn: GatewayConnection | undefined;
       const admitted = admission.admit(remote, (reason) => closeSilent(conn, reason));
       if (!admitted.ok) return refuseOverCap(ws, admitted.reason, logger, remote);
       const slot = admitted.slot;
-      const silence = watchSilence(req.socket, head, slot, silentTimeoutMs, () =>
-        closeSilent(conn, `sent nothing for ${silentTimeoutMs} ms after the upgrade`),
+      const silentMs = settings.silentTimeoutMs;
+      const silence = watchSilence(req.socket, head, slot, silentMs, () =>
+        closeSilent(conn, `sent nothing for ${silentMs} ms after the upgrade`),
       );
       const onClosed = (c: GatewayConnection) => {
         silence.stop();
         slot.release();
-        connections.delete(c);
+        sockets.connections.delete(c);
         broadcaster.remove(c);
       };
       conn = new GatewayConnection(ws, gw, onClosed, req.socket.remoteAddress, slot.release, refusedOrigin);
-      connections.add(conn);
+      sockets.connections.add(conn);
     });
   });
+  return wss;
+}
 
-  await new Promise<void>((resolve, rejectListen) => {
+/** Binds the port; a port in use or a bad host is a start error that says which. */
+function listenOn(server: http.Server, settings: Settings): Promise<void> {
+  const { host, port } = settings;
+  return new Promise<void>((resolve, rejectListen) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      broadcaster.detach();
-      runLog.detach();
-      void audit.close();
-      diagnostics?.stop();
       rejectListen(
         new GatewayStartError(
           err.code === "EADDRINUSE"
-            ? `port ${opts.port ?? cfg.port} on ${host} is already in use (is another gateway running?)`
-            : `cannot listen on ${host}:${opts.port ?? cfg.port}: ${err.message}`,
+            ? `port ${port} on ${host} is already in use (is another gateway running?)`
+            : `cannot listen on ${host}:${port}: ${err.message}`,
           { cause: err },
         ),
       );
     };
     server.once("error", onError);
-    server.listen(opts.port ?? cfg.port, host, () => {
+    server.listen(port, host, () => {
       server.off("error", onError);
       resolve();
     });
   });
-  if (ownedStore) {
-    // A gateway that opened the state dir owns what a previous process left: active runs are recorded as
-    // failed, queued inputs run again. (An injected service is its owner's to recover.)
-    const { failed, requeued } = await service.recover();
-    if (failed.length || requeued.length) {
-      logger.warn("recovered runs of a previous process", { failed: failed.length, requeued: requeued.length });
-    }
-    for (const runId of requeued) {
-      const run = await service.sessions.run(runId);
-      if (run) runLog.follow(runId, run.sessionKey);
-    }
-  }
-  // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
-  // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
-  const leader = service.clusterNode;
-  if (leader) {
-    leader.lead("cron", { gain: () => cron.start(), lose: () => cron.stop() });
-    void leader.tick();
-  } else await cron.start();
-  const pruning = startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger });
-  const auditPruning = startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger });
-  // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
-  const initializing = rt
-    .init()
-    .catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
+}
 
-  const port = (server.address() as AddressInfo).port;
-  const url = wsUrl(host, port);
-  logger.info("listening", { url, version });
-
-  const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), limits.tickIntervalMs);
-  tick.unref();
-
-  const close = (reason = "gateway stopping"): Promise<void> => {
-    closing ??= (async () => {
-      logger.info("shutdown", { reason, graceMs });
-      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      const shutdown: ShutdownEvent = { reason };
-      broadcaster.broadcast("shutdown", shutdown);
-      pruning.stop();
-      auditPruning.stop();
-      // no job starts during the drain
-      cron.stop();
-      // a gateway closed right after it started may still be seeding its workspace or loading plugins: once close
-      // resolves, nothing of it is left writing into the state dir (which its owner may then remove)
-      await initializing;
-      // new runs are refused (retryable) from here on; running ones get the grace, then are aborted and recorded
-      await service.drain(graceMs);
-      try {
-        await opts.onShutdown?.({ reason });
-      } catch (err) {
-        logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
-      }
-      clearInterval(tick);
-      diagnostics?.stop();
-      relay?.close();
-      broadcaster.detach();
-      runLog.detach();
-      // every run has ended (drained or aborted and recorded): its last rows are written before the store closes
-      await audit.close();
-      const open = [...connections];
-      for (const c of open) c.close(1001, "gateway stopping");
-      await Promise.race([
-        Promise.all(open.map((c) => c.whenClosed())),
-        new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref()),
-      ]);
-      for (const c of wss.clients) c.terminate();
-      wss.close();
-      server.closeAllConnections();
-      await serverClosed;
-      // the drained runs' last events are written before the store closes (an injected runtime keeps its writer)
-      if (ownedStore) {
-        await rt.runEvents.close();
-        if (rt.bus instanceof PgEventBus) rt.bus.close();
-        await ownedStore.close();
-      } else await rt.runEvents.flush();
-    })();
-    return closing;
-  };
-
-  const handle: GatewayHandle = {
-    url,
-    port,
-    host,
-    server,
-    service,
-    get connectionCount() {
-      return connections.size;
-    },
-    close,
-  };
-  try {
-    await opts.onStartup?.({ url, port, host, service });
-  } catch (err) {
-    await close("startup hook failed");
-    throw err;
-  }
-  return handle;
+/** Every connection is told the gateway is stopping and given a moment to answer the close; the rest are cut. */
+async function closeSockets(sockets: Sockets, wss: WebSocketServer, server: http.Server): Promise<void> {
+  const open = [...sockets.connections];
+  for (const c of open) c.close(1001, "gateway stopping");
+  await Promise.race([
+    Promise.all(open.map((c) => c.whenClosed())),
+    new Promise((resolve) => setTimeout(resolve, CLOSE_HANDSHAKE_MS).unref()),
+  ]);
+  for (const c of wss.clients) c.terminate();
+  wss.close();
+  server.closeAllConnections();
 }

@@ -9,7 +9,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/load.js";
+import { openBackend } from "../../src/node/backend.js";
+import { createTestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const cli = path.join(root, "dist", "cli", "main.js");
@@ -79,8 +83,11 @@ function sandbox() {
       });
     });
 
-  /** Writes a config whose model is the scripted provider playing `script` (a fixture name); returns its path. */
-  const configFor = (script: string): string => {
+  /**
+   * Writes a config whose model is the scripted provider playing `script` (a fixture name), with `extra` top-level
+   * keys; returns its path.
+   */
+  const configFor = (script: string, extra: Record<string, unknown> = {}): string => {
     const file = path.join(tmp, `config-${path.basename(script, ".json5")}.json5`);
     const config = {
       agents: { defaults: { model: { primary: "script/fake-model" } } },
@@ -89,6 +96,7 @@ function sandbox() {
       },
       // exec's child gets only PATH, HOME, LANG, TERM and the names listed here (a script waits for a file there)
       tools: { exec: { env: ["LOOPGATE_STATE_DIR"] } },
+      ...extra,
     };
     fs.writeFileSync(file, `// written by cli-local.test.ts\n${JSON.stringify(config, null, 2)}\n`);
     return file;
@@ -457,5 +465,48 @@ describe.concurrent("what the CLI writes where", () => {
     expect(r.stderr).toContain("⚙ exec kill -INT $PPID; sleep 5 → aborted\n");
     expect(r.stderr).not.toContain("(no output)");
     expect(r.stdout).toBe("");
+  });
+});
+
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: the refusal is checked against a real, migrated fleet database.
+describe.skipIf(!testPostgresUrl)("loopgate agent --local on a Postgres config", () => {
+  it("is refused with exit 2 and a message saying to go through a gateway, before anything is written", async () => {
+    const url = testPostgresUrl as string;
+    const ts = await createTestSchema(url);
+    try {
+      // the fleet's database as a gateway left it: migrated, no sessions
+      const storage = { backend: "postgres" as const, postgres: { url, schema: ts.schema } };
+      const fleet = await openBackend(parseConfig({ storage }), "", { env: {} });
+      await fleet.store.close();
+      const { loopgate, configFor, stateDir } = sandbox();
+      const r = await loopgate([
+        "agent",
+        "--local",
+        "-m",
+        "hi",
+        "--config",
+        configFor("hello.script.json5", { storage }),
+      ]);
+      console.log(`exit ${r.code}: ${r.stderr.trim()}`);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(
+        'loopgate agent --local: this config uses storage.backend "postgres" (a gateway fleet); an embedded run would write to the fleet\'s sessions without a lease. Send the message through a gateway (loopgate agent without --local), or use a SQLite state dir.',
+      );
+      expect(r.stdout).toBe("");
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      try {
+        const { rows } = await db.query(
+          `SELECT (SELECT count(*) FROM ${ts.schema}.sessions)::int AS sessions, (SELECT count(*) FROM ${ts.schema}.runs)::int AS runs`,
+        );
+        expect(rows[0]).toEqual({ sessions: 0, runs: 0 });
+      } finally {
+        await db.end();
+      }
+      // nor was a workspace or a SQLite file made in the state dir
+      expect(fs.existsSync(path.join(stateDir, "loopgate.sqlite"))).toBe(false);
+    } finally {
+      await ts.drop();
+    }
   });
 });

@@ -11,12 +11,11 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../../src/agent/runtime.js";
-import { AgentService } from "../../src/agent/service.js";
 import { parseConfig } from "../../src/config/load.js";
 import { CronScheduler } from "../../src/cron/scheduler.js";
 import { type GatewayHandle, startGateway } from "../../src/gateway/server.js";
 import { silentLogger } from "../../src/infra/logger.js";
+import { composeSqliteNode } from "../../src/node/compose.js";
 import { FileSessionLock, sessionLockFile } from "../../src/session/file-lock.js";
 import type { SessionLockPort } from "../../src/session/lock-port.js";
 import { SqliteStoreAdapter } from "../../src/storage/sqlite-adapter.js";
@@ -64,7 +63,9 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
   };
   const sqlite = new SqliteStore(path.join(dir, "loopgate.sqlite"));
   const clock = new ManualClock(1_700_000_000_000);
-  const rt = new AgentRuntime({
+  // a gateway node over the test's store, with the lock port wrapped so the test can see it taken and given back
+  const node = composeSqliteNode({
+    role: "gateway",
     config: parseConfig({
       agents: { defaults: { model: { primary: "t/m" } } },
       messages: { queue: { mode: "followup", debounceMs: 0 } },
@@ -75,6 +76,7 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
     providers: { t: new TestProvider() },
     logger: silentLogger,
   });
+  const rt = node.runtime;
   rt.pluginHooks.on(
     "session_end",
     (e) => void seq.push(`session_end ${e.sessionKey} gen ${e.generation} ${e.reason}`),
@@ -93,14 +95,15 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
   rt.sessionEvents.subscribe((e) => {
     if (e.type === "changed") seq.push(`changed ${e.sessionKey} ${e.reason}`);
   });
-  const service = new AgentService(rt);
+  const service = node.service;
   // The test's own scheduler, on fake time: its job fires when the test moves the clock, never on its own. The job
   // is not in the runtime's config, so the scheduler a gateway on this service starts has nothing to fire.
   const cronConfig = parseConfig({ cron: { jobs: [{ id: "iso", schedule: "*/2 * * * * *", message: "ping" }] } }).cron;
   const cron = new CronScheduler({ service, config: cronConfig, clock, logger: silentLogger });
-  cleanups.push(() => {
+  cleanups.push(async () => {
     cron.stop();
-    sqlite.close();
+    // the node closes the store
+    await node.close();
   });
   const turn = async (sessionKey: string, message: string) => {
     const a = await service.accept({ message, sessionKey, idempotencyKey: `${sessionKey}:${message}:${seq.length}` });
@@ -117,7 +120,7 @@ function world(opts: { acquireTimeoutMs?: number } = {}) {
       "the cron run to end",
     );
   };
-  return { dir, seq, rt, service, cron, sqlite, turn, fireCron };
+  return { dir, seq, rt, node, service, cron, sqlite, turn, fireCron };
 }
 
 async function until<T>(read: () => T | Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
@@ -142,7 +145,7 @@ describe("one session lifecycle for /new, sessions.reset and cron", () => {
     const w = world();
     await w.cron.start();
     const gw: GatewayHandle = await startGateway({
-      service: w.service,
+      node: w.node,
       port: 0,
       host: "127.0.0.1",
       logger: silentLogger,

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { LogFields, Logger } from "../../infra/logger.js";
+import { sqliteRuntime } from "../../node/compose.js";
 import { ScriptedProvider } from "../../providers/scripted.js";
 import type { ModelRequest } from "../../providers/types.js";
 import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
@@ -13,7 +14,7 @@ import { mcpServers, stdioEverything, waitFor } from "../../tools/mcp/test-serve
 import { mcpRuntimeOptions } from "../../tools/mcp/tool-source.js";
 import type { ToolSource } from "../../tools/source.js";
 import type { Tool } from "../../tools/types.js";
-import { AgentRuntime, type RuntimeOptions } from "../runtime.js";
+import type { RuntimeOptions } from "../runtime.js";
 import { AgentService } from "../service.js";
 
 /*
@@ -33,7 +34,10 @@ function recordingLogger(): Logger & { warnings: string[] } {
   return { warnings, debug: ignore, info: ignore, error: ignore, warn: (m) => warnings.push(m) };
 }
 
-function runtime(raw: Record<string, unknown>, opts: Partial<RuntimeOptions> = {}) {
+function runtime(
+  raw: Record<string, unknown>,
+  opts: Partial<Omit<RuntimeOptions, "bus" | "sessionLocks" | "isTransientStoreError">> = {},
+) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-profile-"));
   cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
   const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
@@ -45,7 +49,7 @@ function runtime(raw: Record<string, unknown>, opts: Partial<RuntimeOptions> = {
   });
   const config = parseConfig({ agents: { defaults: { model: { primary: "s/m" } } }, ...raw });
   const logger = recordingLogger();
-  const rt = new AgentRuntime({
+  const rt = sqliteRuntime({
     config,
     stateDir: dir,
     store: new SqliteStoreAdapter(store),

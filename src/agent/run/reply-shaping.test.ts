@@ -7,11 +7,11 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
+import { sqliteRuntime } from "../../node/compose.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { estimateCostUsd } from "../../providers/types.js";
 import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
-import { AgentRuntime } from "../runtime.js";
 import { AgentService } from "../service.js";
 import { type RunHarness, startRunHarness } from "./run-harness.test-support.js";
 
@@ -119,7 +119,7 @@ describe("reasoning", () => {
 
     // a second process: a new runtime on the same SQLite file, so the history comes from the store, not a cache
     const store = new SqliteStore(path.join(h.rt.stateDir, "loopgate.sqlite"));
-    const rt = new AgentRuntime({
+    const rt = sqliteRuntime({
       config: h.rt.config,
       stateDir: h.rt.stateDir,
       store: new SqliteStoreAdapter(store),

@@ -7,13 +7,14 @@ import os from "node:os";
 import path from "node:path";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
+import { composeSqliteNode } from "../../node/compose.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { SqliteStoreAdapter } from "../../storage/sqlite-adapter.js";
 import { SqliteStore } from "../../storage/sqlite-store.js";
 import { type CapturedRequest, type FakeTurn, startFakeModelServer } from "../../testing/fake-model-server.js";
 import type { Tool } from "../../tools/types.js";
-import { AgentRuntime } from "../runtime.js";
-import { AgentService } from "../service.js";
+import type { AgentRuntime } from "../runtime.js";
+import type { AgentService } from "../service.js";
 
 /** The fake server's own count of a request's tokens (what it reports as usage and holds against the window). */
 export function requestTokens(req: CapturedRequest): number {
@@ -65,7 +66,8 @@ export async function startRunHarness(opts: {
     },
     messages: { queue: { debounceMs: 0 } },
   };
-  const rt = new AgentRuntime({
+  const node = composeSqliteNode({
+    role: "test",
     config: parseConfig({ ...base, ...opts.config?.(server.baseUrl) }),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),
@@ -75,7 +77,7 @@ export async function startRunHarness(opts: {
     execSecurityDefault: "full",
     tools: opts.tools,
   });
-  const service = new AgentService(rt);
+  const { runtime: rt, service } = node;
   const events: AgentEvent[] = [];
   rt.bus.subscribe((ev) => events.push(ev));
   let n = 0;
@@ -98,7 +100,7 @@ export async function startRunHarness(opts: {
     },
     close: async () => {
       await server.close();
-      store.close();
+      await node.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

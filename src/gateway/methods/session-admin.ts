@@ -57,7 +57,7 @@ export const sessionsCreateMethod = defineMethod({
         );
         run = { runId: accepted.runId };
       } catch (err) {
-        run = { error: toErrorShape(err) };
+        run = { error: toErrorShape(err, gw.isTransientStoreError) };
       }
     }
     const session = await requireSession(gw, key);

@@ -3,7 +3,7 @@ import { isTransientPostgresError } from "./transient-errors.js";
 
 /**
  * How a node reaches Postgres: `storage.postgres.*` in the config (url, schema, poolSize, statementTimeoutMs), turned
- * into these options by storage/create-store.ts; the URL falls back to `LOOPGATE_POSTGRES_URL` (postgresUrlFrom).
+ * into these options by node/backend.ts (openBackend); the URL falls back to `LOOPGATE_POSTGRES_URL` (postgresUrlFrom).
  */
 export interface PostgresOptions {
   url: string;

@@ -2,10 +2,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentRuntime } from "../../agent/runtime.js";
 import { AgentService } from "../../agent/service.js";
 import { parseConfig } from "../../config/load.js";
 import { silentLogger } from "../../infra/logger.js";
+import { sqliteRuntime } from "../../node/compose.js";
 import type { AgentEvent, ToolData } from "../../protocol/agent-events.js";
 import { ScriptedProvider } from "../../providers/scripted.js";
 import type { ModelRequest } from "../../providers/types.js";
@@ -47,7 +47,7 @@ describe("MCP tools in a run", () => {
       if (turn === 2) return { toolCalls: [{ name: "everything__echo", arguments: { message: "hello through MCP" } }] };
       return { text: "The server said: {{lastToolResult}}" };
     });
-    const rt = new AgentRuntime({
+    const rt = sqliteRuntime({
       config: parseConfig({ agents: { defaults: { model: { primary: "s/m" } } } }),
       stateDir: dir,
       store: new SqliteStoreAdapter(store),

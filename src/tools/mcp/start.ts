@@ -63,23 +63,3 @@ export async function mcpSettled(mcp: McpToolSource, ms: number): Promise<void> 
     }
   });
 }
-
-/**
- * `handle` whose close() also closes the MCP servers, after everything else (the runs that used them have ended
- * by then): every stdio child has exited once it resolves.
- */
-export function closingMcpToo<T extends { close(reason?: string): Promise<void> }>(
-  handle: T,
-  mcp: McpToolSource | undefined,
-): T {
-  if (!mcp) return handle;
-  const close = handle.close.bind(handle);
-  handle.close = async (reason?: string) => {
-    try {
-      await close(reason);
-    } finally {
-      await mcp.close();
-    }
-  };
-  return handle;
-}

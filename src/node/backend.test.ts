@@ -3,10 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig } from "../config/load.js";
+import { describeStorage } from "../storage/describe-storage.js";
 import { createTestSchema, testPostgresUrl } from "../testing/postgres-schema.js";
-import { createStore } from "./create-store.js";
-import { describeStorage } from "./describe-storage.js";
-import type { PostgresStore } from "./postgres/store.js";
+import { createStore, openBackend } from "./backend.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -14,7 +13,7 @@ afterEach(() => {
 });
 
 function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-create-store-"));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-backend-"));
   dirs.push(dir);
   return dir;
 }
@@ -32,7 +31,7 @@ function loadProblems(config: unknown, env: NodeJS.ProcessEnv): string {
   return "";
 }
 
-describe("createStore", () => {
+describe("openBackend / createStore", () => {
   it("storage.backend: sqlite opens the state dir's database file", async () => {
     const stateDir = tempDir();
     const config = parseConfig({ storage: { backend: "sqlite" } });
@@ -85,10 +84,12 @@ describe("createStore", () => {
         storage: { backend: "postgres", postgres: { schema: ts.schema, poolSize: 3, statementTimeoutMs: 4321 } },
       });
       try {
-        const store = (await createStore(config, tempDir(), {
+        const backend = await openBackend(config, tempDir(), {
           owner: true,
           env: { LOOPGATE_POSTGRES_URL: testPostgresUrl },
-        })) as PostgresStore;
+        });
+        if (backend.kind !== "postgres") throw new Error(`expected the postgres backend, got ${backend.kind}`);
+        const store = backend.store;
         try {
           expect(store.kind).toBe("postgres");
           expect(store.schema).toBe(ts.schema);

@@ -1,13 +1,20 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { Logger } from "../infra/logger.js";
-import { describeStorage } from "./describe-storage.js";
-import { openCheckedStore } from "./integrity.js";
-import { postgresUrlFrom } from "./postgres/postgres-url.js";
-import { SqliteStoreAdapter } from "./sqlite-adapter.js";
-import { openStore } from "./sqlite-store.js";
-import type { Store } from "./types.js";
+import { describeStorage } from "../storage/describe-storage.js";
+import { openCheckedStore } from "../storage/integrity.js";
+import { postgresUrlFrom } from "../storage/postgres/postgres-url.js";
+import type { PostgresStore } from "../storage/postgres/store.js";
+import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
+import { openStore } from "../storage/sqlite-store.js";
+import type { Store } from "../storage/types.js";
 
-export interface CreateStoreOptions {
+/**
+ * Which backend a process runs on, decided once from `storage.backend` and carried with its type: code that needs
+ * the Postgres store's pool or LISTEN connection gets them from the `postgres` branch, never by inspecting a Store.
+ */
+export type Backend = { kind: "sqlite"; store: Store } | { kind: "postgres"; store: PostgresStore };
+
+export interface OpenBackendOptions {
   /**
    * A long-running owner (the gateway) checks the database before serving: `storage.quickCheckOnStart` decides
    * whether every page is read. Short commands (the CLI) skip the check.
@@ -20,31 +27,41 @@ export interface CreateStoreOptions {
 }
 
 /**
- * The one way to open the store of a state dir, so every opener (gateway, CLI, embedded runs) follows the config:
- * SQLite (`<stateDir>/loopgate.sqlite`) or Postgres (`storage.postgres`, SPEC 18). Asynchronous because a server
- * backend connects and migrates before it answers.
+ * Opens the store of a state dir as the config says: SQLite (`<stateDir>/loopgate.sqlite`) or Postgres
+ * (`storage.postgres`, SPEC 18). Asynchronous because a server backend connects and migrates before it answers.
  */
-export async function createStore(
+export async function openBackend(
   config: Pick<LoopgateConfig, "storage">,
   stateDir: string,
-  opts: CreateStoreOptions = {},
-): Promise<Store> {
-  if (config.storage.backend === "postgres")
-    return createPostgresStore(config.storage, opts.env ?? process.env, opts.logger);
+  opts: OpenBackendOptions = {},
+): Promise<Backend> {
+  if (config.storage.backend === "postgres") {
+    const store = await openPostgres(config.storage, opts.env ?? process.env, opts.logger);
+    return { kind: "postgres", store };
+  }
   if (config.storage.backend !== "sqlite")
     throw new Error(`storage.backend: "${config.storage.backend}" is not a known backend (sqlite, postgres)`);
   const db = opts.owner
     ? openCheckedStore(stateDir, { quickCheck: config.storage.quickCheckOnStart })
     : openStore(stateDir);
-  return new SqliteStoreAdapter(db);
+  return { kind: "sqlite", store: new SqliteStoreAdapter(db) };
+}
+
+/** The store alone, for a caller that only reads and writes rows (`loopgate sessions`, embedding apps). */
+export async function createStore(
+  config: Pick<LoopgateConfig, "storage">,
+  stateDir: string,
+  opts: OpenBackendOptions = {},
+): Promise<Store> {
+  return (await openBackend(config, stateDir, opts)).store;
 }
 
 /** The driver is loaded only by a process that uses Postgres: SQLite-only commands never pay for it. */
-async function createPostgresStore(
+async function openPostgres(
   storage: LoopgateConfig["storage"],
   env: NodeJS.ProcessEnv,
   logger: Logger | undefined,
-): Promise<Store> {
+): Promise<PostgresStore> {
   const pg = storage.postgres;
   // config load says this already; a config built in code skips the load checks
   const url = postgresUrlFrom(pg.url, env);
@@ -53,8 +70,8 @@ async function createPostgresStore(
       'storage.postgres.url: required when storage.backend is "postgres" (or set the LOOPGATE_POSTGRES_URL environment variable)',
     );
   }
-  const { openPostgresStore } = await import("./postgres/store.js");
-  const { DEFAULT_LEASE_MS } = await import("./postgres/session-leases.js");
+  const { openPostgresStore } = await import("../storage/postgres/store.js");
+  const { DEFAULT_LEASE_MS } = await import("../storage/postgres/session-leases.js");
   const onError = (what: string) => (err: Error) => logger?.warn(`postgres: ${what}`, { error: err.message });
   try {
     return await openPostgresStore({

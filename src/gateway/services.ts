@@ -1,0 +1,156 @@
+import type { AgentService } from "../agent/service.js";
+import { CronScheduler } from "../cron/scheduler.js";
+import { defaultAbortMs } from "../diagnostics/classify.js";
+import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
+import type { AuditLedger } from "../events/audit-ledger.js";
+import { startAuditPruning } from "../events/audit-retention.js";
+import type { Clock } from "../infra/clock.js";
+import type { Logger } from "../infra/logger.js";
+import type { LoopgateNode } from "../node/compose.js";
+import type { HealthResult } from "../protocol/payloads.js";
+import type { Broadcaster } from "./broadcast.js";
+import { GatewayStartError } from "./errors.js";
+import { withMcpHealth } from "./mcp-health.js";
+import { RunLog } from "./run-log.js";
+import { startRunPruning } from "./run-pruning.js";
+
+/**
+ * What a gateway runs beside its sockets: the run log, cron, stuck-session diagnostics, record pruning, the session
+ * notices of other nodes, runtime init and recovery. `attach` before the port listens (so nothing a client could
+ * cause is missed), `begin` once it listens, `stop` and `detach` in the close sequence.
+ */
+export interface GatewayServices {
+  readonly audit: AuditLedger;
+  readonly cron: CronScheduler;
+  readonly runLog: RunLog;
+  readonly diagnostics?: DiagnosticsMonitor;
+  health(startedAt: number, version: string): Promise<HealthResult>;
+  /** After the port listens: recovery, then cron (or its leader role), pruning timers, plugins and hooks. */
+  begin(): Promise<void>;
+  /** First in the close: no job or pruning starts during the drain; resolves once init has settled. */
+  stop(): Promise<void>;
+  /** After the drain: nothing listens to the bus or to other nodes any more. */
+  detach(): void;
+}
+
+export async function attachGatewayServices(
+  node: LoopgateNode,
+  broadcaster: Broadcaster,
+  clock: Clock,
+  logger: Logger,
+): Promise<GatewayServices> {
+  const { service, runtime: rt } = node;
+  const audit = node.audit;
+  if (!audit)
+    throw new GatewayStartError(`a gateway needs a node with the audit ledger (role "${node.role}" has none)`);
+  // gateway nodes on one Postgres: the bus listens before the first client does, session notices cross nodes
+  await node.crossNode?.ready();
+  const relay = await node.crossNode?.relaySessionNotices({
+    events: service.sessionEvents,
+    wantsMessages: (key) => broadcaster.followsMessages(key),
+    onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
+  });
+  const runLog = new RunLog(logger, service);
+  runLog.attach(rt.bus);
+  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
+  const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
+  let timers: Array<{ stop(): void }> = [];
+  let initializing: Promise<unknown> = Promise.resolve();
+  return {
+    audit,
+    cron,
+    runLog,
+    ...(diagnostics ? { diagnostics } : {}),
+    health: (startedAt, version) =>
+      healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
+    async begin() {
+      await recover(service, runLog, logger);
+      // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
+      // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
+      const leader = node.cluster;
+      if (leader) {
+        leader.lead("cron", { gain: () => cron.start(), lose: () => cron.stop() });
+        void leader.tick();
+      } else await cron.start();
+      timers = [
+        startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger }),
+        startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger }),
+      ];
+      // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
+      initializing = rt
+        .init()
+        .catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
+    },
+    async stop() {
+      for (const t of timers) t.stop();
+      cron.stop();
+      // a gateway closed right after it started may still be seeding its workspace or loading plugins: once close
+      // resolves, nothing of it is left writing into the state dir (which its owner may then remove)
+      await initializing;
+    },
+    detach() {
+      diagnostics?.stop();
+      relay?.close();
+      runLog.detach();
+    },
+  };
+}
+
+/** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions, MCP servers. */
+async function healthOf(
+  service: AgentService,
+  parts: { audit: AuditLedger; cron: CronScheduler; diagnostics: DiagnosticsMonitor | undefined },
+  about: { uptimeMs: number; version: string },
+): Promise<HealthResult> {
+  const degraded = service.sessions.storageFault();
+  const sessions = await service.sessions.count();
+  // a configured MCP server that failed degrades health, naming it (mcp-health.ts)
+  return withMcpHealth(
+    {
+      ok: !degraded,
+      ...(degraded ? { degraded } : {}),
+      version: about.version,
+      uptimeMs: about.uptimeMs,
+      activeRuns: service.activeRunCount,
+      sessions,
+      audit: parts.audit.state(),
+      ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
+      queueDepth: service.queueDepth,
+      stuckSessions: parts.diagnostics?.stuckSessionCount ?? 0,
+    },
+    service.rt.mcpStatus,
+  );
+}
+
+/** What a previous process left: active runs are recorded as failed, queued inputs run again. */
+async function recover(service: AgentService, runLog: RunLog, logger: Logger): Promise<void> {
+  const { failed, requeued } = await service.recover();
+  if (failed.length || requeued.length) {
+    logger.warn("recovered runs of a previous process", { failed: failed.length, requeued: requeued.length });
+  }
+  for (const runId of requeued) {
+    const run = await service.sessions.run(runId);
+    if (run) runLog.follow(runId, run.sessionKey);
+  }
+}
+
+/** The stuck-session monitor when `diagnostics.enabled` (SPEC 13); off, nothing subscribes and no timer runs. */
+function startDiagnostics(
+  service: AgentService,
+  clock: Clock,
+  logger: Logger,
+  broadcaster: Broadcaster,
+): DiagnosticsMonitor | undefined {
+  const cfg = service.rt.config.diagnostics;
+  if (!cfg.enabled) return undefined;
+  const monitor = new DiagnosticsMonitor({
+    queue: service,
+    clock,
+    logger,
+    warnMs: cfg.stuckSessionWarnMs,
+    abortMs: cfg.stuckSessionAbortMs ?? defaultAbortMs(cfg.stuckSessionWarnMs),
+    onDiagnostic: (d) => broadcaster.sendDiagnostic(d),
+  });
+  monitor.start(service.rt.bus, service.rt);
+  return monitor;
+}
