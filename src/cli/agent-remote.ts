@@ -74,8 +74,14 @@ export function consoleApprovalUrl(gatewayUrl: string, id: string): string {
   return `${http}//${u.host}/#/approvals/${encodeURIComponent(id)}`;
 }
 
+function withoutSecrets(url: string): string {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+}
+
 function cliAnswer(id: string, opts: Pick<AgentCliOptions, "url">): string[] {
-  const target = opts.url ? ` --url ${opts.url}` : "";
+  // the URL as given, less any user info or query (a secret must not be echoed onto the screen)
+  const target = opts.url ? ` --url ${withoutSecrets(opts.url)}` : "";
   return [`or here: loopgate approvals allow ${id}${target}`, `     (or: loopgate approvals deny ${id}${target})`];
 }
 
