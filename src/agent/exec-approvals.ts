@@ -21,7 +21,8 @@ export type ExecPrompt = (
 
 export type ExecApprovalEvent =
   | { type: "requested"; request: ExecApprovalRequested }
-  | { type: "resolved"; resolved: ExecApprovalResolved };
+  /** `by`: who answered (an operator connection's actor, "terminal" for the prompt); absent when nobody did */
+  | { type: "resolved"; resolved: ExecApprovalResolved; by?: string };
 
 export interface ExecApprovalsOptions {
   config: ExecToolConfig;
@@ -41,6 +42,8 @@ export interface ExecApprovalsOptions {
  */
 export interface Approver {
   sessions?: readonly string[];
+  /** who answered, for the log line (a connection's actor, e.g. "cli" or "device:<id>") */
+  by?: string;
 }
 
 /** One exec call that wants approval, as the run knows it: the request's identifying fields, and how to wait. */
@@ -50,6 +53,8 @@ export interface ExecApprovalContext
   signal: AbortSignal;
   /** called once the run starts waiting (the run reports a lifecycle `waiting` event) */
   onWaiting?: (request: ExecApprovalRequested) => void;
+  /** called once the wait ends, however it ends (the run reports a lifecycle `resumed` event) */
+  onSettled?: (resolved: ExecApprovalResolved) => void;
 }
 
 /** One call of a tool that waits for approval (mcp.servers.<name>.approval), as the run knows it. */
@@ -79,6 +84,9 @@ interface Pending {
     approver?: Approver,
   ) => void;
 }
+
+/** The terminal prompt as an approver: every session (it answers for the user's own embedded run). */
+const TERMINAL: Approver = { by: "terminal" };
 
 /** How many ended approvals are remembered, so a late answer is told "expired" rather than "unknown". */
 const ENDED_KEPT = 1000;
@@ -214,7 +222,8 @@ export class ExecApprovals {
         this.remember(resolved);
         if (decision === "allow-always" && !toolCall)
           this.allowAlways.add(ctx.agentId, ctx.command, resolved.resolvedAtMs, approver?.sessions);
-        this.emit({ type: "resolved", resolved });
+        ctx.onSettled?.(resolved);
+        this.emit({ type: "resolved", resolved, ...(why === "user" ? { by: approver?.by ?? "an operator" } : {}) });
         if (status === "allowed") return resolve({ allowed: true });
         resolve({ allowed: false, reason: this.denial(status, denyReason, toolCall ? "the call" : "the command") });
       };
@@ -228,13 +237,14 @@ export class ExecApprovals {
       if (prompt) {
         prompt(request, promptAbort.signal).then(
           (answer) => {
-            if (typeof answer === "string") return settle(answer === "deny" ? "denied" : "allowed", "user", answer);
+            if (typeof answer === "string")
+              return settle(answer === "deny" ? "denied" : "allowed", "user", answer, TERMINAL);
             denyReason = answer.deny;
-            settle("denied", "user");
+            settle("denied", "user", undefined, TERMINAL);
           },
           (err: Error) => {
             denyReason = `the approval prompt failed: ${err.message}`;
-            settle("denied", "user");
+            settle("denied", "user", undefined, TERMINAL);
           },
         );
       }

@@ -58,6 +58,33 @@ export async function connectGateway(url: string, token: string | undefined, sco
   }
 }
 
+/**
+ * How to answer an approval the run waits for: the console's Approvals page on the gateway's own HTTP port (the
+ * console has no page per approval; the id rides in the route for the reader), and the CLI commands, carrying the
+ * --url given here (a --token is not repeated: it would put the secret on the screen).
+ */
+export function approvalHelp(url: string, id: string, opts: Pick<AgentCliOptions, "url">): string[] {
+  return [`answer in the console: ${consoleApprovalUrl(url, id)}`, ...cliAnswer(id, opts)];
+}
+
+/** The console serves `/` on the gateway's port; user info and a query (which may carry a secret) are dropped. */
+export function consoleApprovalUrl(gatewayUrl: string, id: string): string {
+  const u = new URL(gatewayUrl);
+  const http = u.protocol === "wss:" ? "https:" : "http:";
+  return `${http}//${u.host}/#/approvals/${encodeURIComponent(id)}`;
+}
+
+function withoutSecrets(url: string): string {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+}
+
+function cliAnswer(id: string, opts: Pick<AgentCliOptions, "url">): string[] {
+  // the URL as given, less any user info or query (a secret must not be echoed onto the screen)
+  const target = opts.url ? ` --url ${withoutSecrets(opts.url)}` : "";
+  return [`or here: loopgate approvals allow ${id}${target}`, `     (or: loopgate approvals deny ${id}${target})`];
+}
+
 /** `loopgate agent` without --local: the same turn, through a running gateway, rendered exactly like --local. */
 export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
@@ -66,7 +93,9 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
   const client = await connectGateway(url, token, ["operator.write"]);
 
   const runId = randomUUID();
-  const { out, intr } = runOutputWithInterrupt(opts, "aborted by the gateway");
+  const { out, intr } = runOutputWithInterrupt(opts, "aborted by the gateway", false, (id) =>
+    approvalHelp(url, id, opts),
+  );
   let accepted: AgentAccepted | undefined;
   let abortSent = false;
   const sendAbort = () => {

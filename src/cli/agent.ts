@@ -145,6 +145,7 @@ export function runOutputWithInterrupt(
   opts: Pick<AgentCliOptions, "json" | "color">,
   abortedBy: string,
   promptsForApproval = false,
+  approvalHelp?: (id: string) => string[],
 ) {
   const intr = interruptController((s) => out.err(s));
   const out = createRunOutput({
@@ -153,6 +154,7 @@ export function runOutputWithInterrupt(
     interrupted: intr.interrupted,
     abortedBy,
     promptsForApproval,
+    approvalHelp,
   });
   return { out, intr };
 }

@@ -173,6 +173,31 @@ gatewayOpts(
     .option("--json", "print as JSON")
     .option("--local", "start the configured servers here instead, wait for them to settle, print, and stop them"),
 ).action((opts) => run(async () => (await import("./mcp.js")).runMcpList(opts)));
+const approvals = program
+  .command("approvals")
+  .description("exec commands and tool calls waiting for an operator on a running gateway (needs operator.approvals)");
+gatewayOpts(
+  approvals
+    .command("list", { isDefault: true })
+    .description("what waits, why, in which session, for how long, and its console URL (the default)")
+    .option("--json", "print the gateway's answer as JSON"),
+).action((opts) => run(async () => (await import("./approvals.js")).runApprovalsList(opts)));
+for (const [name, decision, what] of [
+  ["allow", "allow-once", "let it run this once"],
+  [
+    "allow-always",
+    "allow-always",
+    "let it run, and remember the command for this agent (inside your token's sessions)",
+  ],
+  ["deny", "deny", "refuse it; the model is told an operator denied it"],
+] as const) {
+  gatewayOpts(
+    approvals
+      .command(`${name} <id>`)
+      .description(`answer approval <id>: ${what}`)
+      .option("--json", "print the gateway's answer as JSON"),
+  ).action((id, opts) => run(async () => (await import("./approvals.js")).runApprovalsResolve(id, decision, opts)));
+}
 const cron = program
   .command("cron")
   .description("scheduled agent turns of a running gateway: list, add, rm, run (jobs also come from cron.jobs)");

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../infra/events.js";
-import { createTerminalRenderer, formatSummary } from "./render.js";
+import { createTerminalRenderer, formatSummary, type RenderTarget } from "./render.js";
 
-function render(events: Array<Pick<AgentEvent, "stream" | "data">>) {
+function render(
+  events: Array<Pick<AgentEvent, "stream" | "data"> & { ts?: number }>,
+  opts: Pick<RenderTarget, "approvalHelp"> = {},
+) {
   let out = "";
   let err = "";
-  const r = createTerminalRenderer({ out: (s) => (out += s), err: (s) => (err += s), errColor: false });
+  const r = createTerminalRenderer({ out: (s) => (out += s), err: (s) => (err += s), errColor: false, ...opts });
   for (const [i, e] of events.entries()) {
     r({ runId: "r", seq: i + 1, ts: 0, sessionKey: "s", ...e } as AgentEvent);
   }
@@ -130,15 +133,36 @@ describe("what the terminal shows of a block-streamed run", () => {
 });
 
 describe("what the terminal shows of an exec approval", () => {
-  it("a command waiting for approval is one stderr line with the approval id and how long it may wait", () => {
-    const { out, err } = render([
-      {
-        stream: "lifecycle",
-        data: { phase: "waiting", for: "approval", approvalId: "ap-7", command: "rm -rf build", expiresAtMs: 120_000 },
-      },
-    ]);
+  it("a command waiting for approval says why, its id and how long it may wait; its end is one line", () => {
+    const expiresAtMs = new Date(2026, 0, 1, 14, 2, 0).getTime();
+    const { out, err } = render(
+      [
+        {
+          stream: "lifecycle",
+          ts: expiresAtMs - 120_000,
+          data: {
+            phase: "waiting",
+            for: "approval",
+            approvalId: "ap-7",
+            command: "rm -rf build",
+            expiresAtMs,
+            reason: '"rm -rf build" matches no tools.exec.allowlist pattern',
+          },
+        },
+        { stream: "lifecycle", data: { phase: "resumed", for: "approval", approvalId: "ap-7", status: "expired" } },
+      ],
+      { approvalHelp: (id) => [`loopgate approvals allow ${id}`] },
+    );
     expect(out).toBe("");
-    expect(err).toBe("⏸ exec `rm -rf build` waits for approval (id ap-7, up to 120 s)\n");
+    expect(err).toBe(
+      [
+        '⏸ exec `rm -rf build` waits for approval: "rm -rf build" matches no tools.exec.allowlist pattern',
+        "  id ap-7 · denied unless answered within 120 s (by 14:02:00)",
+        "  loopgate approvals allow ap-7",
+        "✗ approval ap-7 expired: nobody answered in time, so it was denied",
+        "",
+      ].join("\n"),
+    );
   });
 });
 

@@ -8,6 +8,11 @@ export interface RenderTarget {
   errColor: boolean;
   /** true once the user asked to stop the run (Ctrl-C): a tool cut short then is "aborted", not "failed" */
   aborting?: () => boolean;
+  /**
+   * How an operator answers the approval `id` (printed under the line that says it waits): a gateway client names
+   * the console page and `loopgate approvals allow`; an embedded run asks on the terminal instead and has none.
+   */
+  approvalHelp?: (id: string) => string[];
 }
 
 /** One line saying what a tool was asked to do: the command, path, query or URL, else the arguments as JSON. */
@@ -88,6 +93,8 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
     if (note) {
       breakLine();
       target.err(`${dim(note)}\n`);
+      if (ev.stream === "lifecycle" && ev.data.phase === "waiting" && ev.data.for === "approval")
+        for (const line of target.approvalHelp?.(ev.data.approvalId) ?? []) target.err(`  ${line}\n`);
     }
     // Reasoning goes to stderr, dimmed and labelled, so piping stdout still captures only the reply.
     if (ev.stream === "thinking") {
@@ -163,9 +170,30 @@ export function runNote(ev: AgentEvent): string | undefined {
   if (d.phase === "fallback") return `↪ ${d.from} failed (${d.reason}); trying ${d.to}`;
   if (d.phase === "waiting" && d.for === "approval") {
     const secs = Math.max(0, Math.round((d.expiresAtMs - ev.ts) / 1000));
-    return `⏸ exec \`${shortArgs({ command: d.command })}\` waits for approval (id ${d.approvalId}, up to ${secs} s)`;
+    const what =
+      d.kind === "tool"
+        ? `tool \`${shortArgs({ command: d.command })}\``
+        : `exec \`${shortArgs({ command: d.command })}\``;
+    const why = d.reason ? `: ${d.reason}` : "";
+    return `⏸ ${what} waits for approval${why}\n  id ${d.approvalId} · denied unless answered within ${secs} s (by ${clockTime(d.expiresAtMs)})`;
   }
+  if (d.phase === "resumed" && d.for === "approval") return approvalOutcome(d.approvalId, d.status, d.decision);
   return undefined;
+}
+
+/** One line for how an approval ended, e.g. "✓ approval ap-7 answered: allow-once". */
+function approvalOutcome(id: string, status: string, decision: string | undefined): string {
+  if (status === "allowed") return `✓ approval ${id} answered: ${decision ?? "allow-once"}`;
+  if (status === "denied") return `✗ approval ${id} answered: deny`;
+  if (status === "expired") return `✗ approval ${id} expired: nobody answered in time, so it was denied`;
+  return `✗ approval ${id} cancelled: the run stopped waiting`;
+}
+
+/** "14:03:07" on this machine's clock: when an approval expires, read next to a wall clock. */
+function clockTime(ms: number): string {
+  const d = new Date(ms);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
 export function formatSummary(

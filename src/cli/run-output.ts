@@ -27,6 +27,8 @@ export interface RunOutputOptions {
   timer?: StatusTimer;
   /** exec approvals are asked on this terminal (embedded runs): the status line stays away from the prompt */
   promptsForApproval?: boolean;
+  /** how to answer an approval the run waits for (a gateway client: the console URL and the CLI command) */
+  approvalHelp?: (id: string) => string[];
 }
 
 export interface RunOutput {
@@ -69,7 +71,7 @@ export function createRunOutput(opts: RunOutputOptions): RunOutput {
   const track = status ? trackRunStatus(status, { promptsForApproval: opts.promptsForApproval }) : undefined;
   const draw = opts.json
     ? (ev: AgentEvent) => stdout.write(`${JSON.stringify({ type: "event", ...ev })}\n`)
-    : createTerminalRenderer({ out, err, errColor, aborting: interrupted });
+    : createTerminalRenderer({ out, err, errColor, aborting: interrupted, approvalHelp: opts.approvalHelp });
   const render = (ev: AgentEvent) => {
     draw(ev);
     track?.(ev);

@@ -12,7 +12,8 @@ function recorder(elapsedMs = 2100, opts: { promptsForApproval?: boolean } = {})
   };
   const track = trackRunStatus(sink, opts);
   // test events carry only the fields the tracker reads, hence the cast
-  const ev = (stream: AgentStream, data: Record<string, unknown>) => track({ stream, data } as AgentEvent);
+  const ev = (stream: AgentStream, data: Record<string, unknown>, ts?: number) =>
+    track({ stream, data, ts } as AgentEvent);
   return { shown, ev };
 }
 
@@ -56,14 +57,23 @@ describe("what the CLI says it is waiting for", () => {
     ]);
   });
 
-  it("an exec approval: the command an operator must approve, then the tool once it runs", () => {
+  it("an exec approval: the command an operator must approve with the time left, then the tool once allowed", () => {
     const { shown, ev } = recorder(5000);
     ev("tool", { phase: "start", name: "exec", toolCallId: "c1", args: { command: "rm -rf build" } });
-    ev("lifecycle", { phase: "waiting", for: "approval", approvalId: "a1", command: "rm -rf build", expiresAtMs: 1 });
-    ev("tool", { phase: "result", name: "exec", toolCallId: "c1", isError: true, result: "exec denied: ..." });
+    const waiting = {
+      phase: "waiting",
+      for: "approval",
+      approvalId: "a1",
+      command: "rm -rf build",
+      expiresAtMs: 125_000,
+    };
+    ev("lifecycle", waiting, 5000);
+    ev("lifecycle", { phase: "resumed", for: "approval", approvalId: "a1", status: "allowed", decision: "allow-once" });
+    ev("tool", { phase: "result", name: "exec", toolCallId: "c1", isError: false, result: "ok" });
     expect(shown).toEqual([
       "⚙ exec `rm -rf build` · running 5.0 s",
-      "waiting for approval of `rm -rf build` · 5.0 s",
+      "waiting for approval of `rm -rf build` · 1 m 55 s left",
+      "⚙ exec `rm -rf build` · running 5.0 s",
       "waiting for the model · 5.0 s",
     ]);
   });
@@ -72,6 +82,17 @@ describe("what the CLI says it is waiting for", () => {
     const { shown, ev } = recorder(5000, { promptsForApproval: true });
     ev("lifecycle", { phase: "waiting", for: "approval", approvalId: "a1", command: "rm -rf build", expiresAtMs: 1 });
     expect(shown).toEqual([null]);
+  });
+
+  it("approval-question-not-overdrawn: nothing is drawn over the terminal's question until the approval ends", () => {
+    const { shown, ev } = recorder(5000, { promptsForApproval: true });
+    ev("lifecycle", { phase: "waiting", for: "approval", approvalId: "a1", command: "rm -rf build", expiresAtMs: 1 });
+    // a start that arrives after the question (the order before the fix) must not bring the ticker back
+    ev("tool", { phase: "start", name: "exec", toolCallId: "c1", args: { command: "rm -rf build" } });
+    ev("assistant", { delta: "x" });
+    expect(shown).toEqual([null]);
+    ev("lifecycle", { phase: "resumed", for: "approval", approvalId: "a1", status: "denied", decision: "deny" });
+    expect(shown).toEqual([null, "⚙ exec `rm -rf build` · running 5.0 s"]);
   });
 
   it("a lane: from the queue receipt until the run starts", () => {

@@ -8,6 +8,7 @@ import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
 import type { LoopgateNode } from "../node/compose.js";
 import type { HealthResult } from "../protocol/payloads.js";
+import { logExecApprovals } from "./approval-log.js";
 import type { Broadcaster } from "./broadcast.js";
 import { GatewayStartError } from "./errors.js";
 import { withMcpHealth } from "./mcp-health.js";
@@ -54,6 +55,7 @@ export async function attachGatewayServices(
   runLog.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
   const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
+  const stopApprovalLog = logExecApprovals(rt.execApprovals, logger);
   let timers: Array<{ stop(): void }> = [];
   let initializing: Promise<unknown> = Promise.resolve();
   return {
@@ -92,6 +94,7 @@ export async function attachGatewayServices(
       diagnostics?.stop();
       relay?.close();
       runLog.detach();
+      stopApprovalLog();
     },
   };
 }

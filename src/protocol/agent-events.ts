@@ -57,7 +57,27 @@ export type LifecycleData =
   | { phase: "waiting"; for: "session_lock"; holderPid?: number }
   | { phase: "waiting"; for: "model"; model: string }
   /** exec wants a command approved (tools.exec.ask); `exec.approval.resolve` with this id answers it */
-  | { phase: "waiting"; for: "approval"; approvalId: string; command: string; expiresAtMs: number }
+  | {
+      phase: "waiting";
+      for: "approval";
+      approvalId: string;
+      /** masked, like tool-call args in events (approvers get the exact command in exec.approval.requested) */
+      command: string;
+      expiresAtMs: number;
+      /** why the policy asks, masked (e.g. `"rm -rf build" matches no tools.exec.allowlist pattern`) */
+      reason?: string;
+      /** "tool": a call of a tool that waits for approval (an MCP server's `approval`); absent: exec */
+      kind?: "exec" | "tool";
+      tool?: string;
+    }
+  /** the approval the run waited for ended (answered, expired, or the run stopped waiting); the run goes on */
+  | {
+      phase: "resumed";
+      for: "approval";
+      approvalId: string;
+      status: "allowed" | "denied" | "expired" | "cancelled";
+      decision?: "allow-once" | "allow-always" | "deny";
+    }
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
   | { phase: "fallback"; from: string; to: string; reason: string };
 

@@ -94,6 +94,7 @@ describe("exec approvals through the gateway", () => {
       approvalId: requested.id,
       command: "rm -rf build",
       expiresAtMs: requested.expiresAtMs,
+      reason: '"rm -rf build" matches no tools.exec.allowlist pattern',
     });
     expect((await operator.call("exec.approval.list")).payload).toEqual({ approvals: [requested] });
 

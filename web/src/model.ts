@@ -329,6 +329,10 @@ export class ConsoleModel {
       case "waiting":
         run.waiting = d.for === "approval" ? `approval of ${String(d.command ?? "a command")}` : String(d.for);
         break;
+      case "resumed":
+        // the approval ended (answered, expired): the run goes on
+        run.waiting = undefined;
+        break;
       default:
         break;
     }

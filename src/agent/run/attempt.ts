@@ -122,8 +122,16 @@ export async function runAttempt(
       toolContext: {
         workspaceDir: prepared.profile.workspaceDir,
         env: prepared.toolEnv,
-        approveExec: prepared.approveExec,
-        approveTool: prepared.approveTool,
+        // the approval's `waiting` event follows the call's start event: a client that shows the call, then the
+        // question, keeps the question on screen (a start drawn after it would replace it)
+        approveExec: async (req) => {
+          await projection.callStarted(req.toolCallId);
+          return prepared.approveExec(req);
+        },
+        approveTool: async (req) => {
+          await projection.callStarted(req.toolCallId);
+          return prepared.approveTool(req);
+        },
         sendMessage: (text, toolCallId) => projection.sendMessage(text, toolCallId),
       },
       steering: spec.steering,

@@ -2,6 +2,7 @@ import { eligibleSkills, formatSkillsPrompt, type SkillSnapshot, skillsEnv } fro
 import { buildSystemPrompt } from "../../prompt/system-prompt.js";
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
+import type { ExecApprovalRequested, ExecApprovalResolved } from "../../protocol/exec-approvals.js";
 import { acceptsImages } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/types.js";
@@ -103,13 +104,24 @@ export async function prepareRun(
   const skills = eligibleSkills(choices.skills.skills ?? [], rt.env).eligible;
   const userMessage: UserMessage = { role: "user", content: userContent(spec.message, images) };
   const prompt = await promptFor(rt, spec, profile, skills, history, userMessage);
-  const onWaiting = (req: { id: string; command: string; expiresAtMs: number }) =>
+  const onWaiting = (req: ExecApprovalRequested) =>
     run.events.emit("lifecycle", {
       phase: "waiting",
       for: "approval",
       approvalId: req.id,
       command: redactText(req.command),
       expiresAtMs: req.expiresAtMs,
+      reason: redactText(req.reason),
+      ...(req.kind === "tool" ? { kind: "tool" as const, tool: req.tool } : {}),
+    });
+  // a client that showed the wait says how it ended, and resumes its own display (a paused status line)
+  const onSettled = (resolved: ExecApprovalResolved) =>
+    run.events.emit("lifecycle", {
+      phase: "resumed",
+      for: "approval",
+      approvalId: resolved.id,
+      status: resolved.status,
+      ...(resolved.decision ? { decision: resolved.decision } : {}),
     });
   const asked = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId, cwd: workspace.dir };
   return {
@@ -126,11 +138,19 @@ export async function prepareRun(
     // clients show what the run waits for, and approvers find the id in the `waiting` event too; an event, so
     // masked (only the approval request itself, for approvers, carries the exact command)
     approveExec: ({ command, toolCallId, signal }) =>
-      rt.execApprovals.check({ ...asked, command, toolCallId, signal, onWaiting }),
+      rt.execApprovals.check({ ...asked, command, toolCallId, signal, onWaiting, onSettled }),
     // a tool's arguments are shown to approvers with credential-like values redacted (they are data, not a
     // command whose every byte the approver must read)
     approveTool: ({ tool, args, toolCallId, signal }) =>
-      rt.execApprovals.askTool({ ...asked, tool, args: redactSecrets(args), toolCallId, signal, onWaiting }),
+      rt.execApprovals.askTool({
+        ...asked,
+        tool,
+        args: redactSecrets(args),
+        toolCallId,
+        signal,
+        onWaiting,
+        onSettled,
+      }),
     hookCtx,
   };
 }

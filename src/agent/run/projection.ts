@@ -239,13 +239,21 @@ export class RunProjection {
   async sendMessage(text: string, toolCallId: string): Promise<MessageDelivery> {
     // The tool runs as soon as the loop starts it, before its start event has been projected: the message waits
     // for that event, so clients see the call, then the message, then the result.
-    if (toolCallId && !this.startedCalls.has(toolCallId)) {
-      await new Promise<void>((resolve) => this.startWaiters.set(toolCallId, resolve));
-      this.startWaiters.delete(toolCallId);
-    }
+    await this.callStarted(toolCallId);
     const outcome = await deliverToolMessage(this.rt, this.events, this.prepared.hookCtx, text, toolCallId);
     if (outcome.sent) this.parts.messagingSends.push(outcome.text);
     return outcome;
+  }
+
+  /**
+   * Resolves once the start event of `toolCallId` has gone out. A tool runs as soon as the loop starts it, before
+   * that event is projected: what the tool itself reports (a message it sends, an approval it waits for) waits for
+   * it, so clients see the call first.
+   */
+  async callStarted(toolCallId: string | undefined): Promise<void> {
+    if (!toolCallId || this.startedCalls.has(toolCallId)) return;
+    await new Promise<void>((resolve) => this.startWaiters.set(toolCallId, resolve));
+    this.startWaiters.delete(toolCallId);
   }
 
   /** `stream`: every delta goes out as it comes; the block so far rides on checkpoints. */

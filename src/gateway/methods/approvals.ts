@@ -38,7 +38,9 @@ export const execApprovalResolveMethod = defineMethod({
     const pending = approvals.get(params.id);
     if (pending) conn.access.requireApprove(pending.sessionKey);
     try {
-      reply.ok(approvals.resolve(params.id, params.decision, { sessions: conn.access.grantedSessions }));
+      reply.ok(
+        approvals.resolve(params.id, params.decision, { sessions: conn.access.grantedSessions, by: conn.actor }),
+      );
     } catch (err) {
       if (!(err instanceof ExecApprovalError)) throw err;
       throw new GatewayError({
