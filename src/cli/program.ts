@@ -2,6 +2,9 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { flushTracing } from "../infra/tracing-gate.js";
 import { CliError, EXIT } from "./exit-codes.js";
+import { exitQuietlyWhenStdoutCloses } from "./stdout-closed.js";
+
+exitQuietlyWhenStdoutCloses();
 
 // Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
 
