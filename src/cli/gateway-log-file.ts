@@ -17,51 +17,60 @@ export interface LogFile {
   close(): Promise<void>;
 }
 
-/** Opens the log for appending (0600: a log names sessions and clients). A file that cannot be opened is skipped. */
+/**
+ * Opens the log for appending (0600: a log names sessions and clients). A file that cannot be opened is skipped.
+ * Lines are appended synchronously: the gateway logs a few lines per connection and run, and a line written before a
+ * crash or a rotation is then on disk, in order, never in a stream's buffer aimed at a renamed file.
+ */
 export function openGatewayLogFile(file: string, maxBytes = GATEWAY_LOG_MAX_BYTES): LogFile | undefined {
+  let fd: number | undefined;
+  let size = 0;
+  const open = () => {
+    try {
+      fd = fs.openSync(file, "a", 0o600);
+      size = fs.fstatSync(fd).size;
+    } catch {
+      fd = undefined;
+    }
+  };
+  const closeFd = () => {
+    if (fd === undefined) return;
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // already gone: nothing more to flush
+    }
+    fd = undefined;
+  };
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   } catch {
     return undefined;
   }
-  let size = 0;
-  let stream: fs.WriteStream | undefined;
-  const open = () => {
-    try {
-      size = fs.existsSync(file) ? fs.statSync(file).size : 0;
-    } catch {
-      size = 0;
-    }
-    stream = fs.createWriteStream(file, { flags: "a", mode: 0o600 });
-    // a full disk or a removed directory must never take the gateway down: the stderr log still has every line
-    stream.on("error", () => {
-      stream = undefined;
-    });
-  };
   open();
+  if (fd === undefined) return undefined;
   return {
     write(line) {
-      if (!stream) return;
-      const bytes = Buffer.byteLength(line) + 1;
-      if (size > 0 && size + bytes > maxBytes) {
-        const full = stream;
-        stream = undefined;
-        full.end();
+      const bytes = Buffer.from(`${line}\n`);
+      if (fd !== undefined && size > 0 && size + bytes.length > maxBytes) {
+        closeFd();
         try {
           fs.renameSync(file, `${file}.1`);
         } catch {
           // keep appending to the same file rather than losing lines
         }
         open();
-        if (!stream) return;
       }
-      size += bytes;
-      (stream as fs.WriteStream).write(`${line}\n`);
+      if (fd === undefined) return;
+      try {
+        fs.writeSync(fd, bytes);
+        size += bytes.length;
+      } catch {
+        // a full disk must never take the gateway down: the stderr log still has every line
+      }
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (!stream) return resolve();
-        stream.end(() => resolve());
-      }),
+    async close() {
+      closeFd();
+    },
   };
 }
