@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { flushTracing } from "../infra/tracing-gate.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { exitQuietlyWhenStdoutCloses } from "./stdout-closed.js";
@@ -106,7 +106,7 @@ program
     }),
   );
 
-const sessions = program.command("sessions").description("inspect stored sessions");
+const sessions = program.command("sessions").description("list, show, reset and delete sessions");
 sessions
   .command("list", { isDefault: true })
   .description("list sessions, most recently updated first (the default)")
@@ -235,7 +235,15 @@ gatewayOpts(
       "--schedule <cron>",
       'cron schedule: 5 fields (minute hour day month weekday), or 6 with seconds first, e.g. "0 9 * * 1-5"',
     )
-    .requiredOption("-m, --message <text>", "the message each run sends to the agent")
+    .requiredOption(
+      "-m, --message <text>",
+      "the message each run sends to the agent (once)",
+      // a second -m used to replace the first silently
+      (text: string, given: string | undefined) => {
+        if (given !== undefined) throw new InvalidArgumentError("-m/--message given more than once; give it once");
+        return text;
+      },
+    )
     .option("--tz <zone>", "IANA time zone of the schedule (default: the gateway's)")
     .option("--agent <id>", "agent id (default: the default agent)")
     .option(

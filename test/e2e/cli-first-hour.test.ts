@@ -100,6 +100,13 @@ describe("the message of loopgate agent", () => {
     );
     const list = await s.run(["sessions", "list", "--config", s.config]).done;
     expect(list.stdout).toMatch(/^no sessions yet/);
+    // cron add's -m too: one message per job
+    const cron = await s.run(["cron", "add", "--id", "j", "--schedule", "* * * * *", "-m", "a", "-m", "b"]).done;
+    process.stdout.write(`cron add: exit ${cron.code}: ${cron.stderr}`);
+    expect(cron.code).toBe(2);
+    expect(cron.stderr).toMatch(
+      /^error: .*-m\/--message given more than once; give it once\n\(see loopgate cron add --help\)\n$/,
+    );
   });
 
   it("message-sources-both-or-neither: -m with --message-file, or no message at all, is a usage error", async () => {
