@@ -41,6 +41,8 @@ export async function readMessage(src: MessageSources, stdin: NodeJS.ReadableStr
     }
   } else if (given[0] === "-") {
     from = "-m - (stdin)";
+    // typed at a terminal, the end of the message is not obvious: say how to finish it
+    if ((stdin as { isTTY?: boolean }).isTTY) process.stderr.write("(type the message; end it with Ctrl-D)\n");
     text = await readAll(stdin);
   } else if (given.length === 1) {
     from = "-m/--message";
