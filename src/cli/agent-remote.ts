@@ -34,8 +34,17 @@ export function resolveGatewayTarget(
 /** Connecting to loopback either works at once or not at all; a blackholed host must not hang the CLI. */
 const CONNECT_TIMEOUT_MS = 3000;
 
-/** Connects as the CLI; no gateway (or a refused connection) is one line with a hint and exit 2. */
-export async function connectGateway(url: string, token: string | undefined, scopes: string[]): Promise<GatewayClient> {
+/**
+ * Connects as the CLI; no gateway (or a refused connection) is one line with a hint and exit 2. `localHint` is what
+ * the command offers instead of a gateway (e.g. "or run embedded with --local"); only commands that have a --local
+ * pass one, so the hint never names a flag the command does not take.
+ */
+export async function connectGateway(
+  url: string,
+  token: string | undefined,
+  scopes: string[],
+  localHint?: string,
+): Promise<GatewayClient> {
   try {
     return await GatewayClient.connect({
       url,
@@ -47,7 +56,7 @@ export async function connectGateway(url: string, token: string | undefined, sco
   } catch (err) {
     if (err instanceof GatewayConnectError) {
       throw new CliError(
-        `no gateway reachable at ${url}: start one with \`loopgate gateway\`, or run embedded with --local`,
+        `no gateway reachable at ${url}: start one with \`loopgate gateway\`, or name a running one with --url (or LOOPGATE_GATEWAY_URL)${localHint ? `; ${localHint}` : ""}`,
         EXIT.usage,
       );
     }
@@ -90,7 +99,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
   const { url, token } = resolveGatewayTarget(opts);
   // write scope only: the CLI needs its own run's events, not every session's (no fan-out of others' events)
-  const client = await connectGateway(url, token, ["operator.write"]);
+  const client = await connectGateway(url, token, ["operator.write"], "or run embedded with --local");
 
   const runId = randomUUID();
   const { out, intr } = runOutputWithInterrupt(opts, "aborted by the gateway", false, (id) =>

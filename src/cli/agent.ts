@@ -142,7 +142,7 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
 /** The run's output and its Ctrl-C handling, wired both ways: the notice erases the status line first, and a tool
  * cut short by the user's Ctrl-C is shown as aborted. */
 export function runOutputWithInterrupt(
-  opts: Pick<AgentCliOptions, "json" | "color">,
+  opts: Pick<AgentCliOptions, "json" | "color" | "verbose">,
   abortedBy: string,
   promptsForApproval = false,
   approvalHelp?: (id: string) => string[],
@@ -155,6 +155,8 @@ export function runOutputWithInterrupt(
     abortedBy,
     promptsForApproval,
     approvalHelp,
+    // already checked by parseAgentOptions; a bare --verbose is on
+    verbose: opts.verbose === true ? "on" : opts.verbose === false ? undefined : (opts.verbose as VerboseLevel),
   });
   return { out, intr };
 }

@@ -8,6 +8,7 @@ import {
   logLevelFromEnv,
 } from "../infra/logger.js";
 import { CliError } from "./exit-codes.js";
+import type { LogFile } from "./gateway-log-file.js";
 
 export interface GatewayLogFlags {
   verbose?: boolean;
@@ -43,10 +44,20 @@ export function resolveGatewayLogging(flags: GatewayLogFlags, env: NodeJS.Proces
   return { level: flags.verbose ? "debug" : fromEnv, format, warnings };
 }
 
-/** The gateway's logger on stderr (stdout carries only the listening lines), with the setup warnings logged. */
-export function createGatewayLogger(flags: GatewayLogFlags, env: NodeJS.ProcessEnv): Logger {
+/**
+ * The gateway's logger on stderr (stdout carries only the listening lines) and, when given, the same lines in a log
+ * file (gateway-log-file.ts), with the setup warnings logged.
+ */
+export function createGatewayLogger(flags: GatewayLogFlags, env: NodeJS.ProcessEnv, file?: LogFile): Logger {
   const settings = resolveGatewayLogging(flags, env);
-  const logger = createLogger({ level: settings.level, format: settings.format });
+  const logger = createLogger({
+    level: settings.level,
+    format: settings.format,
+    write: (line) => {
+      process.stderr.write(`${line}\n`);
+      file?.write(line);
+    },
+  });
   for (const warning of settings.warnings) logger.warn(warning);
   return logger;
 }

@@ -2,6 +2,7 @@ import { loadConfig, resolveSecretRef } from "../config/index.js";
 import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
 import { describeStorage } from "../storage/describe-storage.js";
 import { CliError, EXIT } from "./exit-codes.js";
+import { gatewayLogPath, openGatewayLogFile } from "./gateway-log-file.js";
 import { createGatewayLogger, type GatewayLogFlags } from "./gateway-logging.js";
 import { resolveGatewayToken, tokenFlagWarning } from "./gateway-token.js";
 
@@ -34,8 +35,10 @@ export function resolveGatewayPort(flag: string | undefined, env: NodeJS.Process
  * are refused as retryable, clients get a `shutdown` event) and exits 0. The first stdout line carries the URL.
  */
 export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
-  const logger = createGatewayLogger(opts, process.env);
   const loaded = loadConfig({ configPath: opts.config });
+  const logPath = gatewayLogPath(loaded.stateDir);
+  const logFile = openGatewayLogFile(logPath);
+  const logger = createGatewayLogger(opts, process.env, logFile);
   const gcfg = loaded.config.gateway;
   const port = resolveGatewayPort(opts.port, process.env, gcfg.port);
   const bind = opts.bind ?? gcfg.bind;
@@ -110,6 +113,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   process.stdout.write(
     `state: ${loaded.stateDir} · storage: ${describeStorage(loaded.config, loaded.stateDir)} · config: ${loaded.file ?? "defaults (no config file)"}\n`,
   );
+  process.stdout.write(`log: ${logFile ? logPath : "stderr only"} (loopgate logs -f)\n`);
   process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
 
   await new Promise<void>((resolve) => {
@@ -124,6 +128,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   });
   removeSignalHandlers();
   logger.info("stopped");
+  await logFile?.close();
   // Everything the gateway opened is closed; a handle left by a provider SDK must not keep the process alive.
   setTimeout(() => process.exit(EXIT.ok), 1000).unref();
   return EXIT.ok;

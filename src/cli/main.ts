@@ -1,14 +1,30 @@
 #!/usr/bin/env node
+// This entry must stay loadable by any Node: only node: built-ins are imported statically (ESM hoists static imports,
+// so anything of ours imported here would load before the check below). Older Node (20) crashed inside a dependency
+// with exit 139 and no message; the check turns that into one line and exit 1.
 import fs from "node:fs";
 import module from "node:module";
 import path from "node:path";
-import { resolveStateDir } from "../config/state-dir.js";
+
+/** The oldest Node the CLI runs on; keep in step with package.json engines. */
+const MIN_NODE = [22, 12] as const;
+
+function nodeIsTooOld(version: string): boolean {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  return major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1]);
+}
+
+if (nodeIsTooOld(process.versions.node)) {
+  process.stderr.write(`loopgate needs Node.js >= ${MIN_NODE.join(".")} (this is ${process.version})\n`);
+  process.exit(1);
+}
 
 // Every CLI run is a fresh process, and compiling our modules and their dependencies was most of a one-shot run's
 // start. Node's on-disk compile cache (22.1+) keeps V8's code cache between runs, so every run after the first skips
-// compiling. It must be enabled before the program's modules are imported, hence this small entry and the dynamic
-// import below. A cache that cannot be written (read-only home, full disk) only costs speed: the status is ignored.
+// compiling. It must be enabled before the program's modules are imported, hence the dynamic imports below. A cache
+// that cannot be written (read-only home, full disk) only costs speed: the status is ignored.
 try {
+  const { resolveStateDir } = await import("../config/state-dir.js");
   const stateDir = resolveStateDir();
   // made here, 0700, before Node's cache makes it with the umask's mode: transcripts and keys end up inside
   fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });

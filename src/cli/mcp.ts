@@ -27,7 +27,7 @@ export async function runMcpList(opts: McpListCliOptions): Promise<number> {
 
 async function gatewayStatus(opts: McpListCliOptions): Promise<McpStatusResult["servers"]> {
   const { url, token } = resolveGatewayTarget(opts);
-  const client = await connectGateway(url, token, ["operator.read"]);
+  const client = await connectGateway(url, token, ["operator.read"], "or start the servers here with --local");
   try {
     return (await client.request<McpStatusResult>("mcp.status", {})).servers;
   } catch (err) {

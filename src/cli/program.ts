@@ -1,7 +1,10 @@
 import { readFileSync } from "node:fs";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { flushTracing } from "../infra/tracing-gate.js";
 import { CliError, EXIT } from "./exit-codes.js";
+import { exitQuietlyWhenStdoutCloses } from "./stdout-closed.js";
+
+exitQuietlyWhenStdoutCloses();
 
 // Heavy modules (store, providers, gateway) are imported inside each action, so `--help` and `--version` start fast.
 
@@ -55,13 +58,17 @@ program
     process.stdout.write(`${version()}\n`);
     throw new CommanderError(0, "commander.version", version());
   })
-  .showHelpAfterError()
   .exitOverride();
 
 program
   .command("agent")
   .description("send a message and run one agent turn (through the gateway, or embedded with --local)")
-  .option("-m, --message <text>", "the message to send")
+  .option(
+    "-m, --message <text>",
+    "the message to send; - reads it from stdin (once: a second -m is an error)",
+    (text: string, given: string[] = []) => [...given, text],
+  )
+  .option("--message-file <path>", "send this file's text as the message (instead of -m)")
   .option(
     "--attach <file>",
     "attach a file (repeatable): PNG/JPEG/GIF/WebP images go to the model as images, text files inline",
@@ -78,7 +85,7 @@ program
   .option("--reasoning <level>", "show the model's reasoning: off, on (a block before the answer), stream (live)")
   .option(
     "--verbose [level]",
-    "tool summaries in the reply: off, on (one line per tool call; the default of a bare --verbose), full (with results)",
+    "tool detail: off and on print one summarized line per tool call here (on also adds the summaries to the reply's payloads, see --json; the default of a bare --verbose); full prints each call's whole arguments and result too",
   )
   .option("--timeout <seconds>", "run timeout in seconds (0 = unlimited)")
   .option(
@@ -93,12 +100,13 @@ program
   .addHelpText("after", "\nExit codes: 0 ok, 1 run error, 2 usage/config error, 124 timeout, 130 interrupted.")
   .action((opts) =>
     run(async () => {
+      opts.message = await (await import("./message-input.js")).readMessage(opts);
       if (opts.local) return (await import("./agent.js")).runAgentLocal(opts);
       return (await import("./agent-remote.js")).runAgentRemote(opts);
     }),
   );
 
-const sessions = program.command("sessions").description("inspect stored sessions");
+const sessions = program.command("sessions").description("list, show, reset and delete sessions");
 sessions
   .command("list", { isDefault: true })
   .description("list sessions, most recently updated first (the default)")
@@ -113,11 +121,29 @@ sessions
   .option("--limit <n>", "only the newest n rows")
   .option("--config <path>", "config file")
   .action((key, opts) => run(async () => (await import("./sessions.js")).sessionsShow(key, opts)));
+for (const action of ["reset", "delete"] as const) {
+  sessions
+    .command(`${action} <key>`)
+    .description(
+      action === "reset"
+        ? "start a new transcript for a session (the old rows are kept), as /reset does (needs operator.admin)"
+        : "delete a session, its transcript and its runs' events (needs operator.admin)",
+    )
+    .option("--local", "change the state dir directly instead of asking the running gateway")
+    .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+    .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+    .option("--config <path>", "config file")
+    .action((key, opts) =>
+      run(async () => (await import("./sessions-manage.js")).runSessionsManage(action, key, opts)),
+    );
+}
 
 for (const kind of ["skill", "plugin"] as const) {
   const group = program
     .command(`${kind}s`)
-    .description(`install ${kind}s (policy-checked: security.installPolicy, before_install hooks)`);
+    .description(
+      `install, list and remove ${kind}s (installs are policy-checked: security.installPolicy, before_install hooks)`,
+    );
   group
     .command("install <source>")
     .description(`install a ${kind} from a directory or an npm spec`)
@@ -125,6 +151,23 @@ for (const kind of ["skill", "plugin"] as const) {
     .option("--agent <id>", "for skills: the agent whose workspace receives it (default: the default agent)")
     .option("--config <path>", "config file")
     .action((source, opts) => run(async () => (await import("./install.js")).runInstall(kind, source, opts)));
+  group
+    .command("list")
+    .description(
+      kind === "skill"
+        ? "installed skills of an agent's workspace: name and path"
+        : "installed plugins (<state dir>/plugins): name, path, and whether plugins.entries disables it",
+    )
+    .option("--agent <id>", "for skills: whose workspace (default: the default agent)")
+    .option("--json", "print as JSON")
+    .option("--config <path>", "config file")
+    .action((opts) => run(async () => (await import("./installed.js")).runInstalledList(kind, opts)));
+  group
+    .command("remove <name>")
+    .description(`delete an installed ${kind} (the config is not changed)`)
+    .option("--agent <id>", "for skills: whose workspace (default: the default agent)")
+    .option("--config <path>", "config file")
+    .action((name, opts) => run(async () => (await import("./installed.js")).runInstalledRemove(kind, name, opts)));
 }
 
 program
@@ -217,7 +260,15 @@ gatewayOpts(
       "--schedule <cron>",
       'cron schedule: 5 fields (minute hour day month weekday), or 6 with seconds first, e.g. "0 9 * * 1-5"',
     )
-    .requiredOption("-m, --message <text>", "the message each run sends to the agent")
+    .requiredOption(
+      "-m, --message <text>",
+      "the message each run sends to the agent (once)",
+      // a second -m used to replace the first silently
+      (text: string, given: string | undefined) => {
+        if (given !== undefined) throw new InvalidArgumentError("-m/--message given more than once; give it once");
+        return text;
+      },
+    )
     .option("--tz <zone>", "IANA time zone of the schedule (default: the gateway's)")
     .option("--agent <id>", "agent id (default: the default agent)")
     .option(
@@ -280,6 +331,16 @@ storage
   .action((opts) => run(async () => (await import("./storage-migrate.js")).runStorageMigrate(opts)));
 
 program
+  .command("logs")
+  .description(
+    "print the gateway's log (<state dir>/logs/gateway.log, the lines `loopgate gateway` also writes to stderr)",
+  )
+  .option("-n, --lines <n>", "how many of the last lines (default 50)")
+  .option("-f, --follow", "keep printing new lines until Ctrl-C")
+  .option("--config <path>", "config file (only to find the state dir)")
+  .action((opts) => run(async () => (await import("./logs.js")).runLogs(opts)));
+
+program
   .command("gateway")
   .description("run the gateway: WebSocket RPC, HTTP /health and the web console (http://<host>:<port>/) on one port")
   .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")
@@ -293,6 +354,15 @@ program
   .option("--verbose", "log debug lines too (each RPC call); default level LOOPGATE_LOG_LEVEL or info")
   .option("--log-format <format>", "text (default, or LOOPGATE_LOG_FORMAT) or json: one JSON object per line")
   .action((opts) => run(async () => (await import("./gateway.js")).runGatewayCli(opts)));
+
+// A mistyped option or command prints commander's one line ("error: unknown option '--foo'") and where to look,
+// instead of the whole help: set on every command once all exist, each naming its own help.
+const hintHelp = (cmd: Command, pathSoFar: string): void => {
+  const full = pathSoFar ? `${pathSoFar} ${cmd.name()}` : cmd.name();
+  cmd.showHelpAfterError(`(see ${full} --help)`);
+  for (const sub of cmd.commands) hintHelp(sub, full);
+};
+hintHelp(program, "");
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../infra/events.js";
+import type { VerboseLevel } from "../protocol/enums.js";
 import { painter } from "./color.js";
 
 export interface RenderTarget {
@@ -13,6 +14,29 @@ export interface RenderTarget {
    * the console page and `loopgate approvals allow`; an embedded run asks on the terminal instead and has none.
    */
   approvalHelp?: (id: string) => string[];
+  /**
+   * `--verbose`: off and on print one summarized line per tool call (the arguments cut to one line, the outcome);
+   * full prints each call's whole arguments and result under its line. Events carry them already redacted.
+   */
+  verbose?: VerboseLevel;
+}
+
+/** `text` indented under its tool line, so a long result stays visibly part of that call. */
+function indented(text: string): string {
+  return `${text
+    .replace(/\s+$/, "")
+    .split("\n")
+    .map((l) => `    ${l}`)
+    .join("\n")}\n`;
+}
+
+/** The whole of a call for --verbose full: its arguments as JSON, then its result text (or its images' notes). */
+function fullToolDetail(args: unknown, d: Record<string, unknown>): string {
+  const parts: string[] = [];
+  if (args !== undefined) parts.push(`args: ${JSON.stringify(args, null, 2)}`);
+  if (typeof d.result === "string" && d.result.trim()) parts.push(`result:\n${d.result}`);
+  else if (d.result !== undefined && typeof d.result !== "string") parts.push(`result: ${JSON.stringify(d.result)}`);
+  return parts.length ? indented(parts.join("\n")) : "";
 }
 
 /** One line saying what a tool was asked to do: the command, path, query or URL, else the arguments as JSON. */
@@ -133,10 +157,12 @@ export function createTerminalRenderer(target: RenderTarget): (ev: AgentEvent) =
       }
       if (d.phase === "result") {
         breakLine();
-        const args = shortArgs(pendingArgs.get(id));
+        const fullArgs = pendingArgs.get(id);
+        const args = shortArgs(fullArgs);
         pendingArgs.delete(id);
         const outcome = toolOutcome(d, target.aborting?.() === true, red);
         target.err(`${dim("⚙")} ${d.name}${args ? ` ${dim(args)}` : ""} → ${outcome}\n`);
+        if (target.verbose === "full") target.err(dim(fullToolDetail(fullArgs, d)));
       }
       return;
     }

@@ -1,5 +1,6 @@
 import type { AgentFinal } from "../agent/service.js";
 import type { AgentEvent } from "../infra/events.js";
+import type { VerboseLevel } from "../protocol/enums.js";
 import { colorFor } from "./color.js";
 import { EXIT } from "./exit-codes.js";
 import { createTerminalRenderer, formatSummary } from "./render.js";
@@ -25,6 +26,8 @@ export interface RunOutputOptions {
   stderr?: OutStream;
   env?: NodeJS.ProcessEnv;
   timer?: StatusTimer;
+  /** `--verbose`: full prints each tool call's whole arguments and result (see render.ts) */
+  verbose?: VerboseLevel;
   /** exec approvals are asked on this terminal (embedded runs): the status line stays away from the prompt */
   promptsForApproval?: boolean;
   /** how to answer an approval the run waits for (a gateway client: the console URL and the CLI command) */
@@ -71,7 +74,14 @@ export function createRunOutput(opts: RunOutputOptions): RunOutput {
   const track = status ? trackRunStatus(status, { promptsForApproval: opts.promptsForApproval }) : undefined;
   const draw = opts.json
     ? (ev: AgentEvent) => stdout.write(`${JSON.stringify({ type: "event", ...ev })}\n`)
-    : createTerminalRenderer({ out, err, errColor, aborting: interrupted, approvalHelp: opts.approvalHelp });
+    : createTerminalRenderer({
+        out,
+        err,
+        errColor,
+        aborting: interrupted,
+        approvalHelp: opts.approvalHelp,
+        verbose: opts.verbose,
+      });
   const render = (ev: AgentEvent) => {
     draw(ev);
     track?.(ev);
