@@ -122,7 +122,12 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
-    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId));
+    const { chooseModel } = await import("../providers/model-choice.js");
+    rt.resolveModel(
+      parsed.model !== undefined
+        ? chooseModel(rt.config, parsed.model)
+        : rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId),
+    );
   } catch (err) {
     await local.close();
     throw new CliError((err as Error).message);
