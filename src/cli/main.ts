@@ -2,7 +2,16 @@
 import fs from "node:fs";
 import module from "node:module";
 import path from "node:path";
+import { loadDotEnvFiles } from "../config/dotenv.js";
 import { resolveStateDir } from "../config/state-dir.js";
+
+// `.env` files (the current directory's, then the state dir's) fill in variables the environment lacks, as
+// OpenClaw's do; read first, so a LOOPGATE_STATE_DIR or provider key set there counts for everything below
+try {
+  loadDotEnvFiles(process.env, process.cwd(), resolveStateDir);
+} catch (err) {
+  process.stderr.write(`loopgate: cannot read a .env file: ${(err as Error).message}\n`);
+}
 
 // Every CLI run is a fresh process, and compiling our modules and their dependencies was most of a one-shot run's
 // start. Node's on-disk compile cache (22.1+) keeps V8's code cache between runs, so every run after the first skips
