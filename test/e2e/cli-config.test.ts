@@ -215,4 +215,29 @@ describe("OpenClaw habits: .env, LOOPGATE_CONFIG_PATH and OpenClaw-only keys", (
     });
     expect(json.stderr).not.toContain("not supported");
   });
+
+  it("cli-model-alias-bare-id-and-thinking-xhigh: --model takes an alias or a bare id, --thinking xhigh and adaptive", async () => {
+    const { run, write } = sandbox();
+    const file = write("aliases.json5", {
+      agents: { defaults: { model: "s/m", models: { "s/m": { alias: "quick" }, "t/m": {} } } },
+      models: {
+        providers: {
+          s: { api: "scripted", script, models: [{ id: "m" }] },
+          t: { api: "scripted", script, models: [{ id: "m" }, { id: "solo" }] },
+        },
+      },
+    });
+    const ask = (...extra: string[]) => run(["agent", "--local", "--config", file, "--message", "hi", ...extra]);
+    const alias = await ask("--model", "quick", "--thinking", "xhigh");
+    expect(alias.code, alias.stderr).toBe(0);
+    expect(alias.stdout).toContain("Hello, hi!");
+    expect((await ask("--thinking", "adaptive")).code).toBe(0);
+    // "m" is listed by s and t: ambiguous; "solo" is t's alone but outside the allowlist
+    const ambiguous = await ask("--model", "m");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain('model "m" is ambiguous: s/m, t/m; name one of them');
+    const refused = await ask("--model", "solo");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('model "t/solo" is not allowed: agents.defaults.models lists s/m (quick), t/m');
+  });
 });
