@@ -62,9 +62,11 @@ export function validateConfig(raw: unknown): { config?: LoopgateConfig; problem
   return { config: result.success ? result.data : undefined, problems, ignored: stripped.ignored };
 }
 
-export function parseConfig(raw: unknown, file?: string): LoopgateConfig {
-  const { config, problems } = validateConfig(raw);
+/** A config object (not a file) validated; OpenClaw-only keys in it are warned about as a file's are. */
+export function parseConfig(raw: unknown, file?: string, onWarning?: (message: string) => void): LoopgateConfig {
+  const { config, problems, ignored } = validateConfig(raw);
   if (!config || problems.length > 0) throw new ConfigError(problems, file);
+  warnOpenClawOnly(file, ignored, onWarning);
   return config;
 }
 

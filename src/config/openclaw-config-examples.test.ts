@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "./load.js";
+import { ConfigError, loadConfig, parseConfig } from "./load.js";
 
 /*
  * OpenClaw's own example configs (docs/gateway/configuration-reference.md, sections agents, models, gateway, tools,
@@ -97,6 +97,17 @@ describe("OpenClaw's example configs", () => {
     }
     expect(writes).toEqual([
       `loopgate: warning: ${file}: ${loadConfig({ configPath: file, env: { ...userEnv }, onWarning: () => {} }).warning}\n`,
+    ]);
+  });
+
+  it("a config object (parseConfig, as startGateway callers pass) warns about OpenClaw-only keys too", () => {
+    const warnings: string[] = [];
+    const config = parseConfig({ session: { dmScope: "main" }, gateway: { port: 1234 } }, undefined, (m) =>
+      warnings.push(m),
+    );
+    expect(config.gateway.port).toBe(1234);
+    expect(warnings).toEqual([
+      "config: not supported by Loopgate, ignored (OpenClaw keys Loopgate has no feature for): session.dmScope",
     ]);
   });
 
