@@ -4,7 +4,9 @@ import { isConfiguredAgent, unknownAgentMessage } from "../config/agents.js";
 import type { SessionChangeReason, SessionEvents } from "../infra/session-events.js";
 import type { RecoveryOutcome } from "../protocol/diagnostics.js";
 import type { AgentFinal, AgentRequest, Receipt, WaitResult, WireStatus } from "../protocol/run.js";
+import { chooseModel } from "../providers/model-choice.js";
 import { contentText } from "../providers/types.js";
+import { RunParamError } from "../queue/errors.js";
 import { originOfRecord } from "../queue/intake.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
@@ -81,6 +83,7 @@ export class AgentService {
       runTurn: (spec) => runTurn(rt, spec),
       defaultAgentId: () => rt.defaultAgentId,
       agentProblem: (id) => (isConfiguredAgent(rt.config, id) ? undefined : unknownAgentMessage(rt.config, id)),
+      chooseModel: (input) => chooseModel(rt.config, input),
       commandMode: slashCommandMode,
       newId: randomUUID,
       onReceived: (m) => messageReceived(rt, m),
@@ -245,13 +248,22 @@ export class AgentService {
     const fields: Parameters<AgentRuntime["store"]["updateSession"]>[1] = { updatedAt: this.rt.clock.now() };
     // undefined in a store patch clears the column, so only the settings named in the patch are passed on
     if (patch.label !== undefined) fields.label = patch.label ?? undefined;
-    if (patch.model !== undefined) fields.modelOverride = patch.model ?? undefined;
+    if (patch.model !== undefined) fields.modelOverride = patch.model === null ? undefined : this.chosen(patch.model);
     if (patch.thinking !== undefined) fields.thinking = patch.thinking ?? undefined;
     if (patch.verboseLevel !== undefined) fields.verboseLevel = patch.verboseLevel ?? undefined;
     if (patch.queueMode !== undefined) fields.queueMode = patch.queueMode ?? undefined;
     await this.rt.store.updateSession(key, fields);
     this.sessionChanged(key, "patched");
     return this.rt.store.getSession(key);
+  }
+
+  /** A session's model (alias, bare id or "provider/model") as "provider/model", or invalid_params saying why not. */
+  private chosen(model: string): string {
+    try {
+      return chooseModel(this.rt.config, model);
+    } catch (err) {
+      throw new RunParamError("model", (err as Error).message);
+    }
   }
 
   /** The text of the first user message of the session's current transcript (a title), if any. */

@@ -77,8 +77,9 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (opts.blockStreaming !== undefined && opts.blockStreaming !== "on" && opts.blockStreaming !== "off") {
     throw new CliError(`--block-streaming: expected on or off, got "${opts.blockStreaming}"`);
   }
-  if (opts.model !== undefined && !/^[^/\s]+\/\S+$/.test(opts.model)) {
-    throw new CliError(`--model: expected "<provider>/<model>", got "${opts.model}"`);
+  // an alias or a bare id is resolved against the config (providers/model-choice.ts); here only its shape
+  if (opts.model !== undefined && !/^\S+$/.test(opts.model)) {
+    throw new CliError(`--model: expected "<provider>/<model>", an alias or a model id, got "${opts.model}"`);
   }
   if (opts.sessionKey !== undefined && hasControlCharacter(opts.sessionKey)) {
     throw new CliError(`--session-key: ${CONTROL_CHARACTERS_MESSAGE}`);
@@ -122,10 +123,16 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
-    rt.resolveModel(parsed.model ?? rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId));
+    const { chooseModel } = await import("../providers/model-choice.js");
+    rt.resolveModel(
+      parsed.model !== undefined
+        ? chooseModel(rt.config, parsed.model)
+        : rt.agentModelRef(parsed.agentId ?? rt.defaultAgentId),
+    );
   } catch (err) {
     await local.close();
-    throw new CliError((err as Error).message);
+    const message = (err as Error).message;
+    throw new CliError(parsed.model !== undefined ? `--model: ${message}` : message);
   }
   const { out, intr } = runOutputWithInterrupt(opts, "aborted", true);
   try {

@@ -23,15 +23,25 @@ export function runConfigValidate(opts: ConfigCliOptions): number {
   const exists = fs.existsSync(where.file);
   let problems: string[] = [];
   let agents: string | undefined;
+  let warning: string | undefined;
   try {
-    agents = describeAgents(loadConfig({ configPath: opts.config }).config);
+    // --json carries the "not supported by Loopgate" warning in the report; text mode says it on stderr
+    const loaded = loadConfig({ configPath: opts.config, ...(opts.json ? { onWarning: () => {} } : {}) });
+    agents = describeAgents(loaded.config);
+    warning = loaded.warning;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     problems = err.problems;
   }
   const ok = problems.length === 0;
   if (opts.json) {
-    const report = { ok, file: where.file, exists, problems: problems.map(splitProblem) };
+    const report = {
+      ok,
+      file: where.file,
+      exists,
+      problems: problems.map(splitProblem),
+      ...(warning ? { warning } : {}),
+    };
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } else if (!ok) {
     process.stderr.write(`loopgate: invalid config ${where.file}:\n${problems.map((p) => `  - ${p}`).join("\n")}\n`);

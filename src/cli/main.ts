@@ -19,12 +19,22 @@ if (nodeIsTooOld(process.versions.node)) {
   process.exit(1);
 }
 
+// `.env` files (the current directory's, then the state dir's) fill in variables the environment lacks, as
+// OpenClaw's do; read first, so a LOOPGATE_STATE_DIR or provider key set there counts for everything below
+// (imported here, after the version check: a static import is evaluated before any line of this module runs)
+const { loadDotEnvFiles } = await import("../config/dotenv.js");
+const { resolveStateDir } = await import("../config/state-dir.js");
+try {
+  loadDotEnvFiles(process.env, process.cwd(), resolveStateDir);
+} catch (err) {
+  process.stderr.write(`loopgate: cannot read a .env file: ${(err as Error).message}\n`);
+}
+
 // Every CLI run is a fresh process, and compiling our modules and their dependencies was most of a one-shot run's
 // start. Node's on-disk compile cache (22.1+) keeps V8's code cache between runs, so every run after the first skips
 // compiling. It must be enabled before the program's modules are imported, hence the dynamic imports below. A cache
 // that cannot be written (read-only home, full disk) only costs speed: the status is ignored.
 try {
-  const { resolveStateDir } = await import("../config/state-dir.js");
   const stateDir = resolveStateDir();
   // made here, 0700, before Node's cache makes it with the umask's mode: transcripts and keys end up inside
   fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });

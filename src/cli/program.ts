@@ -81,7 +81,7 @@ program
   .option("-s, --session-key <key>", "session key (default agent:<agent>:main)")
   .option("--agent <id>", "agent id (default: the agents.list default, else main)")
   .option("--model <provider/model>", "model to use for this run")
-  .option("--thinking <level>", "thinking level: off, minimal, low, medium, high")
+  .option("--thinking <level>", "thinking level: off, minimal, low, medium, high, xhigh, adaptive")
   .option("--reasoning <level>", "show the model's reasoning: off, on (a block before the answer), stream (live)")
   .option(
     "--verbose [level]",
@@ -187,7 +187,7 @@ config
 config
   .command("path")
   .description(
-    "print the config file a run would use (--config, LOOPGATE_CONFIG, $LOOPGATE_STATE_DIR) and whether it exists",
+    "print the config file a run would use (--config, LOOPGATE_CONFIG_PATH, LOOPGATE_CONFIG, $LOOPGATE_STATE_DIR) and whether it exists",
   )
   .option("--json", "print {file, exists, from}")
   .option("--config <path>", "config file")

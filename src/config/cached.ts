@@ -3,7 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { finishAndCheck } from "./check.js";
-import type { LoadedConfig } from "./load.js";
+import type { LoadedConfig, LoadOptions } from "./load.js";
+import { applyConfigEnv, openclawOnlyKeys, stripOpenClawOnlyKeys, warnOpenClawOnly } from "./openclaw-only.js";
 import type { LoopgateConfig } from "./schema.js";
 import { readConfigSource } from "./source.js";
 import { unsupportedKeys } from "./unsupported.js";
@@ -16,9 +17,7 @@ import { unsupportedKeys } from "./unsupported.js";
  * or when the cache cannot be read or written, the file is validated as always. Env- and disk-dependent steps
  * (env-only providers, the load-time checks) run after the cache, every time; a file that fails them is not cached.
  */
-export async function loadConfigCached(
-  opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<LoadedConfig> {
+export async function loadConfigCached(opts: LoadOptions = {}): Promise<LoadedConfig> {
   const env = opts.env ?? process.env;
   const source = readConfigSource({ configPath: opts.configPath, env });
   const key = cacheKey(source.file, source.text);
@@ -31,9 +30,14 @@ export async function loadConfigCached(
       config = undefined;
     }
   }
-  if (config) {
-    return { config: finishAndCheck(config, source.file, env), file: source.file, stateDir: source.stateDir };
-  }
+  // the ignored OpenClaw keys are found without the schema, so a cache hit warns exactly as a miss does
+  const loaded = (finished: LoopgateConfig): LoadedConfig => {
+    const warning = warnOpenClawOnly(source.file, stripOpenClawOnlyKeys(source.raw ?? {}).ignored, opts.onWarning);
+    return { config: finished, file: source.file, stateDir: source.stateDir, ...(warning ? { warning } : {}) };
+  };
+  // OpenClaw's `env` block fills in missing variables before the checks look at `${NAME}` references
+  applyConfigEnv(source.raw, env);
+  if (config) return loaded(finishAndCheck(config, source.file, env));
   const { validateConfig, ConfigError } = await import("./load.js");
   const { config: parsed, problems } = validateConfig(source.raw ?? {});
   if (!parsed) throw new ConfigError(problems, source.file);
@@ -41,7 +45,7 @@ export async function loadConfigCached(
   const text = JSON.stringify(parsed);
   const finished = finishAndCheck(parsed, source.file, env, problems);
   if (cacheFile) writeCache(cacheFile, text);
-  return { config: finished, file: source.file, stateDir: source.stateDir };
+  return loaded(finished);
 }
 
 let schemaStamp: string | undefined;
@@ -56,7 +60,7 @@ function cacheKey(file: string | undefined, text: string | undefined): string | 
     schemaStamp = `${st.mtimeMs}:${st.size}`;
   }
   // the unsupported-key list is part of what "valid" means, like the schema
-  const unsupported = unsupportedKeys.map((k) => k.path).join(",");
+  const unsupported = [...unsupportedKeys.map((k) => k.path), "|", ...openclawOnlyKeys].join(",");
   return createHash("sha256")
     .update(`${schemaStamp}\0${unsupported}\0${os.cpus().length}\0${file ?? "(none)"}\0${text ?? ""}`)
     .digest("hex")

@@ -15,6 +15,7 @@ import { startFakeModelServer } from "../testing/fake-model-server.js";
 import type { Tool } from "../tools/types.js";
 import { describeAgents } from "./agents.js";
 import { ConfigError, loadConfig, parseConfig } from "./load.js";
+import { openclawOnlyKeys } from "./openclaw-only.js";
 import { configSchema } from "./schema.js";
 import { schemaKeyPaths } from "./schema-keys.js";
 
@@ -191,6 +192,14 @@ const T = {
 const audit: Record<string, Audit> = {
   $schema: T.schema,
   "agents.defaults.model.primary": T.agents,
+  "agents.defaults.models.*.alias": pin(
+    "src/config/openclaw-compat.test.ts",
+    "openclaw-model-aliases-and-allowlist: agents.defaults.models aliases choose a model; outside the list is refused",
+  ),
+  "models.mode": pin(
+    "src/config/openclaw-compat.test.ts",
+    "openclaw-models-mode-merge-and-replace: replace uses the configured providers alone, merge adds the env ones",
+  ),
   "agents.defaults.model.fallbacks": T.fallbacks,
   "agents.defaults.workspace": T.workspaces,
   "agents.defaults.timeoutSeconds": T.lock,
@@ -444,6 +453,15 @@ const audit: Record<string, Audit> = {
 describe("every config key is read or rejected", () => {
   it("the audit names exactly the keys the schema accepts", () => {
     expect(Object.keys(audit).sort()).toEqual(schemaKeyPaths(configSchema).sort());
+  });
+
+  it("no OpenClaw-only key (stripped with the load warning) is a key the schema accepts", () => {
+    // schema paths say "[]" for array elements and ".*" for record entries; the OpenClaw list says "*" for both
+    const accepted = schemaKeyPaths(configSchema).map((k) => k.replaceAll("[]", ".*"));
+    for (const key of openclawOnlyKeys) {
+      const clash = accepted.find((a) => a === key || a.startsWith(`${key}.`));
+      expect(clash, `${key} would strip the accepted key ${clash}`).toBeUndefined();
+    }
   });
 
   it("each test the audit names exists", () => {

@@ -1,8 +1,6 @@
-import path from "node:path";
 import JSON5 from "json5";
 import { ConfigError } from "./errors.js";
-import { readConfigText } from "./source.js";
-import { expandHome, resolveStateDir } from "./state-dir.js";
+import { locateConfigFile, readConfigText } from "./source.js";
 
 /**
  * The gateway client needs two values from the config (gateway.port, gateway.auth.token). Reading them without the
@@ -14,10 +12,7 @@ export function peekGatewayConfig(opts: { configPath?: string; env?: NodeJS.Proc
   token?: string;
   file: string;
 } {
-  const env = opts.env ?? process.env;
-  const stateDir = resolveStateDir(env);
-  const explicit = opts.configPath ?? env.LOOPGATE_CONFIG?.trim();
-  const file = explicit ? path.resolve(expandHome(explicit)) : path.join(stateDir, "loopgate.json5");
+  const { file, explicit } = locateConfigFile(opts);
   let raw: unknown;
   try {
     raw = JSON5.parse(readConfigText(file));

@@ -12,6 +12,8 @@ interface Def {
   element?: z.ZodType;
   valueType?: z.ZodType;
   options?: z.ZodType[];
+  /** a pipe's (z.preprocess) target schema */
+  out?: z.ZodType;
 }
 
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
@@ -32,6 +34,8 @@ export function schemaKeyPaths(schema: z.ZodType, at = ""): string[] {
       return schemaKeyPaths(def.element as z.ZodType, `${at}[]`);
     case "record":
       return schemaKeyPaths(def.valueType as z.ZodType, `${at}.*`);
+    case "pipe":
+      return schemaKeyPaths(def.out as z.ZodType, at);
     case "union":
       return [...new Set((def.options ?? []).flatMap((o) => schemaKeyPaths(o, at)))];
     default:

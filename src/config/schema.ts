@@ -61,6 +61,24 @@ const modelSelection = z.strictObject({
   fallbacks: z.array(modelRef).default([]),
 });
 
+/** OpenClaw's string form `model: "provider/model"` sets the primary only; the object form is what code reads. */
+const defaultModelSelection = z
+  .preprocess((v) => (typeof v === "string" ? { primary: v } : v), modelSelection)
+  .prefault({});
+
+/**
+ * agents.defaults.models (OpenClaw's model catalog): each key a "provider/model" (or "provider/*", every model of
+ * that provider). Non-empty, it is the allowlist of models a run, a session or a cron job may choose
+ * (providers/model-choice.ts); `alias` is a short name usable wherever a model is chosen. OpenClaw's per-model
+ * `params` are not supported (config/openclaw-only.ts names them in the load warning).
+ */
+const modelCatalog = z
+  .record(
+    z.string().regex(/^[^/\s]+\/\S+$/, { message: 'expected "<provider>/<model>" or "<provider>/*"' }),
+    z.strictObject({ alias: z.string().trim().min(1).optional() }),
+  )
+  .default({});
+
 import {
   apiKinds,
   dropPolicies,
@@ -136,7 +154,8 @@ const mcpServerConfig = z
 const agentMcp = z.strictObject({ servers: z.array(z.string().min(1)).optional() });
 
 const agentDefaults = z.strictObject({
-  model: modelSelection.prefault({}),
+  model: defaultModelSelection,
+  models: modelCatalog,
   workspace: z.string().optional(),
   /** 0 = unlimited (model-stream watchdogs still apply). */
   timeoutSeconds: nonNegativeInt.default(172800),
@@ -331,6 +350,12 @@ export const configSchema = z.strictObject({
     .prefault({}),
   models: z
     .strictObject({
+      /**
+       * OpenClaw: merge the configured providers with the built-in catalogs, or replace them. Loopgate's only
+       * built-in providers are the env-only `openai` / `anthropic` (made from OPENAI_API_KEY / ANTHROPIC_API_KEY,
+       * config/source.ts withEnvProviders): "merge" adds them, "replace" uses the configured providers alone.
+       */
+      mode: z.enum(["merge", "replace"]).default("merge"),
       providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/i), providerConfig).default({}),
     })
     .prefault({}),

@@ -25,21 +25,31 @@ export { expandHome, resolveStateDir } from "./state-dir.js";
 export interface ConfigLocation {
   file: string;
   /** where the path came from */
-  from: "--config" | "LOOPGATE_CONFIG" | "default";
-  /** named by --config or LOOPGATE_CONFIG: then it must exist */
+  from: "--config" | ConfigPathVariable | "default";
+  /** named by --config or one of the variables: then it must exist */
   explicit: boolean;
   stateDir: string;
 }
 
-/** Config file precedence: explicit path (--config) > LOOPGATE_CONFIG > $LOOPGATE_STATE_DIR/loopgate.json5. */
+/** LOOPGATE_CONFIG_PATH is OpenClaw's OPENCLAW_CONFIG_PATH under our prefix; LOOPGATE_CONFIG is the older name. */
+export const configPathVariables = ["LOOPGATE_CONFIG_PATH", "LOOPGATE_CONFIG"] as const;
+type ConfigPathVariable = (typeof configPathVariables)[number];
+
+/**
+ * Config file precedence: explicit path (--config) > LOOPGATE_CONFIG_PATH > LOOPGATE_CONFIG >
+ * $LOOPGATE_STATE_DIR/loopgate.json5.
+ */
 export function locateConfigFile(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): ConfigLocation {
   const env = opts.env ?? process.env;
   const stateDir = resolveStateDir(env);
-  const fromEnv = env.LOOPGATE_CONFIG?.trim();
-  const explicit = opts.configPath ?? fromEnv;
-  if (!explicit) return { file: path.join(stateDir, "loopgate.json5"), from: "default", explicit: false, stateDir };
-  const from = opts.configPath !== undefined ? "--config" : "LOOPGATE_CONFIG";
-  return { file: path.resolve(expandHome(explicit)), from, explicit: true, stateDir };
+  if (opts.configPath !== undefined) {
+    return { file: path.resolve(expandHome(opts.configPath)), from: "--config", explicit: true, stateDir };
+  }
+  for (const name of configPathVariables) {
+    const value = env[name]?.trim();
+    if (value) return { file: path.resolve(expandHome(value)), from: name, explicit: true, stateDir };
+  }
+  return { file: path.join(stateDir, "loopgate.json5"), from: "default", explicit: false, stateDir };
 }
 
 /**
@@ -129,6 +139,7 @@ function resolveRelativePaths(config: LoopgateConfig, baseDir: string): void {
 /** With no provider configured under those ids, `openai` / `anthropic` exist when their API key env var is set. */
 export function withEnvProviders(config: LoopgateConfig, env: NodeJS.ProcessEnv): LoopgateConfig {
   const providers = config.models.providers;
+  if (config.models.mode === "replace") return config;
   if (!providers.openai && env.OPENAI_API_KEY) {
     providers.openai = {
       api: "openai-completions",

@@ -72,7 +72,12 @@ function hangingProvider(): ModelProvider & { waiting: number } {
   return p;
 }
 
-export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-"))) {
+export function harness(
+  cron: Record<string, unknown>,
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-cron-")),
+  /** agents.defaults keys beside the model (e.g. the models catalog) */
+  agentDefaults: Record<string, unknown> = {},
+) {
   if (!dirs.includes(dir)) dirs.push(dir);
   const clock = new ManualClock(T0);
   const store = new SqliteStore(path.join(dir, "loopgate.sqlite"));
@@ -80,7 +85,7 @@ export function harness(cron: Record<string, unknown>, dir = fs.mkdtempSync(path
   const hang = hangingProvider();
   const node = composeSqliteNode({
     role: "test",
-    config: parseConfig({ agents: { defaults: { model: { primary: "a/m" } } }, cron }),
+    config: parseConfig({ agents: { defaults: { model: { primary: "a/m" }, ...agentDefaults } }, cron }),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),
     clock,

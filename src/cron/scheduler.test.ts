@@ -120,6 +120,25 @@ describe("cron scheduler (fake clock)", () => {
     });
   });
 
+  it("cron-job-model-alias-and-allowlist: a job's model may be an alias; one outside agents.defaults.models is an error", async () => {
+    const h = harness(
+      {
+        jobs: [
+          { id: "aliased", schedule: "30 * * * * *", message: "m", model: "quick" },
+          { id: "outside", schedule: "30 * * * * *", message: "m", model: "stall/m" },
+        ],
+      },
+      undefined,
+      { models: { "a/m": { alias: "quick" } } },
+    );
+    await h.scheduler.start();
+    await h.advance(11);
+    await h.settle();
+    expect(await h.runs("aliased")).toMatchObject([{ status: "ok" }]);
+    // refused at accept (the scheduler logs "cron: job could not start" with the chooser's message)
+    expect(await h.runs("outside")).toMatchObject([{ status: "error", errorKind: "not_started" }]);
+  });
+
   it("catchUp skip records the missed runs as one skipped entry and runs nothing at start", async () => {
     const h = harness({ catchUp: "skip", jobs: [{ id: "tenner", schedule: "*/10 * * * * *", message: "m" }] });
     h.store.addCronRun({ jobId: "tenner", scheduledAt: T0 - 100_000, status: "ok", endedAt: T0 - 99_000 });

@@ -637,7 +637,8 @@ export const sessionsPatchParamsSchema = ignoring(
     key: plainName,
     agentId: agentId.optional(),
     label: clearable(plainName.max(512)),
-    model: clearable(z.string().regex(/^[^/\s]+\/\S+$/, { message: 'expected "provider/model"' })),
+    /** "provider/model", an alias from agents.defaults.models, or a bare model id (providers/model-choice.ts) */
+    model: clearable(nonEmpty),
     thinkingLevel: clearable(z.enum(thinkingLevels)),
     verboseLevel: clearable(z.enum(verboseLevels)),
     /** Loopgate's own: the session's queue mode (SPEC 2) */

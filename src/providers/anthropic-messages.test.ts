@@ -99,6 +99,13 @@ describe("anthropic-messages request", () => {
     expect(body.max_tokens as number).toBeGreaterThan(8192);
   });
 
+  it("openclaw-thinking-xhigh-and-adaptive-reach-the-wire: xhigh is the largest budget, adaptive the middle one", async () => {
+    await collect(provider.stream(request({ thinking: "xhigh" })));
+    expect(lastBody().thinking).toEqual({ type: "enabled", budget_tokens: 32768 });
+    await collect(provider.stream(request({ thinking: "adaptive" })));
+    expect(lastBody().thinking).toEqual({ type: "enabled", budget_tokens: 8192 });
+  });
+
   it("sends the configured API key with the request", async () => {
     await collect(provider.stream(request()));
     // SDK 1.x sends the key as a bearer token; older ones used x-api-key

@@ -32,6 +32,10 @@ const THINKING_BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = {
   low: 2048,
   medium: 8192,
   high: 16384,
+  xhigh: 32768,
+  // the Messages API has no "the model decides" switch on every model: the middle budget, which the model may
+  // use up or not, is the closest to OpenClaw's adaptive
+  adaptive: 8192,
 };
 
 type OpenBlock =

@@ -99,6 +99,13 @@ describe("openai-completions request", () => {
     expect(lastBody()).not.toHaveProperty("reasoning_effort");
   });
 
+  it("openclaw-thinking-xhigh-and-adaptive-reach-the-wire: xhigh asks for high effort, adaptive leaves it to the model", async () => {
+    await collect(provider.stream(request({ model: "o3-mini", thinking: "xhigh" })));
+    expect(lastBody()).toMatchObject({ reasoning_effort: "high" });
+    await collect(provider.stream(request({ model: "o3-mini", thinking: "adaptive" })));
+    expect(lastBody()).not.toHaveProperty("reasoning_effort");
+  });
+
   it("works against a server that needs no API key (Ollama, vLLM, llama.cpp)", async () => {
     const local = createOpenAICompletionsProvider({
       id: "local",

@@ -12,7 +12,9 @@ export type { Usage };
 
 export type ApiKind = "openai-completions" | "openai-responses" | "anthropic-messages" | "scripted";
 
-export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high";
+import type { ThinkingLevel } from "../protocol/enums.js";
+
+export type { ThinkingLevel };
 
 export function emptyUsage(): Usage {
   return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };

@@ -52,9 +52,12 @@ export function openAIReasoningEffort(
   model: string,
   level: ThinkingLevel | undefined,
 ): "minimal" | "low" | "medium" | "high" | undefined {
-  if (!level || level === "off" || !isOpenAIReasoningModel(model)) return undefined;
+  // adaptive: no effort sent, so the model uses its own default
+  if (!level || level === "off" || level === "adaptive" || !isOpenAIReasoningModel(model)) return undefined;
   // "minimal" exists only from gpt-5 on; the o-series reject it
   if (level === "minimal" && !/gpt-5/i.test(model)) return "low";
+  // "xhigh" is accepted by a few models only; "high" by every reasoning model
+  if (level === "xhigh") return "high";
   return level;
 }
 

@@ -190,8 +190,18 @@ async function resolveRequest(
   // checked before anything is stored: an unknown agent gets no session row and no workspace
   const keyAgent = deps.agentProblem(parsed.agentId);
   if (keyAgent) throw new RunParamError("sessionKey", keyAgent);
-  const model = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
+  const named = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
+  const model = named !== undefined && deps.chooseModel ? chosenModel(deps.chooseModel, named) : named;
   return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
+}
+
+/** An alias or bare id made "provider/model"; a model that cannot be chosen is refused before anything is stored. */
+function chosenModel(choose: (input: string) => string, input: string): string {
+  try {
+    return choose(input);
+  } catch (err) {
+    throw new RunParamError("model", (err as Error).message);
+  }
 }
 
 export function routeOf(

@@ -118,6 +118,8 @@ export interface QueueDeps {
   defaultAgentId(): string;
   /** Why `agentId` cannot take messages (it is not configured), or undefined when it can. */
   agentProblem(agentId: string): string | undefined;
+  /** A requested model (alias, bare id or "provider/model") as "provider/model"; throws when it cannot be used. */
+  chooseModel?(input: string): string;
   /**
    * A message arrived and was accepted (stored, routed): the message_received hooks fire here, once per message,
    * whether it starts a turn, is steered into one, queued or collected. Must not throw.

@@ -187,3 +187,57 @@ describe("an unknown agent id", () => {
     }
   });
 });
+
+describe("OpenClaw habits: .env, LOOPGATE_CONFIG_PATH and OpenClaw-only keys", () => {
+  it("dotenv-and-config-path-reach-the-cli: a .env in the current directory names the config, and its OpenClaw-only keys warn once", async () => {
+    const { tmp, run, write } = sandbox();
+    const file = write("openclaw.json5", {
+      agents: { defaults: { model: "s/m", heartbeat: { every: "30m" } } },
+      models: { mode: "merge", providers: { s: { api: "scripted", script } } },
+      gateway: { auth: { mode: "token", token: "secret-in-config" } },
+    });
+    fs.writeFileSync(path.join(tmp, ".env"), `LOOPGATE_CONFIG_PATH=${file}\n`);
+    const where = await run(["config", "path", "--json"]);
+    expect(JSON.parse(where.stdout)).toEqual({ file, exists: true, from: "LOOPGATE_CONFIG_PATH" });
+    const text = await run(["config", "validate"]);
+    console.log(text.stderr);
+    expect(text.code).toBe(0);
+    const warnings = text.stderr.split("\n").filter((l) => l.includes("not supported by Loopgate"));
+    expect(warnings).toEqual([
+      `loopgate: warning: ${file}: not supported by Loopgate, ignored (OpenClaw keys Loopgate has no feature for): agents.defaults.heartbeat, gateway.auth.mode`,
+    ]);
+    expect(text.stderr + text.stdout).not.toContain("secret-in-config");
+    const json = await run(["config", "validate", "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: true,
+      file,
+      warning: expect.stringContaining("gateway.auth.mode"),
+    });
+    expect(json.stderr).not.toContain("not supported");
+  });
+
+  it("cli-model-alias-bare-id-and-thinking-xhigh: --model takes an alias or a bare id, --thinking xhigh and adaptive", async () => {
+    const { run, write } = sandbox();
+    const file = write("aliases.json5", {
+      agents: { defaults: { model: "s/m", models: { "s/m": { alias: "quick" }, "t/m": {} } } },
+      models: {
+        providers: {
+          s: { api: "scripted", script, models: [{ id: "m" }] },
+          t: { api: "scripted", script, models: [{ id: "m" }, { id: "solo" }] },
+        },
+      },
+    });
+    const ask = (...extra: string[]) => run(["agent", "--local", "--config", file, "--message", "hi", ...extra]);
+    const alias = await ask("--model", "quick", "--thinking", "xhigh");
+    expect(alias.code, alias.stderr).toBe(0);
+    expect(alias.stdout).toContain("Hello, hi!");
+    expect((await ask("--thinking", "adaptive")).code).toBe(0);
+    // "m" is listed by s and t: ambiguous; "solo" is t's alone but outside the allowlist
+    const ambiguous = await ask("--model", "m");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain('model "m" is ambiguous: s/m, t/m; name one of them');
+    const refused = await ask("--model", "solo");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('model "t/solo" is not allowed: agents.defaults.models lists s/m (quick), t/m');
+  });
+});

@@ -353,9 +353,11 @@ describe("the OpenClaw method surface", () => {
   it("keeps a bad param a clear error on a connection that keeps working", async () => {
     const g = await startTestGateway();
     const peer = await connectedPeer(g.url);
+    expect((await peer.call("sessions.create", { key: "x" })).ok).toBe(true);
+    // a model that is no "provider/model", no alias and no configured provider's model id
     const bad = await peer.call("sessions.patch", { key: "x", model: "no-provider" });
     expect(bad.error).toMatchObject({ code: "invalid_params" });
-    expect(bad.error?.message).toMatch(/^params\.model: expected "provider\/model"/);
+    expect(bad.error?.message).toMatch(/^params\.model: unknown model "no-provider": expected "<provider>\/<model>"/);
     expect(issues(bad.error, "ErrorShape")).toEqual([]);
     const missing = await peer.call("sessions.patch", { key: "never-made", thinkingLevel: "low" });
     expect(missing.error?.code).toBe("not_found");
