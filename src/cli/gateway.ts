@@ -111,6 +111,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
     `state: ${loaded.stateDir} · storage: ${describeStorage(loaded.config, loaded.stateDir)} · config: ${loaded.file ?? "defaults (no config file)"}\n`,
   );
   process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
+  if (handle.consoleUrl) process.stdout.write(`console: ${handle.consoleUrl}\n`);
 
   await new Promise<void>((resolve) => {
     onStop = (signal) => {

@@ -80,6 +80,8 @@ export interface GatewayHandle {
   host: string;
   server: http.Server;
   service: AgentService;
+  /** the web console's address (`http://host:port/`), when the console is built and served; else undefined */
+  consoleUrl: string | undefined;
   /** connections currently open (handshaking or ready) */
   readonly connectionCount: number;
   /**
@@ -237,7 +239,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     port: () => (server.address() as AddressInfo).port,
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
-  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, opts.consoleDir));
+  const consoleAssets = new ConsoleAssets(opts.consoleDir);
+  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets));
   server.on("clientError", (_err, socket) => socket.destroy());
   const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
   try {
@@ -262,6 +265,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     url,
     port,
     host: settings.host,
+    consoleUrl: consoleAssets.available ? `${url.replace(/^ws:/, "http:")}/` : undefined,
     server,
     service,
     get connectionCount() {
@@ -367,9 +371,8 @@ function httpHandler(
   settings: Settings,
   sockets: Sockets,
   browsers: BrowserAccess,
-  consoleDir: string | undefined,
+  consoleAssets: ConsoleAssets,
 ): http.RequestListener {
-  const consoleAssets = new ConsoleAssets(consoleDir);
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, body: unknown) => {
