@@ -2,10 +2,38 @@
  * Small wire bugs of issue 27 (item 7), each pinned through a real gateway on a real WebSocket and a real SQLite
  * store; the model is the TestProvider (harness.ts), whose turns wait on gates the test opens.
  */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { connectedPeer, useTestGateways } from "../fixtures/gateway/harness.js";
+import { sessionLockFile } from "../../src/session/file-lock.js";
+import { connectedPeer, isLifecycleEnd, useTestGateways } from "../fixtures/gateway/harness.js";
 
 const gateway = useTestGateways();
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** A real second process holding a session's lock file (test/fixtures/write-lock/holder.mjs) until released. */
+async function holdLockInAnotherProcess(lockPath: string): Promise<{ release: () => Promise<void> }> {
+  const child = spawn(process.execPath, [path.join(repo, "test/fixtures/write-lock/holder.mjs"), "hold", lockPath], {
+    env: { ...process.env, WRITE_LOCK_MODULE: path.join(repo, "dist/session/write-lock.js") },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const line = (what: string) =>
+    new Promise<void>((resolve, reject) => {
+      lines.on("line", (l) => l.startsWith(what) && resolve());
+      child.once("exit", (code) => reject(new Error(`lock holder exited (${code}) before "${what}"`)));
+    });
+  await line("acquired");
+  return {
+    release: async () => {
+      const released = line("released");
+      child.stdin.write("release\n");
+      await released;
+    },
+  };
+}
 
 describe("wire errors", () => {
   it("param-error-prefixed-once", async () => {
@@ -20,5 +48,28 @@ describe("wire errors", () => {
     console.log(`bad queueMode: ${JSON.stringify(mode.error)}`);
     expect(mode.error?.message).toMatch(/^params\.queueMode: (?!queueMode)/);
     peer.close();
+  });
+});
+
+describe("run error kinds", () => {
+  it("session-busy-has-its-kind", async () => {
+    const { url, stateDir } = await gateway({ config: { session: { writeLock: { acquireTimeoutMs: 200 } } } });
+    // another writer holds the session's write lock past the gateway's acquire timeout
+    const held = await holdLockInAnotherProcess(sessionLockFile(stateDir, "agent:main:main"));
+    try {
+      const peer = await connectedPeer(url);
+      const id = peer.send("agent", { message: "hi", idempotencyKey: "busy-1" });
+      const final = await peer.response(id, 2);
+      const end = await peer.seen(isLifecycleEnd("busy-1"), "the run's terminal lifecycle event");
+      const wait = await peer.response(peer.send("agent.wait", { runId: "busy-1", timeoutMs: 1000 }));
+      console.log(`busy run: lifecycle ${JSON.stringify(end.payload?.data)}; agent.wait ${JSON.stringify(wait.payload)}`);
+      // the lifecycle kind is Loopgate's own word; the final and agent.wait carry the text, which says who holds it
+      expect(end.payload?.data).toMatchObject({ phase: "error", kind: "session_busy" });
+      expect(final.payload).toMatchObject({ status: "error", error: expect.stringMatching(/^session is busy: .* held by pid \d+/) });
+      expect(wait.payload).toMatchObject({ status: "error", error: expect.stringMatching(/^session is busy/) });
+      peer.close();
+    } finally {
+      await held.release();
+    }
   });
 });
