@@ -8,7 +8,13 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { sessionLockFile } from "../../src/session/file-lock.js";
-import { connectedPeer, isLifecycleEnd, useTestGateways } from "../fixtures/gateway/harness.js";
+import {
+  connectedPeer,
+  deferred,
+  isLifecycleEnd,
+  TestProvider,
+  useTestGateways,
+} from "../fixtures/gateway/harness.js";
 
 const gateway = useTestGateways();
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -71,5 +77,54 @@ describe("run error kinds", () => {
     } finally {
       await held.release();
     }
+  });
+});
+
+describe("agent.wait", () => {
+  it("agent-wait-timeout-has-started-at", async () => {
+    const gate = deferred();
+    const { url } = await gateway({ provider: new TestProvider(() => ({ before: ["thinking"], gate: gate.promise })) });
+    const peer = await connectedPeer(url);
+    const id = peer.send("agent", { message: "hi", idempotencyKey: "slow-1" });
+    const accepted = await peer.response(id, 1);
+    await peer.seen((f) => f.event === "agent" && f.payload?.runId === "slow-1", "the run started");
+    const wait = await peer.response(peer.send("agent.wait", { runId: "slow-1", timeoutMs: 50 }));
+    console.log(`agent.wait on a running run, timed out: ${JSON.stringify(wait.payload)}`);
+    expect(wait.payload).toMatchObject({ runId: "slow-1", status: "timeout", startedAt: expect.any(Number) });
+    expect(wait.payload?.startedAt as number).toBeGreaterThanOrEqual(accepted.payload?.acceptedAt as number);
+    gate.resolve();
+    await peer.response(id, 2);
+    peer.close();
+  });
+
+  it("agent-wait-on-another-process-run-waits", async () => {
+    const { url, gw } = await gateway();
+    // a run this gateway does not run: `loopgate agent --local` in another process on the same state dir
+    const store = gw.service.rt.store;
+    const now = Date.now();
+    await store.ensureSession("agent:main:cli", "main", now);
+    await store.createRun({
+      runId: "elsewhere-1",
+      sessionKey: "agent:main:cli",
+      status: "running",
+      acceptedAt: now,
+      startedAt: now,
+      params: { message: "hi" },
+    });
+    const peer = await connectedPeer(url);
+    const sent = Date.now();
+    const id = peer.send("agent.wait", { runId: "elsewhere-1", timeoutMs: 20_000 });
+    // the other process is still running it: no answer yet (the old code answered `timeout` at once)
+    await new Promise((r) => setTimeout(r, 300));
+    const early = peer.all((f) => f.type === "res" && f.id === id);
+    console.log(`answers within 300 ms of asking: ${JSON.stringify(early.map((f) => f.payload))}`);
+    expect(early).toEqual([]);
+    await store.updateRun("elsewhere-1", { status: "ok", endedAt: Date.now(), stopReason: "stop" });
+    const wait = await peer.response(id);
+    console.log(`agent.wait answered after ${Date.now() - sent} ms: ${JSON.stringify(wait.payload)}`);
+    expect(wait.payload).toMatchObject({ runId: "elsewhere-1", status: "ok", startedAt: now });
+    const short = await peer.response(peer.send("agent.wait", { runId: "elsewhere-1", timeoutMs: 10 }));
+    expect(short.payload).toMatchObject({ status: "ok" });
+    peer.close();
   });
 });
