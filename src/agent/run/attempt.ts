@@ -46,7 +46,7 @@ export async function providerFor(
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
-      local: rt.isLocal(model),
+      privateNetwork: rt.onPrivateNetwork(model),
       providerTimeoutMs: model.timeoutSeconds !== undefined ? model.timeoutSeconds * 1000 : undefined,
       runTimeoutMs,
       cronTimeout: spec !== undefined && isCronRunWithTimeout(spec),
