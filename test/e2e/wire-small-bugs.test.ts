@@ -12,6 +12,7 @@ import {
   connectedPeer,
   deferred,
   isLifecycleEnd,
+  runEvents,
   TestProvider,
   useTestGateways,
 } from "../fixtures/gateway/harness.js";
@@ -125,6 +126,34 @@ describe("agent.wait", () => {
     expect(wait.payload).toMatchObject({ runId: "elsewhere-1", status: "ok", startedAt: now });
     const short = await peer.response(peer.send("agent.wait", { runId: "elsewhere-1", timeoutMs: 10 }));
     expect(short.payload).toMatchObject({ status: "ok" });
+    peer.close();
+  });
+});
+
+describe("tool text", () => {
+  it("tool-text-data-url-omitted", async () => {
+    // a real exec printing a 3000-byte PNG-typed data URL into its text output
+    const command = "printf 'data:image/png;base64,%s' $(head -c 3000 /dev/urandom | base64 -w0); echo ' done'";
+    let modelSaw = "";
+    const provider = new TestProvider((req, i) => {
+      if (i === 0) return { toolCalls: [{ id: "call_dataurl", name: "exec", arguments: { command } }] };
+      const result = req.messages.find((m) => m.role === "toolResult");
+      modelSaw = JSON.stringify(result?.content);
+      return { before: ["seen"] };
+    });
+    const { url } = await gateway({ provider, config: { tools: { exec: { security: "full", ask: "off" } } } });
+    const peer = await connectedPeer(url);
+    const id = peer.send("agent", { message: "print it", idempotencyKey: "dataurl-1" });
+    expect((await peer.response(id, 2)).payload).toMatchObject({ status: "ok" });
+    const result = runEvents(peer, "dataurl-1").find((e) => e.stream === "tool" && (e.data as { phase?: string }).phase === "result");
+    const eventText = String((result?.data as { result?: unknown }).result);
+    console.log(`tool result event: ${JSON.stringify(eventText)}; the model saw: ${modelSaw}`);
+    const placeholder = /\[data:image\/png;base64, \d+(\.\d)? KB omitted\]/;
+    expect(eventText).toMatch(placeholder);
+    expect(eventText).toContain("done");
+    expect(eventText).not.toMatch(/base64,[A-Za-z0-9+/]{64}/);
+    expect(modelSaw).toMatch(placeholder);
+    expect(modelSaw).not.toMatch(/base64,[A-Za-z0-9+/]{64}/);
     peer.close();
   });
 });
