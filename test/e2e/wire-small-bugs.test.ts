@@ -7,6 +7,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import type { ModelProvider, ModelStreamEvent } from "../../src/providers/types.js";
 import { sessionLockFile } from "../../src/session/file-lock.js";
 import {
   connectedPeer,
@@ -69,10 +70,15 @@ describe("run error kinds", () => {
       const final = await peer.response(id, 2);
       const end = await peer.seen(isLifecycleEnd("busy-1"), "the run's terminal lifecycle event");
       const wait = await peer.response(peer.send("agent.wait", { runId: "busy-1", timeoutMs: 1000 }));
-      console.log(`busy run: lifecycle ${JSON.stringify(end.payload?.data)}; agent.wait ${JSON.stringify(wait.payload)}`);
+      console.log(
+        `busy run: lifecycle ${JSON.stringify(end.payload?.data)}; agent.wait ${JSON.stringify(wait.payload)}`,
+      );
       // the lifecycle kind is Loopgate's own word; the final and agent.wait carry the text, which says who holds it
       expect(end.payload?.data).toMatchObject({ phase: "error", kind: "session_busy" });
-      expect(final.payload).toMatchObject({ status: "error", error: expect.stringMatching(/^session is busy: .* held by pid \d+/) });
+      expect(final.payload).toMatchObject({
+        status: "error",
+        error: expect.stringMatching(/^session is busy: .* held by pid \d+/),
+      });
       expect(wait.payload).toMatchObject({ status: "error", error: expect.stringMatching(/^session is busy/) });
       peer.close();
     } finally {
@@ -145,8 +151,10 @@ describe("tool text", () => {
     const peer = await connectedPeer(url);
     const id = peer.send("agent", { message: "print it", idempotencyKey: "dataurl-1" });
     expect((await peer.response(id, 2)).payload).toMatchObject({ status: "ok" });
-    const result = runEvents(peer, "dataurl-1").find((e) => e.stream === "tool" && (e.data as { phase?: string }).phase === "result");
-    const eventText = String((result?.data as { result?: unknown }).result);
+    const result = runEvents(peer, "dataurl-1").find(
+      (e) => e.stream === "tool" && (e.data as { phase?: string }).phase === "result",
+    );
+    const eventText = String((result?.data as { result?: unknown } | undefined)?.result);
     console.log(`tool result event: ${JSON.stringify(eventText)}; the model saw: ${modelSaw}`);
     const placeholder = /\[data:image\/png;base64, \d+(\.\d)? KB omitted\]/;
     expect(eventText).toMatch(placeholder);
@@ -154,6 +162,85 @@ describe("tool text", () => {
     expect(eventText).not.toMatch(/base64,[A-Za-z0-9+/]{64}/);
     expect(modelSaw).toMatch(placeholder);
     expect(modelSaw).not.toMatch(/base64,[A-Za-z0-9+/]{64}/);
+    peer.close();
+  });
+});
+
+/** A model that thinks aloud before it answers: what a run shows of the thinking is the reasoning level's to decide. */
+function thinkingModel(): ModelProvider {
+  return {
+    id: "t",
+    api: "scripted",
+    async *stream(): AsyncGenerator<ModelStreamEvent> {
+      yield { type: "thinking_delta", delta: "weighing it" };
+      yield { type: "thinking_end", thinking: "weighing it" };
+      yield { type: "text_delta", delta: "answer" };
+      yield { type: "done", stopReason: "stop", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, total: 2 } };
+    },
+  };
+}
+
+describe("session and run settings that were accepted and dropped", () => {
+  it("agent-label-names-the-session", async () => {
+    const { url } = await gateway();
+    const peer = await connectedPeer(url);
+    const id = peer.send("agent", {
+      message: "hi",
+      sessionKey: "triage",
+      label: "Inbox triage",
+      idempotencyKey: "l-1",
+    });
+    expect((await peer.response(id, 2)).payload).toMatchObject({ status: "ok" });
+    const found = await peer.call("sessions.resolve", { label: "Inbox triage" });
+    const list = await peer.call("sessions.list", {});
+    const row = ((list.payload?.sessions ?? []) as Array<{ key: string; label?: string }>).find((x) =>
+      x.key.endsWith("triage"),
+    );
+    console.log(
+      `sessions.resolve by label: ${JSON.stringify(found.payload ?? found.error)}; listed: ${JSON.stringify(row?.label)}`,
+    );
+    expect(found.payload).toMatchObject({ key: "agent:main:triage" });
+    expect(row?.label).toBe("Inbox triage");
+    peer.close();
+  });
+
+  it("sessions-patch-reasoning-level-is-used", async () => {
+    // TestProvider is the harness's model slot; a model that streams thinking plays it here
+    const { url } = await gateway({ provider: thinkingModel() as unknown as TestProvider });
+    const peer = await connectedPeer(url);
+    const thinkingOf = (runId: string) => runEvents(peer, runId).filter((e) => e.stream === "thinking");
+    const first = peer.send("agent", { message: "one", sessionKey: "r", idempotencyKey: "r-1" });
+    expect((await peer.response(first, 2)).payload).toMatchObject({ status: "ok" });
+    // agents.defaults.reasoningDefault is "off": nothing of the thinking is shown
+    expect(thinkingOf("r-1")).toEqual([]);
+    const patched = await peer.call("sessions.patch", { key: "agent:main:r", reasoningLevel: "stream" });
+    console.log(`sessions.patch reasoningLevel: ${JSON.stringify(patched.payload ?? patched.error)}`);
+    expect(patched.payload).toMatchObject({ ok: true, session: { reasoningLevel: "stream" } });
+    const second = peer.send("agent", { message: "two", sessionKey: "r", idempotencyKey: "r-2" });
+    expect((await peer.response(second, 2)).payload).toMatchObject({ status: "ok" });
+    console.log(`thinking events after the patch: ${thinkingOf("r-2").length}`);
+    expect(thinkingOf("r-2").length).toBeGreaterThan(0);
+    // null clears it: the agent's default applies again
+    await peer.call("sessions.patch", { key: "agent:main:r", reasoningLevel: null });
+    const third = peer.send("agent", { message: "three", sessionKey: "r", idempotencyKey: "r-3" });
+    expect((await peer.response(third, 2)).payload).toMatchObject({ status: "ok" });
+    expect(thinkingOf("r-3")).toEqual([]);
+    peer.close();
+  });
+
+  it("sessions-patch-trace-level-refused", async () => {
+    const { url } = await gateway();
+    const peer = await connectedPeer(url);
+    const id = peer.send("agent", { message: "hi", sessionKey: "t", idempotencyKey: "t-1" });
+    await peer.response(id, 2);
+    const refused = await peer.call("sessions.patch", { key: "agent:main:t", traceLevel: "debug" });
+    console.log(`sessions.patch traceLevel: ${JSON.stringify(refused.error ?? refused.payload)}`);
+    expect(refused.error).toMatchObject({ code: "invalid_params" });
+    expect(refused.error?.message).toMatch(/^params\.traceLevel: /);
+    // clearing it asks for nothing Loopgate lacks: accepted
+    expect((await peer.call("sessions.patch", { key: "agent:main:t", traceLevel: null })).payload).toMatchObject({
+      ok: true,
+    });
     peer.close();
   });
 });
