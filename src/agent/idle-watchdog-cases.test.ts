@@ -6,12 +6,12 @@ import { checkConfig } from "../config/check.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
 import { sqliteRuntime } from "../node/compose.js";
+import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
 import { ManualClock } from "../testing/manual-clock.js";
 import { CRON_CLOUD_IDLE_CAP_MS, resolveIdleTimeoutMs } from "./idle-watchdog.js";
-import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { providerFor } from "./run/attempt.js";
 
 /*

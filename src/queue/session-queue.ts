@@ -196,7 +196,11 @@ export class SessionQueue {
     clock.clearTimeout(timer);
     if (winner === "timeout") {
       const queued = live.phase === "pending" || live.phase === "queued";
-      return { runId, status: queued ? "pending" : "timeout", ...(live.startedAt ? { startedAt: live.startedAt } : {}) };
+      return {
+        runId,
+        status: queued ? "pending" : "timeout",
+        ...(live.startedAt ? { startedAt: live.startedAt } : {}),
+      };
     }
     const run = unrecorded.overlay(await store.getRun(runId));
     if (!run) throw new RunNotFoundError(runId);

@@ -33,7 +33,9 @@ it("npx-loopgate-runs-after-second-build", () => {
     expect(build.code, `build ${round}: ${build.out}`).toBe(0);
     const mode = fs.statSync(path.join(copy, "dist", "cli", "main.js")).mode & 0o777;
     const npx = run("npx", ["loopgate", "--version"]);
-    console.log(`build ${round}: dist/cli/main.js mode ${mode.toString(8)}; npx loopgate --version: exit ${npx.code}: ${npx.out.trim()}`);
+    console.log(
+      `build ${round}: dist/cli/main.js mode ${mode.toString(8)}; npx loopgate --version: exit ${npx.code}: ${npx.out.trim()}`,
+    );
     expect(npx.out.trim()).toBe(pkg.version);
     expect(npx.code).toBe(0);
   }

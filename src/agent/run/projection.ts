@@ -1,13 +1,7 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import {
-  capText,
-  omitInlineDataUrls,
-  omittedImage,
-  redactSecrets,
-  sanitizeForEvent,
-} from "../../tools/sanitize.js";
+import { capText, omitInlineDataUrls, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
 import type { RunEmitter } from "./events.js";
