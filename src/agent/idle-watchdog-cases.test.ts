@@ -6,6 +6,7 @@ import { checkConfig } from "../config/check.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
 import { sqliteRuntime } from "../node/compose.js";
+import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
@@ -15,8 +16,8 @@ import { providerFor } from "./run/attempt.js";
 
 /*
  * SPEC 13's model-idle special cases: a cron run with an explicit timeout caps a cloud model's silence at 60 s, a
- * self-hosted endpoint on a network hostname gets 300 s (by config or by address), and a truly local endpoint may
- * turn the watchdog off (`timeoutSeconds: 0`, loopback baseUrl only).
+ * self-hosted endpoint on a network hostname gets 300 s (by config or by address), and an endpoint on this machine
+ * or a private network may turn the watchdog off (`timeoutSeconds: 0`; loopback and private-network baseUrls only).
  */
 
 const HOUR = 3_600_000;
@@ -39,9 +40,10 @@ describe("model idle window: the cron and self-hosted cases", () => {
     expect(resolveIdleTimeoutMs({ selfHosted: true, runTimeoutMs: HOUR, cronTimeout: true })).toBe(300_000);
   });
 
-  it("a truly local endpoint with timeoutSeconds 0 runs without the idle watchdog; elsewhere 0 is not special", () => {
-    expect(resolveIdleTimeoutMs({ selfHosted: true, local: true, providerTimeoutMs: 0, runTimeoutMs: HOUR })).toBe(0);
-    expect(resolveIdleTimeoutMs({ selfHosted: true, local: true, runTimeoutMs: HOUR })).toBe(300_000);
+  it("a private-network endpoint with timeoutSeconds 0 runs without the idle watchdog; elsewhere 0 is not special", () => {
+    const lan = { selfHosted: true, privateNetwork: true, runTimeoutMs: HOUR };
+    expect(resolveIdleTimeoutMs({ ...lan, providerTimeoutMs: 0 })).toBe(0);
+    expect(resolveIdleTimeoutMs(lan)).toBe(300_000);
     // a network endpoint cannot turn it off (config/check.ts refuses the 0 too)
     expect(resolveIdleTimeoutMs({ selfHosted: true, providerTimeoutMs: 0, runTimeoutMs: HOUR })).toBe(300_000);
   });
@@ -144,17 +146,47 @@ describe("which window a run's model gets", () => {
     expect(await idleWindowSeconds(h, "cloud/m", { lane: "cron" })).toBe(120);
   });
 
-  it("timeoutSeconds 0 on a loopback baseUrl turns the watchdog off, and is refused for any other endpoint", async () => {
+  it("timeoutSeconds 0 on a loopback baseUrl turns the watchdog off, and is refused for a public endpoint", async () => {
     const h = runtimeWith({
       ollama: { api: "openai-completions", baseUrl: "http://127.0.0.1:11434/v1", timeoutSeconds: 0 },
     });
     expect(await idleWindowSeconds(h, "ollama/m", { lane: "cron", timeout: 900 })).toBe("off");
-    const lan = { api: "openai-completions", baseUrl: "http://192.168.1.20/v1", timeoutSeconds: 0 };
-    const problems = checkConfig(parseConfig({ models: { providers: { lan } } }), {});
+    const cloud = { api: "openai-completions", baseUrl: "https://api.example.com/v1", timeoutSeconds: 0 };
+    const problems = checkConfig(parseConfig({ models: { providers: { cloud } } }), {});
     expect(problems).toContain(
-      "models.providers.lan.timeoutSeconds: 0 turns the model idle watchdog off, which only a truly local endpoint may do (a loopback baseUrl such as http://127.0.0.1:11434/v1)",
+      "models.providers.cloud.timeoutSeconds: 0 turns the model idle watchdog off, which only an endpoint on this machine or a private network may do (a loopback, 10/8, 172.16/12, 192.168/16, fc00::/7 or .local baseUrl such as http://127.0.0.1:11434/v1)",
     );
-    const local = { ...lan, baseUrl: "http://localhost:11434/v1" };
+    const local = { ...cloud, baseUrl: "http://localhost:11434/v1" };
     expect(checkConfig(parseConfig({ models: { providers: { local } } }), {})).toEqual([]);
+  });
+
+  it("private-network-endpoint-may-turn-watchdog-off", async () => {
+    const cases: Array<[string, boolean]> = [
+      ["http://127.0.0.1:11434/v1", true],
+      ["http://[::1]:8000/v1", true],
+      ["http://10.1.2.3:8000/v1", true],
+      ["http://172.16.0.9/v1", true],
+      ["http://172.31.255.1/v1", true],
+      ["http://172.32.0.1/v1", false],
+      ["http://192.168.1.20:8000/v1", true],
+      ["http://[fd12:3456::1]:8000/v1", true],
+      ["http://[fc00::5]/v1", true],
+      ["http://[fe80::1]/v1", false],
+      ["http://gpu-box.local:8000/v1", true],
+      ["https://api.example.com/v1", false],
+      ["http://8.8.8.8/v1", false],
+    ];
+    const seen = cases.map(([url]) => [url, isPrivateNetworkBaseUrl(url)] as const);
+    console.log(`private network? ${seen.map(([u, p]) => `${u}=${p}`).join(" ")}`);
+    expect(seen).toEqual(cases);
+    // one run config: a LAN GPU box with timeoutSeconds 0 loads and its runs have no idle watchdog
+    const providers = {
+      lan: { api: "openai-completions", baseUrl: "http://192.168.1.20:8000/v1", timeoutSeconds: 0 },
+      ula: { api: "openai-completions", baseUrl: "http://[fd00::20]:8000/v1", timeoutSeconds: 0 },
+    };
+    expect(checkConfig(parseConfig({ models: { providers } }), {})).toEqual([]);
+    const h = runtimeWith(providers);
+    expect(await idleWindowSeconds(h, "lan/m")).toBe("off");
+    expect(await idleWindowSeconds(h, "ula/m")).toBe("off");
   });
 });

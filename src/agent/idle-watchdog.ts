@@ -10,21 +10,25 @@ export const CRON_CLOUD_IDLE_CAP_MS = 60_000;
  * The model idle window (SPEC 13): cloud 120 s, self-hosted 300 s; `models.providers.<id>.timeoutSeconds` sets it
  * for that provider, but never above a lower finite run timeout. Unlimited runs (0) keep the idle watchdog.
  * Special cases: a cron run with an explicit timeout caps a cloud model's silence at 60 s (self-hosted models keep
- * their 300 s: they are slow to start, not stuck); a truly local endpoint (loopback `baseUrl`) whose provider sets
- * `timeoutSeconds: 0` has no idle watchdog at all (0 = off; only the run timeout then stops a silent model).
+ * their 300 s: they are slow to start, not stuck); an endpoint on this machine or a private network (loopback,
+ * 10/8, 172.16/12, 192.168/16, fc00::/7, `.local`) whose provider sets `timeoutSeconds: 0` has no idle watchdog at
+ * all (0 = off; only the run timeout then stops a silent model).
  */
 export function resolveIdleTimeoutMs(opts: {
   selfHosted: boolean;
-  /** the endpoint is on this machine (loopback); implies selfHosted */
-  local?: boolean;
-  /** the provider's timeoutSeconds in ms; 0 turns the watchdog off for a local endpoint */
+  /**
+   * the endpoint is on this machine or a private network (providers/loopback.ts); only decides whether 0 may turn
+   * the watchdog off (the window itself follows `selfHosted`, which `selfHosted: false` in config can deny)
+   */
+  privateNetwork?: boolean;
+  /** the provider's timeoutSeconds in ms; 0 turns the watchdog off for a private-network endpoint */
   providerTimeoutMs?: number;
   runTimeoutMs: number;
   /** a cron run whose job set timeoutSeconds (queue/types.ts `isCronRunWithTimeout`) */
   cronTimeout?: boolean;
 }): number {
-  if (opts.local && opts.providerTimeoutMs === 0) return 0;
-  const selfHosted = opts.selfHosted || opts.local === true;
+  if (opts.privateNetwork && opts.providerTimeoutMs === 0) return 0;
+  const selfHosted = opts.selfHosted;
   let idle = opts.providerTimeoutMs || (selfHosted ? SELF_HOSTED_IDLE_MS : CLOUD_IDLE_MS);
   if (opts.cronTimeout && !selfHosted) idle = Math.min(idle, CRON_CLOUD_IDLE_CAP_MS);
   if (opts.runTimeoutMs > 0) idle = Math.min(idle, opts.runTimeoutMs);

@@ -14,7 +14,7 @@ import { createLogger, type Logger } from "../infra/logger.js";
 import { SessionEvents } from "../infra/session-events.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
-import { isLoopbackBaseUrl } from "../providers/loopback.js";
+import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
@@ -333,9 +333,9 @@ export class AgentRuntime {
     return model.api === "scripted" || isSelfHostedBaseUrl(model.baseUrl);
   }
 
-  /** A truly local endpoint (loopback baseUrl): it may turn the idle watchdog off with `timeoutSeconds: 0`. */
-  isLocal(model: ResolvedModel): boolean {
-    return isLoopbackBaseUrl(model.baseUrl);
+  /** An endpoint on this machine or a private network (by its baseUrl): it may turn the idle watchdog off. */
+  onPrivateNetwork(model: ResolvedModel): boolean {
+    return isPrivateNetworkBaseUrl(model.baseUrl);
   }
 
   /** The run's view of the stream beat: the phase its provider, its coalescer and its chat deltas pace on. */

@@ -872,7 +872,7 @@ describe("agent.wait", () => {
     const waitA = h.service.wait((await a).runId, 50);
     h.clock.advance(50);
     expect(await waitB).toEqual({ runId: (await b).runId, status: "pending" });
-    expect(await waitA).toEqual({ runId: (await a).runId, status: "timeout" });
+    expect(await waitA).toEqual({ runId: (await a).runId, status: "timeout", startedAt: expect.any(Number) });
 
     h.gate.release(0);
     expect((await h.service.final((await a).runId)).status).toBe("ok");

@@ -23,6 +23,7 @@ export interface SessionSettingsPatch {
   model?: string | null;
   thinking?: string | null;
   verboseLevel?: string | null;
+  reasoningLevel?: string | null;
   queueMode?: string | null;
 }
 
@@ -251,6 +252,7 @@ export class AgentService {
     if (patch.model !== undefined) fields.modelOverride = patch.model === null ? undefined : this.chosen(patch.model);
     if (patch.thinking !== undefined) fields.thinking = patch.thinking ?? undefined;
     if (patch.verboseLevel !== undefined) fields.verboseLevel = patch.verboseLevel ?? undefined;
+    if (patch.reasoningLevel !== undefined) fields.reasoningLevel = patch.reasoningLevel ?? undefined;
     if (patch.queueMode !== undefined) fields.queueMode = patch.queueMode ?? undefined;
     await this.rt.store.updateSession(key, fields);
     this.sessionChanged(key, "patched");

@@ -84,25 +84,9 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
       host,
       token,
       logger,
-      // gateway_start / gateway_stop (plugin observers) and gateway:startup / gateway:shutdown (internal hooks)
-      onStartup: async ({ port: boundPort, service }) => {
-        const rt = service.rt;
-        await rt.init();
-        await Promise.all([
-          rt.pluginHooks.has("gateway_start")
-            ? rt.pluginHooks.runObservers("gateway_start", { port: boundPort })
-            : undefined,
-          rt.fireInternal("gateway", "startup", { port: boundPort }),
-        ]);
-      },
-      onShutdown: async ({ reason }) => {
-        const rt = handle.service.rt;
-        await Promise.all([
-          rt.pluginHooks.has("gateway_stop") ? rt.pluginHooks.runObservers("gateway_stop", { reason }) : undefined,
-          rt.fireInternal("gateway", "shutdown", { reason }),
-        ]);
-      },
     });
+    // the banner comes once plugins are loaded and gateway_start has fired (the gateway fires it itself)
+    await handle.ready;
   } catch (err) {
     removeSignalHandlers();
     if ((err as Error)?.name === "GatewayStartError") throw new CliError((err as Error).message);
@@ -115,6 +99,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   );
   process.stdout.write(`log: ${logFile ? logPath : "stderr only"} (loopgate logs -f)\n`);
   process.stdout.write(token ? "auth: clients must present the gateway token\n" : "auth: none (loopback only)\n");
+  if (handle.consoleUrl) process.stdout.write(`console: ${handle.consoleUrl}\n`);
 
   await new Promise<void>((resolve) => {
     onStop = (signal) => {

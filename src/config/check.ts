@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { isLoopbackBaseUrl } from "../providers/loopback.js";
+import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { postgresUrlFrom } from "../storage/postgres/postgres-url.js";
 import { ConfigError } from "./errors.js";
 import type { LoopgateConfig } from "./schema.js";
@@ -85,9 +85,9 @@ function providerProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): strin
     for (const name of unsetEnvRefs(provider.apiKey, env)) {
       problems.push(`${at}.apiKey: references \${${name}}, which is not set in the environment`);
     }
-    if (provider.timeoutSeconds === 0 && !isLoopbackBaseUrl(provider.baseUrl)) {
+    if (provider.timeoutSeconds === 0 && !isPrivateNetworkBaseUrl(provider.baseUrl)) {
       problems.push(
-        `${at}.timeoutSeconds: 0 turns the model idle watchdog off, which only a truly local endpoint may do (a loopback baseUrl such as http://127.0.0.1:11434/v1)`,
+        `${at}.timeoutSeconds: 0 turns the model idle watchdog off, which only an endpoint on this machine or a private network may do (a loopback, 10/8, 172.16/12, 192.168/16, fc00::/7 or .local baseUrl such as http://127.0.0.1:11434/v1)`,
       );
     }
     if (provider.api !== "scripted") continue;

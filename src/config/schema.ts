@@ -287,8 +287,8 @@ const providerConfig = z.strictObject({
   apiKey: z.string().optional(),
   headers: z.record(z.string(), z.string()).optional(),
   /**
-   * the provider's request timeout and its model idle window; 0 (a loopback baseUrl only, config/check.ts): no idle
-   * watchdog for a truly local model
+   * the provider's request timeout and its model idle window; 0 (a loopback or private-network baseUrl only,
+   * config/check.ts): no idle watchdog for a model on this machine or the user's own network
    */
   timeoutSeconds: nonNegativeInt.optional(),
   /** self-hosted: the 300 s idle window instead of the cloud 120 s; default from the baseUrl (private, loopback) */

@@ -31,8 +31,7 @@ export function toErrorShape(err: unknown, isTransientStoreError: (err: unknown)
   if (err instanceof RunNotFoundError) return { code: ErrorCodes.notFound, message: err.message };
   if (err instanceof ServiceDrainingError)
     return { code: ErrorCodes.unavailable, message: err.message, retryable: true };
-  if (err instanceof RunParamError)
-    return { code: ErrorCodes.invalidParams, message: `params.${err.param}: ${err.message}` };
+  if (err instanceof RunParamError) return { code: ErrorCodes.invalidParams, message: `params.${err.message}` };
   if (err instanceof SessionKeyError)
     return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
   const e = err as { name?: unknown; code?: unknown; message?: unknown; retryable?: unknown } | undefined;

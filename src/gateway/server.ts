@@ -66,9 +66,12 @@ export interface GatewayOptions {
   preAuthSilentTimeoutMs?: number;
   /** Chat `delta` events are sent at most this often per run. */
   chatDeltaIntervalMs?: number;
-  /** Hook point `gateway:startup`: called once the port is listening. */
+  /**
+   * Called once the port is listening (plugins may still be loading: `handle.ready`). The gateway fires its own
+   * `gateway_start` / `gateway:startup` hooks (lifecycle-hooks.ts); this is for the embedding app.
+   */
   onStartup?: (info: GatewayStartInfo) => void | Promise<void>;
-  /** Hook point `gateway:shutdown`: called after runs were drained, before sockets and the store close. */
+  /** Called after runs were drained and `gateway_stop` fired, before sockets and the store close. */
   onShutdown?: (info: { reason: string }) => void | Promise<void>;
   /** The web console's built files (default: dist/console beside the gateway's own code). */
   consoleDir?: string;
@@ -80,6 +83,10 @@ export interface GatewayHandle {
   host: string;
   server: http.Server;
   service: AgentService;
+  /** settles once plugins are loaded and the `gateway_start` hooks have run (a failed init is logged, not thrown) */
+  readonly ready: Promise<void>;
+  /** the web console's address (`http://host:port/`), when the console is built and served; else undefined */
+  consoleUrl: string | undefined;
   /** connections currently open (handshaking or ready) */
   readonly connectionCount: number;
   /**
@@ -237,7 +244,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     port: () => (server.address() as AddressInfo).port,
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
-  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, opts.consoleDir));
+  const consoleAssets = new ConsoleAssets(opts.consoleDir);
+  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets));
   server.on("clientError", (_err, socket) => socket.destroy());
   const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
   try {
@@ -247,8 +255,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     services.detach();
     throw err;
   }
-  await services.begin();
   const port = (server.address() as AddressInfo).port;
+  await services.begin(port);
   const url = wsUrl(settings.host, port);
   logger.info("listening", { url, version: gw.version });
   const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), settings.limits.tickIntervalMs);
@@ -262,6 +270,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     url,
     port,
     host: settings.host,
+    ready: services.ready,
+    consoleUrl: consoleAssets.available ? `${url.replace(/^ws:/, "http:")}/` : undefined,
     server,
     service,
     get connectionCount() {
@@ -338,6 +348,7 @@ async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
   broadcaster.broadcast("shutdown", shutdown);
   await g.services.stop();
   await g.node.service.drain(g.settings.graceMs);
+  await g.services.announceStop(reason);
   try {
     await g.opts.onShutdown?.({ reason });
   } catch (err) {
@@ -367,9 +378,8 @@ function httpHandler(
   settings: Settings,
   sockets: Sockets,
   browsers: BrowserAccess,
-  consoleDir: string | undefined,
+  consoleAssets: ConsoleAssets,
 ): http.RequestListener {
-  const consoleAssets = new ConsoleAssets(consoleDir);
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, body: unknown) => {

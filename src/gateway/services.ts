@@ -11,6 +11,7 @@ import type { HealthResult } from "../protocol/payloads.js";
 import { logExecApprovals } from "./approval-log.js";
 import type { Broadcaster } from "./broadcast.js";
 import { GatewayStartError } from "./errors.js";
+import { fireGatewayStart, fireGatewayStop } from "./lifecycle-hooks.js";
 import { withMcpHealth } from "./mcp-health.js";
 import { RunLog } from "./run-log.js";
 import { startRunPruning } from "./run-pruning.js";
@@ -26,10 +27,17 @@ export interface GatewayServices {
   readonly runLog: RunLog;
   readonly diagnostics?: DiagnosticsMonitor;
   health(startedAt: number, version: string): Promise<HealthResult>;
-  /** After the port listens: recovery, then cron (or its leader role), pruning timers, plugins and hooks. */
-  begin(): Promise<void>;
+  /**
+   * After the port listens: recovery, then cron (or its leader role), pruning timers, plugins and hooks (loaded in
+   * the background; `gateway_start` fires once they are, with the bound port).
+   */
+  begin(port: number): Promise<void>;
+  /** Settles once plugins are loaded and `gateway_start` has fired (or init failed, which is logged). */
+  readonly ready: Promise<void>;
   /** First in the close: no job or pruning starts during the drain; resolves once init has settled. */
   stop(): Promise<void>;
+  /** After the drain: `gateway_stop`, once, and only if `gateway_start` fired. */
+  announceStop(reason: string): Promise<void>;
   /** After the drain: nothing listens to the bus or to other nodes any more. */
   detach(): void;
 }
@@ -57,7 +65,9 @@ export async function attachGatewayServices(
   const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   const stopApprovalLog = logExecApprovals(rt.execApprovals, logger);
   let timers: Array<{ stop(): void }> = [];
-  let initializing: Promise<unknown> = Promise.resolve();
+  let initializing: Promise<void> = Promise.resolve();
+  let started = false;
+  let stopAnnounced = false;
   return {
     audit,
     cron,
@@ -65,7 +75,10 @@ export async function attachGatewayServices(
     ...(diagnostics ? { diagnostics } : {}),
     health: (startedAt, version) =>
       healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
-    async begin() {
+    get ready() {
+      return initializing;
+    },
+    async begin(port) {
       await recover(service, runLog, logger);
       // after recovery: the previous process's queued inputs are back in the queue before a missed job is caught up
       // several nodes: one of them runs the cron jobs (whoever holds the cron lease), else each would fire every job
@@ -81,6 +94,10 @@ export async function attachGatewayServices(
       // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
       initializing = rt
         .init()
+        .then(async () => {
+          started = true;
+          await fireGatewayStart(rt, port);
+        })
         .catch((err) => logger.error("runtime init failed", { error: (err as Error)?.message ?? String(err) }));
     },
     async stop() {
@@ -89,6 +106,13 @@ export async function attachGatewayServices(
       // a gateway closed right after it started may still be seeding its workspace or loading plugins: once close
       // resolves, nothing of it is left writing into the state dir (which its owner may then remove)
       await initializing;
+    },
+    async announceStop(reason) {
+      if (!started || stopAnnounced) return;
+      stopAnnounced = true;
+      await fireGatewayStop(rt, reason).catch((err) =>
+        logger.error("gateway_stop hooks failed", { error: (err as Error)?.message ?? String(err) }),
+      );
     },
     detach() {
       diagnostics?.stop();

@@ -22,6 +22,7 @@ export function sessionInfo(s: SessionRecord, extra: { running?: boolean; derive
     ...(s.modelOverride !== undefined ? { model: s.modelOverride, modelProvider: provider } : {}),
     ...(s.thinking !== undefined ? { thinking: s.thinking, thinkingLevel: s.thinking } : {}),
     ...(s.verboseLevel !== undefined ? { verboseLevel: s.verboseLevel } : {}),
+    ...(s.reasoningLevel !== undefined ? { reasoningLevel: s.reasoningLevel } : {}),
     ...(s.queueMode !== undefined ? { queueMode: s.queueMode } : {}),
     ...(extra.running ? { status: "running" as const } : {}),
     ...(extra.derivedTitle ? { derivedTitle: extra.derivedTitle } : {}),

@@ -617,8 +617,6 @@ export const sessionsPatchParamsSchema = ignoring(
     "contextWindow",
     "fastMode",
     "toolOverrides",
-    "traceLevel",
-    "reasoningLevel",
     "responseUsage",
     "elevatedLevel",
     "execHost",
@@ -641,6 +639,19 @@ export const sessionsPatchParamsSchema = ignoring(
     model: clearable(nonEmpty),
     thinkingLevel: clearable(z.enum(thinkingLevels)),
     verboseLevel: clearable(z.enum(verboseLevels)),
+    /** what the session's runs show of the model's reasoning (Loopgate's reasoning visibility: off, on, stream) */
+    reasoningLevel: clearable(z.enum(reasoningLevels)),
+    /**
+     * OpenClaw's trace level has no Loopgate counterpart (runs are traced with OpenTelemetry, docs/observability.md):
+     * a level is refused naming the param rather than accepted and dropped; null (clear it) asks for nothing
+     */
+    traceLevel: z
+      .unknown()
+      .refine((v) => v === null || v === undefined, {
+        error:
+          "Loopgate has no trace levels: runs are traced with OpenTelemetry (docs/observability.md); only null is accepted",
+      })
+      .optional(),
     /** Loopgate's own: the session's queue mode (SPEC 2) */
     queueMode: clearable(z.enum(queueModes)),
   }),

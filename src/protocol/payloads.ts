@@ -152,6 +152,8 @@ export interface SessionInfo {
   /** the same as `thinking`, under OpenClaw's sessions.patch name */
   thinkingLevel?: string;
   verboseLevel?: string;
+  /** what the session's runs show of the model's reasoning: off, on, stream (OpenClaw's sessions.patch name) */
+  reasoningLevel?: string;
   queueMode?: string;
   /** "running" while a run of the session is in progress */
   status?: "running";

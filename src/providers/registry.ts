@@ -1,6 +1,6 @@
 import type { ProviderConfig } from "../config/schema.js";
 import { resolveSecretRef } from "../config/secret-ref.js";
-import { baseUrlHost } from "./loopback.js";
+import { isPrivateNetworkBaseUrl } from "./loopback.js";
 import type { ApiKind, ModelProvider, ProviderInit, ProviderModelConfig } from "./types.js";
 
 /**
@@ -86,14 +86,7 @@ export async function createProvider(id: string, config: ProviderConfig): Promis
   }
 }
 
-/** Loopback and private-range base URLs are self-hosted (slower first tokens: a longer idle window). */
+/** Loopback and private-network base URLs are self-hosted (slower first tokens: a longer idle window). */
 export function isSelfHostedBaseUrl(baseUrl: string | undefined): boolean {
-  const host = baseUrlHost(baseUrl);
-  if (host === undefined) return false;
-  if (host === "localhost" || host === "::1" || host.endsWith(".local")) return true;
-  const m = host.match(/^(\d+)\.(\d+)\.\d+\.\d+$/);
-  if (!m) return false;
-  const a = Number(m[1]);
-  const b = Number(m[2]);
-  return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
+  return isPrivateNetworkBaseUrl(baseUrl);
 }

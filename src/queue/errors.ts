@@ -27,12 +27,22 @@ export class QueueFullError extends Error {
   }
 }
 
+/**
+ * A request param that is wrong. The message names the param, or a part of it, exactly once at its start
+ * (`sessionId: unknown session id "x"`, `attachments[1]: cannot decode …`), whether or not the thrower already wrote
+ * it, so the wire's `params.` prefix goes in front of it and never doubles it.
+ */
 export class RunParamError extends Error {
   readonly code = "invalid_params";
   readonly param: string;
   constructor(param: string, message: string) {
-    super(message);
+    super(namesParam(message, param) ? message : `${param}: ${message}`);
     this.name = "RunParamError";
     this.param = param;
   }
+}
+
+/** `param: …`, `param[1]…` or `param.key…`: the message already starts with the param (or a path inside it). */
+function namesParam(message: string, param: string): boolean {
+  return message.startsWith(param) && [":", "[", "."].includes(message.charAt(param.length));
 }

@@ -172,7 +172,7 @@ async function resolveRequest(
   req: AgentRequest,
 ): Promise<{ sessionKey: string; full: ResolvedRequest }> {
   if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
-    throw new RunParamError("queueMode", `queueMode: expected steer, followup, collect or interrupt`);
+    throw new RunParamError("queueMode", "expected steer, followup, collect or interrupt");
   }
   const { deps } = ctx;
   const askedFor = req.agentId !== undefined ? deps.agentProblem(req.agentId) : undefined;
@@ -181,7 +181,7 @@ async function resolveRequest(
   let sessionKey: string;
   if (req.sessionId && !req.sessionKey) {
     const s = await ctx.deps.store.getSessionById(req.sessionId);
-    if (!s) throw new RunParamError("sessionId", `sessionId: unknown session id "${req.sessionId}"`);
+    if (!s) throw new RunParamError("sessionId", `unknown session id "${req.sessionId}"`);
     sessionKey = s.key;
   } else {
     sessionKey = normalizeSessionKey(req.sessionKey, agentId).key;

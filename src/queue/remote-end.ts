@@ -8,9 +8,10 @@ import type { QueueContext } from "./types.js";
 export const REMOTE_END_POLL_MS = 1000;
 
 /**
- * Several nodes (a cluster node, or a bus that spans nodes): waits for a run that is not live in this process (it runs, or waits, on another node) to end. The
- * bus's end of the run (a cross-node bus hears it) and a read of its record every REMOTE_END_POLL_MS, whichever
- * comes first: the read makes the wait independent of a lost notification. Resolves with the ended record, or
+ * Waits for a run that is not live in this process (it runs, or waits, on another node, or in another process on
+ * this state dir, such as `loopgate agent --local`) to end. The bus's end of the run (a cross-node bus hears it) and
+ * a read of its record every REMOTE_END_POLL_MS, whichever comes first: the read makes the wait independent of a
+ * lost notification, and is the only way to hear a run of another process on SQLite. Resolves with the ended record, or
  * undefined once `timeoutMs` has passed (Infinity: no bound).
  */
 export function waitRemoteEnd(ctx: QueueContext, runId: string, timeoutMs: number): Promise<RunRecord | undefined> {

@@ -182,8 +182,9 @@ export class SessionQueue {
     if (!live) {
       const run = unrecorded.overlay(await store.getRun(runId));
       if (!run) throw new RunNotFoundError(runId);
-      if (!this.spansNodes || (run.status !== "queued" && run.status !== "running")) return waitResultOf(run);
-      // another node's run (gateway nodes on one Postgres): it runs (or waits) there
+      if (run.status !== "queued" && run.status !== "running") return waitResultOf(run);
+      // a run another process owns: another node's (gateway nodes on one Postgres), or `loopgate agent --local` on
+      // this state dir; it runs (or waits) there, and is waited for like one of ours, its record read until it ends
       const ended = await waitRemoteEnd(this.ctx, runId, timeoutMs);
       return waitResultOf(ended ?? (await store.getRun(runId)) ?? run);
     }
@@ -195,7 +196,11 @@ export class SessionQueue {
     clock.clearTimeout(timer);
     if (winner === "timeout") {
       const queued = live.phase === "pending" || live.phase === "queued";
-      return { runId, status: queued ? "pending" : "timeout" };
+      return {
+        runId,
+        status: queued ? "pending" : "timeout",
+        ...(live.startedAt ? { startedAt: live.startedAt } : {}),
+      };
     }
     const run = unrecorded.overlay(await store.getRun(runId));
     if (!run) throw new RunNotFoundError(runId);

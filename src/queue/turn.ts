@@ -84,6 +84,7 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
     },
     onStarted: ({ startedAt }) => {
       host.phase = "running";
+      for (const r of [host, ...turn.merged]) r.startedAt = startedAt;
       // Collected messages run inside this turn from now on, so a restart must report them with the host
       // instead of running them a second time (as steered messages are, once taken).
       return ctx.deps.store.updateRuns(
@@ -100,6 +101,7 @@ function steeringFor(ctx: QueueContext, turn: ActiveTurn): TurnSteering {
     take: () => {
       const taken = turn.steer.splice(0);
       const now = ctx.deps.clock.now();
+      for (const r of taken) r.startedAt = now;
       turn.merged.push(...taken);
       // issued now, in order with the run's other writes; the loop does not wait for it (a failure is reported, and
       // the next start's recovery ends a record left queued)

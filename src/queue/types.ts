@@ -146,6 +146,8 @@ export interface LiveRun {
   controller?: AbortController;
   done: Deferred<AgentFinal>;
   acceptedAt: number;
+  /** when its turn started (set with phase "running", or when it was steered or collected into a running turn) */
+  startedAt?: number;
   /** who started it (AgentService.accept's origin) */
   origin?: RunOrigin;
   /** its current receipt (a repeated idempotency key gets it while the run is live) */

@@ -149,6 +149,14 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       ALTER TABLE sessions ADD COLUMN verbose_level TEXT;
     `,
   },
+  {
+    version: 7,
+    name: "session reasoning level",
+    // sessions.patch reasoningLevel: what the session's runs show of the model's reasoning (off, on, stream)
+    sql: `
+      ALTER TABLE sessions ADD COLUMN reasoning_level TEXT;
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

@@ -31,6 +31,8 @@ export interface SessionRecord {
   queueMode?: string;
   /** inline tool summaries for this session's runs (sessions.patch verboseLevel); unset: the agent's default */
   verboseLevel?: string;
+  /** what this session's runs show of the model's reasoning (sessions.patch reasoningLevel); unset: the default */
+  reasoningLevel?: string;
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;

@@ -11,6 +11,24 @@ export const MODEL_TEXT_MAX = 60000;
 const MAX_DEPTH = 64;
 const REDACTED = "[redacted]";
 
+/**
+ * An inline base64 data URL (`data:image/png;base64,iVBOR…`) of at least this many payload characters: a tool that
+ * prints one (exec echoing a file, a page dump) would send kilobytes of noise to every client and to the model.
+ */
+const INLINE_DATA_URL = /data:([a-z]+\/[a-z0-9.+-]+)((?:;[a-z0-9-]+=[^;,\s]*)*);base64,([A-Za-z0-9+/]{64,}={0,2})/gi;
+
+/**
+ * Replaces inline base64 data URLs in tool text with `[data:image/png;base64, 12.3 KB omitted]` (the decoded size):
+ * both the events and the model's context get the placeholder, never the payload. Short ones are kept.
+ */
+export function omitInlineDataUrls(text: string): string {
+  if (!text.includes("base64,")) return text;
+  return text.replace(INLINE_DATA_URL, (_all, mime: string, _params: string, payload: string) => {
+    const bytes = Math.floor((payload.length * 3) / 4) - (payload.endsWith("==") ? 2 : payload.endsWith("=") ? 1 : 0);
+    return `[data:${mime.toLowerCase()};base64, ${(bytes / 1024).toFixed(1)} KB omitted]`;
+  });
+}
+
 /** Keeps the head and tail of `text` with a visible `…[truncated N chars]…` marker; the result fits in `max`. */
 export function capText(text: string, max: number = EVENT_TEXT_MAX): string {
   if (text.length <= max) return text;

@@ -58,6 +58,18 @@ describe("loopgate gateway + loopgate agent through it", () => {
     expect((await gw.done).code).toBe(0);
   });
 
+  it("gateway-banner-prints-console-url", async () => {
+    const s = sandbox();
+    const gw = await s.gateway();
+    gw.child.kill("SIGTERM");
+    const stopped = await gw.done;
+    const banner = stopped.stdout.split("\n").slice(0, 4).join("\n");
+    console.log(`gateway banner:\n${banner}`);
+    expect(stopped.code).toBe(0);
+    // dist/ was built with the console, so the banner names where to open it: the gateway's own port, over http
+    expect(banner).toContain(`console: ${gw.url.replace(/^ws:/, "http:")}/`);
+  });
+
   it("with no gateway running, says so in one line, suggests --local, and exits 2", async () => {
     const s = sandbox();
     // a port that was just free: nothing listens there

@@ -108,7 +108,7 @@ describe("agent over the gateway", () => {
     expect((await peer.response(b, 1)).payload).toMatchObject({ receipt: { kind: "queued" } });
 
     const waitA = await peer.call("agent.wait", { runId: "wait-a", timeoutMs: 20 });
-    expect(waitA.payload).toEqual({ runId: "wait-a", status: "timeout" });
+    expect(waitA.payload).toEqual({ runId: "wait-a", status: "timeout", startedAt: expect.any(Number) });
     const waitB = await peer.call("agent.wait", { runId: "wait-b", timeoutMs: 20 });
     expect(waitB.payload).toEqual({ runId: "wait-b", status: "pending" });
 

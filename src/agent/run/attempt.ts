@@ -11,7 +11,7 @@ import {
   type ThinkingLevel,
 } from "../../providers/types.js";
 import { isCronRunWithTimeout } from "../../queue/types.js";
-import { capForModel } from "../../tools/sanitize.js";
+import { capForModel, omitInlineDataUrls } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
 import type { ModelCallObserver } from "../runtime.js";
@@ -46,7 +46,7 @@ export async function providerFor(
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
       selfHosted: rt.isSelfHosted(model),
-      local: rt.isLocal(model),
+      privateNetwork: rt.onPrivateNetwork(model),
       providerTimeoutMs: model.timeoutSeconds !== undefined ? model.timeoutSeconds * 1000 : undefined,
       runTimeoutMs,
       cronTimeout: spec !== undefined && isCronRunWithTimeout(spec),
@@ -135,7 +135,8 @@ export async function runAttempt(
         sendMessage: (text, toolCallId) => projection.sendMessage(text, toolCallId),
       },
       steering: spec.steering,
-      resultForModel: (text) => capForModel(text),
+      // an inline data URL in tool text is a placeholder for the model too (the events get the same one)
+      resultForModel: (text) => capForModel(omitInlineDataUrls(text)),
       transformContext: input.transformContext,
       ...toolHooks(rt, prepared.hookCtx),
     },

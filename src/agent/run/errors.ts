@@ -26,6 +26,9 @@ export function errorKind(err: unknown): string {
     return "unknown";
   }
   if (err instanceof RunSetupError) return err.kind;
+  // the session's write lock (file lock, or a Postgres lease) stayed held past its acquire timeout by another writer:
+  // both lock ports throw an error of this name; a client can retry later, unlike an unknown failure
+  if (err instanceof Error && err.name === "SessionBusyError") return "session_busy";
   // errors of the run's own phases (compaction, fallback) carry the kind clients should see
   const kind: unknown = err instanceof Error ? Reflect.get(err, "kind") : undefined;
   if (typeof kind === "string") return kind;

@@ -24,7 +24,7 @@ export type RunPorts = Pick<
   | "execApprovals"
   | "getProvider"
   | "isSelfHosted"
-  | "isLocal"
+  | "onPrivateNetwork"
   | "runBeat"
   | "modelCalls"
 >;

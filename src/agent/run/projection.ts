@@ -1,7 +1,7 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import { capText, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import { capText, omitInlineDataUrls, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
 import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
 import type { RunEmitter } from "./events.js";
@@ -155,7 +155,7 @@ export class RunProjection {
           phase: "update",
           name: ev.name,
           toolCallId: ev.toolCallId,
-          partialResult: capText(ev.partial),
+          partialResult: capText(omitInlineDataUrls(ev.partial)),
         });
         return;
       case "tool_end":
@@ -165,7 +165,7 @@ export class RunProjection {
           name: ev.name,
           toolCallId: ev.toolCallId,
           isError: ev.isError,
-          result: capText(ev.result),
+          result: capText(omitInlineDataUrls(ev.result)),
           ...(ev.images ? { images: ev.images.map(omittedImage) } : {}),
           ...(ev.skipped ? { skipped: ev.skipped } : {}),
         });

@@ -1,5 +1,5 @@
 import type { VerboseLevel } from "../../protocol/enums.js";
-import { capText, redactSecrets, redactText } from "../../tools/sanitize.js";
+import { capText, omitInlineDataUrls, redactSecrets, redactText } from "../../tools/sanitize.js";
 
 /**
  * Verbose mode (SPEC 9): one line per tool call, e.g. `🔧 exec: ls -la` or `📖 read: src/a.ts`; in `full` the
@@ -35,6 +35,6 @@ export function summarizeToolCall(call: ToolCallSummaryInput, level: Exclude<Ver
   const detail = detailOf(call.name, redactSecrets(call.args));
   const head = `${call.isError ? "⚠️" : icon} ${call.name}${detail ? `: ${detail}` : ""}`;
   if (level !== "full") return head;
-  const result = capText(redactText(call.result).trim(), SUMMARY_RESULT_MAX);
+  const result = capText(redactText(omitInlineDataUrls(call.result)).trim(), SUMMARY_RESULT_MAX);
   return result ? `${head}\n${result}` : head;
 }

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { tracingRegistered } from "../../infra/tracing-gate.js";
 import { resolveSkillSnapshot, type SkillSnapshot } from "../../prompt/skills.js";
-import type { VerboseLevel } from "../../protocol/enums.js";
+import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { ThinkingLevel } from "../../providers/types.js";
 import { endedByOf } from "../../queue/in-band.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
@@ -136,7 +136,12 @@ async function resolveChoices(rt: TurnPorts, spec: RunSpec, session: SessionRow,
   return {
     modelRef: modelRef ?? "",
     thinking,
-    reasoning: spec.reasoningLevel ?? agent?.reasoningDefault ?? reasoningDefault,
+    // request > the session's setting (sessions.patch) > the agent's own default > agents.defaults
+    reasoning:
+      spec.reasoningLevel ??
+      (session.reasoningLevel as ReasoningLevel | undefined) ??
+      agent?.reasoningDefault ??
+      reasoningDefault,
     // request > the session's setting (sessions.patch) > the agent's own default > agents.defaults
     verbose:
       spec.verboseLevel ??

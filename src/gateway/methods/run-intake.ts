@@ -34,6 +34,9 @@ export async function acceptRun(
     // a client denied in-band control never interrupts, even where the session's queue mode is "interrupt"
     const origin = { actor: conn.actor, ...(conn.access.commandsDeniedBy ? { control: false as const } : {}) };
     const accepted = await gw.service.accept(req, origin);
+    // OpenClaw's `agent` label names the run's session (as sessions.patch label does); sessions.resolve finds it
+    if (!accepted.existing && req.label !== undefined)
+      await gw.service.patchSession(accepted.sessionKey, { label: req.label });
     if (!accepted.existing) {
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);

@@ -133,7 +133,7 @@ export const sessionsDescribeMethod = defineMethod({
 });
 
 /**
- * OpenClaw's sessions.patch: the session's model, thinking level, verbose level, queue mode and label. The
+ * OpenClaw's sessions.patch: the session's model, thinking, reasoning and verbose levels, queue mode and label. The
  * session's next runs use them (a run already going keeps what it started with); `null` clears one. Changing a
  * session's settings is an operator's act (SPEC 21: operator.admin).
  */
@@ -150,6 +150,7 @@ export const sessionsPatchMethod = defineMethod({
       model: params.model,
       thinking: params.thinkingLevel,
       verboseLevel: params.verboseLevel,
+      reasoningLevel: params.reasoningLevel,
       queueMode: params.queueMode,
     });
     const result: SessionsPatchResult = {

@@ -159,6 +159,14 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
     `,
   },
   {
+    version: 7,
+    name: "session reasoning level",
+    // the twin of SQLite's 7: sessions.patch reasoningLevel
+    sql: `
+      ALTER TABLE sessions ADD COLUMN reasoning_level TEXT;
+    `,
+  },
+  {
     version: 1001,
     name: "nodes, session leases, queue claims",
     // nodes: one row per running gateway, its heartbeat renewed every few seconds (node-heartbeat.ts).
