@@ -13,7 +13,7 @@ import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { SessionEvents } from "../infra/session-events.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
-import { ensureWorkspace, resolveWorkspaceDir } from "../prompt/workspace.js";
+import { agentWorkspaceDir, ensureWorkspace } from "../prompt/workspace.js";
 import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
 import type { ModelProvider } from "../providers/types.js";
@@ -375,14 +375,7 @@ export class AgentRuntime {
     const cacheKey = `${agentId}\0${sandboxRoot ?? ""}`;
     let p = this.workspaces.get(cacheKey);
     if (!p) {
-      const entry = this.config.agents.list.find((a) => a.id === agentId);
-      const dir = resolveWorkspaceDir({
-        agentId,
-        agentWorkspace: entry?.workspace,
-        defaultWorkspace: this.config.agents.defaults.workspace,
-        stateDir: this.stateDir,
-        sandboxRoot: sandboxRoot ?? this.config.agents.defaults.sandbox.workspaceRoot,
-      });
+      const dir = agentWorkspaceDir(this.config, this.stateDir, agentId, sandboxRoot);
       p = ensureWorkspace(dir);
       p.catch(() => this.workspaces.delete(cacheKey));
       this.workspaces.set(cacheKey, p);

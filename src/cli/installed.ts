@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import { type LoadedConfig, loadConfig } from "../config/index.js";
-import { resolveWorkspaceDir } from "../prompt/workspace.js";
+import { agentWorkspaceDir } from "../prompt/workspace.js";
 import { requireConfiguredAgent } from "./agent.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -22,15 +22,7 @@ type Kind = "skill" | "plugin";
 function installRoot(kind: Kind, loaded: LoadedConfig, agent: string | undefined): string {
   if (kind === "plugin") return path.join(loaded.stateDir, "plugins");
   const agentId = agent ?? defaultAgentId(loaded.config);
-  const entry = loaded.config.agents.list.find((a) => a.id === agentId);
-  const workspace = resolveWorkspaceDir({
-    agentId,
-    agentWorkspace: entry?.workspace,
-    defaultWorkspace: loaded.config.agents.defaults.workspace,
-    stateDir: loaded.stateDir,
-    sandboxRoot: loaded.config.agents.defaults.sandbox.workspaceRoot,
-  });
-  return path.join(workspace, "skills");
+  return path.join(agentWorkspaceDir(loaded.config, loaded.stateDir, agentId), "skills");
 }
 
 function load(kind: Kind, opts: InstalledOptions): { loaded: LoadedConfig; root: string } {

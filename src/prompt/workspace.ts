@@ -1,6 +1,7 @@
 import { mkdir, readdir, realpath, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
+import type { LoopgateConfig } from "../config/schema.js";
 
 /** The agent that owns the shared default workspace; every other agent gets its own directory. */
 export const MAIN_AGENT_ID = "main";
@@ -35,6 +36,23 @@ function toAbsolute(p: string, homeDir: string): string {
 
 function nonBlank(value: string | undefined): value is string {
   return value !== undefined && value.trim() !== "";
+}
+
+/** The workspace dir `agentId` has under `config` (its own setting, the default, or one per agent): not created. */
+export function agentWorkspaceDir(
+  config: Pick<LoopgateConfig, "agents">,
+  stateDir: string,
+  agentId: string,
+  sandboxRoot?: string,
+): string {
+  const entry = config.agents.list.find((a) => a.id === agentId);
+  return resolveWorkspaceDir({
+    agentId,
+    agentWorkspace: entry?.workspace,
+    defaultWorkspace: config.agents.defaults.workspace,
+    stateDir,
+    sandboxRoot: sandboxRoot ?? config.agents.defaults.sandbox.workspaceRoot,
+  });
 }
 
 /**
