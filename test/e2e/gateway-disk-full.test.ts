@@ -4,13 +4,13 @@
  * permitted this one test is skipped with the reason printed, and gateway-storage-faults.test.ts still covers the
  * behaviour by capping the database's pages.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { connectedPeer, isLifecycleEnd, type RawPeer } from "../fixtures/gateway/harness.js";
+import { fillUp, mountSmallTmpfs } from "../fixtures/gateway/small-tmpfs.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const cli = path.join(root, "dist", "cli", "main.js");
@@ -21,45 +21,10 @@ afterAll(() => {
   for (const fn of cleanup.splice(0).reverse()) fn();
 });
 
-/** A fresh 2 MiB tmpfs, or why there cannot be one here. */
-function mountSmallTmpfs(): { dir: string } | { reason: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-diskfull-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", dir], { stdio: "pipe" });
-  } catch (err) {
-    fs.rmdirSync(dir);
-    const stderr = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim();
-    return { reason: `cannot mount a tmpfs here (${stderr || "mount failed"})` };
-  }
-  cleanup.push(() => {
-    execFileSync("umount", ["-l", dir]);
-    fs.rmdirSync(dir);
-  });
-  return { dir };
-}
-
-const mounted = mountSmallTmpfs();
+const tmpfs = mountSmallTmpfs(2);
+if (!("reason" in tmpfs)) cleanup.push(tmpfs.unmount);
+const mounted: { dir: string } | { reason: string } = tmpfs;
 if ("reason" in mounted) console.log(`skipping "a full disk kills the gateway" on tmpfs: ${mounted.reason}`);
-
-/** Writes into `file` until the file system has no byte left. */
-function fillUp(file: string): void {
-  const fd = fs.openSync(file, "w");
-  try {
-    for (const size of [64 * 1024, 4096, 512, 1]) {
-      const chunk = Buffer.alloc(size, 1);
-      for (;;) {
-        try {
-          fs.writeSync(fd, chunk);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-          break;
-        }
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 async function startGatewayProcess(dir: string): Promise<{ url: string; exited: () => boolean; stderr: () => string }> {
   const config = path.join(dir, "loopgate.json");
