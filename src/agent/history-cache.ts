@@ -1,6 +1,6 @@
 import type { ChatMessage } from "../providers/types.js";
 import type { Store, TranscriptRow } from "../storage/types.js";
-import { messagesFromContextRows } from "./run/compaction-summary.js";
+import { isContextRow, messagesFromContextRows } from "./run/compaction-summary.js";
 
 interface CachedHistory {
   /** a deleted and re-created session gets a new id, so its old cached rows are never reused */
@@ -70,7 +70,7 @@ async function coldLoad(
 ): Promise<CachedHistory> {
   const rows = await store.readContextRows(sessionKey, { generation });
   const messages = messagesFromContextRows(rows);
-  const messageRows = rows.filter((r) => r.kind === "message" && r.message);
+  const messageRows = rows.filter(isContextRow);
   // messagesFromContextRows puts the summary (if any) first, then the message rows in order
   const seqs = [...(messages.length > messageRows.length ? [0] : []), ...messageRows.map((r) => r.seq)];
   const chars = messages.reduce((n, m) => n + JSON.stringify(m).length + 1, 0);
@@ -81,7 +81,7 @@ async function coldLoad(
 function fold(entry: CachedHistory, rows: TranscriptRow[]): void {
   for (const row of rows) {
     entry.lastSeq = row.seq;
-    if (row.kind === "message" && row.message) {
+    if (isContextRow(row)) {
       entry.messages.push(row.message);
       entry.seqs.push(row.seq);
       entry.chars += JSON.stringify(row.message).length + 1;

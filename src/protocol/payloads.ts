@@ -233,6 +233,9 @@ export interface HistoryEntry {
   stopReason?: string;
   model?: string;
   usage?: unknown;
+  /** the last assistant row of a run that ended in error, timeout or abort: why (pi-ai's field name) */
+  errorMessage?: string;
+  errorKind?: string;
   text?: string;
 }
 

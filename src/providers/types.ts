@@ -121,6 +121,21 @@ export interface AssistantMessage {
   usage?: Usage;
   /** provider/model that produced it */
   model?: string;
+  /**
+   * Why the run this message ended failed (pi-ai's field name, which OpenClaw's transcripts use): set on the last
+   * assistant row of a run that ended in error, timeout or abort, so the failure stays in the transcript.
+   */
+  errorMessage?: string;
+  /** the failure's kind (errors.ts taxonomy, or "timeout" / "aborted"), beside errorMessage */
+  errorKind?: string;
+}
+
+/**
+ * Whether a stored message goes to the model: a failure marker (an assistant row with no content, only the run's
+ * error) is a record for people reading the transcript, not a turn of the conversation.
+ */
+export function isContextMessage(message: ChatMessage): boolean {
+  return !(message.role === "assistant" && message.content.length === 0 && message.errorMessage !== undefined);
 }
 export interface ToolResultMessage {
   role: "toolResult";

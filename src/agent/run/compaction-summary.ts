@@ -1,4 +1,4 @@
-import type { ChatMessage, UserMessage } from "../../providers/types.js";
+import { type ChatMessage, isContextMessage, type UserMessage } from "../../providers/types.js";
 import type { TranscriptRow } from "../../storage/types.js";
 
 /**
@@ -21,13 +21,19 @@ export function summaryText(message: ChatMessage | undefined): string | undefine
 
 /**
  * The model's history from `Store.readContextRows`: the latest compaction row becomes the summary message, the
- * message rows follow. Other rows (resets, older compactions) carry no message and are skipped.
+ * message rows follow. Other rows (resets, older compactions) carry no message and are skipped, and so are the
+ * failure markers of runs that ended without an answer (isContextMessage).
  */
 export function messagesFromContextRows(rows: readonly TranscriptRow[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const row of rows) {
     if (row.kind === "compaction" && row.text !== undefined && out.length === 0) out.push(summaryMessage(row.text));
-    else if (row.kind === "message" && row.message) out.push(row.message);
+    else if (isContextRow(row)) out.push(row.message);
   }
   return out;
+}
+
+/** A message row whose message goes to the model (history-cache.ts keeps its seqs in step with this). */
+export function isContextRow(row: TranscriptRow): row is TranscriptRow & { message: ChatMessage } {
+  return row.kind === "message" && row.message !== undefined && isContextMessage(row.message);
 }

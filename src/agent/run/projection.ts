@@ -1,7 +1,14 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import { capText, omitInlineDataUrls, omittedImage, redactSecrets, sanitizeForEvent } from "../../tools/sanitize.js";
+import {
+  capText,
+  omitInlineDataUrls,
+  omittedImage,
+  redactSecrets,
+  redactText,
+  sanitizeForEvent,
+} from "../../tools/sanitize.js";
 import type { MessageDelivery } from "../../tools/types.js";
 import type { LoopEvent } from "../loop.js";
 import type { RunEmitter } from "./events.js";
@@ -18,6 +25,13 @@ export interface ReplyOptions {
   verbose: VerboseLevel;
   /** the break the run's reply blocks are sent at (undefined: block streaming is off) */
   blockStreaming?: BlockStreamingBreak;
+}
+
+/** How a run that did not end well ended, as its transcript records it (finish.ts classifies it). */
+export interface RunFailure {
+  message: string;
+  kind: string;
+  model?: string;
 }
 
 /** What reply shaping needs from the run's events: the kept reasoning, tool summaries and mid-run messages. */
@@ -48,6 +62,7 @@ export class RunProjection {
   private writes: Promise<void> = Promise.resolve();
   private writeError: unknown;
   private heldPartial?: AssistantMessage;
+  private settledPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
   private readonly checkpoints = new TextCheckpoints();
@@ -211,10 +226,36 @@ export class RunProjection {
     if (this.writeError !== undefined) throw this.writeError;
   }
 
-  /** The attempt is final: a held partial answer is written. */
+  /**
+   * The attempt is final: a held partial answer is kept for `end`, which writes it with the run's failure (the
+   * partial of a failed call always belongs to a run that did not end well).
+   */
   settle(): void {
-    if (this.heldPartial) this.write(this.heldPartial);
+    this.settledPartial = this.heldPartial;
     this.heldPartial = undefined;
+  }
+
+  /**
+   * The run is over. One that ended in error, timeout or abort leaves its trace in the transcript: the partial
+   * answer it streamed, or a marker row with no content, carrying `errorMessage` and `errorKind` (an assistant
+   * message in OpenClaw's shape: chat.history shows it after a reload; the model's context skips the marker).
+   */
+  end(failure: RunFailure | undefined): void {
+    const partial = this.settledPartial;
+    this.settledPartial = undefined;
+    if (!failure) {
+      if (partial) this.write(partial);
+      return;
+    }
+    const stopReason = failure.kind === "aborted" || failure.kind === "timeout" ? "aborted" : "error";
+    this.write({
+      ...(partial ?? { role: "assistant", content: [] }),
+      stopReason,
+      ...(failure.model && !partial?.model ? { model: failure.model } : {}),
+      // secrets a provider echoed into its error text are masked before the row is stored
+      errorMessage: redactText(failure.message),
+      errorKind: failure.kind,
+    });
   }
 
   /**

@@ -13,7 +13,7 @@ import { coalescingEmitter } from "./delta-coalescer.js";
 import { errorKind } from "./errors.js";
 import { runEmitter } from "./events.js";
 import { type ExecuteResult, executeRun } from "./execute.js";
-import { emitTerminal, finishRun } from "./finish.js";
+import { classifyOutcome, emitTerminal, finishRun, statusOf } from "./finish.js";
 import type { TurnPorts } from "./ports.js";
 import { type PreparedRun, prepareRun, type SessionLock, type TurnChoices } from "./prepare.js";
 import { RunProjection } from "./projection.js";
@@ -235,6 +235,12 @@ async function runPhases(
     });
   } catch (err) {
     setupError = err instanceof Error ? err : new Error(String(err));
+  }
+  try {
+    // under the session write lock still: the run's last row (its partial answer, its failure) is written here
+    if (projection && prepared) await endTranscript(projection, control.signal, exec, setupError, prepared.model.ref);
+  } catch (err) {
+    rt.logger.warn(`run ${spec.runId}: writing how the run ended to the transcript: ${(err as Error).message}`);
   } finally {
     spec.onLoopEnd?.();
     projection?.close();
@@ -255,6 +261,19 @@ async function runPhases(
     options: { reasoning: choices.reasoning, verbose: choices.verbose },
     deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
   });
+}
+
+/** The run's failure (error, timeout, abort) is recorded in its transcript: see RunProjection.end. */
+async function endTranscript(
+  projection: RunProjection,
+  signal: AbortSignal,
+  exec: ExecuteResult | undefined,
+  setupError: Error | undefined,
+  model: string,
+): Promise<void> {
+  const { status, error } = statusOf(classifyOutcome(signal, exec, setupError));
+  projection.end(status === "ok" || !error ? undefined : { message: error.message, kind: error.kind, model });
+  await projection.flushed();
 }
 
 function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unknown): RunResult {
