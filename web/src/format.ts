@@ -34,3 +34,25 @@ export function shortKey(key: string): string {
 export function sessionHref(key: string): string {
   return `#/session/${encodeURIComponent(key)}`;
 }
+
+/** "in 1 min 05 s", "in 12 s", "expired": what is left until `deadline`. */
+export function countdown(deadline: number | undefined, now = Date.now()): string {
+  if (deadline === undefined) return "no deadline";
+  const s = Math.ceil((deadline - now) / 1000);
+  if (s <= 0) return "expired";
+  if (s < 60) return `${s} s left`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m} min ${String(s % 60).padStart(2, "0")} s left` : `${Math.floor(m / 60)} h ${m % 60} min left`;
+}
+
+/**
+ * An audit actor as a person reads it: "device:<64 hex>" shows as its first 8 hex digits (the full id on hover),
+ * a labelled token as its label; anything else as it is.
+ */
+export function shortActor(actor: string | undefined): { text: string; full?: string } {
+  if (!actor) return { text: "—" };
+  const device = /^device:([0-9a-f]{16,})$/i.exec(actor);
+  if (device) return { text: `device ${device[1].slice(0, 8)}`, full: actor };
+  if (actor.length > 24) return { text: `${actor.slice(0, 20)}…`, full: actor };
+  return { text: actor };
+}

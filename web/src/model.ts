@@ -5,15 +5,15 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import type { Diagnostic, DiagnosticsListResult } from "../../src/protocol/diagnostics";
-import type { ExecApprovalRequested as Approval, ExecApprovalListResult } from "../../src/protocol/exec-approvals";
 import type { McpServerHealth, McpStatusResult } from "../../src/protocol/mcp";
-import type { SessionInfo, SessionsListResult } from "../../src/protocol/payloads";
+import type { SessionInfo, SessionListDefaults, SessionsListResult } from "../../src/protocol/payloads";
+import { APPROVAL_KINDS, type PendingApproval, pendingOf } from "./approvals";
 import { type EventFrame, type GatewayClient, RpcError } from "./gateway";
 
 export type { Diagnostic } from "../../src/protocol/diagnostics";
-export type { ExecApprovalRequested as Approval } from "../../src/protocol/exec-approvals";
 // wire shapes: the gateway's own definitions (type-only imports, nothing of src/ is bundled)
 export type { SessionActivity, SessionInfo } from "../../src/protocol/payloads";
+export type { PendingApproval as Approval } from "./approvals";
 
 export interface ToolCall {
   id: string;
@@ -41,6 +41,8 @@ export interface LiveRun {
   retries: number;
   fallbacks: string[];
   waiting?: string;
+  /** the approval the run waits for (its lifecycle says so to every reader, approvers or not) */
+  approval?: { id: string; expiresAtMs?: number };
   stopReason?: string;
   error?: string;
   /** the last run seq applied: replays after a reconnect start here, and nothing is applied twice */
@@ -56,8 +58,15 @@ export class ConsoleModel {
   version = 0;
   sessions: SessionInfo[] = [];
   sessionsError: string | undefined;
+  /** the model a session without an override uses (sessions.list `defaults`) */
+  defaults: SessionListDefaults | undefined;
   readonly runs = new Map<string, LiveRun>();
-  approvals: Approval[] = [];
+  /** agents.list and models.list: what the new-session form and the session's model switch offer */
+  agents: Array<{ id: string; name?: string }> = [];
+  defaultAgentId = "main";
+  models: Array<{ ref: string; name: string }> = [];
+  /** pending approvals of every kind the gateway has (approvals.ts), oldest first */
+  approvals: PendingApproval[] = [];
   /** newest first */
   diagnostics: Diagnostic[] = [];
   diagnosticsEnabled = false;
@@ -98,7 +107,13 @@ export class ConsoleModel {
       ? [...this.runs.values()].filter((r) => r.state === "running" || r.state === "queued").map((r) => r.runId)
       : [];
     if (this.has("agent.events")) for (const id of replay) this.replaying.set(id, []);
-    await Promise.all([this.refreshSessions(), this.refreshApprovals(), this.refreshDiagnostics(), this.refreshMcp()]);
+    await Promise.all([
+      this.refreshSessions(),
+      this.refreshApprovals(),
+      this.refreshDiagnostics(),
+      this.refreshMcp(),
+      this.refreshCatalog(),
+    ]);
     // runs that were going on before this page opened (or that started while it was away) are read from the start
     for (const s of this.sessions) {
       const id = s.activity?.activeRunId;
@@ -146,6 +161,7 @@ export class ConsoleModel {
     try {
       const res = await this.gw.call<SessionsListResult>("sessions.list", { limit: 500 });
       this.sessions = res.sessions;
+      this.defaults = res.defaults;
       this.sessionsError = undefined;
     } catch (err) {
       this.sessionsError = (err as Error).message;
@@ -154,14 +170,40 @@ export class ConsoleModel {
   }
 
   async refreshApprovals(): Promise<void> {
-    if (!this.has("exec.approval.list") || !this.canApprove()) return;
-    try {
-      const res = await this.gw.call<ExecApprovalListResult>("exec.approval.list", {});
-      this.approvals = res.approvals;
-    } catch (err) {
-      if (!(err instanceof RpcError)) throw err;
+    if (!this.canApprove()) return;
+    const listed: PendingApproval[] = [];
+    for (const kind of APPROVAL_KINDS) {
+      if (!kind.listMethod || !this.has(kind.listMethod)) continue;
+      try {
+        const res = await this.gw.call<{ approvals: Array<Record<string, unknown>> }>(kind.listMethod, {});
+        for (const raw of res.approvals) {
+          const a = pendingOf(kind, raw);
+          if (a) listed.push(a);
+        }
+      } catch (err) {
+        if (!(err instanceof RpcError)) throw err;
+      }
     }
+    this.approvals = listed;
     this.changed();
+  }
+
+  /** Answers a pending approval with its kind's resolve method; the list drops it at once. */
+  async answerApproval(a: PendingApproval, decision: string): Promise<void> {
+    const kind = APPROVAL_KINDS.find((k) => k.kind === a.kind);
+    if (!kind) throw new Error(`no way to answer a ${a.kind} approval`);
+    await this.gw.call(kind.resolveMethod, { id: a.id, decision });
+    this.dropApproval(a.kind, a.id);
+  }
+
+  private dropApproval(kind: string, id: unknown): void {
+    this.approvals = this.approvals.filter((x) => !(x.kind === kind && x.id === id));
+    this.changed();
+  }
+
+  /** The approval a run's tool call (or the run itself) waits for, if one is pending. */
+  approvalFor(runId: string, toolCallId?: string): PendingApproval | undefined {
+    return this.approvals.find((a) => a.runId === runId && (!toolCallId || a.toolCallId === toolCallId));
   }
 
   async refreshDiagnostics(): Promise<void> {
@@ -187,6 +229,38 @@ export class ConsoleModel {
       // the token lacks read scope: the section stays empty
     }
     this.changed();
+  }
+
+  /** The agents and models the gateway's config names (read once per connection). */
+  async refreshCatalog(): Promise<void> {
+    try {
+      if (this.has("agents.list")) {
+        const res = await this.gw.call<{ defaultId: string; agents: Array<{ id: string; name?: string }> }>(
+          "agents.list",
+          {},
+        );
+        this.agents = res.agents;
+        this.defaultAgentId = res.defaultId;
+      }
+      if (this.has("models.list")) {
+        const res = await this.gw.call<{ models: Array<{ id: string; name?: string; provider: string }> }>(
+          "models.list",
+          {},
+        );
+        this.models = res.models.map((m) => ({ ref: `${m.provider}/${m.id}`, name: m.name ?? m.id }));
+      }
+    } catch {
+      // a token without read scope: the pickers offer the defaults only
+    }
+    this.changed();
+  }
+
+  /** The model a session's runs use: its override, else the configured default (sessions.list `defaults`). */
+  modelOf(s: SessionInfo | undefined): string | undefined {
+    if (s?.model) return s.model;
+    const d = this.defaults;
+    if (!d?.model) return undefined;
+    return d.modelProvider && !d.model.startsWith(`${d.modelProvider}/`) ? `${d.modelProvider}/${d.model}` : d.model;
   }
 
   canApprove(): boolean {
@@ -216,12 +290,6 @@ export class ConsoleModel {
         else this.applyAgentEvent(p);
         break;
       }
-      case "exec.approval.requested":
-        this.approvals = [...this.approvals.filter((a) => a.id !== p.id), p as unknown as Approval];
-        break;
-      case "exec.approval.resolved":
-        this.approvals = this.approvals.filter((a) => a.id !== p.id);
-        break;
       case "diagnostic":
         this.diagnostics = [p as unknown as Diagnostic, ...this.diagnostics].slice(0, 500);
         this.diagnosticsEnabled = true;
@@ -229,8 +297,17 @@ export class ConsoleModel {
         break;
       case "shutdown":
         break;
-      default:
-        return;
+      default: {
+        const requested = APPROVAL_KINDS.find((k) => k.requestedEvent === e.event);
+        const resolved = APPROVAL_KINDS.find((k) => k.resolvedEvent === e.event);
+        if (requested) {
+          const a = pendingOf(requested, p);
+          if (!a) return;
+          this.approvals = [...this.approvals.filter((x) => !(x.kind === a.kind && x.id === a.id)), a];
+        } else if (resolved) {
+          this.approvals = this.approvals.filter((x) => !(x.kind === resolved.kind && x.id === p.id));
+        } else return;
+      }
     }
     this.changed();
   }
@@ -315,6 +392,7 @@ export class ConsoleModel {
         run.error = typeof d.error === "string" ? d.error : undefined;
         if (typeof d.model === "string") run.model = d.model;
         run.waiting = undefined;
+        run.approval = undefined;
         this.stuck.delete(run.sessionKey);
         this.bumpHistory(run.sessionKey);
         this.scheduleSessionsRefresh();
@@ -328,10 +406,15 @@ export class ConsoleModel {
         break;
       case "waiting":
         run.waiting = d.for === "approval" ? `approval of ${String(d.command ?? "a command")}` : String(d.for);
+        run.approval =
+          d.for === "approval" && typeof d.approvalId === "string"
+            ? { id: d.approvalId, expiresAtMs: typeof d.expiresAtMs === "number" ? d.expiresAtMs : undefined }
+            : undefined;
         break;
       case "resumed":
         // the approval ended (answered, expired): the run goes on
         run.waiting = undefined;
+        run.approval = undefined;
         break;
       default:
         break;

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { AuditEvent, AuditListResult } from "../../../src/protocol/payloads";
-import { sessionHref, shortKey, time } from "../format";
+import { sessionHref, shortActor, shortKey, time } from "../format";
 import type { ConsoleModel } from "../model";
 
 const ACTIONS = ["", "agent.run.started", "agent.run.finished", "tool.action.started", "tool.action.finished"];
@@ -112,8 +112,8 @@ export function AuditPage(props: { model: ConsoleModel }) {
               <td data-label="Session">
                 <a href={sessionHref(r.sessionKey)}>{shortKey(r.sessionKey)}</a>
               </td>
-              <td data-label="Actor" class="wide">
-                {r.actor}
+              <td data-label="Actor" class="wide" title={shortActor(r.actor).full} data-testid="audit-actor">
+                {shortActor(r.actor).text}
               </td>
               <td data-label="Tool / code" class="wide">
                 {[r.toolName, r.code].filter(Boolean).join(" · ") || "—"}

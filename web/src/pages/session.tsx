@@ -1,13 +1,24 @@
 /**
  * One session: its transcript (current generation; compaction and reset rows shown as such; tool calls folded with
- * their results), the runs streaming into it live, and the composer (queue mode, receipt, stop, /new, /reset).
+ * their results; runs that ended in error, timeout or abort say so), the runs streaming into it live with the
+ * approvals they wait for, the session's switches (model, thinking, verbose), and the composer (queue mode,
+ * receipt, stop, /new, /reset). The view opens at the newest message and follows a live run unless the reader
+ * scrolled up; then a "new messages" button brings them back down.
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import type { ThinkingLevel, VerboseLevel } from "../../../src/protocol/enums";
 import type { AgentAccepted, ChatAbortResult, ChatHistoryResult, HistoryEntry } from "../../../src/protocol/payloads";
 import type { Receipt } from "../../../src/protocol/run";
+import type { PendingApproval } from "../approvals";
+import { ApprovalCard } from "../components/approval-card";
+import { RunDetail } from "../components/run-detail";
 import { shortKey, time } from "../format";
 import { newIdempotencyKey } from "../gateway";
+import { Markdown } from "../markdown";
 import { type ConsoleModel, type LiveRun, type ToolCall, useModel } from "../model";
+
+const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh", "adaptive"];
+const VERBOSE: readonly VerboseLevel[] = ["off", "on", "full"];
 
 /** A message row (chat.history spreads the stored message into the entry, in OpenClaw's shape); not a marker row. */
 function messageOf(e: HistoryEntry): HistoryEntry | undefined {
@@ -36,13 +47,23 @@ function json(v: unknown): string {
   }
 }
 
-function ToolView(props: { call: ToolCall; live?: boolean }) {
+function ToolView(props: { call: ToolCall; live?: boolean; waiting?: boolean }) {
   const { call } = props;
-  const state = call.result === undefined ? (props.live ? "running" : "no result") : call.isError ? "error" : "ok";
+  const state =
+    call.result === undefined
+      ? props.waiting
+        ? "waiting for approval"
+        : props.live
+          ? "running"
+          : "no result"
+      : call.isError
+        ? "error"
+        : "ok";
   return (
-    <details class={`tool ${state}`} data-testid="tool">
+    <details class={`tool ${state === "waiting for approval" ? "waiting" : state}`} data-testid="tool">
       <summary>
-        <span class="tool-name">{call.name}</span> <span class="status">{call.skipped ?? state}</span>
+        <span class="tool-name">{call.name}</span>{" "}
+        <span class={`status ${state === "waiting for approval" ? "waiting" : state}`}>{call.skipped ?? state}</span>
       </summary>
       <div class="tool-body">
         <h4>Arguments</h4>
@@ -64,12 +85,43 @@ function ToolView(props: { call: ToolCall; live?: boolean }) {
   );
 }
 
+/** How a run that did not end well ended, from its last row's errorKind (finish.ts: "timeout", "aborted", …). */
+function failureLabel(kind: string | undefined): string {
+  if (kind === "timeout") return "Timed out";
+  if (kind === "aborted") return "Stopped";
+  return "Failed";
+}
+
+function RunFailure(props: { kind?: string; message: string }) {
+  return (
+    <p class="error run-failure" data-testid="run-failure" data-kind={props.kind}>
+      <strong>{failureLabel(props.kind)}</strong> · {props.message}
+    </p>
+  );
+}
+
+/** A "Run details" toggle, opening the run's details under the row (the same view as the Runs page). */
+function RunDetails(props: { model: ConsoleModel; runId: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <button type="button" class="link run-details" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? "Hide run details" : "Run details"}
+      </button>
+      {open && <RunDetail model={props.model} runId={props.runId} onClose={() => setOpen(false)} />}
+    </>
+  );
+}
+
 /** Transcript rows → turns: an assistant message's tool calls take their results (toolResult rows) along. */
-function Transcript(props: { entries: HistoryEntry[] }) {
+function Transcript(props: { entries: HistoryEntry[]; model: ConsoleModel }) {
   const results = new Map<string, HistoryEntry>();
+  /** the last assistant row of each run carries the run's details toggle */
+  const lastOfRun = new Map<string, number>();
   for (const e of props.entries) {
     const m = messageOf(e);
     if (m?.role === "toolResult" && m.toolCallId) results.set(m.toolCallId, e);
+    if (m?.role === "assistant" && e.runId) lastOfRun.set(e.runId, e.seq);
   }
   return (
     <ol class="transcript" aria-label="Transcript">
@@ -116,8 +168,13 @@ function Transcript(props: { entries: HistoryEntry[] }) {
           .map((p) => p.text ?? "")
           .join("\n");
         const calls = parts.filter((p) => p.type === "toolCall");
+        const failed = m.errorMessage !== undefined;
         return (
-          <li key={e.seq} class="row assistant" data-testid="assistant-message">
+          <li
+            key={e.seq}
+            class={`row assistant${failed ? " failed" : ""}`}
+            data-testid={failed && !text ? "failed-run" : "assistant-message"}
+          >
             <div class="who">Agent · {time(e.createdAt)}</div>
             {thinking && (
               <details class="thinking">
@@ -125,7 +182,7 @@ function Transcript(props: { entries: HistoryEntry[] }) {
                 <pre>{thinking}</pre>
               </details>
             )}
-            {text && <div class="text">{text}</div>}
+            {text && <Markdown class="text" text={text} />}
             {calls.map((c) => {
               const r = results.get(String(c.id));
               return (
@@ -141,6 +198,8 @@ function Transcript(props: { entries: HistoryEntry[] }) {
                 />
               );
             })}
+            {failed && <RunFailure kind={m.errorKind} message={m.errorMessage ?? ""} />}
+            {e.runId && lastOfRun.get(e.runId) === e.seq && <RunDetails model={props.model} runId={e.runId} />}
           </li>
         );
       })}
@@ -148,9 +207,31 @@ function Transcript(props: { entries: HistoryEntry[] }) {
   );
 }
 
-function LiveRunView(props: { run: LiveRun }) {
-  const { run } = props;
+/** The approval a live run waits for: the approver's full entry, else what the run's lifecycle said (read-only). */
+function waitingApproval(model: ConsoleModel, run: LiveRun): PendingApproval | undefined {
+  const pending = model.approvals.filter((a) => a.runId === run.runId);
+  if (pending.length) return pending[0];
+  if (!run.approval) return undefined;
+  return {
+    kind: "exec",
+    id: run.approval.id,
+    sessionKey: run.sessionKey,
+    runId: run.runId,
+    title: run.waiting?.replace(/^approval of /, "") ?? "a command",
+    subject: "waiting for approval",
+    expiresAtMs: run.approval.expiresAtMs,
+  };
+}
+
+function LiveRunView(props: { run: LiveRun; model: ConsoleModel }) {
+  const { run, model } = props;
   const text = run.blocks.length && !run.text ? run.blocks.join("\n\n") : run.text;
+  const approvals = model.approvals.filter((a) => a.runId === run.runId);
+  const approval = waitingApproval(model, run);
+  const pendingCalls = run.tools.filter((t) => t.result === undefined);
+  /** the tool call an approval is for: named by the approval, else the newest call without a result */
+  const waitingCall = approval && (approval.toolCallId ?? pendingCalls.at(-1)?.id);
+  const failed = run.state === "error" || run.state === "timeout" || run.state === "aborted";
   return (
     <li class={`row assistant live ${run.state}`} data-testid="live-run" data-run={run.runId}>
       <div class="who">
@@ -167,14 +248,47 @@ function LiveRunView(props: { run: LiveRun }) {
         </details>
       )}
       {run.tools.map((t) => (
-        <ToolView key={t.id} call={t} live={run.state === "running"} />
+        <ToolView key={t.id} call={t} live={run.state === "running"} waiting={t.id === waitingCall} />
       ))}
-      <div class="text" data-testid="live-text" aria-live="polite">
-        {text}
+      {(approvals.length ? approvals : approval ? [approval] : []).map((a) => (
+        <ApprovalCard key={`${a.kind}:${a.id}`} model={model} approval={a} />
+      ))}
+      <div data-testid="live-text" aria-live="polite">
+        <Markdown class="text" text={text} />
       </div>
-      {run.error && <p class="error">{run.error}</p>}
+      {failed && run.error && <RunFailure kind={run.state === "error" ? "error" : run.state} message={run.error} />}
     </li>
   );
+}
+
+/** Keeps the newest message in view: on open, and as a live run grows, unless the reader scrolled up. */
+function useFollow(sessionKey: string, ready: boolean, signature: string): { behind: boolean; toBottom(): void } {
+  const atBottom = useRef(true);
+  const [behind, setBehind] = useState(false);
+  const opened = useRef<string | undefined>(undefined);
+  const toBottom = () => {
+    atBottom.current = true;
+    setBehind(false);
+    window.scrollTo(0, document.documentElement.scrollHeight);
+  };
+  useEffect(() => {
+    const onScroll = () => {
+      const el = document.documentElement;
+      atBottom.current = window.innerHeight + window.scrollY >= el.scrollHeight - 48;
+      if (atBottom.current) setBehind(false);
+    };
+    addEventListener("scroll", onScroll, { passive: true });
+    return () => removeEventListener("scroll", onScroll);
+  }, []);
+  useLayoutEffect(() => {
+    if (!ready) return;
+    if (opened.current !== sessionKey) {
+      opened.current = sessionKey;
+      toBottom();
+    } else if (atBottom.current) toBottom();
+    else setBehind(true);
+  }, [sessionKey, ready, signature]);
+  return { behind, toBottom };
 }
 
 const MODES = ["followup", "steer", "collect", "interrupt"] as const;
@@ -233,13 +347,28 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
   // another session: back to its current generation
   useEffect(() => setGeneration(undefined), [sessionKey]);
 
-  // a finished run stays shown live until the transcript has its answer (an aborted or failed run may have none)
+  // a finished run stays shown live until the transcript has its answer or its failure; one that left no row (it
+  // failed before its first) only until something newer is in the transcript
   const answered = new Set(history?.messages.filter((m) => messageOf(m)?.role === "assistant").map((m) => m.runId));
+  const newest = history?.messages.at(-1)?.createdAt ?? 0;
   const liveRuns = model
     .runsOf(sessionKey)
-    .filter((r) => r.state === "running" || r.state === "queued" || !answered.has(r.runId));
+    .filter(
+      (r) =>
+        r.state === "running" ||
+        r.state === "queued" ||
+        (!answered.has(r.runId) && (r.endedAt ?? Number.POSITIVE_INFINITY) >= newest),
+    );
   const session = model.sessions.find((s) => s.key === sessionKey);
   const busy = (session?.activity && session.activity.state !== "idle") || liveRuns.some((r) => r.state === "running");
+
+  const signature = [
+    history?.generation,
+    history?.messages.length,
+    ...liveRuns.map((r) => `${r.state}:${r.text.length}:${r.blocks.length}:${r.tools.length}:${r.thinking.length}`),
+    model.approvals.filter((a) => a.sessionKey === sessionKey).length,
+  ].join("|");
+  const follow = useFollow(sessionKey, history !== undefined, signature);
 
   const send = async (text: string, queueMode?: string) => {
     setSendError(undefined);
@@ -253,6 +382,7 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
         ...(reasoning ? { reasoningLevel: "stream" } : {}),
       });
       setReceipt(`${receiptText(res.receipt)} · run ${res.runId.slice(0, 18)}`);
+      follow.toBottom();
       return true;
     } catch (err) {
       setSendError((err as Error).message);
@@ -299,19 +429,25 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
           </select>
         </label>
       )}
+      <SessionSwitches model={model} sessionKey={sessionKey} writable={writable} />
       {historyError && (
         <p class="error" role="alert">
           {historyError}
         </p>
       )}
       {history && history.messages.length === 0 && liveRuns.length === 0 && <p class="empty">No messages yet.</p>}
-      {history && <Transcript entries={history.messages} />}
+      {history && <Transcript entries={history.messages} model={model} />}
       {liveRuns.length > 0 && generation === undefined && (
         <ol class="transcript live-runs" aria-label="Live runs">
           {liveRuns.map((r) => (
-            <LiveRunView key={r.runId} run={r} />
+            <LiveRunView key={r.runId} run={r} model={model} />
           ))}
         </ol>
+      )}
+      {follow.behind && (
+        <button type="button" class="pill" data-testid="new-messages" onClick={follow.toBottom}>
+          New messages ↓
+        </button>
       )}
       <form
         class="composer"
@@ -335,11 +471,18 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
           value={message}
           disabled={!writable}
           onInput={(e) => setMessage((e.target as HTMLTextAreaElement).value)}
+          aria-describedby="composer-keys"
           onKeyDown={(e) => {
-            if (e.key === "Enter" && (e.ctrlKey || e.metaKey))
+            // Enter sends, Shift+Enter is a new line; Enter that confirms an input method's composition is neither
+            if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
               (e.currentTarget.form as HTMLFormElement).requestSubmit();
+            }
           }}
         />
+        <p id="composer-keys" class="hint keys">
+          Enter sends · Shift+Enter adds a new line
+        </p>
         <div class="composer-row">
           <label>
             Queue mode
@@ -387,5 +530,85 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
         )}
       </form>
     </section>
+  );
+}
+
+/** The session's model, thinking level and verbose level (sessions.patch); "default" clears the override. */
+function SessionSwitches(props: { model: ConsoleModel; sessionKey: string; writable: boolean }) {
+  const { model, sessionKey, writable } = props;
+  const session = model.sessions.find((s) => s.key === sessionKey);
+  const [error, setError] = useState<string | undefined>();
+  const [saved, setSaved] = useState<string | undefined>();
+  const patch = async (field: "model" | "thinkingLevel" | "verboseLevel", value: string) => {
+    setError(undefined);
+    setSaved(undefined);
+    try {
+      await model.gw.call("sessions.patch", { key: sessionKey, [field]: value === "" ? null : value });
+      await model.refreshSessions();
+      setSaved(`${field === "model" ? "model" : field === "thinkingLevel" ? "thinking" : "verbose"} saved`);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const defaultModel = model.modelOf(session ? { ...session, model: undefined } : undefined);
+  const models = model.models.map((m) => m.ref);
+  if (session?.model && !models.includes(session.model)) models.push(session.model);
+  const disabled = !writable || !session || model.gw.state.kind !== "open";
+  return (
+    <fieldset class="switches" aria-label="Session settings">
+      <label>
+        Model
+        <select
+          value={session?.model ?? ""}
+          disabled={disabled}
+          onChange={(e) => patch("model", (e.target as HTMLSelectElement).value)}
+        >
+          <option value="">default{defaultModel ? ` (${defaultModel})` : ""}</option>
+          {models.map((m) => (
+            <option key={m} value={m}>
+              {m}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Thinking
+        <select
+          value={session?.thinkingLevel ?? ""}
+          disabled={disabled}
+          onChange={(e) => patch("thinkingLevel", (e.target as HTMLSelectElement).value)}
+        >
+          <option value="">default</option>
+          {THINKING.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Verbose
+        <select
+          value={session?.verboseLevel ?? ""}
+          disabled={disabled}
+          onChange={(e) => patch("verboseLevel", (e.target as HTMLSelectElement).value)}
+        >
+          <option value="">default</option>
+          {VERBOSE.map((v) => (
+            <option key={v} value={v}>
+              {v}
+            </option>
+          ))}
+        </select>
+      </label>
+      <span class="hint" role="status" data-testid="switch-status">
+        {saved}
+      </span>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </fieldset>
   );
 }

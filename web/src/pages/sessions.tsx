@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { ago, sessionHref, shortKey, tokens } from "../format";
+import { canWrite } from "../gateway";
 import { type ConsoleModel, type SessionInfo, useModel } from "../model";
 
 type Filter = "all" | "running" | "queued" | "idle" | "stuck";
@@ -45,7 +46,10 @@ export function SessionsPage(props: { model: ConsoleModel }) {
   }, [model.version, search, filter]);
   return (
     <section aria-labelledby="sessions-h">
-      <h1 id="sessions-h">Sessions</h1>
+      <div class="page-head">
+        <h1 id="sessions-h">Sessions</h1>
+        {canWrite(model.gw.scopes) && model.has("sessions.create") && <NewSession model={model} />}
+      </div>
       <div class="filters">
         <label>
           Search
@@ -98,7 +102,7 @@ export function SessionsPage(props: { model: ConsoleModel }) {
               </td>
               <td data-label="Last activity">{ago(s.updatedAt)}</td>
               <td data-label="Model" class="wide">
-                {s.model ?? lastModel(model, s.key) ?? "default"}
+                {model.modelOf(s) ?? lastModel(model, s.key) ?? "—"}
               </td>
               <td data-label="Tokens" class="num">
                 {tokens(s.totalTokens)}
@@ -115,5 +119,69 @@ export function SessionsPage(props: { model: ConsoleModel }) {
         </tbody>
       </table>
     </section>
+  );
+}
+
+/** sessions.create with an agent and a label; the console then opens the new session. */
+function NewSession(props: { model: ConsoleModel }) {
+  const { model } = props;
+  const [open, setOpen] = useState(false);
+  const [agentId, setAgentId] = useState("");
+  const [label, setLabel] = useState("");
+  const [error, setError] = useState<string | undefined>();
+  if (!open) {
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        New session
+      </button>
+    );
+  }
+  const agents = model.agents.length ? model.agents : [{ id: model.defaultAgentId }];
+  return (
+    <form
+      class="new-session filters"
+      aria-label="New session"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(undefined);
+        try {
+          const res = await model.gw.call<{ key: string }>("sessions.create", {
+            agentId: agentId || model.defaultAgentId,
+            ...(label.trim() ? { label: label.trim() } : {}),
+          });
+          await model.refreshSessions();
+          location.hash = sessionHref(res.key);
+        } catch (err) {
+          setError((err as Error).message);
+        }
+      }}
+    >
+      <label>
+        Agent
+        <select
+          value={agentId || model.defaultAgentId}
+          onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}
+        >
+          {agents.map((a) => (
+            <option key={a.id} value={a.id}>
+              {"name" in a && a.name ? `${a.name} (${a.id})` : a.id}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Label
+        <input value={label} placeholder="optional" onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+      </label>
+      <button type="submit">Create</button>
+      <button type="button" onClick={() => setOpen(false)}>
+        Cancel
+      </button>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
   );
 }
