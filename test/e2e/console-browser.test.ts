@@ -16,6 +16,7 @@ import {
   FULL_TOKEN,
   type GatewayChild,
   launchBrowser,
+  MARKDOWN_REPLY,
   READ_TOKEN,
   runCliAgent,
   startGatewayChild,
@@ -245,7 +246,35 @@ describe.runIf(run)("the web console in chromium", () => {
     await expect.poll(() => stop.isEnabled(), WAIT).toBe(true);
     await stop.click();
     await page.getByTestId("receipt").filter({ hasText: "stopped 1 run(s)" }).waitFor(WAIT);
-    await page.locator('[data-testid="live-run"].aborted').waitFor(WAIT);
+    // the stopped run stays in the transcript, after a reload too (issue 31 item 1)
+    const stopped = page.getByTestId("failed-run").filter({ hasText: "Stopped" });
+    await stopped.waitFor(WAIT);
+    await page.reload();
+    await stopped.waitFor(WAIT);
+    expect(await page.getByTestId("live-run").count()).toBe(0);
+  });
+
+  it("keeps a failed run in the transcript after a reload, with its error and retries", async () => {
+    await openSession("agent:main:broken-demo");
+    await send("broken please");
+    // live: the retry, then the error
+    const live = page.locator('[data-testid="live-run"]');
+    await page.getByTestId("failed-run").filter({ hasText: "Failed" }).waitFor(WAIT);
+    expect(await live.count()).toBe(0);
+    const failure = page.getByTestId("run-failure");
+    expect(await failure.textContent()).toMatch(/Failed · .*upstream is down/);
+    await page.reload();
+    await page.getByTestId("conn-state").filter({ hasText: "connected" }).waitFor(WAIT);
+    await page.getByTestId("user-message").filter({ hasText: "broken please" }).waitFor(WAIT);
+    expect(await page.getByTestId("run-failure").textContent()).toMatch(/Failed · .*upstream is down/);
+    // the run's details open in place, under the failed answer
+    await page.getByRole("button", { name: "Run details" }).click();
+    const detail = page.getByTestId("failed-run").getByTestId("run-detail");
+    await detail
+      .getByTestId("retries")
+      .filter({ hasText: /^[1-9]$/ })
+      .waitFor(WAIT);
+    expect(await detail.textContent()).toContain("upstream is down");
   });
 
   it("shows every session's status on the sessions page, on a desktop and on a phone", async () => {
@@ -288,6 +317,158 @@ describe.runIf(run)("the web console in chromium", () => {
     await ctx.close();
   });
 
+  it("renders a markdown reply (code with a copy button, list, table, safe links) and runs none of the model's HTML", async () => {
+    const res = await page.request.get(gw.httpUrl);
+    expect(res.headers()["content-security-policy"]).toContain("script-src 'self'");
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gw.httpUrl });
+    await openSession("agent:main:chat-demo");
+    // any CSP violation the page reports, and the handlers' marker
+    await page.evaluate(() => {
+      const w = window as unknown as { __violations: string[] };
+      w.__violations = [];
+      document.addEventListener("securitypolicyviolation", (e) => w.__violations.push(e.violatedDirective));
+    });
+    await send("markdown please");
+    const reply = page.getByTestId("assistant-message").filter({ hasText: "Write the fix" });
+    await reply.waitFor(WAIT);
+    const md = reply.locator(".md");
+    expect(await md.locator("h2").textContent()).toBe("Plan");
+    expect(await md.locator("ol > li").count()).toBe(2);
+    expect(await md.locator("ol strong").textContent()).toBe("Read");
+    expect(await md.locator("table td").allTextContents()).toEqual(["build", "ci"]);
+    expect(await md.locator("pre code").textContent()).toBe('const answer = "forty-two";\n');
+    // nothing of the hostile part is in the page as markup (it shows as text), and nothing of it ran
+    expect(await md.locator("img, script, iframe, style, [onclick], [onerror], [onmouseover]").count()).toBe(0);
+    expect(await md.textContent()).toContain('<img src="x" onerror="window.__xss=2">');
+    const links = await md
+      .locator("a")
+      .evaluateAll((as) =>
+        as.map((a) => ({ href: a.getAttribute("href"), target: a.getAttribute("target"), rel: a.getAttribute("rel") })),
+      );
+    expect(links.length).toBeGreaterThan(0);
+    for (const l of links) {
+      if (l.href !== null) expect(l.href).toMatch(/^https:\/\/example\.com\//);
+      expect(l.target).toBe("_blank");
+      expect(l.rel).toBe("noopener noreferrer");
+    }
+    expect(links.filter((l) => l.href === "https://example.com/docs")).toHaveLength(1);
+    await md.getByText("hover me").hover();
+    await md.getByText("click me").click();
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+    expect(await page.locator("body").isVisible()).toBe(true);
+    expect(MARKDOWN_REPLY).toContain("onerror");
+    // the copy button puts the code (not the button's label) on the clipboard
+    await md.getByRole("button", { name: "Copy code" }).click();
+    await md.getByRole("button", { name: "Copy code" }).filter({ hasText: "Copied" }).waitFor(WAIT);
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('const answer = "forty-two";\n');
+  });
+
+  it("answers a pending approval inline in the session, with a countdown, the tool saying it waits", async () => {
+    await openSession("agent:main:chat-demo");
+    await send("please clean up");
+    const live = page.getByTestId("live-run");
+    const card = live.getByTestId("approval");
+    await card.filter({ hasText: "rm -rf build" }).waitFor(WAIT);
+    expect(await card.getAttribute("data-kind")).toBe("exec");
+    expect(await card.getByTestId("countdown").textContent()).toMatch(/^\d+ (s|min \d\d s) left$/);
+    const first = await card.getByTestId("countdown").textContent();
+    await expect.poll(() => card.getByTestId("countdown").textContent(), WAIT).not.toBe(first);
+    const pill = live.getByTestId("tool").filter({ hasText: "exec" }).locator("summary .status");
+    expect(await pill.textContent()).toBe("waiting for approval");
+    // the view followed the run: the card is on screen
+    expect(await card.isVisible()).toBe(true);
+    expect(await page.evaluate(() => innerHeight + scrollY >= document.documentElement.scrollHeight - 48)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, "console-chat-desktop.png") });
+    const phone = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });
+    const p = await newPage(phone, "phone-approval");
+    await login(p, FULL_TOKEN);
+    await p.evaluate(() => {
+      location.hash = "#/session/agent%3Amain%3Achat-demo";
+    });
+    await p.getByTestId("live-run").getByTestId("approval").waitFor(WAIT);
+    expect(await p.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(
+      true,
+    );
+    await p.screenshot({ path: path.join(SHOTS, "console-chat-phone.png") });
+    await phone.close();
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await page.getByTestId("assistant-message").filter({ hasText: "The command was answered." }).waitFor(WAIT);
+    expect(await page.getByTestId("approval").count()).toBe(0);
+  });
+
+  it("opens a session at its newest message and follows a live run unless the reader scrolled up", async () => {
+    await openSession("agent:main:chat-demo");
+    // the transcript is taller than the window (the markdown reply, the tool call); it opens at the bottom
+    await page.evaluate(() => {
+      location.hash = "#/sessions";
+    });
+    await openSession("agent:main:chat-demo");
+    await page.getByTestId("assistant-message").filter({ hasText: "The command was answered." }).waitFor(WAIT);
+    const atBottom = () => page.evaluate(() => innerHeight + scrollY >= document.documentElement.scrollHeight - 48);
+    const scrollable = await page.evaluate(() => document.documentElement.scrollHeight > innerHeight);
+    expect(scrollable).toBe(true);
+    await expect.poll(atBottom, WAIT).toBe(true);
+    await send("long story please");
+    const live = page.getByTestId("live-text");
+    await live.filter({ hasText: "part-3 " }).waitFor(WAIT);
+    expect(await atBottom()).toBe(true);
+    // the reader scrolls up: the view stays, a button says new messages came
+    await page.mouse.wheel(0, -5000);
+    await expect.poll(() => page.evaluate(() => scrollY), WAIT).toBe(0);
+    const pill = page.getByTestId("new-messages");
+    await pill.waitFor(WAIT);
+    expect(await page.evaluate(() => scrollY)).toBe(0);
+    await pill.click();
+    expect(await atBottom()).toBe(true);
+    expect(await pill.count()).toBe(0);
+    await page.getByTestId("assistant-message").filter({ hasText: "part-40" }).waitFor(WAIT);
+    await expect.poll(atBottom, WAIT).toBe(true);
+  });
+
+  it("starts a new session with an agent and a label, switches its model, thinking and verbose, and sends on Enter", async () => {
+    await page.evaluate(() => {
+      location.hash = "#/sessions";
+    });
+    // the model column names the configured default, not "default"
+    const row = page.locator('tr[data-session="agent:main:from-cli"]');
+    await row.waitFor(WAIT);
+    expect(await row.locator('td[data-label="Model"]').textContent()).toBe("fake/m");
+    await page.getByRole("button", { name: "New session" }).click();
+    const form = page.getByRole("form", { name: "New session" });
+    expect(await form.getByLabel("Agent").locator("option").allTextContents()).toEqual(["main"]);
+    await form.getByLabel("Label").fill("Planning");
+    await form.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("heading", { level: 1, name: "Planning" }).waitFor(WAIT);
+    const switches = page.getByRole("group", { name: "Session settings" });
+    const status = page.getByTestId("switch-status");
+    expect(await switches.getByLabel("Model").locator("option").first().textContent()).toBe("default (fake/m)");
+    await switches.getByLabel("Model").selectOption("fake/m");
+    await status.filter({ hasText: "model saved" }).waitFor(WAIT);
+    await switches.getByLabel("Thinking").selectOption("low");
+    await status.filter({ hasText: "thinking saved" }).waitFor(WAIT);
+    await switches.getByLabel("Verbose").selectOption("on");
+    await status.filter({ hasText: "verbose saved" }).waitFor(WAIT);
+    // stored: a fresh read of the session has them
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Planning" }).waitFor(WAIT);
+    await expect.poll(() => switches.getByLabel("Thinking").inputValue(), WAIT).toBe("low");
+    expect(await switches.getByLabel("Verbose").inputValue()).toBe("on");
+    expect(await switches.getByLabel("Model").inputValue()).toBe("fake/m");
+    // Enter sends, Shift+Enter is a new line; the box says so
+    await page.getByText("Enter sends · Shift+Enter adds a new line").waitFor(WAIT);
+    const box = page.getByLabel("Message");
+    await box.click();
+    await box.pressSequentially("first line");
+    await page.keyboard.press("Shift+Enter");
+    await box.pressSequentially("second line");
+    expect(await box.inputValue()).toBe("first line\nsecond line");
+    expect(await page.getByTestId("user-message").count()).toBe(0);
+    await page.keyboard.press("Enter");
+    await page.getByTestId("assistant-message").filter({ hasText: "Echo: first line second line" }).waitFor(WAIT);
+    expect(await box.inputValue()).toBe("");
+  });
+
   it("lists recent runs and the audit ledger", async () => {
     // a run the model failed once: the session page shows the retry live, the run's detail counts it
     await openSession("agent:main:retry-demo");
@@ -306,13 +487,26 @@ describe.runIf(run)("the web console in chromium", () => {
     const detail = page.getByTestId("run-detail");
     await detail.getByText("fake/m").waitFor(WAIT);
     // the gateway verified the console's signed connect: its runs are started by the device, not a bare client id
-    expect(await detail.textContent()).toMatch(/Started by\s*device:[0-9a-f]{64}/);
+    // shown short (8 hex), the full id on hover
+    const actor = detail.getByTestId("actor");
+    expect(await actor.textContent()).toMatch(/^device [0-9a-f]{8}$/);
+    expect(await actor.getAttribute("title")).toMatch(/^device:[0-9a-f]{64}$/);
+    // the detail opens in place: the row right under the run's row
+    expect(
+      await runs.locator("tr.detail-row").evaluate((tr) => tr.previousElementSibling?.textContent ?? ""),
+    ).toContain("stream-demo");
     await page.getByRole("button", { name: "Close" }).click();
     await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).getByRole("button").first().click();
     await detail.getByTestId("retries").filter({ hasText: "1" }).waitFor(WAIT);
     expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).textContent()).toContain("1 / —");
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
+    const actors = await page
+      .getByTestId("audit-actor")
+      .evaluateAll((tds) => tds.map((td) => ({ text: td.textContent, title: td.getAttribute("title") })));
+    const devices = actors.filter((a) => a.title?.startsWith("device:"));
+    expect(devices.length).toBeGreaterThan(0);
+    for (const a of devices) expect(a.text).toBe(`device ${a.title?.slice(7, 15)}`);
   });
 
   it("answers an exec approval from the approvals page", async () => {
@@ -323,8 +517,10 @@ describe.runIf(run)("the web console in chromium", () => {
     await nav.click();
     const card = page.getByTestId("approval");
     await card.filter({ hasText: "rm -rf build" }).waitFor(WAIT);
+    // a countdown, not an absolute expiry time
+    expect(await card.getByTestId("countdown").textContent()).toMatch(/^\d+ (s|min \d\d s) left$/);
     await card.getByRole("button", { name: "Deny" }).click();
-    await page.getByText("No command is waiting for approval.").waitFor(WAIT);
+    await page.getByText("Nothing is waiting for approval.").waitFor(WAIT);
     await openSession("agent:main:approve-demo");
     const answer = page.getByTestId("assistant-message").filter({ hasText: "The command was answered." });
     await answer.waitFor(WAIT);
@@ -351,7 +547,45 @@ describe.runIf(run)("the web console in chromium", () => {
     await page.getByLabel("Type").selectOption("");
     await openSession("agent:main:diag-demo");
     await page.getByRole("button", { name: "Stop" }).click();
-    await page.locator('[data-testid="live-run"].aborted').waitFor(WAIT);
+    await page.getByTestId("failed-run").filter({ hasText: "Stopped" }).waitFor(WAIT);
+  });
+
+  it("never scrolls sideways on a 390 px phone, on any page of the navigation", async () => {
+    const phone = await browser.newContext({ viewport: PHONE, isMobile: true, hasTouch: true });
+    const p = await newPage(phone, "phone-pages");
+    await login(p, FULL_TOKEN);
+    const hrefs = await p
+      .getByRole("navigation", { name: "Console pages" })
+      .locator("a")
+      .evaluateAll((as) => as.map((a) => a.getAttribute("href") ?? ""));
+    expect(hrefs.length).toBeGreaterThanOrEqual(5);
+    const pages = [...hrefs, "#/session/agent%3Amain%3Achat-demo", "#/session/agent%3Amain%3Abroken-demo"];
+    const wide: string[] = [];
+    for (const href of pages) {
+      await p.evaluate((h) => {
+        location.hash = h;
+      }, href);
+      await p.getByRole("heading", { level: 1 }).waitFor(WAIT);
+      // what loads after the heading (tables, transcripts: one round trip on loopback) is in before the width is read
+      await p.waitForTimeout(300);
+      const w = await p.evaluate(() => ({
+        scroll: document.documentElement.scrollWidth,
+        client: document.documentElement.clientWidth,
+      }));
+      if (w.scroll > w.client) wide.push(`${href}: ${w.scroll} > ${w.client}`);
+    }
+    expect(wide).toEqual([]);
+    // on a phone, a run's details open where the run is
+    await p.evaluate(() => {
+      location.hash = "#/runs";
+    });
+    await p.getByTestId("runs").locator("tbody tr button").first().click();
+    const detail = p.getByTestId("run-detail");
+    await detail.waitFor(WAIT);
+    expect(await detail.isVisible()).toBe(true);
+    const box = await detail.boundingBox();
+    expect(box && box.y < PHONE.height && box.y + Math.min(box.height, 100) > 0).toBe(true);
+    await phone.close();
   });
 
   it("picks a live run up again after its connection drops, without a gap or a repeat", async () => {

@@ -1,7 +1,7 @@
 /**
- * Assistant text as markdown: `marked` (GitHub-flavoured: tables, lists, fenced code) turns it into HTML, and
- * DOMPurify keeps only harmless markup before it reaches the page. Model output is untrusted: no script, event
- * handler, style, form or embedded content survives, links keep only http(s)/mailto targets and open in a new tab
+ * Assistant text as markdown: `marked` (GitHub-flavoured: tables, lists, fenced code) turns it into HTML, with any
+ * raw HTML in the text escaped (shown as text), and DOMPurify keeps only harmless markup before it reaches the page.
+ * Model output is untrusted: no script, event handler, style, form or embedded content survives, links keep only http(s)/mailto targets and open in a new tab
  * without access to this page (rel=noopener noreferrer). Images are shown as links (the console's CSP loads no
  * image from elsewhere, and a broken one would only log errors). Each code block gets a copy button.
  */
@@ -13,6 +13,11 @@ const marked = new Marked({
   gfm: true,
   breaks: true,
   renderer: {
+    // HTML the model wrote is shown as text: it is never parsed, so none of it can run or even be looked at by the
+    // browser (Chrome reports CSP violations for handlers in a parsed but inert document)
+    html({ text }) {
+      return escapeHtml(text);
+    },
     image({ href, text }) {
       return `<a href="${escapeAttr(href)}">${escapeHtml(text || href)}</a>`;
     },

@@ -173,7 +173,7 @@ function Transcript(props: { entries: HistoryEntry[]; model: ConsoleModel }) {
           <li
             key={e.seq}
             class={`row assistant${failed ? " failed" : ""}`}
-            data-testid={failed && !text ? "failed-run" : "assistant-message"}
+            data-testid={failed ? "failed-run" : "assistant-message"}
           >
             <div class="who">Agent · {time(e.createdAt)}</div>
             {thinking && (
@@ -261,32 +261,37 @@ function LiveRunView(props: { run: LiveRun; model: ConsoleModel }) {
   );
 }
 
-/** Keeps the newest message in view: on open, and as a live run grows, unless the reader scrolled up. */
+/**
+ * Keeps the newest message in view: on open, and as a live run grows, unless the reader scrolled up. Whether the
+ * reader was at the bottom is read against the page's height before this render (the scroll position is current,
+ * the height is the one the last render left), so a scroll up just before new text came is not undone.
+ */
 function useFollow(sessionKey: string, ready: boolean, signature: string): { behind: boolean; toBottom(): void } {
-  const atBottom = useRef(true);
   const [behind, setBehind] = useState(false);
   const opened = useRef<string | undefined>(undefined);
+  const lastHeight = useRef(0);
   const toBottom = () => {
-    atBottom.current = true;
     setBehind(false);
     window.scrollTo(0, document.documentElement.scrollHeight);
+    lastHeight.current = document.documentElement.scrollHeight;
   };
   useEffect(() => {
     const onScroll = () => {
-      const el = document.documentElement;
-      atBottom.current = window.innerHeight + window.scrollY >= el.scrollHeight - 48;
-      if (atBottom.current) setBehind(false);
+      if (window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48) setBehind(false);
     };
     addEventListener("scroll", onScroll, { passive: true });
     return () => removeEventListener("scroll", onScroll);
   }, []);
   useLayoutEffect(() => {
     if (!ready) return;
+    const height = document.documentElement.scrollHeight;
+    const wasAtBottom = window.innerHeight + window.scrollY >= lastHeight.current - 48;
     if (opened.current !== sessionKey) {
       opened.current = sessionKey;
       toBottom();
-    } else if (atBottom.current) toBottom();
-    else setBehind(true);
+    } else if (wasAtBottom) toBottom();
+    else if (height > lastHeight.current) setBehind(true);
+    lastHeight.current = document.documentElement.scrollHeight;
   }, [sessionKey, ready, signature]);
   return { behind, toBottom };
 }
