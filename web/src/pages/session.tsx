@@ -114,7 +114,7 @@ function RunDetails(props: { model: ConsoleModel; runId: string }) {
 }
 
 /** Transcript rows → turns: an assistant message's tool calls take their results (toolResult rows) along. */
-function Transcript(props: { entries: HistoryEntry[]; model: ConsoleModel }) {
+function Transcript(props: { entries: HistoryEntry[]; model: ConsoleModel; live: ReadonlySet<string> }) {
   const results = new Map<string, HistoryEntry>();
   /** the last assistant row of each run carries the run's details toggle */
   const lastOfRun = new Map<string, number>();
@@ -145,6 +145,8 @@ function Transcript(props: { entries: HistoryEntry[]; model: ConsoleModel }) {
         }
         const m = messageOf(e);
         if (!m || m.role === "toolResult") return null;
+        // the answer of a run still going is shown by its live card (tool calls, approvals, text), not twice
+        if (m.role === "assistant" && e.runId && props.live.has(e.runId)) return null;
         if (m.role === "user") {
           const text = textOf(m.content);
           // collect mode (SPEC 2): the messages queued behind a run arrive as one turn that lists each of them
@@ -441,7 +443,13 @@ export function SessionPage(props: { model: ConsoleModel; sessionKey: string; wr
         </p>
       )}
       {history && history.messages.length === 0 && liveRuns.length === 0 && <p class="empty">No messages yet.</p>}
-      {history && <Transcript entries={history.messages} model={model} />}
+      {history && (
+        <Transcript
+          entries={history.messages}
+          model={model}
+          live={new Set(liveRuns.filter((r) => r.state === "running" || r.state === "queued").map((r) => r.runId))}
+        />
+      )}
       {liveRuns.length > 0 && generation === undefined && (
         <ol class="transcript live-runs" aria-label="Live runs">
           {liveRuns.map((r) => (
