@@ -13,7 +13,6 @@ import { type EventFrame, type GatewayClient, RpcError } from "./gateway";
 export type { Diagnostic } from "../../src/protocol/diagnostics";
 // wire shapes: the gateway's own definitions (type-only imports, nothing of src/ is bundled)
 export type { SessionActivity, SessionInfo } from "../../src/protocol/payloads";
-export type { PendingApproval as Approval } from "./approvals";
 
 export interface ToolCall {
   id: string;
@@ -199,11 +198,6 @@ export class ConsoleModel {
   private dropApproval(kind: string, id: unknown): void {
     this.approvals = this.approvals.filter((x) => !(x.kind === kind && x.id === id));
     this.changed();
-  }
-
-  /** The approval a run's tool call (or the run itself) waits for, if one is pending. */
-  approvalFor(runId: string, toolCallId?: string): PendingApproval | undefined {
-    return this.approvals.find((a) => a.runId === runId && (!toolCallId || a.toolCallId === toolCallId));
   }
 
   async refreshDiagnostics(): Promise<void> {
