@@ -311,6 +311,14 @@ const queueConfig = z.strictObject({
 const execPattern = z.string().trim().min(1, 'expected a glob pattern, e.g. "git *"');
 const EXEC_PATTERN_SHAPE = 'expected a glob pattern ("git *") or an OpenClaw allowlist entry ({ pattern: "git *" })';
 
+/**
+ * An exec allowlist: glob patterns, as strings or as OpenClaw's allowlist entries `{ pattern }`. Shared by
+ * tools.exec.allowlist and exec.approvals.set (the console's exec policy page), so both refuse the same input.
+ */
+export const execAllowlist = z
+  .array(z.union([execPattern, z.strictObject({ pattern: execPattern })], { error: EXEC_PATTERN_SHAPE }))
+  .transform((entries) => entries.map((e) => (typeof e === "string" ? e : e.pattern)));
+
 /** tools.exec: what the model may run (tools/exec-policy.ts says what an allowlist pattern matches) and with which env */
 const execToolConfig = z.strictObject({
   /** unset: "full" for `loopgate agent --local`, "allowlist" for the gateway's runs */
@@ -320,10 +328,7 @@ const execToolConfig = z.strictObject({
    * glob patterns, as strings or as OpenClaw's allowlist entries `{ pattern }` (exec-approvals.json's shape; its
    * bookkeeping fields id / lastUsedAt / lastUsedCommand / lastResolvedPath are OpenClaw's, not accepted here)
    */
-  allowlist: z
-    .array(z.union([execPattern, z.strictObject({ pattern: execPattern })], { error: EXEC_PATTERN_SHAPE }))
-    .transform((entries) => entries.map((e) => (typeof e === "string" ? e : e.pattern)))
-    .default([]),
+  allowlist: execAllowlist.default([]),
   /** how long a run waits for an operator's answer before the command is denied */
   approvalTimeoutSeconds: positiveInt.default(120),
   /** names of environment variables the exec child gets from the process (beside PATH, HOME, LANG, TERM) */
