@@ -33,7 +33,9 @@ export const execApprovalsGetMethod = defineMethod({
   name: "exec.approvals.get",
   scope: "admin",
   params: looseEmptyParamsSchema,
-  handle({ gw, reply }) {
+  handle({ gw, conn, reply }) {
+    // allow-always answers of every tenant are listed
+    conn.access.requireWholeGateway("read the exec policy");
     reply.ok(current(gw));
   },
 });
@@ -49,6 +51,7 @@ export const execApprovalsSetMethod = defineMethod({
   scope: "admin",
   params: execApprovalsSetParamsSchema,
   handle({ params, gw, conn, reply }) {
+    conn.access.requireWholeGateway("change the exec allowlist");
     const before = current(gw);
     if (params.baseHash !== undefined && params.baseHash !== before.hash) {
       throw new GatewayError({

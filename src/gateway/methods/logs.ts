@@ -12,7 +12,8 @@ export const logsTailMethod = defineMethod({
   name: "logs.tail",
   scope: "admin",
   params: logsTailParamsSchema,
-  async handle({ params, gw, reply }) {
+  async handle({ params, gw, conn, reply }) {
+    conn.access.requireWholeGateway("read the gateway log");
     reply.ok(await tailLog(gatewayLogPath(gw.service.rt.stateDir), params));
   },
 });

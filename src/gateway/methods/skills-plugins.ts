@@ -16,8 +16,8 @@ import { GatewayError } from "../errors.js";
 
 /*
  * skills.status / skills.update and plugins.list / plugins.setEnabled (OpenClaw's names): what the console's skills
- * and plugins page lists and switches. Listing is a read; a switch is admin (it changes what every run of the
- * gateway may do). Switches are kept in <stateDir>/enabled-overrides.json (agent/enabled-overrides.ts).
+ * and plugins page lists and switches. Listing is a read; a switch is admin with a token for every session (it
+ * changes what every run of the gateway may do, every tenant's). Switches are kept in <stateDir>/enabled-overrides.json (agent/enabled-overrides.ts).
  */
 
 function agentOf(gw: GatewayContext, agentId: string | undefined): string {
@@ -39,7 +39,8 @@ export const skillsStatusMethod = defineMethod({
   name: "skills.status",
   scope: "read",
   params: skillsStatusParamsSchema,
-  async handle({ params, gw, reply }) {
+  async handle({ params, gw, conn, reply }) {
+    conn.access.requireRead(undefined);
     const rt = gw.service.rt;
     const agentId = agentOf(gw, params.agentId);
     const { skills, warnings } = await skillsOf(gw, agentId);
@@ -76,6 +77,7 @@ export const skillsUpdateMethod = defineMethod({
   scope: "admin",
   params: skillsUpdateParamsSchema,
   async handle({ params, gw, conn, reply }) {
+    conn.access.requireWholeGateway("switch skills");
     // a skill of any agent's workspace or of skills.dirs: the name must be one that exists somewhere
     const rt = gw.service.rt;
     const agents = [rt.defaultAgentId, ...rt.config.agents.list.map((a) => a.id)];
@@ -118,7 +120,8 @@ export const pluginsListMethod = defineMethod({
   name: "plugins.list",
   scope: "read",
   params: looseEmptyParamsSchema,
-  async handle({ gw, reply }) {
+  async handle({ gw, conn, reply }) {
+    conn.access.requireRead(undefined);
     await gw.service.rt.init();
     const result: PluginsListResult = { plugins: pluginEntries(gw) };
     reply.ok(result);
@@ -130,6 +133,7 @@ export const pluginsSetEnabledMethod = defineMethod({
   scope: "admin",
   params: pluginsSetEnabledParamsSchema,
   async handle({ params, gw, conn, reply }) {
+    conn.access.requireWholeGateway("switch plugins");
     await gw.service.rt.init();
     if (!pluginEntries(gw).some((p) => p.id === params.pluginId)) {
       throw new GatewayError({
