@@ -1,9 +1,19 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import type { CronRunsResult } from "../../../src/protocol/operator";
 import type { CronJobInfo, CronListResult, CronRunInfo } from "../../../src/protocol/payloads";
 import { ago, sessionHref, shortKey, time } from "../format";
 import type { ConsoleModel } from "../model";
-import { ErrorLine, isAdmin, NEEDS_ADMIN, useAction, useRpc } from "./operator-common";
+import { ErrorLine, isAdmin, NEEDS_ADMIN, Switch, useAction, useRpc } from "./operator-common";
+
+/** The page re-reads the jobs (and an open history) this often: a run started here ends while it is watched. */
+const REFRESH_MS = 3000;
+
+function useRefresh(reload: () => Promise<void>): void {
+  useEffect(() => {
+    const timer = setInterval(() => void reload(), REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [reload]);
+}
 
 function when(ts: number | undefined): string {
   return ts ? `${new Date(ts).toLocaleDateString()} ${time(ts)}` : "—";
@@ -13,12 +23,15 @@ function when(ts: number | undefined): string {
 export function CronPage(props: { model: ConsoleModel }) {
   const { model } = props;
   const jobs = useRpc<CronListResult>(model, "cron.list", { runs: 1 });
+  useRefresh(jobs.reload);
   const admin = isAdmin(model);
   const action = useAction();
   const [open, setOpen] = useState<string | undefined>();
   const [started, setStarted] = useState<string | undefined>();
   const act = async (method: string, params: unknown) => {
-    if (await action.run(() => model.gw.call(method, params))) await jobs.reload();
+    const ok = await action.run(() => model.gw.call(method, params));
+    if (ok) await jobs.reload();
+    return ok;
   };
   return (
     <section aria-labelledby="cron-h">
@@ -88,7 +101,7 @@ function JobRow(props: {
   open: boolean;
   model: ConsoleModel;
   onToggleHistory(): void;
-  onEnable(enabled: boolean): void;
+  onEnable(enabled: boolean): Promise<boolean>;
   onRun(): void;
   onRemove(): void;
 }) {
@@ -122,16 +135,15 @@ function JobRow(props: {
           )}
         </td>
         <td data-label="Enabled">
-          <label class="op-switch" title={toggleTitle}>
-            <input
-              type="checkbox"
-              checked={job.enabled}
-              disabled={!admin || fromConfig || props.busy}
-              onChange={(e) => props.onEnable((e.target as HTMLInputElement).checked)}
-            />
-            {job.enabled ? "on" : "off"}
-            <span class="sr-only"> (job {job.id})</span>
-          </label>
+          <Switch
+            checked={job.enabled}
+            disabled={!admin || fromConfig}
+            title={toggleTitle}
+            label={`job ${job.id}`}
+            on="on"
+            off="off"
+            onChange={props.onEnable}
+          />
         </td>
         <td data-label="Actions">
           <div class="op-row-actions">
@@ -173,6 +185,7 @@ function JobRow(props: {
 
 function History(props: { model: ConsoleModel; id: string }) {
   const runs = useRpc<CronRunsResult>(props.model, "cron.runs", { id: props.id, limit: 50 });
+  useRefresh(runs.reload);
   const rows: CronRunInfo[] = runs.data?.entries ?? [];
   return (
     <div data-testid="cron-history">

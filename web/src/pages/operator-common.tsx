@@ -86,3 +86,37 @@ export function AdminOnly(props: { model: ConsoleModel; title: string; children:
     </section>
   );
 }
+
+/**
+ * An on/off switch that shows the new state at once and goes back if the gateway refuses (the refusal is shown by
+ * the page); the state read back from the gateway wins as soon as it arrives.
+ */
+export function Switch(props: {
+  checked: boolean;
+  disabled: boolean;
+  title?: string;
+  label: string;
+  on: string;
+  off: string;
+  onChange(next: boolean): Promise<boolean>;
+}) {
+  const [pending, setPending] = useState<boolean | undefined>();
+  useEffect(() => setPending(undefined), [props.checked]);
+  const shown = pending ?? props.checked;
+  return (
+    <label class="op-switch" title={props.title}>
+      <input
+        type="checkbox"
+        checked={shown}
+        disabled={props.disabled}
+        onChange={async (e) => {
+          const next = e.currentTarget.checked;
+          setPending(next);
+          if (!(await props.onChange(next))) setPending(undefined);
+        }}
+      />
+      {shown ? props.on : props.off}
+      <span class="sr-only"> ({props.label})</span>
+    </label>
+  );
+}

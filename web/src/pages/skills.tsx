@@ -1,6 +1,6 @@
 import type { PluginsListResult, SkillsStatusResult, ToggleResult } from "../../../src/protocol/operator";
 import type { ConsoleModel } from "../model";
-import { ErrorLine, isAdmin, NEEDS_ADMIN, useAction, useRpc } from "./operator-common";
+import { ErrorLine, isAdmin, NEEDS_ADMIN, Switch, useAction, useRpc } from "./operator-common";
 
 /** Skills (skills.status / skills.update) and plugins (plugins.list / plugins.setEnabled), each switchable. */
 export function SkillsPage(props: { model: ConsoleModel }) {
@@ -10,8 +10,9 @@ export function SkillsPage(props: { model: ConsoleModel }) {
   const plugins = useRpc<PluginsListResult>(model, "plugins.list");
   const action = useAction();
   const toggle = async (method: string, params: unknown, reload: () => Promise<void>) => {
-    await action.run(() => model.gw.call<ToggleResult>(method, params));
+    const ok = await action.run(() => model.gw.call<ToggleResult>(method, params));
     await reload();
+    return ok;
   };
   return (
     <section aria-labelledby="skills-h">
@@ -44,18 +45,15 @@ export function SkillsPage(props: { model: ConsoleModel }) {
                 )}
               </td>
               <td data-label="Enabled">
-                <label class="op-switch" title={admin ? undefined : NEEDS_ADMIN}>
-                  <input
-                    type="checkbox"
-                    checked={s.enabled}
-                    disabled={!admin || action.busy}
-                    onChange={(e) =>
-                      toggle("skills.update", { skillKey: s.name, enabled: e.currentTarget.checked }, skills.reload)
-                    }
-                  />
-                  {s.enabled ? "on" : "off"}
-                  <span class="sr-only"> (skill {s.name})</span>
-                </label>
+                <Switch
+                  checked={s.enabled}
+                  disabled={!admin}
+                  title={admin ? undefined : NEEDS_ADMIN}
+                  label={`skill ${s.name}`}
+                  on="on"
+                  off="off"
+                  onChange={(enabled) => toggle("skills.update", { skillKey: s.name, enabled }, skills.reload)}
+                />
               </td>
             </tr>
           ))}
@@ -96,18 +94,15 @@ export function SkillsPage(props: { model: ConsoleModel }) {
                 <span class={`status ${p.loaded ? "ok" : "aborted"}`}>{p.loaded ? "loaded" : "not loaded"}</span>
               </td>
               <td data-label="At the next start">
-                <label class="op-switch" title={admin ? undefined : NEEDS_ADMIN}>
-                  <input
-                    type="checkbox"
-                    checked={p.enabled}
-                    disabled={!admin || action.busy}
-                    onChange={(e) =>
-                      toggle("plugins.setEnabled", { pluginId: p.id, enabled: e.currentTarget.checked }, plugins.reload)
-                    }
-                  />
-                  {p.enabled ? "enabled" : "disabled"}
-                  <span class="sr-only"> (plugin {p.id})</span>
-                </label>
+                <Switch
+                  checked={p.enabled}
+                  disabled={!admin}
+                  title={admin ? undefined : NEEDS_ADMIN}
+                  label={`plugin ${p.id}`}
+                  on="enabled"
+                  off="disabled"
+                  onChange={(enabled) => toggle("plugins.setEnabled", { pluginId: p.id, enabled }, plugins.reload)}
+                />
               </td>
             </tr>
           ))}
