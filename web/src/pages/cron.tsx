@@ -113,12 +113,15 @@ function JobRow(props: {
     <>
       <tr data-testid={`cron-job-${job.id}`}>
         <td data-label="Job">
-          <strong>{job.id}</strong>
-          <div class="meta">
-            <a href={sessionHref(job.sessionKey)}>{shortKey(job.sessionKey)}</a>
-            {fromConfig ? " · from config" : ""}
+          {/* one box: on a phone the cell is a label beside its content */}
+          <div>
+            <strong>{job.id}</strong>
+            <div class="meta">
+              <a href={sessionHref(job.sessionKey)}>{shortKey(job.sessionKey)}</a>
+              {fromConfig ? " · from config" : ""}
+            </div>
+            <div class="op-help">{job.message}</div>
           </div>
-          <div class="op-help">{job.message}</div>
         </td>
         <td data-label="Schedule" class="op-key">
           {job.schedule}
@@ -127,9 +130,9 @@ function JobRow(props: {
         <td data-label="Next run">{when(job.nextRunAt)}</td>
         <td data-label="Last run">
           {last ? (
-            <>
+            <span>
               <span class={`status ${last.status}`}>{last.status}</span> {ago(last.endedAt ?? last.scheduledAt)}
-            </>
+            </span>
           ) : (
             "—"
           )}
@@ -207,8 +210,10 @@ function History(props: { model: ConsoleModel; id: string }) {
               <tr key={`${r.scheduledAt}-${i}`}>
                 <td data-label="Due">{when(r.scheduledAt)}</td>
                 <td data-label="Status">
-                  <span class={`status ${r.status}`}>{r.status}</span>
-                  {r.errorKind ? ` ${r.errorKind}` : ""}
+                  <span>
+                    <span class={`status ${r.status}`}>{r.status}</span>
+                    {r.errorKind ? ` ${r.errorKind}` : ""}
+                  </span>
                 </td>
                 <td data-label="Ended">{when(r.endedAt)}</td>
                 <td data-label="Run" class="op-key">
@@ -261,7 +266,7 @@ function AddJob(props: { model: ConsoleModel; admin: boolean; onAdded(): void })
         </label>
         <label>
           Time zone
-          <input placeholder="Europe/Berlin (default: the gateway's)" {...field("tz")} />
+          <input placeholder="optional: Europe/Berlin" {...field("tz")} />
         </label>
         <label>
           Message

@@ -35,14 +35,18 @@ export function SkillsPage(props: { model: ConsoleModel }) {
           {(skills.data?.skills ?? []).map((s) => (
             <tr key={s.name} data-testid={`skill-${s.name}`}>
               <td data-label="Skill">
-                <strong>{s.name}</strong>
-                <div class="meta op-key">{s.dir}</div>
+                <div>
+                  <strong>{s.name}</strong>
+                  <div class="meta op-key">{s.dir}</div>
+                </div>
               </td>
               <td data-label="Description">
-                {s.description}
-                {s.missingEnv.length > 0 && (
-                  <div class="error">held back: needs {s.missingEnv.join(", ")} in the gateway's environment</div>
-                )}
+                <div>
+                  {s.description}
+                  {s.missingEnv.length > 0 && (
+                    <div class="error">held back: needs {s.missingEnv.join(", ")} in the gateway's environment</div>
+                  )}
+                </div>
               </td>
               <td data-label="Enabled">
                 <Switch
@@ -87,8 +91,10 @@ export function SkillsPage(props: { model: ConsoleModel }) {
           {(plugins.data?.plugins ?? []).map((p) => (
             <tr key={p.id} data-testid={`plugin-${p.id}`}>
               <td data-label="Plugin">
-                <strong>{p.id}</strong>
-                {p.error && <div class="error">{p.error}</div>}
+                <div>
+                  <strong>{p.id}</strong>
+                  {p.error && <div class="error">{p.error}</div>}
+                </div>
               </td>
               <td data-label="Now">
                 <span class={`status ${p.loaded ? "ok" : "aborted"}`}>{p.loaded ? "loaded" : "not loaded"}</span>
