@@ -55,7 +55,8 @@ async function requireConsole(httpBase: string): Promise<void> {
   } catch (err) {
     throw new CliError(
       `no gateway answers at ${httpBase} (${reason(err)}): start it with \`loopgate gateway\`, or name it with --url`,
-      EXIT.runError,
+      // as every client command says it (agent-remote.ts connectGateway)
+      EXIT.usage,
     );
   }
   if ((await get("/")) !== 200) {
