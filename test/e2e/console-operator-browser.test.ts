@@ -204,11 +204,11 @@ describe.runIf(run)("the console's operator pages in chromium", () => {
     await lines.getByText("request refused").first().waitFor(WAIT);
     await lines.locator("li.warn").first().waitFor(WAIT);
     expect(await lines.locator("li.info").count()).toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(SHOTS, "console-logs-desktop.png") });
     await page.getByLabel("Level").selectOption("warn");
     await lines.locator("li.warn").first().waitFor(WAIT);
     expect(await lines.locator("li.info").count()).toBe(0);
     expect(await lines.textContent()).not.toContain(FULL_TOKEN);
-    await page.screenshot({ path: path.join(SHOTS, "console-logs-desktop.png") });
     await page.getByLabel("Level").selectOption("info");
   });
 
