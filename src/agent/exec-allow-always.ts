@@ -27,6 +27,18 @@ interface FileShape {
   /** 2 since entries carry `sessions`: an older Loopgate sets a v2 file aside instead of reading it wider */
   version: 1 | 2;
   allowAlways: Entry[];
+  /**
+   * Operators' allowlist patterns (exec.approvals.set, the console's exec policy page), matched like
+   * tools.exec.allowlist and added to it. Absent in files written before it existed.
+   */
+  allowlist?: string[];
+}
+
+/** What exec.approvals.get shows of the file: the patterns, and the allow-always answers (commands masked). */
+export interface AllowAlwaysView {
+  version: 2;
+  allowlist: string[];
+  allowAlways: Entry[];
 }
 
 /**
@@ -41,6 +53,7 @@ export class AllowAlwaysFile {
   private readonly file: string;
   /** agentId + command hash → the entries for it (one per distinct set of session globs) */
   private readonly entries = new Map<string, Entry[]>();
+  private patterns: string[] = [];
 
   constructor(
     stateDir: string,
@@ -80,6 +93,31 @@ export class AllowAlwaysFile {
     }
   }
 
+  /** the file's allowlist patterns (exec.approvals.set) */
+  get allowlist(): readonly string[] {
+    return this.patterns;
+  }
+
+  get path(): string {
+    return this.file;
+  }
+
+  view(): AllowAlwaysView {
+    return { version: 2, allowlist: [...this.patterns], allowAlways: [...this.entries.values()].flat() };
+  }
+
+  /** Replaces the allowlist patterns (already validated); throws when the file cannot be written, nothing changed. */
+  setAllowlist(patterns: readonly string[]): void {
+    const before = this.patterns;
+    this.patterns = [...patterns];
+    try {
+      this.save();
+    } catch (err) {
+      this.patterns = before;
+      throw err;
+    }
+  }
+
   private load(): void {
     let text: string;
     try {
@@ -91,6 +129,10 @@ export class AllowAlwaysFile {
       const data = JSON.parse(text) as Partial<FileShape>;
       if ((data.version !== 1 && data.version !== 2) || !Array.isArray(data.allowAlways))
         throw new Error("expected {version: 2, allowAlways: [...]}");
+      if (data.allowlist !== undefined) {
+        if (!isStringArray(data.allowlist)) throw new Error("allowlist: expected an array of glob patterns");
+        this.patterns = data.allowlist;
+      }
       for (const e of data.allowAlways) {
         if (typeof e?.agentId !== "string" || typeof e.sha256 !== "string") continue;
         if (e.sessions !== undefined && !isStringArray(e.sessions)) continue;
@@ -112,7 +154,11 @@ export class AllowAlwaysFile {
   }
 
   private save(): void {
-    const data: FileShape = { version: 2, allowAlways: [...this.entries.values()].flat() };
+    const data: FileShape = {
+      version: 2,
+      allowAlways: [...this.entries.values()].flat(),
+      ...(this.patterns.length ? { allowlist: this.patterns } : {}),
+    };
     const temp = `${this.file}.${process.pid}.tmp`;
     fs.writeFileSync(temp, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
     fs.renameSync(temp, this.file);

@@ -41,6 +41,24 @@ const call = (command: string, signal = new AbortController().signal) => ({
 });
 
 describe("exec approvals", () => {
+  it("allowlist patterns saved by an operator (exec.approvals.set) hold at once and after a restart, beside the config's", async () => {
+    const first = approvals({ allowlist: ["ls *"] }).a;
+    first.setAllowlist(["git status", "npm test *"]);
+    expect(await first.check(call("npm test -- --run"))).toEqual({ allowed: true });
+    expect(first.effectivePolicy().allowlist).toEqual(["ls *", "git status", "npm test *"]);
+    // a new process reads them back from exec-approvals.json; the config's patterns are not written there
+    const again = approvals({ allowlist: ["ls *"] }).a;
+    expect(again.file().file.allowlist).toEqual(["git status", "npm test *"]);
+    expect(await again.check(call("git status"))).toEqual({ allowed: true });
+    expect(await again.check(call("ls -la"))).toEqual({ allowed: true });
+    // and taking them away takes effect for the next command
+    again.setAllowlist([]);
+    const waiting = again.check(call("git status"));
+    expect(again.pending()).toHaveLength(1);
+    again.resolve(again.pending()[0].id, "deny");
+    expect(await waiting).toMatchObject({ allowed: false });
+  });
+
   it("a miss waits for an operator; allow-once runs it once and the next identical call asks again", async () => {
     const { a, events } = approvals({ allowlist: ["ls *"], approvalTimeoutSeconds: 60 });
     expect(await a.check(call("ls -la"))).toEqual({ allowed: true });

@@ -7,7 +7,7 @@ import type { ExecSecurity } from "../tools/exec-policy.js";
 import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
 import { redactText } from "../tools/sanitize.js";
 import type { ExecVerdict } from "../tools/types.js";
-import { AllowAlwaysFile } from "./exec-allow-always.js";
+import { AllowAlwaysFile, type AllowAlwaysView } from "./exec-allow-always.js";
 
 /**
  * Asks on the terminal (the CLI's embedded runs) instead of waiting for an operator. `signal` aborts when the run
@@ -119,7 +119,7 @@ export class ExecApprovals {
   /** Whether exec may run the command now; waits for an answer when the policy asks. */
   async check(ctx: ExecApprovalContext): Promise<ExecVerdict> {
     const always = this.allowAlways.has(ctx.agentId, ctx.command, ctx.sessionKey);
-    const decision = decideExec(this.policy, ctx.command, always);
+    const decision = decideExec(this.effectivePolicy(), ctx.command, always);
     if (decision.kind === "allow") return { allowed: true };
     if (decision.kind === "deny") return { allowed: false, reason: decision.reason };
     return this.ask(ctx, decision.reason);
@@ -158,6 +158,22 @@ export class ExecApprovals {
     }
     pending.settle(decision === "deny" ? "denied" : "allowed", "user", decision, approver);
     return this.ended.get(id)!;
+  }
+
+  /** The policy a command is checked against: tools.exec.allowlist plus the operators' patterns in the file. */
+  effectivePolicy(): ExecPolicy {
+    const extra = this.allowAlways.allowlist;
+    return extra.length ? { ...this.policy, allowlist: [...this.policy.allowlist, ...extra] } : this.policy;
+  }
+
+  /** exec-approvals.json as exec.approvals.get shows it */
+  file(): { path: string; file: AllowAlwaysView } {
+    return { path: this.allowAlways.path, file: this.allowAlways.view() };
+  }
+
+  /** exec.approvals.set: the operators' allowlist patterns (validated by the caller like tools.exec.allowlist). */
+  setAllowlist(patterns: readonly string[]): void {
+    this.allowAlways.setAllowlist(patterns);
   }
 
   /** Requests still waiting, oldest first. */

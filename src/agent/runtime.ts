@@ -7,7 +7,7 @@ import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
 import { PluginHookRunner } from "../hooks/plugin-hooks.js";
-import { loadPlugins } from "../hooks/plugins.js";
+import { loadPlugins, type PluginLoadReport } from "../hooks/plugins.js";
 import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -28,6 +28,7 @@ import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
+import { EnabledOverrides } from "./enabled-overrides.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
 
@@ -93,6 +94,10 @@ export class AgentRuntime {
   readonly env: NodeJS.ProcessEnv;
   /** the tools.exec policy and the approvals runs wait for */
   readonly execApprovals: ExecApprovals;
+  /** skills and plugins an operator switched on or off (skills.update, plugins.setEnabled) */
+  readonly enabledOverrides: EnabledOverrides;
+  /** what init loaded, and which plugins it left out (disabled) or could not load; set once init ran */
+  plugins: PluginLoadReport | undefined;
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolRegistry = new ToolRegistry();
@@ -154,6 +159,7 @@ export class AgentRuntime {
       logger: this.logger,
       prompt: opts.execPrompt,
     });
+    this.enabledOverrides = new EnabledOverrides(this.stateDir, this.logger);
     this.toolSources = opts.toolSources ?? [];
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({
@@ -205,8 +211,8 @@ export class AgentRuntime {
       const installed = await listDirs(path.join(this.stateDir, "plugins"));
       const pluginPaths = [...plugins.load.paths, ...installed.filter((p) => !plugins.load.paths.includes(p))];
       if (pluginPaths.length > 0) {
-        await loadPlugins(
-          { paths: pluginPaths, entries: plugins.entries },
+        this.plugins = await loadPlugins(
+          { paths: pluginPaths, entries: this.pluginEntries() },
           {
             runner: this.pluginHooks,
             registerTool: (tool, pluginId) => this.registerTool(pluginTool(tool, pluginId)),
@@ -225,6 +231,13 @@ export class AgentRuntime {
       }
     })();
     return this.initialized;
+  }
+
+  /** plugins.entries with the operator's switches (enabled-overrides.json) over the config's `enabled` */
+  private pluginEntries(): LoopgateConfig["plugins"]["entries"] {
+    const entries = { ...this.config.plugins.entries };
+    for (const [id, enabled] of this.enabledOverrides.all("plugins")) entries[id] = { ...entries[id], enabled };
+    return entries;
   }
 
   /** Fires an internal hook without blocking the caller; failures are logged by the registry. */

@@ -8,9 +8,7 @@ import path from "node:path";
  */
 export const GATEWAY_LOG_MAX_BYTES = 10 * 1024 * 1024;
 
-export function gatewayLogPath(stateDir: string): string {
-  return path.join(stateDir, "logs", "gateway.log");
-}
+export { gatewayLogPath } from "../infra/gateway-log-path.js";
 
 export interface LogFile {
   write(line: string): void;

@@ -341,6 +341,14 @@ program
   .action((opts) => run(async () => (await import("./logs.js")).runLogs(opts)));
 
 program
+  .command("dashboard")
+  .description("print the running gateway's web console URL and open it in a browser (xdg-open / open)")
+  .option("--no-open", "only print the URL")
+  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./dashboard.js")).runDashboard(opts)));
+
+program
   .command("gateway")
   .description("run the gateway: WebSocket RPC, HTTP /health and the web console (http://<host>:<port>/) on one port")
   .option("--port <n>", "port (default LOOPGATE_GATEWAY_PORT, gateway.port, 18789)")

@@ -311,21 +311,38 @@ const queueConfig = z.strictObject({
 const execPattern = z.string().trim().min(1, 'expected a glob pattern, e.g. "git *"');
 const EXEC_PATTERN_SHAPE = 'expected a glob pattern ("git *") or an OpenClaw allowlist entry ({ pattern: "git *" })';
 
+/**
+ * An exec allowlist: glob patterns, as strings or as OpenClaw's allowlist entries `{ pattern }`. Shared by
+ * tools.exec.allowlist and exec.approvals.set (the console's exec policy page), so both refuse the same input.
+ */
+export const execAllowlist = z
+  .array(z.union([execPattern, z.strictObject({ pattern: execPattern })], { error: EXEC_PATTERN_SHAPE }))
+  .transform((entries) => entries.map((e) => (typeof e === "string" ? e : e.pattern)));
+
 /** tools.exec: what the model may run (tools/exec-policy.ts says what an allowlist pattern matches) and with which env */
 const execToolConfig = z.strictObject({
   /** unset: "full" for `loopgate agent --local`, "allowlist" for the gateway's runs */
-  security: z.enum(execSecurityModes).optional(),
-  ask: z.enum(execAskModes).default("on-miss"),
+  security: z
+    .enum(execSecurityModes)
+    .optional()
+    .describe("deny, allowlist or full; unset: full for `agent --local`, allowlist for the gateway's runs"),
+  ask: z
+    .enum(execAskModes)
+    .default("on-miss")
+    .describe("when to ask an operator: off, on-miss (not allowlisted) or always"),
   /**
    * glob patterns, as strings or as OpenClaw's allowlist entries `{ pattern }` (exec-approvals.json's shape; its
    * bookkeeping fields id / lastUsedAt / lastUsedCommand / lastResolvedPath are OpenClaw's, not accepted here)
    */
-  allowlist: z
-    .array(z.union([execPattern, z.strictObject({ pattern: execPattern })], { error: EXEC_PATTERN_SHAPE }))
-    .transform((entries) => entries.map((e) => (typeof e === "string" ? e : e.pattern)))
-    .default([]),
+  allowlist: execAllowlist
+    .default([])
+    .describe(
+      "glob patterns of commands exec may run without asking (the console adds its own in exec-approvals.json)",
+    ),
   /** how long a run waits for an operator's answer before the command is denied */
-  approvalTimeoutSeconds: positiveInt.default(120),
+  approvalTimeoutSeconds: positiveInt
+    .default(120)
+    .describe("how long a run waits for an operator's answer before the command is denied, s"),
   /** names of environment variables the exec child gets from the process (beside PATH, HOME, LANG, TERM) */
   env: z
     .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }))
@@ -361,7 +378,13 @@ export const configSchema = z.strictObject({
     .prefault({}),
   session: z
     .strictObject({
-      writeLock: z.strictObject({ acquireTimeoutMs: positiveInt.default(60000) }).prefault({}),
+      writeLock: z
+        .strictObject({
+          acquireTimeoutMs: positiveInt
+            .default(60000)
+            .describe("how long a transcript writer waits for the session write lock before failing as busy, ms"),
+        })
+        .prefault({}),
       /** finished run records are pruned by the gateway (at start, then hourly); queued/running ones never */
       runResults: z
         .strictObject({ maxAgeHours: positiveInt.default(24 * 7), maxCount: positiveInt.default(10000) })
@@ -373,7 +396,7 @@ export const configSchema = z.strictObject({
       /** the gateway's start checks the database's pages (PRAGMA quick_check); a huge store may skip it */
       quickCheckOnStart: z.boolean().default(true),
       /** where state lives (SPEC 18): "sqlite" (the state dir's file) or "postgres" (storage.postgres) */
-      backend: z.enum(["sqlite", "postgres"]).default("sqlite"),
+      backend: z.enum(["sqlite", "postgres"]).default("sqlite").describe("where sessions, runs and events are stored"),
       /** the Postgres backend; read only when backend is "postgres" (a missing URL is a load error, config/check.ts) */
       postgres: z
         .strictObject({
@@ -400,8 +423,17 @@ export const configSchema = z.strictObject({
   messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),
   gateway: z
     .strictObject({
-      port: z.number().int().min(0).max(65535).default(18789),
-      bind: z.string().default("loopback"),
+      port: z
+        .number()
+        .int()
+        .min(0)
+        .max(65535)
+        .default(18789)
+        .describe("TCP port the gateway listens on (WebSocket, console, HTTP)"),
+      bind: z
+        .string()
+        .default("loopback")
+        .describe("where it listens: loopback, lan, or an address; beyond loopback a token is required"),
       auth: z
         .strictObject({
           token: z.string().min(1).optional(),
@@ -409,8 +441,10 @@ export const configSchema = z.strictObject({
           tokens: z.array(tokenGrant).default([]),
         })
         .prefault({}),
-      tickIntervalMs: positiveInt.default(30000),
-      maxPayload: positiveInt.default(25 * 1024 * 1024),
+      tickIntervalMs: positiveInt
+        .default(30000)
+        .describe("how often connected clients get a tick event (keepalive), ms"),
+      maxPayload: positiveInt.default(25 * 1024 * 1024).describe("largest WebSocket frame a client may send, bytes"),
       maxBufferedBytes: positiveInt.default(8 * 1024 * 1024),
       slowConsumerMs: nonNegativeInt.default(5000),
       maxPageBytes: positiveInt.default(2 * 1024 * 1024),
@@ -441,22 +475,36 @@ export const configSchema = z.strictObject({
           maxInFlightBytesPerConnection: positiveInt.default(32 * 1024 * 1024),
         })
         .prefault({}),
-      shutdownGraceMs: nonNegativeInt.default(10000),
+      shutdownGraceMs: nonNegativeInt
+        .default(10000)
+        .describe("how long running runs may finish when the gateway stops, ms"),
       // browser origins (scheme://host[:port]) allowed besides loopback ones and the gateway's own address
-      allowedOrigins: z.array(z.string().min(1)).default([]),
+      allowedOrigins: z
+        .array(z.string().min(1))
+        .default([])
+        .describe("browser origins (scheme://host[:port]) allowed besides loopback and the gateway's own address"),
     })
     .prefault({}),
   // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing
   diagnostics: z
     .strictObject({
-      enabled: z.boolean().default(false),
-      stuckSessionWarnMs: positiveInt.default(120000),
+      enabled: z.boolean().default(false).describe("watch for stalled and stuck sessions (off: costs nothing)"),
+      stuckSessionWarnMs: positiveInt
+        .default(120000)
+        .describe("a session idle this long while a run is active is reported stalled, ms"),
       // default max(300000, 3 × stuckSessionWarnMs): diagnostics/classify.ts defaultAbortMs
       stuckSessionAbortMs: positiveInt.optional(),
     })
     // an abort threshold at or below the warn threshold is refused at load (check.ts)
     .prefault({}),
-  skills: z.strictObject({ dirs: z.array(z.string()).default([]) }).prefault({}),
+  skills: z
+    .strictObject({
+      dirs: z
+        .array(z.string())
+        .default([])
+        .describe("more skill folders, after each agent's workspace skills/ (the first skill of a name wins)"),
+    })
+    .prefault({}),
   hooks: z
     .strictObject({
       dirs: z.array(z.string()).default([]),
@@ -467,12 +515,25 @@ export const configSchema = z.strictObject({
     .prefault({}),
   plugins: z
     .strictObject({
-      load: z.strictObject({ paths: z.array(z.string()).default([]) }).prefault({}),
+      load: z
+        .strictObject({
+          paths: z
+            .array(z.string())
+            .default([])
+            .describe("plugin folders to load, besides the ones installed in <state dir>/plugins"),
+        })
+        .prefault({}),
       entries: z
         .record(
           z.string(),
           // `config` is handed to the plugin as api.config
-          z.strictObject({ enabled: z.boolean().default(true), config: z.record(z.string(), z.unknown()).optional() }),
+          z.strictObject({
+            enabled: z
+              .boolean()
+              .default(true)
+              .describe("false: the plugin is not loaded (the console's switch overrides it)"),
+            config: z.record(z.string(), z.unknown()).optional().describe("handed to the plugin as api.config"),
+          }),
         )
         .default({}),
     })
@@ -495,8 +556,8 @@ export const configSchema = z.strictObject({
   /** the audit ledger (SPEC 11/20): metadata-only rows of run and tool starts and ends, pruned at start and hourly */
   audit: z
     .strictObject({
-      retentionDays: positiveInt.default(30),
-      maxRows: positiveInt.default(100000),
+      retentionDays: positiveInt.default(30).describe("audit rows older than this are pruned, days"),
+      maxRows: positiveInt.default(100000).describe("audit rows kept at most (the oldest go first)"),
       /** rows that may wait to be written; beyond it new rows are dropped and counted, and a run never waits */
       queueSize: positiveInt.default(10000),
     })
@@ -505,22 +566,34 @@ export const configSchema = z.strictObject({
   cron: z
     .strictObject({
       /** false: the gateway runs no job (config or RPC); cron.list still answers */
-      enabled: z.boolean().default(true),
+      enabled: z.boolean().default(true).describe("false: the gateway runs no cron job (cron.list still answers)"),
       /** runs missed while the gateway was down: "once" runs each such job once at start, "skip" records them skipped */
-      catchUp: z.enum(["once", "skip"]).default("once"),
+      catchUp: z
+        .enum(["once", "skip"])
+        .default("once")
+        .describe(
+          "runs missed while the gateway was down: once = run each such job once at start, skip = record them skipped",
+        ),
       /**
        * The scheduler's deadline (s, from the run's start) for a job without `timeoutSeconds`; 0 = none. 3600 is
        * OpenClaw's safety ceiling for a cron agent turn without its own timeout: a hung model call ends there.
        */
-      defaultTimeoutSeconds: nonNegativeInt.default(3600),
+      defaultTimeoutSeconds: nonNegativeInt
+        .default(3600)
+        .describe("deadline of a job run without its own timeoutSeconds, s (0 = none)"),
       /**
        * Cron runs at once (OpenClaw's key). Each job has at most one run going, so with 2 one hanging job never
        * holds back the others; a run past its deadline and cleanup stops counting.
        */
-      maxConcurrentRuns: positiveInt.default(2),
+      maxConcurrentRuns: positiveInt.default(2).describe("cron runs at once (each job has at most one going)"),
       /** run records (`cron_runs`) kept per job (OpenClaw's `cron.runLog.keepLines`); pruned as they are written */
-      runLog: z.strictObject({ keepLines: positiveInt.default(100) }).prefault({}),
-      jobs: z.array(cronJobSchema.superRefine(checkJobTimes)).default([]),
+      runLog: z
+        .strictObject({ keepLines: positiveInt.default(100).describe("run records kept per job (cron.runs)") })
+        .prefault({}),
+      jobs: z
+        .array(cronJobSchema.superRefine(checkJobTimes))
+        .default([])
+        .describe("jobs from the config (switched and removed here, not from the console)"),
     })
     .superRefine((cron, ctx) => {
       const seen = new Map<string, number>();

@@ -211,6 +211,38 @@ export class CronScheduler {
     return true;
   }
 
+  /**
+   * cron.update: switches an RPC job on or off (stored, so it holds across restarts). A config job is refused with
+   * where to change it: the config file is the user's, and it is read once at start.
+   */
+  async setEnabled(id: string, enabled: boolean): Promise<CronJobInfo> {
+    await this.load();
+    const job = this.jobs.get(id);
+    if (!job) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
+    if (job.source === "config") {
+      throw new CronJobError(
+        "conflict",
+        `params.id: "${id}" is a job from the config (cron.jobs); set its enabled there and restart the gateway`,
+      );
+    }
+    const spec = { ...job.spec, enabled };
+    if (!(await this.store.updateCronJob(spec))) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
+    job.spec = spec;
+    // re-enabled: due from now on, never for the fire times it slept through
+    job.nextAt = job.schedule.next(this.deps.clock.now());
+    this.arm();
+    const runs = await this.store.recentCronRuns([id], 10);
+    return this.info(job, runs.get(id) ?? []);
+  }
+
+  /** cron.runs: one job's run records, newest first. */
+  async runs(id: string, limit: number): Promise<CronRunInfo[]> {
+    await this.load();
+    if (!this.jobs.has(id)) throw new CronJobError("not_found", `params.id: no cron job "${id}"`);
+    const runs = (await this.store.recentCronRuns([id], limit)).get(id) ?? [];
+    return runs.map(({ id: _id, ...r }) => r);
+  }
+
   /** The session a job runs in (for access checks), or undefined for an unknown job. */
   sessionKeyOf(id: string): string | undefined {
     const job = this.jobs.get(id);

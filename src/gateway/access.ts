@@ -121,6 +121,17 @@ export class ClientAccess {
     if (sessionKey !== undefined) this.requireGranted(sessionKey, "read");
   }
 
+  /**
+   * What acts on (or reads) the whole gateway, beyond any session: the exec allowlist, skill and plugin switches,
+   * the gateway log. A token confined to some sessions is one tenant's; it must not change or read the others'.
+   */
+  requireWholeGateway(what: string): void {
+    if (this.seesAllSessions) return;
+    throw forbidden(
+      `this client may not ${what}: it acts for every session, and its token grants sessions ${this.grant.sessions.join(", ")}`,
+    );
+  }
+
   /** sessions.reset / sessions.delete (the method's scope check already required operator.admin). */
   requireAdmin(sessionKey: string): void {
     this.requireGranted(sessionKey, "change");

@@ -106,6 +106,17 @@ export const GATEWAY_METHODS = [
   "agent.events",
   "diagnostics.list",
   "mcp.status",
+  // the console's operator pages (issue 31)
+  "cron.update",
+  "cron.runs",
+  "logs.tail",
+  "config.schema",
+  "skills.status",
+  "skills.update",
+  "plugins.list",
+  "plugins.setEnabled",
+  "exec.approvals.get",
+  "exec.approvals.set",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 

@@ -1,3 +1,4 @@
+import type { CronJobSpec } from "../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../protocol/payloads.js";
 import type { SqliteStore } from "./sqlite-store.js";
 import type { StorageFault } from "./storage-fault.js";
@@ -131,6 +132,10 @@ export class SqliteStoreAdapter implements Store {
 
   async addCronJob(job: CronJobRecord): Promise<boolean> {
     return this.db.addCronJob(job);
+  }
+
+  async updateCronJob(spec: CronJobSpec): Promise<boolean> {
+    return this.db.updateCronJob(spec);
   }
 
   async removeCronJob(id: string): Promise<boolean> {

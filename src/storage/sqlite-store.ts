@@ -2,6 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { CronJobSpec } from "../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
 import { secureDatabaseFiles } from "./file-modes.js";
@@ -606,6 +607,11 @@ export class SqliteStore {
     return (
       this.faults.guard(() => this.prep(sql).run(job.spec.id, JSON.stringify(job.spec), job.createdAt)).changes > 0
     );
+  }
+
+  updateCronJob(spec: CronJobSpec): boolean {
+    const sql = "UPDATE cron_jobs SET spec = ? WHERE id = ?";
+    return this.faults.guard(() => this.prep(sql).run(JSON.stringify(spec), spec.id)).changes > 0;
   }
 
   removeCronJob(id: string): boolean {

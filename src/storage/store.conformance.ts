@@ -320,6 +320,14 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await times("b")).toEqual([4, 1]);
       });
 
+      it("a stored cron job's spec is replaced by id (cron.update), and an unknown id changes nothing", async () => {
+        const spec = { id: "nightly", schedule: "0 3 * * *", message: "go" };
+        await store.addCronJob({ spec, createdAt: 1 });
+        expect(await store.updateCronJob({ ...spec, enabled: false })).toBe(true);
+        expect(await store.updateCronJob({ ...spec, id: "nobody" })).toBe(false);
+        expect(await store.listCronJobs()).toEqual([{ spec: { ...spec, enabled: false }, createdAt: 1 }]);
+      });
+
       it("crash leftovers: runs and cron runs left running by a store that went away are found by the next one", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.createRun(run("left", { status: "running", startedAt: 2 }));

@@ -193,6 +193,8 @@ export interface Store {
   listCronJobs(): Promise<CronJobRecord[]>;
   /** Adds a job; false (and nothing written) when a job with that id is already stored. */
   addCronJob(job: CronJobRecord): Promise<boolean>;
+  /** Replaces a stored job's spec (same id: cron.update); false when no job has that id. */
+  updateCronJob(spec: CronJobSpec): Promise<boolean>;
   /** Removes a job and its run history; false when no job had that id. */
   removeCronJob(id: string): Promise<boolean>;
   /** Records a run of a job (also one that was skipped) and returns its id, unique in this store. */

@@ -150,6 +150,18 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "unauthorized",
     "cron.remove granted": "unauthorized",
     "cron.remove ungranted": "unauthorized",
+    "cron.update granted": "unauthorized",
+    "cron.update ungranted": "unauthorized",
+    "cron.runs granted": "unauthorized",
+    "cron.runs ungranted": "unauthorized",
+    "logs.tail": "unauthorized",
+    "config.schema": "unauthorized",
+    "skills.status": "unauthorized",
+    "skills.update": "unauthorized",
+    "plugins.list": "unauthorized",
+    "plugins.setEnabled": "unauthorized",
+    "exec.approvals.get": "unauthorized",
+    "exec.approvals.set": "unauthorized",
     "diagnostics.list": "unauthorized",
     "diagnostics.list ungranted": "unauthorized",
     "events own": "delivered",
@@ -202,6 +214,18 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "unauthorized",
     "cron.remove granted": "unauthorized",
     "cron.remove ungranted": "unauthorized",
+    "cron.update granted": "unauthorized",
+    "cron.update ungranted": "unauthorized",
+    "cron.runs granted": "ok",
+    "cron.runs ungranted": "not_found",
+    "logs.tail": "unauthorized",
+    "config.schema": "unauthorized",
+    "skills.status": "ok",
+    "skills.update": "unauthorized",
+    "plugins.list": "ok",
+    "plugins.setEnabled": "unauthorized",
+    "exec.approvals.get": "unauthorized",
+    "exec.approvals.set": "unauthorized",
     "diagnostics.list": "ok",
     "diagnostics.list ungranted": "forbidden",
     "events granted": "delivered",
@@ -254,6 +278,19 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "cron.run ungranted": "forbidden",
     "cron.remove granted": "ok",
     "cron.remove ungranted": "forbidden",
+    "cron.update granted": "ok",
+    "cron.update ungranted": "forbidden",
+    "cron.runs granted": "ok",
+    "cron.runs ungranted": "not_found",
+    // gateway-wide: a token confined to some sessions is one tenant's
+    "logs.tail": "forbidden",
+    "config.schema": "ok",
+    "skills.status": "ok",
+    "skills.update": "forbidden",
+    "plugins.list": "ok",
+    "plugins.setEnabled": "forbidden",
+    "exec.approvals.get": "forbidden",
+    "exec.approvals.set": "forbidden",
     "diagnostics.list": "ok",
     "diagnostics.list ungranted": "forbidden",
     "events own": "delivered",
@@ -393,6 +430,22 @@ describe("one visibility rule: method × scope × grant", () => {
       for (const t of ["granted", "ungranted"] as const) {
         actual[`cron.run ${t}`] = outcome(await client.call("cron.run", { id: t === "granted" ? "in" : "out" }));
       }
+      // the console's operator methods (issue 31); cron.update and cron.runs before the job goes
+      for (const t of ["granted", "ungranted"] as const) {
+        const id = t === "granted" ? "new-in" : "out";
+        actual[`cron.update ${t}`] = outcome(await client.call("cron.update", { id, patch: { enabled: false } }));
+        actual[`cron.runs ${t}`] = outcome(await client.call("cron.runs", { id: t === "granted" ? "in" : "out" }));
+      }
+      actual["logs.tail"] = outcome(await client.call("logs.tail", {}));
+      actual["config.schema"] = outcome(await client.call("config.schema"));
+      actual["skills.status"] = outcome(await client.call("skills.status", {}));
+      actual["skills.update"] = outcome(await client.call("skills.update", { skillKey: "none", enabled: false }));
+      actual["plugins.list"] = outcome(await client.call("plugins.list"));
+      const plugin = { pluginId: "none", enabled: false };
+      actual["plugins.setEnabled"] = outcome(await client.call("plugins.setEnabled", plugin));
+      actual["exec.approvals.get"] = outcome(await client.call("exec.approvals.get"));
+      const allowlist = { file: { allowlist: ["git *"] } };
+      actual["exec.approvals.set"] = outcome(await client.call("exec.approvals.set", allowlist));
       for (const t of ["granted", "ungranted"] as const) {
         actual[`cron.remove ${t}`] = outcome(
           await client.call("cron.remove", { id: t === "granted" ? "new-in" : "out" }),

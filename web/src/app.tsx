@@ -1,7 +1,8 @@
 /**
  * The console shell: the token form (the token is kept in sessionStorage, so it is typed once per tab and gone when
  * the tab closes), the connection banner, the navigation, and the hash router (#/sessions, #/session/<key>, #/runs,
- * #/approvals, #/audit, #/diagnostics). Hash routes need no server-side fallback page.
+ * #/approvals, #/audit, #/diagnostics, and the operator pages #/cron, #/skills, #/config, #/exec-policy, #/logs).
+ * Hash routes need no server-side fallback page.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { type ConnState, canWrite, GatewayClient, gatewayUrl } from "./gateway";
@@ -9,6 +10,7 @@ import { ConsoleModel, useModel } from "./model";
 import { ApprovalsPage } from "./pages/approvals";
 import { AuditPage } from "./pages/audit";
 import { DiagnosticsPage } from "./pages/diagnostics";
+import { isOperatorPage, OperatorPage } from "./pages/operator-pages";
 import { RunsPage } from "./pages/runs";
 import { SessionPage } from "./pages/session";
 import { SessionsPage } from "./pages/sessions";
@@ -122,6 +124,7 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
   const route = useHashRoute();
   const scopes = model.gw.scopes;
   const writable = canWrite(scopes);
+  const admin = scopes.includes("operator.admin");
   const has = (m: string) => model.has(m);
   const nav: Array<[string, string, boolean]> = [
     ["sessions", "Sessions", true],
@@ -133,6 +136,12 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
     ],
     ["audit", "Audit", has("audit.list")],
     ["diagnostics", "Diagnostics", has("diagnostics.list")],
+    // operator pages (lazy chunks): config, exec policy and logs are operator.admin reads
+    ["cron", "Cron", has("cron.list")],
+    ["skills", "Skills", has("skills.status")],
+    ["config", "Config", has("config.get") && admin],
+    ["exec-policy", "Exec policy", has("exec.approvals.get") && admin],
+    ["logs", "Logs", has("logs.tail") && admin],
   ];
   const page = route[0];
   return (
@@ -188,6 +197,8 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
           <AuditPage model={model} />
         ) : page === "diagnostics" && has("diagnostics.list") ? (
           <DiagnosticsPage model={model} />
+        ) : isOperatorPage(page) ? (
+          <OperatorPage name={page} model={model} />
         ) : (
           <SessionsPage model={model} />
         )}

@@ -32,4 +32,4 @@ export type RunPorts = Pick<
 /** What a turn needs besides: its lanes, the runtime's lazy init, the agent's model ref, and the profile's sources. */
 export type TurnPorts = RunPorts &
   ProfileSources &
-  Pick<AgentRuntime, "lanes" | "init" | "agentModelRef" | "sessionLifecycle">;
+  Pick<AgentRuntime, "lanes" | "init" | "agentModelRef" | "sessionLifecycle" | "enabledOverrides">;

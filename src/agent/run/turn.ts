@@ -347,5 +347,7 @@ async function sessionSkills(
     for (const w of snapshot.warnings) rt.logger.warn(w);
     await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
-  return snapshot;
+  // an operator's switch (skills.update) acts on the next run without retaking the snapshot
+  const enabled = snapshot.skills.filter((s) => rt.enabledOverrides.get("skills", s.name) !== false);
+  return enabled.length === snapshot.skills.length ? snapshot : { ...snapshot, skills: enabled };
 }

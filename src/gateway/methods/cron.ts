@@ -1,5 +1,6 @@
 import { CronJobError } from "../../cron/scheduler.js";
 import { ErrorCodes } from "../../protocol/frames.js";
+import { type CronRunsResult, cronRunsParamsSchema, cronUpdateParamsSchema } from "../../protocol/operator.js";
 import {
   cronAddParamsSchema,
   cronListParamsSchema,
@@ -93,6 +94,41 @@ export const cronRunMethod = defineMethod({
     requireJobSession(conn, gw, params.id);
     const { runId } = await call(() => scheduler(gw).runNow(params.id), params.id);
     const result: CronRunResult = { ok: true, id: params.id, runId };
+    reply.ok(result);
+  },
+});
+
+/** cron.update (OpenClaw's name): switches a job on or off (`patch.enabled`); admin, inside the token's sessions. */
+export const cronUpdateMethod = defineMethod({
+  name: "cron.update",
+  scope: "admin",
+  params: cronUpdateParamsSchema,
+  async handle({ params, conn, gw, reply }) {
+    requireJobSession(conn, gw, params.id);
+    const job = await call(() => scheduler(gw).setEnabled(params.id, params.patch.enabled), params.id);
+    const result: CronAddResult = { job };
+    reply.ok(result);
+  },
+});
+
+/** cron.runs (OpenClaw's name): one job's run history, newest first; a read, inside the token's sessions. */
+export const cronRunsMethod = defineMethod({
+  name: "cron.runs",
+  scope: "read",
+  params: cronRunsParamsSchema,
+  async handle({ params, conn, gw, reply }) {
+    conn.access.requireRead(undefined);
+    const key = scheduler(gw).sessionKeyOf(params.id);
+    // a job in a session this token does not grant is answered as no job at all
+    if (key !== undefined && !conn.access.canSeeSession(key)) {
+      throw new GatewayError({
+        code: ErrorCodes.notFound,
+        message: `params.id: no cron job "${params.id}"`,
+        details: { code: "CRON_JOB_NOT_FOUND", jobId: params.id },
+      });
+    }
+    const entries = await call(() => scheduler(gw).runs(params.id, params.limit ?? 50), params.id);
+    const result: CronRunsResult = { id: params.id, entries };
     reply.ok(result);
   },
 });

@@ -5,8 +5,17 @@ import { execApprovalListMethod, execApprovalResolveMethod } from "./approvals.j
 import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { chatMetadataMethod, chatStartupMethod } from "./chat-views.js";
-import { cronAddMethod, cronListMethod, cronRemoveMethod, cronRunMethod } from "./cron.js";
+import { configSchemaMethod } from "./config-schema.js";
+import {
+  cronAddMethod,
+  cronListMethod,
+  cronRemoveMethod,
+  cronRunMethod,
+  cronRunsMethod,
+  cronUpdateMethod,
+} from "./cron.js";
 import { diagnosticsListMethod } from "./diagnostics.js";
+import { execApprovalsGetMethod, execApprovalsSetMethod } from "./exec-policy.js";
 import {
   agentIdentityGetMethod,
   agentsListMethod,
@@ -18,6 +27,7 @@ import {
   updateStatusMethod,
 } from "./gateway-info.js";
 import { healthMethod } from "./health.js";
+import { logsTailMethod } from "./logs.js";
 import { mcpStatusMethod } from "./mcp.js";
 import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
 import { runsListMethod } from "./runs.js";
@@ -28,6 +38,12 @@ import {
   sessionsResolveMethod,
 } from "./session-admin.js";
 import { sessionsDeleteMethod, sessionsGetMethod, sessionsListMethod, sessionsResetMethod } from "./sessions.js";
+import {
+  pluginsListMethod,
+  pluginsSetEnabledMethod,
+  skillsStatusMethod,
+  skillsUpdateMethod,
+} from "./skills-plugins.js";
 import {
   sessionsMessagesSubscribeMethod,
   sessionsMessagesUnsubscribeMethod,
@@ -82,6 +98,16 @@ export function methodRegistry(): Map<string, AnyMethod> {
     agentEventsMethod,
     diagnosticsListMethod,
     mcpStatusMethod,
+    cronUpdateMethod,
+    cronRunsMethod,
+    logsTailMethod,
+    configSchemaMethod,
+    skillsStatusMethod,
+    skillsUpdateMethod,
+    pluginsListMethod,
+    pluginsSetEnabledMethod,
+    execApprovalsGetMethod,
+    execApprovalsSetMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

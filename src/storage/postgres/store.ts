@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
+import type { CronJobSpec } from "../../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../../protocol/payloads.js";
 import type { ChatMessage } from "../../providers/types.js";
 import { type ImageBlobRow, imageRefs, splitImageData, withImageData } from "../image-blobs.js";
@@ -660,6 +661,14 @@ export class PostgresStore implements Store {
       "INSERT INTO cron_jobs (id, spec, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
       [job.spec.id, JSON.stringify(job.spec), job.createdAt],
     );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async updateCronJob(spec: CronJobSpec): Promise<boolean> {
+    const { rowCount } = await this.pool.query("UPDATE cron_jobs SET spec = $1 WHERE id = $2", [
+      JSON.stringify(spec),
+      spec.id,
+    ]);
     return (rowCount ?? 0) > 0;
   }
 
