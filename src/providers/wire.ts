@@ -81,6 +81,22 @@ function clip(text: string): string {
  * A client created on first use and then reused: SDK modules are imported only when their API is called, so a run
  * that talks to one API never loads the others. A failed creation is forgotten, so the next call tries again.
  */
+/**
+ * One SDK client per API key, each made on first use: an auth profile's key reaches the SDK the way it expects it
+ * (its own auth header), and the clients are as many as the provider has profiles.
+ */
+export function lazyClientPerKey<T>(create: (apiKey: string | undefined) => Promise<T>): (apiKey?: string) => Promise<T> {
+  const clients = new Map<string | undefined, () => Promise<T>>();
+  return (apiKey) => {
+    let get = clients.get(apiKey);
+    if (!get) {
+      get = lazyClient(() => create(apiKey));
+      clients.set(apiKey, get);
+    }
+    return get();
+  };
+}
+
 export function lazyClient<T>(create: () => Promise<T>): () => Promise<T> {
   let client: Promise<T> | undefined;
   return () => {
