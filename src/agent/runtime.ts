@@ -1,4 +1,5 @@
 import { readdir } from "node:fs/promises";
+import { AuthProfiles, authProfilesFor } from "../credentials/index.js";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
@@ -67,6 +68,8 @@ export interface RuntimeOptions {
   toolSources?: ToolSource[];
   /** The MCP servers' health (`McpToolSource.status`), for `health`, `mcp.status` and the console. */
   mcpStatus?: () => McpServerStatus[];
+  /** The auth profiles runs choose keys from (credentials/); default: from config, health in `store` */
+  authProfiles?: AuthProfiles;
 }
 
 /**
@@ -93,6 +96,8 @@ export class AgentRuntime {
   readonly env: NodeJS.ProcessEnv;
   /** the tools.exec policy and the approvals runs wait for */
   readonly execApprovals: ExecApprovals;
+  /** the auth profiles (SPEC 23): each run's profile gets a chooser of its keys (`forRun`) */
+  readonly authProfiles: AuthProfiles;
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolRegistry = new ToolRegistry();
@@ -154,6 +159,8 @@ export class AgentRuntime {
       logger: this.logger,
       prompt: opts.execPrompt,
     });
+    this.authProfiles =
+      opts.authProfiles ?? authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
     this.toolSources = opts.toolSources ?? [];
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({

@@ -155,6 +155,10 @@ export interface SessionInfo {
   /** what the session's runs show of the model's reasoning: off, on, stream (OpenClaw's sessions.patch name) */
   reasoningLevel?: string;
   queueMode?: string;
+  /** the user's auth profile pin (sessions.patch authProfile) */
+  authProfile?: string;
+  /** the auth profile the session's runs are pinned to (the one its last call succeeded on) */
+  authProfilePinned?: string;
   /** "running" while a run of the session is in progress */
   status?: "running";
   /** the start of the first user message (when asked for with includeDerivedTitles) */
@@ -259,6 +263,8 @@ export const AUDIT_ACTIONS = [
   "agent.run.finished",
   "tool.action.started",
   "tool.action.finished",
+  // Loopgate's own: a run moved to another auth profile (SPEC 23); code "<reason>:<the profile it left>"
+  "model.auth.rotated",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -34,6 +34,8 @@ export interface LiveRun {
   startedAt?: number;
   endedAt?: number;
   model?: string;
+  /** the auth profile ("provider:name") the run's model calls use: from a rotation, then the run's end */
+  authProfile?: string;
   text: string;
   thinking: string;
   blocks: string[];
@@ -314,6 +316,7 @@ export class ConsoleModel {
         run.stopReason = typeof d.stopReason === "string" ? d.stopReason : undefined;
         run.error = typeof d.error === "string" ? d.error : undefined;
         if (typeof d.model === "string") run.model = d.model;
+        if (typeof d.authProfile === "string") run.authProfile = d.authProfile;
         run.waiting = undefined;
         this.stuck.delete(run.sessionKey);
         this.bumpHistory(run.sessionKey);
@@ -321,6 +324,9 @@ export class ConsoleModel {
         break;
       case "retry":
         run.retries++;
+        break;
+      case "auth_rotate":
+        if (typeof d.to === "string") run.authProfile = d.to;
         break;
       case "fallback":
         run.fallbacks.push(`${d.from} → ${d.to}`);
