@@ -1,8 +1,8 @@
 import { readdir } from "node:fs/promises";
-import { AuthProfiles, authProfilesFor } from "../credentials/index.js";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
+import { type AuthProfiles, authProfilesFor } from "../credentials/index.js";
 import type { EventBusPort } from "../events/bus-port.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
@@ -160,7 +160,8 @@ export class AgentRuntime {
       prompt: opts.execPrompt,
     });
     this.authProfiles =
-      opts.authProfiles ?? authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
+      opts.authProfiles ??
+      authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
     this.toolSources = opts.toolSources ?? [];
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({

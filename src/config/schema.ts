@@ -256,8 +256,9 @@ const authProfile = z
     keyRef: authKeyRef.optional(),
   })
   .refine((p) => (p.key === undefined) !== (p.keyRef === undefined), {
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: names the env reference syntax
-    message: 'expected exactly one of key ("${ENV}" or a literal) and keyRef ({source: "env", id} or {source: "file", path})',
+    message:
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: names the env reference syntax
+      'expected exactly one of key ("${ENV}" or a literal) and keyRef ({source: "env", id} or {source: "file", path})',
   });
 
 const authConfig = z.strictObject({

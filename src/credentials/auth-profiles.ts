@@ -5,6 +5,7 @@
 import type { LoopgateConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import type { AuthProfileStatus } from "../protocol/payloads.js";
 import type { Store } from "../storage/types.js";
 import { AuthHealth } from "./health.js";
 import { orderProfiles } from "./order.js";
@@ -13,28 +14,16 @@ import { type RunAuthHooks, RunCredentials } from "./run-credentials.js";
 
 const HOUR_MS = 3_600_000;
 
-/** One profile as `models.authStatus` shows it: never a key. */
-export interface AuthProfileStatus {
-  id: string;
-  provider: string;
-  mode: "api_key" | "token";
-  /** ok, or cooling down (some model) / disabled (the whole profile) */
-  state: "ok" | "cooldown" | "disabled";
-  /** when the profile (or its longest-cooling model) is usable again */
-  until?: number;
-  reason?: string;
-  /** the cooling models and until when (rate limits cool one model of a profile) */
-  models?: Array<{ model: string; until: number; reason?: string }>;
-  errorCount: number;
-  lastUsed?: number;
-  /** made from models.providers.<provider>.apiKey */
-  implicit?: boolean;
-}
+/** One profile as `models.authStatus` shows it (declared once, with the wire types): never a key. */
+export type { AuthProfileStatus };
 
 export interface AuthProfilesOptions {
   config: LoopgateConfig;
   profiles: ResolvedAuthProfile[];
-  store: Pick<Store, "listAuthHealth" | "putAuthHealth" | "clearAuthHealth" | "touchAuthProfile" | "getSession" | "updateSession">;
+  store: Pick<
+    Store,
+    "listAuthHealth" | "putAuthHealth" | "clearAuthHealth" | "touchAuthProfile" | "getSession" | "updateSession"
+  >;
   clock: Pick<Clock, "now">;
   logger: Pick<Logger, "warn">;
   random?: () => number;
@@ -96,7 +85,10 @@ export class AuthProfiles {
         .filter((r) => r.model !== "" && r.until !== undefined && r.until > now)
         .map((r) => ({ model: r.model, until: r.until as number, ...(r.reason ? { reason: r.reason } : {}) }));
       const disabled = whole?.until !== undefined && whole.until > now;
-      const longest = cooling.reduce<(typeof cooling)[number] | undefined>((a, b) => (a && a.until >= b.until ? a : b), undefined);
+      const longest = cooling.reduce<(typeof cooling)[number] | undefined>(
+        (a, b) => (a && a.until >= b.until ? a : b),
+        undefined,
+      );
       const state = disabled ? "disabled" : cooling.length > 0 ? "cooldown" : "ok";
       const until = disabled ? whole?.until : longest?.until;
       const reason = disabled ? whole?.reason : longest?.reason;
@@ -117,7 +109,11 @@ export class AuthProfiles {
 
   /** `loopgate models auth clear <id>`: ends its cooldowns and disable on every node (the store is shared). */
   async clear(id: string): Promise<{ cleared: number }> {
-    if (!this.has(id)) throw new UnknownAuthProfileError(id, this.o.profiles.map((p) => p.id));
+    if (!this.has(id))
+      throw new UnknownAuthProfileError(
+        id,
+        this.o.profiles.map((p) => p.id),
+      );
     return { cleared: await this.health.clear(id) };
   }
 }
@@ -128,7 +124,13 @@ export function authProfilesFor(
   store: AuthProfilesOptions["store"],
   o: { clock: Pick<Clock, "now">; logger: Pick<Logger, "warn">; env: NodeJS.ProcessEnv },
 ): AuthProfiles {
-  return new AuthProfiles({ config, store, clock: o.clock, logger: o.logger, profiles: resolveAuthProfiles(config, o.env) });
+  return new AuthProfiles({
+    config,
+    store,
+    clock: o.clock,
+    logger: o.logger,
+    profiles: resolveAuthProfiles(config, o.env),
+  });
 }
 
 export class UnknownAuthProfileError extends Error {

@@ -58,7 +58,11 @@ export function failureEffect(input: {
         : jittered(ladderMs(errorCount, RATE_LIMIT_BASE_MS, RATE_LIMIT_MAX_MS), input.random);
     return { scope: "model", until: now + waitMs, errorCount };
   }
-  return { scope: "profile", until: now + ladderMs(errorCount, settings.billingBackoffMs, settings.billingMaxMs), errorCount };
+  return {
+    scope: "profile",
+    until: now + ladderMs(errorCount, settings.billingBackoffMs, settings.billingMaxMs),
+    errorCount,
+  };
 }
 
 /** base · 2^(n−1), at most max */

@@ -67,7 +67,8 @@ export class AuthHealth {
   stateOf(profileId: string, model: string): ProfileState {
     const now = this.o.clock.now();
     const whole = this.rows.get(rowKey(profileId, ""));
-    if (whole?.until !== undefined && whole.until > now) return { state: "disabled", until: whole.until, reason: whole.reason };
+    if (whole?.until !== undefined && whole.until > now)
+      return { state: "disabled", until: whole.until, reason: whole.reason };
     const one = this.rows.get(rowKey(profileId, model));
     if (one?.until !== undefined && one.until > now) return { state: "cooldown", until: one.until, reason: one.reason };
     return { state: "ok" };
@@ -105,7 +106,10 @@ export class AuthHealth {
     try {
       await this.o.store.putAuthHealth(row);
     } catch (err) {
-      this.o.logger.warn("auth profiles: storing a cooldown failed", { profile: profileId, error: (err as Error).message });
+      this.o.logger.warn("auth profiles: storing a cooldown failed", {
+        profile: profileId,
+        error: (err as Error).message,
+      });
     }
     return effect;
   }
@@ -132,12 +136,15 @@ export class AuthHealth {
   async clear(profileId: string): Promise<number> {
     const cleared = await this.o.store.clearAuthHealth(profileId);
     for (const [key, row] of this.rows) {
-      if (row.profileId === profileId) this.rows.set(key, { profileId, model: row.model, errorCount: 0, lastUsed: row.lastUsed });
+      if (row.profileId === profileId)
+        this.rows.set(key, { profileId, model: row.model, errorCount: 0, lastUsed: row.lastUsed });
     }
     return cleared;
   }
 
   private background(write: Promise<unknown>, what: string, profileId: string): void {
-    write.catch((err: Error) => this.o.logger.warn(`auth profiles: ${what} failed`, { profile: profileId, error: err.message }));
+    write.catch((err: Error) =>
+      this.o.logger.warn(`auth profiles: ${what} failed`, { profile: profileId, error: err.message }),
+    );
   }
 }

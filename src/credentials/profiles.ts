@@ -23,7 +23,9 @@ export interface ResolvedAuthProfile extends AuthProfile {
 }
 
 /** What the profile list is made from: the provider apiKeys first (each the provider's `default`), then auth.profiles. */
-function declared(config: LoopgateConfig): Array<{ id: string; at: string; provider: string; profile: AuthProfileConfig }> {
+function declared(
+  config: LoopgateConfig,
+): Array<{ id: string; at: string; provider: string; profile: AuthProfileConfig }> {
   const out: Array<{ id: string; at: string; provider: string; profile: AuthProfileConfig }> = [];
   for (const [provider, p] of Object.entries(config.models.providers)) {
     if (p.apiKey === undefined || p.api === "scripted") continue;

@@ -66,9 +66,13 @@ export class RunCredentials {
         : ordered.find((p) => p.id === id && this.auth.health.stateOf(p.id, model).state === "ok");
     const firstUsable = ordered.find((p) => this.auth.health.stateOf(p.id, model).state === "ok");
     const pick =
-      usable(this.run.runPin) ?? usable(pins.user) ?? usable(pins.session) ?? (tried.size > 0 ? firstUsable : ordered[0]);
+      usable(this.run.runPin) ??
+      usable(pins.user) ??
+      usable(pins.session) ??
+      (tried.size > 0 ? firstUsable : ordered[0]);
     if (!pick) return undefined;
-    const was = this.onProfile.get(providerId) ?? (pins.session?.startsWith(`${providerId}:`) ? pins.session : undefined);
+    const was =
+      this.onProfile.get(providerId) ?? (pins.session?.startsWith(`${providerId}:`) ? pins.session : undefined);
     if (was !== undefined && was !== pick.id) {
       const state = this.auth.health.stateOf(was, model);
       const reason = this.failures.get(was) ?? (state.state !== "ok" ? state.reason : undefined);
@@ -92,11 +96,15 @@ export class RunCredentials {
     this.auth.health.succeeded(profileId, model);
     this.failures.delete(profileId);
     this.lastUsed = profileId;
-    void this.sessionPins().then((pins) => {
-      if (pins.session === profileId) return;
-      pins.session = profileId;
-      return this.store.updateSession(this.run.sessionKey, { authProfile: profileId });
-    }).catch((err: Error) => this.run.hooks.warn?.("auth profiles: pinning the session failed", { error: err.message }));
+    void this.sessionPins()
+      .then((pins) => {
+        if (pins.session === profileId) return;
+        pins.session = profileId;
+        return this.store.updateSession(this.run.sessionKey, { authProfile: profileId });
+      })
+      .catch((err: Error) =>
+        this.run.hooks.warn?.("auth profiles: pinning the session failed", { error: err.message }),
+      );
   }
 
   /** After a compaction the session's pin no longer binds: the next call takes the first of the order again. */

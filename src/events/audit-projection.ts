@@ -61,7 +61,10 @@ export function auditRowOf(event: AgentEvent): AuditRowDraft | undefined {
     }
     if (d.phase === "auth_rotate") {
       // profile ids are config names ("openai:work"), never keys: which profile was left, and why
-      return withCode({ ...base, action: "model.auth.rotated", status: "succeeded" }, auditCode(`${d.reason}:${d.from}`));
+      return withCode(
+        { ...base, action: "model.auth.rotated", status: "succeeded" },
+        auditCode(`${d.reason}:${d.from}`),
+      );
     }
     return undefined;
   }

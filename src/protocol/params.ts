@@ -711,6 +711,9 @@ export const modelsAuthStatusParamsSchema = z.strictObject({
   agentId: z.string().optional(),
 });
 
+/** `models.authClear` (Loopgate's own): ends an auth profile's cooldowns and disable on every node */
+export const modelsAuthClearParamsSchema = z.strictObject({ id: plainName.max(200) });
+
 /** OpenClaw's UpdateStatusParams */
 export const updateStatusParamsSchema = z.strictObject({ refreshCheckout: z.boolean().optional() });
 

@@ -235,7 +235,12 @@ export function requestErrorContext(
   request: { signal: AbortSignal; apiKey?: string },
 ): ErrorContext {
   // the call's own key (an auth profile's) is the one an endpoint could echo back
-  return { provider: init.id, signal: request.signal, apiKey: request.apiKey ?? init.apiKey, timeoutMs: init.timeoutMs };
+  return {
+    provider: init.id,
+    signal: request.signal,
+    apiKey: request.apiKey ?? init.apiKey,
+    timeoutMs: init.timeoutMs,
+  };
 }
 
 /**

@@ -85,7 +85,9 @@ function clip(text: string): string {
  * One SDK client per API key, each made on first use: an auth profile's key reaches the SDK the way it expects it
  * (its own auth header), and the clients are as many as the provider has profiles.
  */
-export function lazyClientPerKey<T>(create: (apiKey: string | undefined) => Promise<T>): (apiKey?: string) => Promise<T> {
+export function lazyClientPerKey<T>(
+  create: (apiKey: string | undefined) => Promise<T>,
+): (apiKey?: string) => Promise<T> {
   const clients = new Map<string | undefined, () => Promise<T>>();
   return (apiKey) => {
     let get = clients.get(apiKey);

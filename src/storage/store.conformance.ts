@@ -411,13 +411,26 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
           errorCount: 1,
           lastFailureAt: 1_000,
         });
-        await store.putAuthHealth({ profileId: "openai:a", model: "gpt-y", until: 5_000, reason: "rate_limit", errorCount: 2 });
+        await store.putAuthHealth({
+          profileId: "openai:a",
+          model: "gpt-y",
+          until: 5_000,
+          reason: "rate_limit",
+          errorCount: 2,
+        });
         await store.touchAuthProfile("openai:a", 900);
         await store.touchAuthProfile("openai:a", 800); // an older use never moves lastUsed back
         const other = await t.openAnother();
         expect(await other.listAuthHealth()).toEqual([
           { profileId: "openai:a", model: "", errorCount: 0, lastUsed: 900 },
-          { profileId: "openai:a", model: "gpt-x", until: 31_000, reason: "rate_limit", errorCount: 1, lastFailureAt: 1_000 },
+          {
+            profileId: "openai:a",
+            model: "gpt-x",
+            until: 31_000,
+            reason: "rate_limit",
+            errorCount: 1,
+            lastFailureAt: 1_000,
+          },
           { profileId: "openai:a", model: "gpt-y", until: 5_000, reason: "rate_limit", errorCount: 2 },
         ]);
         expect(await other.clearAuthHealth("openai:a", "gpt-x")).toBe(1);
@@ -429,9 +442,27 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
       });
 
       it("a whole-profile disable is overwritten in place and cleared with every model of the profile", async () => {
-        await store.putAuthHealth({ profileId: "anthropic:w", model: "", until: 100, reason: "billing", errorCount: 1 });
-        await store.putAuthHealth({ profileId: "anthropic:w", model: "", until: 200, reason: "billing", errorCount: 2 });
-        await store.putAuthHealth({ profileId: "anthropic:w", model: "m", until: 50, reason: "rate_limit", errorCount: 1 });
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "",
+          until: 100,
+          reason: "billing",
+          errorCount: 1,
+        });
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "",
+          until: 200,
+          reason: "billing",
+          errorCount: 2,
+        });
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "m",
+          until: 50,
+          reason: "rate_limit",
+          errorCount: 1,
+        });
         await store.putAuthHealth({ profileId: "anthropic:z", model: "", until: 70, reason: "auth", errorCount: 1 });
         expect((await store.listAuthHealth()).filter((r) => r.profileId === "anthropic:w" && r.model === "")).toEqual([
           { profileId: "anthropic:w", model: "", until: 200, reason: "billing", errorCount: 2 },
