@@ -30,7 +30,7 @@ async function* keyedStream(
   while (true) {
     let streamed = false;
     try {
-      for await (const event of provider.stream({ ...request, apiKey: chosen.apiKey })) {
+      for await (const event of provider.stream({ ...request, apiKey: chosen.apiKey, apiKeyMode: chosen.mode })) {
         streamed = true;
         if (event.type === "done") credentials.succeeded(chosen.profileId, request.model);
         yield event;

@@ -32,6 +32,8 @@ export interface RunAuthHooks {
 export interface ChosenKey {
   profileId: string;
   apiKey: string;
+  /** the profile's mode: how the key is sent (ModelRequest.apiKeyMode) */
+  mode: "api_key" | "token";
 }
 
 type SessionPins = { session?: string; user?: string };
@@ -79,7 +81,7 @@ export class RunCredentials {
       if (reason !== undefined) this.run.hooks.rotated({ from: was, to: pick.id, reason });
     }
     this.onProfile.set(providerId, pick.id);
-    return { profileId: pick.id, apiKey: pick.key() };
+    return { profileId: pick.id, apiKey: pick.key(), mode: pick.mode };
   }
 
   /** A call on `profileId` failed: a failure that is the key's fault is recorded; returns it (else undefined). */

@@ -45,12 +45,13 @@ type OpenBlock =
   | { type: "other" };
 
 export function createAnthropicMessagesProvider(init: ProviderInit): ModelProvider {
-  const getClient = lazyClientPerKey((apiKey) =>
+  const getClient = lazyClientPerKey((apiKey, mode) =>
     import("@anthropic-ai/sdk").then(
       ({ default: AnthropicClient }) =>
         new AnthropicClient({
-          // an explicit key keeps the SDK from hunting for credentials in the environment and profile files
-          apiKey: apiKey ?? init.apiKey ?? "none",
+          // an explicit key keeps the SDK from hunting for credentials in the environment and profile files; a
+          // token (an auth profile's mode "token") goes as `Authorization: Bearer` and no x-api-key at all
+          ...(mode === "token" ? { apiKey: null, authToken: apiKey } : { apiKey: apiKey ?? init.apiKey ?? "none" }),
           baseURL: sdkBaseUrl(init.baseUrl),
           timeout: init.timeoutMs,
           maxRetries: 0,
@@ -77,7 +78,7 @@ function sdkBaseUrl(baseUrl: string | undefined): string | undefined {
 
 async function* streamMessages(
   init: ProviderInit,
-  getClient: (apiKey?: string) => Promise<Anthropic>,
+  getClient: (apiKey?: string, mode?: ModelRequest["apiKeyMode"]) => Promise<Anthropic>,
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
@@ -89,7 +90,7 @@ async function* streamMessages(
   let answeredBy: string | undefined;
 
   try {
-    const anthropic = await getClient(request.apiKey);
+    const anthropic = await getClient(request.apiKey, request.apiKeyMode);
     const stream = await anthropic.messages.create(buildParams(init, request), { signal: guard.signal });
     for await (const event of stream as AsyncIterable<StreamEvent | { type: "error"; error?: unknown }>) {
       guard.touch();

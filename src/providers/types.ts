@@ -162,6 +162,11 @@ export interface ModelRequest {
    * change between calls of one provider instance. Absent: the provider's configured `apiKey`. Scripted ignores it.
    */
   apiKey?: string;
+  /**
+   * How `apiKey` is sent: "api_key" (the default) the API's key header; "token" a bearer token (an auth profile's
+   * `mode`: Anthropic then gets `Authorization: Bearer` instead of `x-api-key`; OpenAI's APIs take both the same way).
+   */
+  apiKeyMode?: "api_key" | "token";
 }
 
 export type ModelStreamEvent =

@@ -86,14 +86,15 @@ function clip(text: string): string {
  * (its own auth header), and the clients are as many as the provider has profiles.
  */
 export function lazyClientPerKey<T>(
-  create: (apiKey: string | undefined) => Promise<T>,
-): (apiKey?: string) => Promise<T> {
-  const clients = new Map<string | undefined, () => Promise<T>>();
-  return (apiKey) => {
-    let get = clients.get(apiKey);
+  create: (apiKey: string | undefined, mode: "api_key" | "token" | undefined) => Promise<T>,
+): (apiKey?: string, mode?: "api_key" | "token") => Promise<T> {
+  const clients = new Map<string, () => Promise<T>>();
+  return (apiKey, mode) => {
+    const id = apiKey === undefined ? "" : `${mode === "token" ? "t" : "k"}:${apiKey}`;
+    let get = clients.get(id);
     if (!get) {
-      get = lazyClient(() => create(apiKey));
-      clients.set(apiKey, get);
+      get = lazyClient(() => create(apiKey, mode));
+      clients.set(id, get);
     }
     return get();
   };
