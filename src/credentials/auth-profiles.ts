@@ -58,6 +58,11 @@ export class AuthProfiles {
     return this.o.profiles.some((p) => p.id === id);
   }
 
+  /** whether a provider has any profile: a provider without one is called as configured, nothing read or written */
+  covers(providerId: string): boolean {
+    return this.o.profiles.some((p) => p.provider === providerId);
+  }
+
   /** A provider's profiles in the order an agent tries them for `model`, usable first. */
   ordered(providerId: string, agentId: string, model: string): ResolvedAuthProfile[] {
     const own = this.o.profiles.filter((p) => p.provider === providerId);

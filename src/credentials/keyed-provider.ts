@@ -11,7 +11,7 @@ import { ProviderError } from "../providers/types.js";
 import type { RunCredentials } from "./run-credentials.js";
 
 export function withAuthProfiles(provider: ModelProvider, credentials: RunCredentials | undefined): ModelProvider {
-  if (!credentials || provider.api === "scripted") return provider;
+  if (!credentials || provider.api === "scripted" || !credentials.covers(provider.id)) return provider;
   return { id: provider.id, api: provider.api, stream: (request) => keyedStream(provider, credentials, request) };
 }
 

@@ -90,10 +90,15 @@ export function authProfileProblems(config: LoopgateConfig, env: NodeJS.ProcessE
 export function resolveAuthProfiles(config: LoopgateConfig, env: NodeJS.ProcessEnv): ResolvedAuthProfile[] {
   const problems = authProfileProblems(config, env);
   if (problems.length > 0) throw new ConfigError(problems);
-  return declared(config).map(({ id, at, provider, profile }) => {
+  const profiles: ResolvedAuthProfile[] = [];
+  for (const { id, at, provider, profile } of declared(config)) {
     const { key } = readKey(profile, env);
-    return { id, provider, mode: profile.mode, implicit: at.startsWith("models."), key: () => key ?? "" };
-  });
+    // a provider's apiKey naming an unset variable is the provider's problem, said when it is first used (as before
+    // auth profiles): without a key it is no profile
+    if (key === undefined) continue;
+    profiles.push({ id, provider, mode: profile.mode, implicit: at.startsWith("models."), key: () => key });
+  }
+  return profiles;
 }
 
 /** The key of a profile, or the problem reading it ("key: …" / "keyRef…: …", to follow the profile's path). */

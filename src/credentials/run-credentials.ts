@@ -51,6 +51,11 @@ export class RunCredentials {
     private readonly run: { agentId: string; sessionKey: string; runPin?: string; hooks: RunAuthHooks },
   ) {}
 
+  /** whether calls of `providerId` get their key here (it has profiles) */
+  covers(providerId: string): boolean {
+    return this.auth.covers(providerId);
+  }
+
   /** the profile of the run's last successful call (run record, console), if any */
   get used(): string | undefined {
     return this.lastUsed;
