@@ -4,6 +4,7 @@
  * key, SQLite and (with LOOPGATE_TEST_POSTGRES_URL) two gateway nodes on one Postgres. Run `npm run build` first.
  * Nothing here asserts how long anything took: the one wait (a 1 s Retry-After running out) is polled, bounded.
  */
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +18,7 @@ import {
   startFakeModelServer,
 } from "../../src/testing/fake-model-server.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
-import { cliSandbox, useCliSandboxes } from "../fixtures/cli/sandbox.js";
+import { cli as cliMain, cliSandbox, onCleanup, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 import { connectedPeer, runEvents } from "../fixtures/gateway/harness.js";
 
 useCliSandboxes();
@@ -79,8 +80,35 @@ async function status(s: Sandbox, url: string): Promise<Record<string, AuthProfi
 }
 const byId = (r: ModelsAuthStatusResult) => Object.fromEntries(r.profiles.map((p) => [p.id, p]));
 
-// The sandbox kills a child after 15 s: past the first run and the CLI's own commands, turns and polls go over one
-// WebSocket instead of a CLI process each.
+/**
+ * `loopgate gateway` for the sandbox's config, with the keys in its environment only. Started here rather than with
+ * `s.gateway` because the sandbox kills its children after 15 s, and these gateways serve a whole scenario.
+ */
+async function startGateway(s: Sandbox) {
+  const child = spawn(process.execPath, [cliMain, "gateway", "--config", s.config, "--port", "0"], {
+    cwd: s.tmp,
+    env: { ...s.env, ...KEY_ENV },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onCleanup(() => child.kill("SIGKILL"));
+  let stdout = "";
+  let stderr = "";
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout, stderr })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+      const m = stdout.match(/listening on (ws:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    void done.then((r) => reject(new Error(`gateway exited ${r.code}: ${r.stderr}`)));
+  });
+  return { url, child, done };
+}
+
+// Past the first run and the CLI's own commands, turns and polls go over one WebSocket instead of a CLI process each.
 type Peer = Awaited<ReturnType<typeof connectedPeer>>;
 let runs = 0;
 async function turn(peer: Peer, params: Record<string, unknown> = {}) {
@@ -96,7 +124,7 @@ async function peerStatus(peer: Peer): Promise<Record<string, AuthProfileStatus>
 describe("auth profiles through a gateway process", () => {
   it("a key answering 429 retry-after 30: the turn succeeds on the second key in the same run, the next turns stay there, models status shows the first cooling ~30 s, and a success after expiry clears it", async () => {
     const s = cliSandbox({ prefix: "auth-429", extraConfig: authConfig(["one", "two"]) });
-    const g = await s.gateway(["--port", "0"], KEY_ENV);
+    const g = await startGateway(s);
     answers.set(KEYS.one, () =>
       openAIErrorTurn(429, "Rate limit reached for requests", "rate_limit_exceeded", { "retry-after": "30" }),
     );
@@ -151,6 +179,10 @@ describe("auth profiles through a gateway process", () => {
     const healed = (await peerStatus(peer))["fake:one"];
     expect(healed).toMatchObject({ state: "ok", errorCount: 0 });
     expect(healed.lastUsed).toBeGreaterThan(0);
+    // --auth-profile prefers a usable profile over the order's first for that run
+    at = server.requests.length;
+    await cli(s, ["agent", "--url", g.url, "-s", "agent:main:pinned", "--auth-profile", "fake:two", "-m", "hi"]);
+    expect(keysSince(at)).toEqual(["two"]);
     peer.close();
     g.child.kill("SIGTERM");
     await g.done;
@@ -158,7 +190,7 @@ describe("auth profiles through a gateway process", () => {
 
   it("a 402 disables the profile for every model of the provider, a 401 rotates and is reported and audited, and no key shows up in logs, events, audit rows, config.get, errors or the database", async () => {
     const s = cliSandbox({ prefix: "auth-402", extraConfig: authConfig(["one", "two", "three"]) });
-    const g = await s.gateway(["--port", "0"], KEY_ENV);
+    const g = await startGateway(s);
     const peer = await connectedPeer(g.url, { scopes: ["operator.read", "operator.write", "operator.admin"] });
     answers.set(KEYS.one, () => openAIErrorTurn(402, "You exceeded your current quota", "insufficient_quota"));
     // an endpoint that echoes the rejected key in its error: the gateway must not repeat it
@@ -224,6 +256,9 @@ describe("auth profiles through a gateway process", () => {
       JSON.stringify(await peer.call("models.authStatus", {})),
     ];
     peer.close();
+    const unknownPin = await s.run(["agent", "--url", g.url, "--auth-profile", "fake:nope", "-m", "x"]).done;
+    expect(unknownPin.code).toBe(2);
+    expect(unknownPin.stderr).toContain('params.authProfile: unknown auth profile "fake:nope"');
     const cliOut = await s.run(["agent", "--url", g.url, "-s", "fail", "-m", "again"]).done;
     expect(cliOut.code).not.toBe(0);
     seen.push(cliOut.stdout, cliOut.stderr);
@@ -258,8 +293,8 @@ describe.skipIf(!testPostgresUrl)("auth profile health shared by two gateway nod
     const storage = { backend: "postgres", postgres: { url: ts.options.url, schema: ts.schema } };
     const a = cliSandbox({ prefix: "auth-pg-a", extraConfig: authConfig(["one", "two"], { storage }) });
     const b = cliSandbox({ prefix: "auth-pg-b", extraConfig: authConfig(["one", "two"], { storage }) });
-    const nodeA = await a.gateway(["--port", "0"], KEY_ENV);
-    const nodeB = await b.gateway(["--port", "0"], KEY_ENV);
+    const nodeA = await startGateway(a);
+    const nodeB = await startGateway(b);
     answers.set(KEYS.one, () =>
       openAIErrorTurn(429, "Rate limit reached for requests", "rate_limit_exceeded", { "retry-after": "30" }),
     );
