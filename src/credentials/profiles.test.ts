@@ -84,6 +84,7 @@ describe("auth profiles from config", () => {
     });
     expect(found).toEqual(
       expect.arrayContaining([
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the message names the env reference syntax
         'auth.profiles.openai:both: expected exactly one of key ("${ENV}" or a literal) and keyRef ({source: "env", id} or {source: "file", path})',
       ]),
     );
