@@ -2,6 +2,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/index.js";
+import { type AuthProfiles, authProfilesFor } from "../credentials/index.js";
 import type { EventBusPort } from "../events/bus-port.js";
 import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
@@ -68,6 +69,8 @@ export interface RuntimeOptions {
   toolSources?: ToolSource[];
   /** The MCP servers' health (`McpToolSource.status`), for `health`, `mcp.status` and the console. */
   mcpStatus?: () => McpServerStatus[];
+  /** The auth profiles runs choose keys from (credentials/); default: from config, health in `store` */
+  authProfiles?: AuthProfiles;
 }
 
 /**
@@ -98,6 +101,8 @@ export class AgentRuntime {
   readonly enabledOverrides: EnabledOverrides;
   /** what init loaded, and which plugins it left out (disabled) or could not load; set once init ran */
   plugins: PluginLoadReport | undefined;
+  /** the auth profiles (SPEC 23): each run's profile gets a chooser of its keys (`forRun`) */
+  readonly authProfiles: AuthProfiles;
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolRegistry = new ToolRegistry();
@@ -160,6 +165,9 @@ export class AgentRuntime {
       prompt: opts.execPrompt,
     });
     this.enabledOverrides = new EnabledOverrides(this.stateDir, this.logger);
+    this.authProfiles =
+      opts.authProfiles ??
+      authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
     this.toolSources = opts.toolSources ?? [];
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({

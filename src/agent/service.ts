@@ -25,6 +25,8 @@ export interface SessionSettingsPatch {
   verboseLevel?: string | null;
   reasoningLevel?: string | null;
   queueMode?: string | null;
+  /** the user's auth profile pin (SPEC 23), kept across resets */
+  authProfile?: string | null;
 }
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
@@ -85,6 +87,7 @@ export class AgentService {
       defaultAgentId: () => rt.defaultAgentId,
       agentProblem: (id) => (isConfiguredAgent(rt.config, id) ? undefined : unknownAgentMessage(rt.config, id)),
       chooseModel: (input) => chooseModel(rt.config, input),
+      authProfileProblem: (id) => authProfileProblem(rt, id),
       commandMode: slashCommandMode,
       newId: randomUUID,
       onReceived: (m) => messageReceived(rt, m),
@@ -254,6 +257,11 @@ export class AgentService {
     if (patch.verboseLevel !== undefined) fields.verboseLevel = patch.verboseLevel ?? undefined;
     if (patch.reasoningLevel !== undefined) fields.reasoningLevel = patch.reasoningLevel ?? undefined;
     if (patch.queueMode !== undefined) fields.queueMode = patch.queueMode ?? undefined;
+    if (patch.authProfile !== undefined) {
+      const problem = patch.authProfile === null ? undefined : authProfileProblem(this.rt, patch.authProfile);
+      if (problem) throw new RunParamError("authProfile", problem);
+      fields.authProfileOverride = patch.authProfile ?? undefined;
+    }
     await this.rt.store.updateSession(key, fields);
     this.sessionChanged(key, "patched");
     return this.rt.store.getSession(key);
@@ -292,4 +300,11 @@ export class AgentService {
     if (m.role === "assistant") return m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
     return contentText(m.content);
   }
+}
+
+/** Why `id` is not an auth profile of this process (naming the ones there are), or undefined when it is one. */
+function authProfileProblem(rt: Pick<AgentRuntime, "authProfiles">, id: string): string | undefined {
+  if (rt.authProfiles.has(id)) return undefined;
+  const known = rt.authProfiles.list.map((p) => p.id);
+  return `unknown auth profile "${id}" (configured: ${known.length ? known.join(", ") : "none"})`;
 }

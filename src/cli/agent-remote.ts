@@ -130,6 +130,7 @@ export async function runAgentRemote(opts: AgentCliOptions): Promise<number> {
         ...(parsed.verboseLevel !== undefined ? { verboseLevel: parsed.verboseLevel } : {}),
         ...(parsed.timeout !== undefined ? { timeout: parsed.timeout } : {}),
         ...(parsed.blockStreaming !== undefined ? { blockStreaming: parsed.blockStreaming } : {}),
+        ...(parsed.authProfile !== undefined ? { authProfile: parsed.authProfile } : {}),
       },
       {
         onAccepted: (a) => {

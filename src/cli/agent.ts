@@ -25,6 +25,8 @@ export interface AgentCliOptions {
   verbose?: string | boolean;
   timeout?: string;
   blockStreaming?: string;
+  /** --auth-profile: the auth profile ("provider:name") this run prefers while it is usable */
+  authProfile?: string;
   json?: boolean;
   /** false after --no-color */
   color?: boolean;
@@ -84,6 +86,9 @@ export function parseAgentOptions(opts: AgentCliOptions) {
   if (opts.sessionKey !== undefined && hasControlCharacter(opts.sessionKey)) {
     throw new CliError(`--session-key: ${CONTROL_CHARACTERS_MESSAGE}`);
   }
+  if (opts.authProfile !== undefined && !/^[^\s:]+:\S+$/.test(opts.authProfile)) {
+    throw new CliError(`--auth-profile: expected an auth profile id "<provider>:<name>", got "${opts.authProfile}"`);
+  }
   const attachments = readAttachments(opts.attach);
   return {
     message: opts.message,
@@ -96,6 +101,7 @@ export function parseAgentOptions(opts: AgentCliOptions) {
     verboseLevel: verbose as VerboseLevel | undefined,
     timeout,
     blockStreaming: opts.blockStreaming as "on" | "off" | undefined,
+    authProfile: opts.authProfile,
   };
 }
 

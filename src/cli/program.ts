@@ -92,6 +92,10 @@ program
     "--block-streaming <on|off>",
     "send the reply as blocks of 800-1200 chars (default agents.defaults.blockStreamingDefault)",
   )
+  .option(
+    "--auth-profile <provider:name>",
+    "use this auth profile's key for this run while it is usable (auth.profiles; else the session's and the order's)",
+  )
   .option("--json", "print one JSON object per event (newline-delimited), then the result")
   .option("--no-color", "no colour (also NO_COLOR; FORCE_COLOR forces it)")
   .option("--config <path>", "config file (default $LOOPGATE_STATE_DIR/loopgate.json5)")
@@ -216,6 +220,20 @@ gatewayOpts(
     .option("--json", "print as JSON")
     .option("--local", "start the configured servers here instead, wait for them to settle, print, and stop them"),
 ).action((opts) => run(async () => (await import("./mcp.js")).runMcpList(opts)));
+const models = program.command("models").description("models and their auth profiles (keys) on a running gateway");
+gatewayOpts(
+  models
+    .command("status", { isDefault: true })
+    .description("each auth profile's state (ok, cooldown, disabled), until when, why, and its last use; never a key")
+    .option("--json", "print the gateway's answer as JSON"),
+).action((opts) => run(async () => (await import("./models.js")).runModelsStatus(opts)));
+const modelsAuth = models.command("auth").description("auth profiles (auth.profiles, a provider's apiKey)");
+gatewayOpts(
+  modelsAuth
+    .command("clear <id>")
+    .description("end an auth profile's cooldowns and disable on every node (needs operator.admin)")
+    .option("--json", "print the gateway's answer as JSON"),
+).action((id, opts) => run(async () => (await import("./models.js")).runModelsAuthClear(id, opts)));
 const approvals = program
   .command("approvals")
   .description("exec commands and tool calls waiting for an operator on a running gateway (needs operator.approvals)");

@@ -16,11 +16,12 @@ function render(
 }
 
 describe("what the terminal shows of retries, fallbacks and compactions", () => {
-  it("each retry, fallback and compaction is one stderr line; stdout keeps only the reply", () => {
+  it("each retry, fallback, auth profile rotation and compaction is one stderr line; stdout keeps only the reply", () => {
     const { out, err } = render([
       { stream: "lifecycle", data: { phase: "start", startedAt: 0 } },
       { stream: "lifecycle", data: { phase: "retry", attempt: 1, delayMs: 1000, reason: "rate_limit", model: "a/m" } },
       { stream: "lifecycle", data: { phase: "fallback", from: "a/m", to: "b/m", reason: "rate_limit" } },
+      { stream: "lifecycle", data: { phase: "auth_rotate", from: "b:one", to: "b:two", reason: "rate_limit" } },
       { stream: "compaction", data: { phase: "start", reason: "threshold", tokensBefore: 3017 } },
       {
         stream: "compaction",
@@ -40,6 +41,7 @@ describe("what the terminal shows of retries, fallbacks and compactions", () => 
     expect(err.split("\n").filter(Boolean)).toEqual([
       "↻ a/m: rate_limit, retry 1 in 1.0 s",
       "↪ a/m failed (rate_limit); trying b/m",
+      "⇄ auth profile b:one: rate_limit; using b:two",
       "⧉ compacted the conversation (threshold): about 3,017 → 1,296 tokens",
     ]);
   });

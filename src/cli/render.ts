@@ -194,6 +194,7 @@ export function runNote(ev: AgentEvent): string | undefined {
     return `↻ ${d.model}: ${d.reason}, retry ${d.attempt} in ${(d.delayMs / 1000).toFixed(1)} s`;
   }
   if (d.phase === "fallback") return `↪ ${d.from} failed (${d.reason}); trying ${d.to}`;
+  if (d.phase === "auth_rotate") return `⇄ auth profile ${d.from}: ${d.reason}; using ${d.to}`;
   if (d.phase === "waiting" && d.for === "approval") {
     const secs = Math.max(0, Math.round((d.expiresAtMs - ev.ts) / 1000));
     const what =

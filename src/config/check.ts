@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { authProfileProblems } from "../credentials/profiles.js";
 import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { postgresUrlFrom } from "../storage/postgres/postgres-url.js";
 import { ConfigError } from "./errors.js";
@@ -18,6 +19,7 @@ export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): str
     ...diagnosticsProblems(config),
     ...storageProblems(config, env),
     ...mcpProblems(config, env),
+    ...authProfileProblems(config, env),
   ];
 }
 

@@ -29,6 +29,18 @@ type Audit = { pinnedBy: [file: string, title: string] } | "rejected";
 const pin = (file: string, title: string): Audit => ({ pinnedBy: [file, title] });
 
 const T = {
+  authProfiles: pin(
+    "src/credentials/profiles.test.ts",
+    "auth.profiles with key and keyRef (env, file), and a provider's apiKey as <provider>:default",
+  ),
+  authOrder: pin(
+    "src/credentials/order.test.ts",
+    "the agent's auth.order, then auth.order, then declaration; cooling and disabled last, soonest usable first",
+  ),
+  authBilling: pin(
+    "src/credentials/cooldown.test.ts",
+    "billing disables for billingBackoffHours, doubling up to billingMaxHours; failures older than failureWindowHours start the ladder over",
+  ),
   agents: pin(here, "agents: the default agent, a listed agent's model, and an unknown agent id"),
   names: pin(here, "agents: a listed agent's name is shown where the configured agents are listed"),
   workspaces: pin(here, "workspaces: the default, a listed agent's and the sandbox root decide where files live"),
@@ -422,6 +434,18 @@ const audit: Record<string, Audit> = {
   ),
   "mcp.servers.*.connectionTimeoutMs": T.mcpTimeouts,
   "mcp.servers.*.approval.always": T.mcpAllow,
+  // auth profiles (SPEC 23): credentials/
+  "auth.profiles.*.provider": T.authProfiles,
+  "auth.profiles.*.mode": T.authProfiles,
+  "auth.profiles.*.key": T.authProfiles,
+  "auth.profiles.*.keyRef.source": T.authProfiles,
+  "auth.profiles.*.keyRef.id": T.authProfiles,
+  "auth.profiles.*.keyRef.path": T.authProfiles,
+  "auth.order": T.authOrder,
+  "agents.list[].auth.order": T.authOrder,
+  "auth.cooldowns.billingBackoffHours": T.authBilling,
+  "auth.cooldowns.billingMaxHours": T.authBilling,
+  "auth.cooldowns.failureWindowHours": T.authBilling,
   "cron.enabled": T.cronOff,
   "cron.catchUp": pin(
     "src/cron/scheduler.test.ts",

@@ -21,7 +21,8 @@ export const openclawOnlyKeys: readonly string[] = [
     "canvasHost",
     "discovery",
     "secrets",
-    "auth",
+    // auth profiles' account e-mail (OpenClaw's OAuth bookkeeping); profiles, order and cooldowns are Loopgate's too
+    "auth.profiles.*.email",
     "logging",
     "cli",
     "wizard",

@@ -235,6 +235,52 @@ const agentEntry = z.strictObject({
   tools: z.strictObject(toolPolicy).optional(),
   /** this agent's MCP servers (else agents.defaults.mcp.servers, else all) */
   mcp: agentMcp.optional(),
+  /** this agent's auth profile order per provider, tried before `auth.order` (credentials/order.ts) */
+  auth: z.strictObject({ order: z.record(z.string(), z.array(z.string().min(1))).default({}) }).optional(),
+});
+
+/**
+ * `auth.profiles.<provider:name>` (OpenClaw's shape): one credential of a provider. The key is `key` (a literal or
+ * `${ENV}`) or `keyRef` (an env variable or a file, read at load); never echoed anywhere (credentials/config.ts).
+ */
+const authKeyRef = z.union([
+  z.strictObject({ source: z.literal("env"), id: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/) }),
+  z.strictObject({ source: z.literal("file"), path: z.string().min(1) }),
+]);
+const authProfile = z
+  .strictObject({
+    provider: z.string().min(1),
+    /** "api_key" (sent as the provider's API key) or "token" (a bearer token the provider takes in the same place) */
+    mode: z.enum(["api_key", "token"]).default("api_key"),
+    key: z.string().min(1).optional(),
+    keyRef: authKeyRef.optional(),
+  })
+  .refine((p) => (p.key === undefined) !== (p.keyRef === undefined), {
+    message:
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: names the env reference syntax
+      'expected exactly one of key ("${ENV}" or a literal) and keyRef ({source: "env", id} or {source: "file", path})',
+  });
+
+const authConfig = z.strictObject({
+  profiles: z
+    .record(
+      z.string().regex(/^[a-z0-9][a-z0-9_.-]*:[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/, {
+        message: 'expected a profile id "provider:name" (e.g. "openai:work")',
+      }),
+      authProfile,
+    )
+    .default({}),
+  /** per provider: the profile ids to try first, in order (then the rest in declaration order) */
+  order: z.record(z.string(), z.array(z.string().min(1))).default({}),
+  /** OpenClaw's cooldown knobs: billing disables a profile for billingBackoffHours, doubling up to billingMaxHours */
+  cooldowns: z
+    .strictObject({
+      billingBackoffHours: z.number().positive().default(5),
+      billingMaxHours: z.number().positive().default(24),
+      /** a profile's error count starts over when its last failure is older than this */
+      failureWindowHours: z.number().positive().default(24),
+    })
+    .prefault({}),
 });
 
 const providerModel = z.strictObject({
@@ -539,6 +585,8 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   security: z.strictObject({ installPolicy: installPolicy.prefault({}) }).prefault({}),
+  /** auth profiles (SPEC 23): several credentials per provider, rotated on rate limits, billing and auth failures */
+  auth: authConfig.prefault({}),
   tools: z.strictObject({ ...toolPolicy, exec: execToolConfig.prefault({}) }).prefault({}),
   /** MCP servers as tool sources (tools/mcp/) */
   mcp: z
@@ -613,6 +661,8 @@ export const configSchema = z.strictObject({
 
 export type LoopgateConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerConfig>;
+export type AuthConfig = z.infer<typeof authConfig>;
+export type AuthProfileConfig = z.infer<typeof authProfile>;
 export type ExecToolConfig = z.infer<typeof execToolConfig>;
 export type McpServerConfig = z.infer<typeof mcpServerConfig>;
 export type CronConfig = LoopgateConfig["cron"];

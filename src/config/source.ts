@@ -134,6 +134,9 @@ function resolveRelativePaths(config: LoopgateConfig, baseDir: string): void {
   if (config.agents.defaults.workspace) config.agents.defaults.workspace = abs(config.agents.defaults.workspace);
   for (const agent of config.agents.list) if (agent.workspace) agent.workspace = abs(agent.workspace);
   for (const server of Object.values(config.mcp.servers)) if (server.cwd) server.cwd = abs(server.cwd);
+  for (const profile of Object.values(config.auth.profiles)) {
+    if (profile.keyRef?.source === "file") profile.keyRef.path = abs(profile.keyRef.path);
+  }
 }
 
 /** With no provider configured under those ids, `openai` / `anthropic` exist when their API key env var is set. */

@@ -59,6 +59,13 @@ export function auditRowOf(event: AgentEvent): AuditRowDraft | undefined {
       const status = runEndStatus[d.status] ?? "unknown";
       return withCode({ ...base, action: "agent.run.finished", status }, auditCode(d.kind ?? d.stopReason));
     }
+    if (d.phase === "auth_rotate") {
+      // profile ids are config names ("openai:work"), never keys: which profile was left, and why
+      return withCode(
+        { ...base, action: "model.auth.rotated", status: "succeeded" },
+        auditCode(`${d.reason}:${d.from}`),
+      );
+    }
     return undefined;
   }
   if (event.stream === "tool") {

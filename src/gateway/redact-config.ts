@@ -5,7 +5,7 @@
  */
 const REDACTED = "[redacted]";
 /** keys whose value is a secret, wherever they appear */
-const SECRET_KEY = /^(apiKey|token|tokenHash|password|secret|clientSecret|authorization|cookie)$/i;
+const SECRET_KEY = /^(apiKey|key|token|tokenHash|password|secret|clientSecret|authorization|cookie)$/i;
 /** keys whose whole value is secret (headers carry keys) */
 const SECRET_OBJECT_KEY = /^headers$/i;
 

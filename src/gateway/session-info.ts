@@ -24,6 +24,8 @@ export function sessionInfo(s: SessionRecord, extra: { running?: boolean; derive
     ...(s.verboseLevel !== undefined ? { verboseLevel: s.verboseLevel } : {}),
     ...(s.reasoningLevel !== undefined ? { reasoningLevel: s.reasoningLevel } : {}),
     ...(s.queueMode !== undefined ? { queueMode: s.queueMode } : {}),
+    ...(s.authProfileOverride !== undefined ? { authProfile: s.authProfileOverride } : {}),
+    ...(s.authProfile !== undefined ? { authProfilePinned: s.authProfile } : {}),
     ...(extra.running ? { status: "running" as const } : {}),
     ...(extra.derivedTitle ? { derivedTitle: extra.derivedTitle } : {}),
     inputTokens: s.inputTokens,

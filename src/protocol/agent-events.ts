@@ -37,6 +37,8 @@ export type LifecycleData =
       stopReason: string;
       usage: UsageData;
       model?: string;
+      /** the auth profile the run's last successful model call used (SPEC 23) */
+      authProfile?: string;
       claimedBy?: string;
     }
   | {
@@ -48,6 +50,7 @@ export type LifecycleData =
       error?: string;
       kind?: string;
       model?: string;
+      authProfile?: string;
       /** in-band control of another message ended it (`/stop`, an interrupt): by whom, with what */
       endedBy?: EndedBy;
     }
@@ -79,7 +82,12 @@ export type LifecycleData =
       decision?: "allow-once" | "allow-always" | "deny";
     }
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
-  | { phase: "fallback"; from: string; to: string; reason: string };
+  | { phase: "fallback"; from: string; to: string; reason: string }
+  /**
+   * the run moved to another auth profile of the same provider (SPEC 23): `from` rate limited, out of credit or
+   * refused (`reason`: rate_limit, billing, auth); profile ids only, never a key
+   */
+  | { phase: "auth_rotate"; from: string; to: string; reason: string };
 
 /**
  * One piece of the answer. `delta` is on every event; the answer is the deltas joined. `text` (the current assistant

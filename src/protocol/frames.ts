@@ -96,6 +96,7 @@ export const GATEWAY_METHODS = [
   "agent.identity.get",
   "models.list",
   "models.authStatus",
+  "models.authClear",
   "status",
   "update.status",
   "commands.list",

@@ -160,6 +160,8 @@ export const agentParamsSchema = ignoring(
     extraSystemPrompt: z.string().optional(),
     /** Loopgate's own: block streaming for this run (default agents.defaults.blockStreamingDefault) */
     blockStreaming: z.enum(["on", "off"]).optional(),
+    /** Loopgate's own: the auth profile ("provider:name") this run prefers while it is usable (SPEC 23) */
+    authProfile: plainName.max(200).optional(),
     queueMode: z.enum(queueModes).optional(),
     label: plainName.max(512).optional(),
     deliver: z.boolean().optional(),
@@ -654,6 +656,8 @@ export const sessionsPatchParamsSchema = ignoring(
       .optional(),
     /** Loopgate's own: the session's queue mode (SPEC 2) */
     queueMode: clearable(z.enum(queueModes)),
+    /** Loopgate's own: the user's auth profile pin ("provider:name"), kept across resets, preferred while usable */
+    authProfile: clearable(plainName.max(200)),
   }),
 );
 export type SessionsPatchParams = z.infer<typeof sessionsPatchParamsSchema>;
@@ -706,6 +710,9 @@ export const modelsAuthStatusParamsSchema = z.strictObject({
   refresh: z.boolean().optional(),
   agentId: z.string().optional(),
 });
+
+/** `models.authClear` (Loopgate's own): ends an auth profile's cooldowns and disable on every node */
+export const modelsAuthClearParamsSchema = z.strictObject({ id: plainName.max(200) });
 
 /** OpenClaw's UpdateStatusParams */
 export const updateStatusParamsSchema = z.strictObject({ refreshCheckout: z.boolean().optional() });

@@ -155,6 +155,10 @@ export interface SessionInfo {
   /** what the session's runs show of the model's reasoning: off, on, stream (OpenClaw's sessions.patch name) */
   reasoningLevel?: string;
   queueMode?: string;
+  /** the user's auth profile pin (sessions.patch authProfile) */
+  authProfile?: string;
+  /** the auth profile the session's runs are pinned to (the one its last call succeeded on) */
+  authProfilePinned?: string;
   /** "running" while a run of the session is in progress */
   status?: "running";
   /** the start of the first user message (when asked for with includeDerivedTitles) */
@@ -262,6 +266,8 @@ export const AUDIT_ACTIONS = [
   "agent.run.finished",
   "tool.action.started",
   "tool.action.finished",
+  // Loopgate's own: a run moved to another auth profile (SPEC 23); code "<reason>:<the profile it left>"
+  "model.auth.rotated",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -502,9 +508,39 @@ export interface StatusResult {
   cron?: CronHealth;
 }
 
-/** models.authStatus: per provider, whether a key is configured (never the key) */
+/** One auth profile's health as `models.authStatus` reports it (SPEC 23): never a key. */
+export interface AuthProfileStatus {
+  /** "provider:name" */
+  id: string;
+  provider: string;
+  mode: "api_key" | "token";
+  /** ok; cooldown: some model of it is rate limited; disabled: the whole profile (billing, a refused key) */
+  state: "ok" | "cooldown" | "disabled";
+  /** when it is usable again (the disable's end, or the longest model cooldown's) */
+  until?: number;
+  /** the error kind that cooled or disabled it: rate_limit, billing, auth */
+  reason?: string;
+  /** the models cooling down, each until when */
+  models?: Array<{ model: string; until: number; reason?: string }>;
+  /** consecutive failures (the cooldown ladder's step); 0 after a success */
+  errorCount: number;
+  /** the last successful call on it (recorded at most once a minute) */
+  lastUsed?: number;
+  /** made from models.providers.<provider>.apiKey (`<provider>:default`) */
+  implicit?: boolean;
+}
+
+/** models.authStatus: per provider, whether a key is configured (never the key); per auth profile, its health */
 export interface ModelsAuthStatusResult {
   providers: Array<{ provider: string; api: string; configured: boolean; source: "config" | "env" | "none" }>;
+  profiles: AuthProfileStatus[];
+}
+
+/** models.authClear: how many stored cooldown / disable rows were ended */
+export interface ModelsAuthClearResult {
+  ok: true;
+  id: string;
+  cleared: number;
 }
 
 /** config.get: the effective config with every secret replaced by "[redacted]" */

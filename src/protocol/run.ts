@@ -67,6 +67,8 @@ export interface AgentFinal {
       modelName?: string;
       /** estimated USD, from the usage and the model's configured `cost` per million tokens */
       costUsd?: number;
+      /** the auth profile ("provider:name", never a key) the run's last successful model call used */
+      authProfile?: string;
       laneWaitMs?: number;
       steps?: number;
     };

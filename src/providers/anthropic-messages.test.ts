@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { anthropicErrorTurn, type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
+import {
+  anthropicErrorTurn,
+  type FakeModelServer,
+  requestApiKey,
+  startFakeModelServer,
+} from "../testing/fake-model-server.js";
 import { createAnthropicMessagesProvider } from "./anthropic-messages.js";
 import { collect, lastBodyAt, requestFor } from "./test-helpers.js";
 import { type ModelProvider, ProviderError } from "./types.js";
@@ -26,6 +31,14 @@ function lastBody(): Record<string, unknown> {
 }
 
 describe("anthropic-messages request", () => {
+  it("an auth profile's key, as an API key or in token mode (the SDK's authToken), is the call's bearer credential", async () => {
+    server.enqueue({ text: "a" }, { text: "b" });
+    await collect(provider.stream(request({ apiKey: "sk-ant-profile-key" })));
+    expect(requestApiKey(server.requests.at(-1)!)).toBe("sk-ant-profile-key");
+    await collect(provider.stream(request({ apiKey: "sk-ant-oat-profile-token", apiKeyMode: "token" })));
+    expect(server.requests.at(-1)!.headers.authorization).toBe("Bearer sk-ant-oat-profile-token");
+  });
+
   it("sends the system prompt, signed thinking, tool_use and merged tool results in Messages form", async () => {
     await collect(
       provider.stream(

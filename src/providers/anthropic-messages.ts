@@ -16,7 +16,7 @@ import type {
   ThinkingLevel,
   Usage,
 } from "./types.js";
-import { flagOutput, lazyClient, sendableParts, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
+import { flagOutput, lazyClientPerKey, sendableParts, streamEndedEarly, toolCallEvent, usageOf } from "./wire.js";
 
 type MessageParams = Anthropic.Messages.MessageCreateParamsStreaming;
 type MessageParam = Anthropic.Messages.MessageParam;
@@ -45,12 +45,13 @@ type OpenBlock =
   | { type: "other" };
 
 export function createAnthropicMessagesProvider(init: ProviderInit): ModelProvider {
-  const getClient = lazyClient(() =>
+  const getClient = lazyClientPerKey((apiKey, mode) =>
     import("@anthropic-ai/sdk").then(
       ({ default: AnthropicClient }) =>
         new AnthropicClient({
-          // an explicit key keeps the SDK from hunting for credentials in the environment and profile files
-          apiKey: init.apiKey ?? "none",
+          // an explicit key keeps the SDK from hunting for credentials in the environment and profile files; a
+          // token (an auth profile's mode "token") goes as `Authorization: Bearer` and no x-api-key at all
+          ...(mode === "token" ? { apiKey: null, authToken: apiKey } : { apiKey: apiKey ?? init.apiKey ?? "none" }),
           baseURL: sdkBaseUrl(init.baseUrl),
           timeout: init.timeoutMs,
           maxRetries: 0,
@@ -77,11 +78,11 @@ function sdkBaseUrl(baseUrl: string | undefined): string | undefined {
 
 async function* streamMessages(
   init: ProviderInit,
-  getClient: () => Promise<Anthropic>,
+  getClient: (apiKey?: string, mode?: ModelRequest["apiKeyMode"]) => Promise<Anthropic>,
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx = requestErrorContext(init, request.signal);
+  const ctx = requestErrorContext(init, request);
   const blocks = new Map<number, OpenBlock>();
   const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   let stopReason: StopReason | undefined;
@@ -89,7 +90,7 @@ async function* streamMessages(
   let answeredBy: string | undefined;
 
   try {
-    const anthropic = await getClient();
+    const anthropic = await getClient(request.apiKey, request.apiKeyMode);
     const stream = await anthropic.messages.create(buildParams(init, request), { signal: guard.signal });
     for await (const event of stream as AsyncIterable<StreamEvent | { type: "error"; error?: unknown }>) {
       guard.touch();

@@ -13,6 +13,23 @@ describe("provider error mapping", () => {
   it.each<[string, number | undefined, unknown, ProviderErrorKind]>([
     ["429", 429, { message: "Rate limit reached" }, "rate_limit"],
     ["502 from a proxy", 502, undefined, "server"],
+    ["402 payment required", 402, { message: "Payment required" }, "billing"],
+    [
+      "OpenAI insufficient_quota (sent as a 429)",
+      429,
+      { message: "You exceeded your current quota, please check your plan", code: "insufficient_quota" },
+      "billing",
+    ],
+    [
+      "Anthropic credit balance (a 400)",
+      400,
+      { type: "error", error: { type: "invalid_request_error", message: "Your credit balance is too low" } },
+      "billing",
+    ],
+    ["too many concurrent requests (a 400)", 400, { message: "Too many concurrent requests" }, "rate_limit"],
+    ["throttling (a 400)", 400, { message: "ThrottlingException: Rate exceeded" }, "rate_limit"],
+    ["limit reached, from a 503 proxy", 503, { message: "Usage limit reached for this key" }, "rate_limit"],
+    ["throttled error event mid-stream", undefined, { message: "Request throttled" }, "rate_limit"],
     ["503", 503, { message: "Service unavailable" }, "server"],
     ["529 overloaded", 529, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, "server"],
     ["401", 401, { message: "Incorrect API key" }, "auth"],

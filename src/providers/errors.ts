@@ -5,7 +5,7 @@
  * SDK error classes are duck-typed rather than imported: the SDKs are loaded lazily, and both the `openai` and the
  * `@anthropic-ai/sdk` errors expose the same `status` / `error` body shape.
  */
-import { type HeaderSource, retryAfterMs } from "./retry-after.js";
+import { type HeaderSource, resetAfterMs, retryAfterMs } from "./retry-after.js";
 import { ProviderError, type ProviderErrorKind, type ProviderErrorOptions } from "./types.js";
 
 export interface ErrorContext {
@@ -33,6 +33,8 @@ export interface ApiErrorInfo {
   type?: string;
   /** from the response's `retry-after-ms` / `Retry-After` header */
   retryAfterMs?: number;
+  /** how long the limit lasts, from the same headers or the rate-limit reset headers (retry-after.ts resetAfterMs) */
+  resetAfterMs?: number;
 }
 
 const KIND_LABEL: Record<ProviderErrorKind, string> = {
@@ -40,6 +42,7 @@ const KIND_LABEL: Record<ProviderErrorKind, string> = {
   server: "server error",
   context_length: "context length exceeded",
   auth: "authentication failed",
+  billing: "out of credit",
   model_not_found: "model not found",
   bad_request: "bad request",
   timeout: "timed out",
@@ -52,11 +55,26 @@ const KIND_LABEL: Record<ProviderErrorKind, string> = {
 const CONTEXT_LENGTH_PATTERN =
   /context[_ ]length|maximum context|context window|prompt is too long|too many tokens|exceeds? the (?:model'?s? )?(?:maximum|context)/i;
 
+// Out of credit or quota: OpenAI's `insufficient_quota` (sent with a 429), Anthropic's "credit balance is too low"
+// (a 400), OpenRouter's and others' 402 texts. Waiting does not help: the key's account needs money.
+const BILLING_PATTERN =
+  /insufficient[_ ]quota|credit balance|insufficient (?:credits?|funds|balance)|out of credits?|billing|payment required|exceeded your current quota/i;
+
+// Rate limits said in words rather than with a 429 (proxies, vLLM, Bedrock, Anthropic's concurrency limit).
+const RATE_LIMIT_PATTERN = /too many (?:concurrent )?requests|throttl|rate[_ -]?limit|limit reached/i;
+
 export function classifyApiError(info: ApiErrorInfo): ProviderErrorKind {
   const { status, code, type } = info;
   const text = `${code ?? ""} ${type ?? ""} ${info.message ?? ""}`;
   if (type === "overloaded_error" || status === 529) return "server";
+  if (status === 402 || code === "insufficient_quota" || type === "insufficient_quota") return "billing";
+  if ((status === undefined || status === 400 || status === 403 || status === 429) && BILLING_PATTERN.test(text)) {
+    return "billing";
+  }
   if (status === 429 || type === "rate_limit_error" || code === "rate_limit_exceeded") return "rate_limit";
+  if ((status === undefined || status === 400 || status === 403 || status >= 500) && RATE_LIMIT_PATTERN.test(text)) {
+    return "rate_limit";
+  }
   if (status === 401 || status === 403 || type === "authentication_error" || type === "permission_error") {
     return "auth";
   }
@@ -87,6 +105,7 @@ export function apiError(ctx: ErrorContext, info: ApiErrorInfo, cause?: unknown)
     status: info.status,
     cause,
     retryAfterMs: info.retryAfterMs,
+    resetAfterMs: info.resetAfterMs,
   });
 }
 
@@ -145,7 +164,14 @@ function apiErrorInfo(err: unknown, now: (() => number) | undefined): ApiErrorIn
   // vLLM and other OpenAI-compatible servers send mid-stream errors as `{error:{code: 400, ...}}` with no HTTP status
   const numericCode = typeof inner?.code === "number" && inner.code >= 400 && inner.code < 600 ? inner.code : undefined;
   const headers = isRecord(err.headers) ? (err.headers as HeaderSource) : undefined;
-  return { status: status ?? numericCode, message, code, type, retryAfterMs: retryAfterMs(headers, now) };
+  return {
+    status: status ?? numericCode,
+    message,
+    code,
+    type,
+    retryAfterMs: retryAfterMs(headers, now),
+    resetAfterMs: resetAfterMs(headers, now),
+  };
 }
 
 /** A body that was not JSON ends up in the SDK's message as "<status> <text>"; keep just the text. */
@@ -206,9 +232,15 @@ function stringOf(value: unknown): string | undefined {
 /** The context every provider's error mapping needs for one request. */
 export function requestErrorContext(
   init: { id: string; apiKey?: string; timeoutMs?: number },
-  signal: AbortSignal,
+  request: { signal: AbortSignal; apiKey?: string },
 ): ErrorContext {
-  return { provider: init.id, signal, apiKey: init.apiKey, timeoutMs: init.timeoutMs };
+  // the call's own key (an auth profile's) is the one an endpoint could echo back
+  return {
+    provider: init.id,
+    signal: request.signal,
+    apiKey: request.apiKey ?? init.apiKey,
+    timeoutMs: init.timeoutMs,
+  };
 }
 
 /**
@@ -221,6 +253,7 @@ export function markAfterOutput(err: ProviderError): ProviderError {
     status: err.status,
     cause: err.cause,
     retryAfterMs: err.retryAfterMs,
+    resetAfterMs: err.resetAfterMs,
     afterOutput: true,
   });
   marked.stack = err.stack;

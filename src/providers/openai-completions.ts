@@ -160,18 +160,20 @@ async function httpError(response: StreamedResponse): Promise<ChatCompletionsApi
 
 export function createOpenAICompletionsProvider(init: ProviderInit): ModelProvider {
   const url = `${(init.baseUrl ?? DEFAULT_BASE_URL).replace(/\/$/, "")}/chat/completions`;
-  const headers = requestHeaders(init);
+  const headers = requestHeaders(init, init.apiKey);
   return {
     id: init.id,
     api: "openai-completions",
-    stream: (request) => flagOutput(streamChat(init, url, headers, request)),
+    // a call with its own key (an auth profile's) gets its own Authorization; the configured headers still win
+    stream: (request) =>
+      flagOutput(streamChat(init, url, request.apiKey ? requestHeaders(init, request.apiKey) : headers, request)),
   };
 }
 
 /** Authorization when there is a key, then the configured headers (which may replace it), then the content type. */
-function requestHeaders(init: ProviderInit): Record<string, string> {
+function requestHeaders(init: ProviderInit, apiKey: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
-  if (init.apiKey) headers.authorization = `Bearer ${init.apiKey}`;
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
   for (const [name, value] of Object.entries(init.headers ?? {})) headers[name.toLowerCase()] = value;
   headers["content-type"] = "application/json";
   return headers;
@@ -185,7 +187,7 @@ async function* streamChat(
 ): AsyncGenerator<ModelStreamEvent> {
   // the guard's signal covers the whole exchange: connect, response headers, and every wait for the next chunk
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx = requestErrorContext(init, request.signal);
+  const ctx = requestErrorContext(init, request);
   const calls = new Map<number, PendingCall>();
   let thinking = "";
   let finishReason: string | undefined;

@@ -20,7 +20,7 @@ import {
   dataUrl,
   fallbackCallId,
   flagOutput,
-  lazyClient,
+  lazyClientPerKey,
   openAIReasoningEffort,
   sendableParts,
   streamEndedEarly,
@@ -39,11 +39,11 @@ interface PendingCall {
 }
 
 export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider {
-  const getClient = lazyClient(() =>
+  const getClient = lazyClientPerKey((apiKey) =>
     import("openai").then(
       ({ default: OpenAIClient }) =>
         new OpenAIClient({
-          apiKey: init.apiKey ?? "none",
+          apiKey: apiKey ?? init.apiKey ?? "none",
           baseURL: init.baseUrl,
           timeout: init.timeoutMs,
           maxRetries: 0,
@@ -61,11 +61,11 @@ export function createOpenAIResponsesProvider(init: ProviderInit): ModelProvider
 
 async function* streamResponses(
   init: ProviderInit,
-  getClient: () => Promise<OpenAI>,
+  getClient: (apiKey?: string) => Promise<OpenAI>,
   request: ModelRequest,
 ): AsyncGenerator<ModelStreamEvent> {
   const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx = requestErrorContext(init, request.signal);
+  const ctx = requestErrorContext(init, request);
   // keyed by output_index, which every item event carries (item ids are optional on some compatible servers)
   const calls = new Map<number, PendingCall>();
   const reasoning = new Map<number, string>();
@@ -100,7 +100,7 @@ async function* streamResponses(
   }
 
   try {
-    const openai = await getClient();
+    const openai = await getClient(request.apiKey);
     const stream = await openai.responses.create(buildParams(request), { signal: guard.signal });
     for await (const event of stream as AsyncIterable<StreamEvent>) {
       guard.touch();

@@ -8,6 +8,7 @@ import {
   type FakeModelServer,
   type FakeTurn,
   openAIErrorTurn,
+  requestApiKey,
   startFakeModelServer,
 } from "../testing/fake-model-server.js";
 import { createAnthropicMessagesProvider } from "./anthropic-messages.js";
@@ -212,6 +213,20 @@ describe.each(cases)("$name provider", (c) => {
     const err = await failure(keyed.stream(request()));
     expect(err.kind).toBe("auth");
     expect(err.message).not.toContain(key);
+  });
+
+  it("sends each call's own key (an auth profile's) and keeps it out of the error when the endpoint echoes it", async () => {
+    const perCall = "sk-profile-two-0123456789abcdefSECRET";
+    server.enqueue({ text: "ok" }, { text: "ok" });
+    await collect(provider.stream(request({ apiKey: perCall })));
+    await collect(provider.stream(request()));
+    const keys = server.requests.slice(-2).map((r) => requestApiKey(r));
+    expect(keys).toEqual([perCall, "sk-test"]);
+    server.enqueue(c.authFailure(perCall));
+    const err = await failure(provider.stream(request({ apiKey: perCall })));
+    expect(err.kind).toBe("auth");
+    expect(err.message).not.toContain(perCall);
+    expect(requestApiKey(server.requests.at(-1)!)).toBe(perCall);
   });
 
   it("fails with an error event sent in the middle of the stream instead of finishing", async () => {

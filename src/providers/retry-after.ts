@@ -34,6 +34,56 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   return Math.max(0, at - nowMs);
 }
 
+/**
+ * How long the limit a failed request hit lasts (SPEC 23), for an auth profile's cooldown: what `retryAfterMs` reads
+ * when the server said it, else the providers' rate-limit reset headers. OpenAI sends `x-ratelimit-reset-requests` /
+ * `x-ratelimit-reset-tokens` as durations ("6m0s", "1s", "20ms"); Anthropic sends
+ * `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset` as RFC 3339 times. Of the buckets whose
+ * `remaining` header says 0 (the one that was hit), the longest reset counts; when none says, the longest of all.
+ */
+export function resetAfterMs(headers: HeaderSource | undefined, now: () => number = Date.now): number | undefined {
+  if (!headers) return undefined;
+  const direct = retryAfterMs(headers, now);
+  if (direct !== undefined) return direct;
+  const buckets: Array<{ resetMs: number; exhausted: boolean }> = [];
+  for (const bucket of ["requests", "tokens"]) {
+    const resetMs = parseDuration(header(headers, `x-ratelimit-reset-${bucket}`));
+    if (resetMs !== undefined) {
+      buckets.push({ resetMs, exhausted: header(headers, `x-ratelimit-remaining-${bucket}`)?.trim() === "0" });
+    }
+  }
+  for (const bucket of ["requests", "tokens", "input-tokens", "output-tokens"]) {
+    const resetMs = parseResetTime(header(headers, `anthropic-ratelimit-${bucket}-reset`), now());
+    if (resetMs !== undefined) {
+      const remaining = header(headers, `anthropic-ratelimit-${bucket}-remaining`);
+      buckets.push({ resetMs, exhausted: remaining?.trim() === "0" });
+    }
+  }
+  if (buckets.length === 0) return undefined;
+  const hit = buckets.some((b) => b.exhausted) ? buckets.filter((b) => b.exhausted) : buckets;
+  return Math.max(...hit.map((b) => b.resetMs));
+}
+
+/** OpenAI's reset durations: "6m0s" → 360000, "1s" → 1000, "20ms" → 20, "1h2m3.5s"; anything else → undefined */
+export function parseDuration(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (!/^(\d+(\.\d+)?(h|ms|m|s))+$/.test(text)) return undefined;
+  const unitMs: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+  let total = 0;
+  for (const [, amount, , unit] of text.matchAll(/(\d+(\.\d+)?)(h|ms|m|s)/g)) total += Number(amount) * unitMs[unit];
+  return total;
+}
+
+/** An RFC 3339 time ("2026-01-05T10:00:30Z") → ms from `nowMs` to then (0 if past); anything else → undefined */
+export function parseResetTime(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(value.trim())) {
+    return undefined;
+  }
+  const at = Date.parse(value.trim());
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+}
+
 function header(headers: HeaderSource, name: string): string | undefined {
   if (typeof headers.get === "function") {
     const value = (headers as { get(name: string): string | null }).get(name);

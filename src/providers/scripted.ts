@@ -83,6 +83,7 @@ const errorKinds: readonly ProviderErrorKind[] = [
   "server",
   "context_length",
   "auth",
+  "billing",
   "model_not_found",
   "bad_request",
   "timeout",

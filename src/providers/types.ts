@@ -172,6 +172,16 @@ export interface ModelRequest {
    * a share of one pass through the loop instead of a pass of its own. Absent: every chunk as it comes.
    */
   streamBeat?: Beat;
+  /**
+   * The key for this call: the auth profile the run chose (credentials/, pi's per-call getApiKey), so the key can
+   * change between calls of one provider instance. Absent: the provider's configured `apiKey`. Scripted ignores it.
+   */
+  apiKey?: string;
+  /**
+   * How `apiKey` is sent: "api_key" (the default) the API's key header; "token" a bearer token (an auth profile's
+   * `mode`: Anthropic then gets `Authorization: Bearer` instead of `x-api-key`; OpenAI's APIs take both the same way).
+   */
+  apiKeyMode?: "api_key" | "token";
 }
 
 export type ModelStreamEvent =
@@ -203,6 +213,8 @@ export type ProviderErrorKind =
   | "server"
   | "context_length"
   | "auth"
+  /** out of credit or quota (HTTP 402, OpenAI `insufficient_quota`, Anthropic's credit balance): waiting will not help */
+  | "billing"
   /** the endpoint does not know the model (HTTP 404, `model_not_found`): another model may, retrying will not */
   | "model_not_found"
   | "bad_request"
@@ -216,6 +228,12 @@ export interface ProviderErrorOptions {
   cause?: unknown;
   /** what the server's `retry-after-ms` / `Retry-After` header asked for, in ms */
   retryAfterMs?: number;
+  /**
+   * How long the provider says the limit that was hit lasts, in ms: `retry-after-ms` / `Retry-After`, else its
+   * rate-limit reset headers (OpenAI `x-ratelimit-reset-*`, Anthropic `anthropic-ratelimit-*-reset`). An auth
+   * profile cools down this long (credentials/cooldown.ts); the retry wait reads only `retryAfterMs`.
+   */
+  resetAfterMs?: number;
   /** the request failed after the model had already streamed something (text, thinking or a tool call) */
   afterOutput?: boolean;
 }
@@ -225,6 +243,7 @@ export class ProviderError extends Error {
   readonly kind: ProviderErrorKind;
   readonly status?: number;
   readonly retryAfterMs?: number;
+  readonly resetAfterMs?: number;
   readonly afterOutput: boolean;
   /**
    * Worth sending the same request to the same model again (SPEC 16): rate limits, server errors and overload, and a
@@ -238,6 +257,7 @@ export class ProviderError extends Error {
     this.kind = kind;
     this.status = opts.status;
     this.retryAfterMs = opts.retryAfterMs;
+    this.resetAfterMs = opts.resetAfterMs;
     this.afterOutput = opts.afterOutput === true;
     this.retryable = kind === "rate_limit" || kind === "server" || (kind === "network" && !this.afterOutput);
   }

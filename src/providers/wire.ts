@@ -81,6 +81,25 @@ function clip(text: string): string {
  * A client created on first use and then reused: SDK modules are imported only when their API is called, so a run
  * that talks to one API never loads the others. A failed creation is forgotten, so the next call tries again.
  */
+/**
+ * One SDK client per API key, each made on first use: an auth profile's key reaches the SDK the way it expects it
+ * (its own auth header), and the clients are as many as the provider has profiles.
+ */
+export function lazyClientPerKey<T>(
+  create: (apiKey: string | undefined, mode: "api_key" | "token" | undefined) => Promise<T>,
+): (apiKey?: string, mode?: "api_key" | "token") => Promise<T> {
+  const clients = new Map<string, () => Promise<T>>();
+  return (apiKey, mode) => {
+    const id = apiKey === undefined ? "" : `${mode === "token" ? "t" : "k"}:${apiKey}`;
+    let get = clients.get(id);
+    if (!get) {
+      get = lazyClient(() => create(apiKey, mode));
+      clients.set(id, get);
+    }
+    return get();
+  };
+}
+
 export function lazyClient<T>(create: () => Promise<T>): () => Promise<T> {
   let client: Promise<T> | undefined;
   return () => {

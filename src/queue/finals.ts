@@ -30,6 +30,7 @@ export function toFinal(r: RunResult): AgentFinal {
         model: r.model,
         ...(r.modelName ? { modelName: r.modelName } : {}),
         ...(r.costUsd !== undefined ? { costUsd: r.costUsd } : {}),
+        ...(r.authProfile ? { authProfile: r.authProfile } : {}),
         laneWaitMs: r.laneWaitMs,
         steps: r.steps,
       },

@@ -192,6 +192,8 @@ async function resolveRequest(
   if (keyAgent) throw new RunParamError("sessionKey", keyAgent);
   const named = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
   const model = named !== undefined && deps.chooseModel ? chosenModel(deps.chooseModel, named) : named;
+  const authProblem = req.authProfile !== undefined ? deps.authProfileProblem?.(req.authProfile) : undefined;
+  if (authProblem) throw new RunParamError("authProfile", authProblem);
   return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
 }
 

@@ -55,6 +55,7 @@ export const WIRE_RUN_OPTIONS = [
   "promptMode",
   "extraSystemPrompt",
   "blockStreaming",
+  "authProfile",
 ] as const;
 export type WireRunOptions = Pick<AgentParams, (typeof WIRE_RUN_OPTIONS)[number]>;
 
@@ -101,6 +102,8 @@ export interface RunResult {
   modelName?: string;
   /** estimated USD from the usage and that model's configured `cost` (absent without one) */
   costUsd?: number;
+  /** the auth profile ("provider:name") the run's last successful model call used (SPEC 23) */
+  authProfile?: string;
   error?: { message: string; kind: string };
   /** another message's in-band control (`/stop`, an interrupt) aborted it: by whom, with what */
   endedBy?: EndedBy;
@@ -120,6 +123,8 @@ export interface QueueDeps {
   agentProblem(agentId: string): string | undefined;
   /** A requested model (alias, bare id or "provider/model") as "provider/model"; throws when it cannot be used. */
   chooseModel?(input: string): string;
+  /** Why a run's `authProfile` cannot be used (no such auth profile), or undefined when it can. */
+  authProfileProblem?(id: string): string | undefined;
   /**
    * A message arrived and was accepted (stored, routed): the message_received hooks fire here, once per message,
    * whether it starts a turn, is steered into one, queued or collected. Must not throw.

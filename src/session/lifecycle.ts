@@ -42,7 +42,7 @@ export interface DeleteRequest {
 
 /** What the service is given; a plain options object, so whoever composes a process can wire it. */
 export interface SessionLifecycleOptions {
-  store: Pick<Store, "getSession" | "resetSession" | "deleteSession">;
+  store: Pick<Store, "getSession" | "resetSession" | "deleteSession" | "updateSession">;
   /** the same port every run's transcript writes go through (SPEC 3) */
   locks: SessionLockPort;
   hooks: PluginHookRunner;
@@ -90,6 +90,8 @@ export class SessionLifecycle {
       if (!previous) throw new UnknownSessionError(sessionKey);
       if (req.command) this.fireCommand(sessionKey, previous, req);
       const generation = await store.resetSession(sessionKey, clock.now(), req.marker);
+      // the pinned auth profile starts over with the new transcript (SPEC 23); the user's own pin stays
+      if (previous.authProfile !== undefined) await store.updateSession(sessionKey, { authProfile: undefined });
       history.forget(sessionKey);
       return { generation, previous };
     });

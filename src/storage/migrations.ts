@@ -157,6 +157,27 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       ALTER TABLE sessions ADD COLUMN reasoning_level TEXT;
     `,
   },
+  {
+    version: 8,
+    name: "auth profile health and session pins",
+    // SPEC 23: one row per (profile, model) a rate limit cooled, and one per profile (model '') for billing and auth
+    // failures and the last use; every node reads the same rows. The session keeps its pinned profile and the user's
+    // pin (sessions.patch authProfile).
+    sql: `
+      CREATE TABLE auth_health (
+        profile_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        until INTEGER,
+        reason TEXT,
+        error_count INTEGER NOT NULL DEFAULT 0,
+        last_failure_at INTEGER,
+        last_used INTEGER,
+        PRIMARY KEY (profile_id, model)
+      );
+      ALTER TABLE sessions ADD COLUMN auth_profile TEXT;
+      ALTER TABLE sessions ADD COLUMN auth_profile_override TEXT;
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

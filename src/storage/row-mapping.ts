@@ -2,6 +2,7 @@ import type { AuditEvent, CronRunStatus } from "../protocol/payloads.js";
 import type { ChatMessage } from "../providers/types.js";
 import type {
   AuditQuery,
+  AuthHealthRow,
   CronRunRecord,
   RunRecord,
   RunStatus,
@@ -33,6 +34,8 @@ export const sessionColumns: Record<string, string> = {
   totalTokens: "total_tokens",
   compactionCount: "compaction_count",
   skillsSnapshot: "skills_snapshot",
+  authProfile: "auth_profile",
+  authProfileOverride: "auth_profile_override",
 };
 
 export const runColumns: Record<string, string> = {
@@ -79,7 +82,26 @@ export function toSession(r: Row): SessionRecord {
     totalTokens: r.total_tokens as number,
     compactionCount: r.compaction_count as number,
     skillsSnapshot: opt(r.skills_snapshot),
+    authProfile: opt(r.auth_profile),
+    authProfileOverride: opt(r.auth_profile_override),
   };
+}
+
+export function toAuthHealth(r: Row): AuthHealthRow {
+  return {
+    profileId: r.profile_id as string,
+    model: r.model as string,
+    until: optNumber(r.until),
+    reason: opt(r.reason),
+    errorCount: Number(r.error_count),
+    lastFailureAt: optNumber(r.last_failure_at),
+    lastUsed: optNumber(r.last_used),
+  };
+}
+
+/** Postgres BIGINT columns come back as strings */
+function optNumber(v: unknown): number | undefined {
+  return v === null || v === undefined ? undefined : Number(v);
 }
 
 export function toRun(r: Row): RunRecord {

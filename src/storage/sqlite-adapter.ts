@@ -5,6 +5,7 @@ import type { StorageFault } from "./storage-fault.js";
 import type {
   AuditEventInput,
   AuditQuery,
+  AuthHealthRow,
   CompactionEntry,
   CronJobRecord,
   CronRunRecord,
@@ -182,6 +183,22 @@ export class SqliteStoreAdapter implements Store {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
   ): Promise<void> {
     return this.db.updateRuns(patches);
+  }
+
+  async listAuthHealth(): Promise<AuthHealthRow[]> {
+    return this.db.listAuthHealth();
+  }
+
+  async putAuthHealth(row: Omit<AuthHealthRow, "lastUsed">): Promise<void> {
+    return this.db.putAuthHealth(row);
+  }
+
+  async clearAuthHealth(profileId: string, model?: string): Promise<number> {
+    return this.db.clearAuthHealth(profileId, model);
+  }
+
+  async touchAuthProfile(profileId: string, at: number): Promise<void> {
+    return this.db.touchAuthProfile(profileId, at);
   }
 
   async close(): Promise<void> {

@@ -75,6 +75,7 @@ describe("schema and migrations", () => {
       // sqlite_sequence: audit_events' AUTOINCREMENT keeps the highest sequence there
       expect(tables).toEqual([
         "audit_events",
+        "auth_health",
         "blobs",
         "cron_jobs",
         "cron_runs",

@@ -17,6 +17,7 @@ import {
   sessionColumns,
   type TranscriptRowData,
   toAuditEvent,
+  toAuthHealth,
   toCronRun,
   toRun,
   toSession,
@@ -27,6 +28,7 @@ import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
   AuditEventInput,
   AuditQuery,
+  AuthHealthRow,
   CompactionEntry,
   CronJobRecord,
   CronRunRecord,
@@ -690,6 +692,45 @@ export class SqliteStore {
     }>;
     const problems = rows.map((r) => r.quick_check);
     return problems.length === 1 && problems[0] === "ok" ? [] : problems;
+  }
+
+  /** Store.listAuthHealth */
+  listAuthHealth(): AuthHealthRow[] {
+    return (this.prep("SELECT * FROM auth_health ORDER BY profile_id, model").all() as Row[]).map(toAuthHealth);
+  }
+
+  /** Store.putAuthHealth: the failure state of one row; lastUsed stays */
+  putAuthHealth(row: Omit<AuthHealthRow, "lastUsed">): void {
+    const sql = `INSERT INTO auth_health (profile_id, model, until, reason, error_count, last_failure_at)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (profile_id, model) DO UPDATE SET until = excluded.until, reason = excluded.reason,
+        error_count = excluded.error_count, last_failure_at = excluded.last_failure_at`;
+    this.faults.guard(() =>
+      this.prep(sql).run(
+        row.profileId,
+        row.model,
+        row.until ?? null,
+        row.reason ?? null,
+        row.errorCount,
+        row.lastFailureAt ?? null,
+      ),
+    );
+  }
+
+  /** Store.clearAuthHealth */
+  clearAuthHealth(profileId: string, model?: string): number {
+    const which = model === undefined ? "" : " AND model = ?";
+    const sql = `UPDATE auth_health SET until = NULL, reason = NULL, error_count = 0, last_failure_at = NULL
+      WHERE profile_id = ?${which} AND (until IS NOT NULL OR reason IS NOT NULL OR error_count > 0)`;
+    const args = model === undefined ? [profileId] : [profileId, model];
+    return this.faults.guard(() => this.prep(sql).run(...args)).changes;
+  }
+
+  /** Store.touchAuthProfile */
+  touchAuthProfile(profileId: string, at: number): void {
+    const sql = `INSERT INTO auth_health (profile_id, model, last_used) VALUES (?, '', ?)
+      ON CONFLICT (profile_id, model) DO UPDATE SET last_used = max(coalesce(last_used, 0), excluded.last_used)`;
+    this.faults.guard(() => this.prep(sql).run(profileId, at));
   }
 
   close(): void {

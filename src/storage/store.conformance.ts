@@ -409,6 +409,88 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
       });
     });
 
+    describe("auth profile health", () => {
+      it("a cooldown written by one store is read by another; clearing one model keeps the other and lastUsed", async () => {
+        await store.putAuthHealth({
+          profileId: "openai:a",
+          model: "gpt-x",
+          until: 31_000,
+          reason: "rate_limit",
+          errorCount: 1,
+          lastFailureAt: 1_000,
+        });
+        await store.putAuthHealth({
+          profileId: "openai:a",
+          model: "gpt-y",
+          until: 5_000,
+          reason: "rate_limit",
+          errorCount: 2,
+        });
+        await store.touchAuthProfile("openai:a", 900);
+        await store.touchAuthProfile("openai:a", 800); // an older use never moves lastUsed back
+        const other = await t.openAnother();
+        expect(await other.listAuthHealth()).toEqual([
+          { profileId: "openai:a", model: "", errorCount: 0, lastUsed: 900 },
+          {
+            profileId: "openai:a",
+            model: "gpt-x",
+            until: 31_000,
+            reason: "rate_limit",
+            errorCount: 1,
+            lastFailureAt: 1_000,
+          },
+          { profileId: "openai:a", model: "gpt-y", until: 5_000, reason: "rate_limit", errorCount: 2 },
+        ]);
+        expect(await other.clearAuthHealth("openai:a", "gpt-x")).toBe(1);
+        expect(await other.clearAuthHealth("openai:a", "gpt-x")).toBe(0); // nothing left to clear: no write counted
+        const rows = await store.listAuthHealth();
+        expect(rows.find((r) => r.model === "gpt-x")).toEqual({ profileId: "openai:a", model: "gpt-x", errorCount: 0 });
+        expect(rows.find((r) => r.model === "gpt-y")?.until).toBe(5_000);
+        expect(rows.find((r) => r.model === "")?.lastUsed).toBe(900);
+      });
+
+      it("a whole-profile disable is overwritten in place and cleared with every model of the profile", async () => {
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "",
+          until: 100,
+          reason: "billing",
+          errorCount: 1,
+        });
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "",
+          until: 200,
+          reason: "billing",
+          errorCount: 2,
+        });
+        await store.putAuthHealth({
+          profileId: "anthropic:w",
+          model: "m",
+          until: 50,
+          reason: "rate_limit",
+          errorCount: 1,
+        });
+        await store.putAuthHealth({ profileId: "anthropic:z", model: "", until: 70, reason: "auth", errorCount: 1 });
+        expect((await store.listAuthHealth()).filter((r) => r.profileId === "anthropic:w" && r.model === "")).toEqual([
+          { profileId: "anthropic:w", model: "", until: 200, reason: "billing", errorCount: 2 },
+        ]);
+        expect(await store.clearAuthHealth("anthropic:w")).toBe(2);
+        const left = (await store.listAuthHealth()).filter((r) => r.until !== undefined);
+        expect(left.map((r) => r.profileId)).toEqual(["anthropic:z"]);
+      });
+
+      it("a session keeps its pinned and its user-pinned auth profile, and either can be cleared", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.updateSession(KEY, { authProfile: "openai:b", authProfileOverride: "openai:a" });
+        expect(await store.getSession(KEY)).toMatchObject({ authProfile: "openai:b", authProfileOverride: "openai:a" });
+        await store.updateSession(KEY, { authProfile: undefined });
+        const s = await store.getSession(KEY);
+        expect(s?.authProfile).toBeUndefined();
+        expect(s?.authProfileOverride).toBe("openai:a");
+      });
+    });
+
     describe("concurrent writers", () => {
       it("two stores on one database appending to one session get distinct, gapless seqs", async () => {
         await store.ensureSession(KEY, "main", 1);

@@ -39,6 +39,29 @@ export interface SessionRecord {
   compactionCount: number;
   /** JSON of the skills snapshot the session reuses between runs */
   skillsSnapshot?: string;
+  /** the auth profile the session's runs are pinned to (cache locality); moves on reset, compaction or a cooldown */
+  authProfile?: string;
+  /** the user's pin (sessions.patch authProfile): kept across resets, preferred whenever it is usable */
+  authProfileOverride?: string;
+}
+
+/**
+ * The stored health of one auth profile (SPEC 23), shared by every node: `model` is the model a rate limit cooled
+ * (the profile stays usable for its other models), or "" for what holds for the whole profile (billing and
+ * permanent auth failures, and when the profile was last used).
+ */
+export interface AuthHealthRow {
+  profileId: string;
+  model: string;
+  /** cooling down (a model row) or disabled (the "" row) until this time; absent: usable */
+  until?: number;
+  /** why: a provider error kind (rate_limit, billing, auth) */
+  reason?: string;
+  /** failures since the last success (or since failureWindowHours passed without one): the ladder's step */
+  errorCount: number;
+  lastFailureAt?: number;
+  /** the last successful call ("" rows only); written at most once a minute per profile */
+  lastUsed?: number;
 }
 
 export type TranscriptKind = "message" | "compaction" | "reset";
@@ -233,6 +256,17 @@ export interface Store {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
   ): Promise<void>;
 
+  /** every stored auth profile health row (a few per profile) */
+  listAuthHealth(): Promise<AuthHealthRow[]>;
+  /** writes a row's failure state (until, reason, errorCount, lastFailureAt); lastUsed is left as it is */
+  putAuthHealth(row: Omit<AuthHealthRow, "lastUsed">): Promise<void>;
+  /**
+   * Clears the failure state of a profile's rows (one model's, or all of them when `model` is undefined); lastUsed
+   * is kept. Returns how many rows had something to clear.
+   */
+  clearAuthHealth(profileId: string, model?: string): Promise<number>;
+  /** records a successful use of a profile (its "" row's lastUsed, never moved back) */
+  touchAuthProfile(profileId: string, at: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -120,6 +120,18 @@ export function anthropicErrorTurn(
   return { error: { status, body: { type: "error", error: { type, message } }, headers } };
 }
 
+/**
+ * The API key a request carried: OpenAI's `Authorization: Bearer <key>` or Anthropic's `x-api-key`. With `respond`,
+ * a fake can answer per key, e.g. a rate limit for one key and text for another:
+ * `respond: (r) => (requestApiKey(r) === "key-1" ? openAIErrorTurn(429, "Rate limit reached") : { text: "hi" })`.
+ */
+export function requestApiKey(request: Pick<CapturedRequest, "headers">): string | undefined {
+  const anthropic = request.headers["x-api-key"];
+  if (typeof anthropic === "string" && anthropic) return anthropic;
+  const auth = request.headers.authorization;
+  return typeof auth === "string" && /^Bearer /i.test(auth) ? auth.slice(7).trim() : undefined;
+}
+
 type Api = "chat" | "responses" | "messages";
 
 const ROUTES: Record<string, Api> = {

@@ -182,6 +182,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "ok",
     "sessions.create ungranted": "forbidden",
     "config.get": "unauthorized",
+    // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
+    "models.authStatus": "unauthorized",
+    "models.authClear": "unauthorized",
     status: "unauthorized",
     "agent.events own": "ok",
     "agent.events granted": "forbidden",
@@ -245,6 +248,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "unauthorized",
     "sessions.create ungranted": "unauthorized",
     "config.get": "unauthorized",
+    // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
+    "models.authStatus": "ok",
+    "models.authClear": "unauthorized",
     status: "ok",
     "agent.events granted": "ok",
     "agent.events ungranted": "forbidden",
@@ -311,6 +317,9 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "ok",
     "sessions.create ungranted": "forbidden",
     "config.get": "ok",
+    // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
+    "models.authStatus": "ok",
+    "models.authClear": "forbidden",
     status: "ok",
     "agent.events own": "ok",
     "agent.events granted": "ok",
@@ -381,6 +390,8 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`sessions.create ${t}`] = outcome(await client.call("sessions.create", made));
       }
       actual["config.get"] = outcome(await client.call("config.get"));
+      actual["models.authStatus"] = outcome(await client.call("models.authStatus", {}));
+      actual["models.authClear"] = outcome(await client.call("models.authClear", { id: "t:default" }));
       actual.status = outcome(await client.call("status"));
       for (const method of ["sessions.reset", "sessions.delete"]) {
         for (const t of ["granted", "ungranted"] as const) {

@@ -33,6 +33,8 @@ export interface LiveRun {
   startedAt?: number;
   endedAt?: number;
   model?: string;
+  /** the auth profile ("provider:name") the run's model calls use: from a rotation, then the run's end */
+  authProfile?: string;
   text: string;
   thinking: string;
   blocks: string[];
@@ -385,6 +387,7 @@ export class ConsoleModel {
         run.stopReason = typeof d.stopReason === "string" ? d.stopReason : undefined;
         run.error = typeof d.error === "string" ? d.error : undefined;
         if (typeof d.model === "string") run.model = d.model;
+        if (typeof d.authProfile === "string") run.authProfile = d.authProfile;
         run.waiting = undefined;
         run.approval = undefined;
         this.stuck.delete(run.sessionKey);
@@ -393,6 +396,9 @@ export class ConsoleModel {
         break;
       case "retry":
         run.retries++;
+        break;
+      case "auth_rotate":
+        if (typeof d.to === "string") run.authProfile = d.to;
         break;
       case "fallback":
         run.fallbacks.push(`${d.from} → ${d.to}`);

@@ -1,12 +1,13 @@
 import type { LoopgateConfig } from "../../config/schema.js";
+import type { AuthProfiles, RunAuthHooks, RunCredentials } from "../../credentials/index.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
 import type { Tool } from "../../tools/types.js";
 import { agentTools } from "./agent-tools.js";
 import { runModelChain } from "./model-chain.js";
 
-/** Per-agent credentials (auth profiles): the next issue fills this slot; until then no run has any. */
-export type RunCredentials = Readonly<Record<string, never>>;
+/** The run's auth profile chooser (credentials/): a key per model call, pinned per session, rotated on failures. */
+export type { RunCredentials };
 /** The session's sandbox (where exec and the file tools run): the sandbox issue fills this slot. */
 export type RunSandbox = Readonly<Record<string, never>>;
 /** Spend and usage limits for the run: the limits issue fills this slot. */
@@ -47,12 +48,22 @@ export interface ProfileSources {
   toolCatalog(agentId: string): Tool[];
   /** logs a warning the first time it is given (allow lists that match nothing would otherwise repeat every run) */
   warnOnce(message: string): void;
+  /** the process's auth profiles; absent: runs use each provider's configured apiKey as is */
+  readonly authProfiles?: AuthProfiles;
 }
 
 /** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
 export async function resolveRunProfile(
   from: ProfileSources,
-  run: { agentId: string; modelRef: string },
+  run: {
+    agentId: string;
+    modelRef: string;
+    /** the session the run's key choice is pinned to (absent: no credentials, e.g. a profile for inspection) */
+    sessionKey?: string;
+    /** the run's own auth profile (`--auth-profile`), preferred while usable */
+    authProfile?: string;
+    authHooks?: RunAuthHooks;
+  },
 ): Promise<RunProfile> {
   const model = from.resolveModel(run.modelRef);
   const workspace = await from.workspaceFor(run.agentId);
@@ -67,7 +78,15 @@ export async function resolveRunProfile(
     tools,
     toolSpecs: [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
     withheld,
-    credentials: undefined,
+    credentials:
+      from.authProfiles && run.sessionKey !== undefined && run.authHooks
+        ? from.authProfiles.forRun({
+            agentId: run.agentId,
+            sessionKey: run.sessionKey,
+            runPin: run.authProfile,
+            hooks: run.authHooks,
+          })
+        : undefined,
     sandbox: undefined,
     limits: undefined,
   };

@@ -1,3 +1,4 @@
+import { withAuthProfiles } from "../../credentials/index.js";
 import type { Beat } from "../../infra/cadence.js";
 import { acceptsImages, textOnlyProvider } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
@@ -14,6 +15,7 @@ import { isCronRunWithTimeout } from "../../queue/types.js";
 import { capForModel, omitInlineDataUrls } from "../../tools/sanitize.js";
 import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
+import type { RunProfile } from "../profile/profile.js";
 import type { ModelCallObserver } from "../runtime.js";
 import type { RunPorts } from "./ports.js";
 import type { PreparedRun } from "./prepare.js";
@@ -39,8 +41,10 @@ export async function providerFor(
   model: ResolvedModel,
   runTimeoutMs: number,
   spec?: Pick<RunSpec, "lane" | "timeout">,
+  profile?: Pick<RunProfile, "credentials">,
 ): Promise<ModelProvider> {
-  const provider = await rt.getProvider(model.providerId);
+  // the key per call from the run's auth profiles, rotated inside the call (credentials/keyed-provider.ts)
+  const provider = withAuthProfiles(await rt.getProvider(model.providerId), profile?.credentials);
   return withIdleWatchdog(
     // a model that reads no images gets a note in their place (providers/image-input.ts)
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
@@ -97,7 +101,7 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
-  const provider = await providerFor(rt, input.model, input.timeoutMs, spec);
+  const provider = await providerFor(rt, input.model, input.timeoutMs, spec, prepared.profile);
   const spans = input.spans;
   const loop = runAgentLoop(
     {

@@ -211,11 +211,13 @@ export class RunContextGuard implements ContextGuard {
       runId: this.c.runId,
       createdAt: rt.clock.now(),
     });
+    // the provider's prompt cache is cold after a compaction: the session's auth profile pin may move (SPEC 23)
+    prepared.profile.credentials?.compacted();
   }
 
   private summarizer(model: ResolvedModel): SummarizePort {
     return async (prompt, signal) => {
-      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs);
+      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs, undefined, this.c.prepared.profile);
       let text = "";
       const stream = provider.stream({
         model: model.modelId,

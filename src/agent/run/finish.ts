@@ -121,6 +121,7 @@ export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishI
     steps: exec?.kind === "loop" ? exec.outcome.steps : 0,
     model,
     ...modelFacts(input.profile, model, usage),
+    ...(input.profile?.credentials?.used ? { authProfile: input.profile.credentials.used } : {}),
     error,
     // another client's /stop or interrupt: the run's own client sees who and with what
     ...(status === "aborted" && endedByOf(input.signal) ? { endedBy: endedByOf(input.signal) } : {}),
@@ -152,6 +153,7 @@ export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: strin
       stopReason: r.stopReason,
       usage: r.usage,
       ...(r.model ? { model: r.model } : {}),
+      ...(r.authProfile ? { authProfile: r.authProfile } : {}),
       ...(claimedBy ? { claimedBy } : {}),
     });
     return;
@@ -165,6 +167,7 @@ export function emitTerminal(events: RunEmitter, r: RunResult, claimedBy?: strin
     error: r.error?.message,
     kind: r.error?.kind,
     ...(r.model ? { model: r.model } : {}),
+    ...(r.authProfile ? { authProfile: r.authProfile } : {}),
     ...(r.endedBy ? { endedBy: r.endedBy } : {}),
   });
 }

@@ -69,7 +69,17 @@ export async function prepareRun(
   choices: TurnChoices,
   run: { signal: AbortSignal; events: RunEmitter; onLock: (lock: SessionLock) => void },
 ): Promise<PreparedRun> {
-  const profile = await resolveRunProfile(rt, { agentId: spec.agentId, modelRef: choices.modelRef });
+  const profile = await resolveRunProfile(rt, {
+    agentId: spec.agentId,
+    modelRef: choices.modelRef,
+    sessionKey: spec.sessionKey,
+    authProfile: spec.authProfile,
+    authHooks: {
+      // ids and the error kind only: a rotation never names a key
+      rotated: ({ from, to, reason }) => run.events.emit("lifecycle", { phase: "auth_rotate", from, to, reason }),
+      warn: (message, fields) => rt.logger.warn(message, fields),
+    },
+  });
   const model = profile.model;
   const images = spec.images ?? [];
   if (images.length > 0 && !acceptsImages(model.api, model.model)) {

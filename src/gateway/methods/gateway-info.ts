@@ -1,17 +1,27 @@
+import { RunParamError } from "../../agent/service.js";
 import { configuredAgentIds } from "../../config/agents.js";
+import { UnknownAuthProfileError } from "../../credentials/index.js";
 import { readIdentity } from "../../prompt/identity.js";
 import { queueModes, thinkingLevels, verboseLevels } from "../../protocol/enums.js";
+import { ErrorCodes } from "../../protocol/frames.js";
 import {
   agentIdentityParamsSchema,
   commandsListParamsSchema,
   looseEmptyParamsSchema,
+  modelsAuthClearParamsSchema,
   modelsAuthStatusParamsSchema,
   modelsListParamsSchema,
   updateStatusParamsSchema,
 } from "../../protocol/params.js";
-import type { AgentIdentity, ModelsAuthStatusResult, StatusResult } from "../../protocol/payloads.js";
+import type {
+  AgentIdentity,
+  ModelsAuthClearResult,
+  ModelsAuthStatusResult,
+  StatusResult,
+} from "../../protocol/payloads.js";
 import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod, type GatewayContext } from "../context.js";
+import { GatewayError } from "../errors.js";
 import { redactConfig } from "../redact-config.js";
 import { healthFor } from "./health.js";
 
@@ -117,12 +127,12 @@ export const modelsListMethod = defineMethod({
   },
 });
 
-/** Per provider: is a key configured, and where from. Never the key. */
+/** Per provider: is a key configured, and where from; per auth profile, its health (SPEC 23). Never a key. */
 export const modelsAuthStatusMethod = defineMethod({
   name: "models.authStatus",
   scope: "read",
   params: modelsAuthStatusParamsSchema,
-  handle({ conn, gw, reply }) {
+  async handle({ conn, gw, reply }) {
     conn.access.requireRead(undefined);
     const rt = gw.service.rt;
     const providers = Object.entries(rt.config.models.providers).map(([provider, cfg]) => {
@@ -133,7 +143,40 @@ export const modelsAuthStatusMethod = defineMethod({
       const configured = source !== "none" || cfg.api === "scripted" || (cfg.apiKey === undefined && !!cfg.baseUrl);
       return { provider, api: cfg.api, configured, source };
     });
-    const result: ModelsAuthStatusResult = { providers };
+    const result: ModelsAuthStatusResult = { providers, profiles: await rt.authProfiles.status() };
+    reply.ok(result);
+  },
+});
+
+/**
+ * models.authClear (Loopgate's own): ends an auth profile's cooldowns and disable, on every node (the health is in
+ * the shared store). An operator's act: admin scope.
+ */
+export const modelsAuthClearMethod = defineMethod({
+  name: "models.authClear",
+  scope: "admin",
+  params: modelsAuthClearParamsSchema,
+  async handle({ params, conn, gw, reply }) {
+    // the keys serve every session: a token limited to some sessions may not change them for all
+    if (!conn.access.seesAllSessions) {
+      throw new GatewayError({
+        code: ErrorCodes.forbidden,
+        message: "models.authClear changes every session's keys: it needs a token that grants all sessions",
+      });
+    }
+    const profiles = gw.service.rt.authProfiles;
+    if (!profiles.has(params.id)) {
+      throw new RunParamError(
+        "id",
+        new UnknownAuthProfileError(
+          params.id,
+          profiles.list.map((p) => p.id),
+        ).message,
+      );
+    }
+    const { cleared } = await profiles.clear(params.id);
+    gw.service.rt.logger.info("auth profile cleared", { profile: params.id, cleared });
+    const result: ModelsAuthClearResult = { ok: true, id: params.id, cleared };
     reply.ok(result);
   },
 });

@@ -152,6 +152,7 @@ export const sessionsPatchMethod = defineMethod({
       verboseLevel: params.verboseLevel,
       reasoningLevel: params.reasoningLevel,
       queueMode: params.queueMode,
+      authProfile: params.authProfile,
     });
     const result: SessionsPatchResult = {
       ok: true,

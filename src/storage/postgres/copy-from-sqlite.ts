@@ -23,6 +23,7 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; order: string }> = [
   { table: "audit_events", order: "seq" },
   { table: "cron_jobs", order: "rowid" },
   { table: "cron_runs", order: "id" },
+  { table: "auth_health", order: "profile_id, model" },
 ];
 
 /** Postgres-only tables of cluster state; emptied with `force` too, never copied (SQLite has no nodes). */

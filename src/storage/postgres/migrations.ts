@@ -167,6 +167,25 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
     `,
   },
   {
+    version: 8,
+    name: "auth profile health and session pins",
+    // the twin of SQLite's 8: auth profile health shared by every node, the session's pinned and user-pinned profile
+    sql: `
+      CREATE TABLE auth_health (
+        profile_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        until BIGINT,
+        reason TEXT,
+        error_count INTEGER NOT NULL DEFAULT 0,
+        last_failure_at BIGINT,
+        last_used BIGINT,
+        PRIMARY KEY (profile_id, model)
+      );
+      ALTER TABLE sessions ADD COLUMN auth_profile TEXT;
+      ALTER TABLE sessions ADD COLUMN auth_profile_override TEXT;
+    `,
+  },
+  {
     version: 1001,
     name: "nodes, session leases, queue claims",
     // nodes: one row per running gateway, its heartbeat renewed every few seconds (node-heartbeat.ts).

@@ -14,6 +14,7 @@ import {
   sessionColumns,
   type TranscriptRowData,
   toAuditEvent,
+  toAuthHealth,
   toCronRun,
   toRun,
   toSession,
@@ -23,6 +24,7 @@ import {
 import type {
   AuditEventInput,
   AuditQuery,
+  AuthHealthRow,
   CompactionEntry,
   CronJobRecord,
   CronRunRecord,
@@ -840,6 +842,39 @@ export class PostgresStore implements Store {
     await this.fenced(
       rows.map((r) => r.session_key),
       (db) => db.query(sql, values),
+    );
+  }
+
+  async listAuthHealth(): Promise<AuthHealthRow[]> {
+    const { rows } = await this.pool.query("SELECT * FROM auth_health ORDER BY profile_id, model");
+    return rows.map(toAuthHealth);
+  }
+
+  async putAuthHealth(row: Omit<AuthHealthRow, "lastUsed">): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO auth_health (profile_id, model, until, reason, error_count, last_failure_at)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (profile_id, model) DO UPDATE SET until = excluded.until, reason = excluded.reason,
+         error_count = excluded.error_count, last_failure_at = excluded.last_failure_at`,
+      [row.profileId, row.model, row.until ?? null, row.reason ?? null, row.errorCount, row.lastFailureAt ?? null],
+    );
+  }
+
+  async clearAuthHealth(profileId: string, model?: string): Promise<number> {
+    const which = model === undefined ? "" : " AND model = $2";
+    const { rowCount } = await this.pool.query(
+      `UPDATE auth_health SET until = NULL, reason = NULL, error_count = 0, last_failure_at = NULL
+       WHERE profile_id = $1${which} AND (until IS NOT NULL OR reason IS NOT NULL OR error_count > 0)`,
+      model === undefined ? [profileId] : [profileId, model],
+    );
+    return rowCount ?? 0;
+  }
+
+  async touchAuthProfile(profileId: string, at: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO auth_health (profile_id, model, last_used) VALUES ($1, '', $2)
+       ON CONFLICT (profile_id, model) DO UPDATE SET last_used = greatest(auth_health.last_used, excluded.last_used)`,
+      [profileId, at],
     );
   }
 

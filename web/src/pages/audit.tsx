@@ -3,7 +3,14 @@ import type { AuditEvent, AuditListResult } from "../../../src/protocol/payloads
 import { sessionHref, shortActor, shortKey, time } from "../format";
 import type { ConsoleModel } from "../model";
 
-const ACTIONS = ["", "agent.run.started", "agent.run.finished", "tool.action.started", "tool.action.finished"];
+const ACTIONS = [
+  "",
+  "agent.run.started",
+  "agent.run.finished",
+  "tool.action.started",
+  "tool.action.finished",
+  "model.auth.rotated",
+];
 const STATUSES = ["", "started", "succeeded", "failed", "cancelled", "timed_out", "blocked", "unknown"];
 
 /** The audit ledger (audit.list), read-only, with its filters and a cursor for older pages. */

@@ -239,6 +239,7 @@ function LiveRunView(props: { run: LiveRun; model: ConsoleModel }) {
       <div class="who">
         Agent · <span class={`status ${run.state}`}>{run.state}</span>
         {run.model && <> · {run.model}</>}
+        {run.authProfile && <> · key {run.authProfile}</>}
         {run.retries > 0 && <> · {run.retries} retries</>}
         {run.fallbacks.length > 0 && <> · fallback {run.fallbacks.join(", ")}</>}
         {run.waiting && <> · waiting for {run.waiting}</>}
