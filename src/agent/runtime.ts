@@ -26,6 +26,8 @@ import { createBuiltinTools } from "../tools/builtin.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
+import { Sandboxes } from "../tools/sandbox/sandboxes.js";
+import type { RunSandbox } from "../tools/sandbox/types.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
@@ -67,6 +69,8 @@ export interface RuntimeOptions {
   toolSources?: ToolSource[];
   /** The MCP servers' health (`McpToolSource.status`), for `health`, `mcp.status` and the console. */
   mcpStatus?: () => McpServerStatus[];
+  /** The process's sandboxes, checked by whoever composed it (src/node/); default: unchecked ones over the config. */
+  sandboxes?: Sandboxes;
 }
 
 /**
@@ -115,6 +119,8 @@ export class AgentRuntime {
   readonly bootstrap = new BootstrapCache();
   /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
   readonly sessionLifecycle: SessionLifecycle;
+  /** which sessions are sandboxed, their scopes' sandboxes (tools/sandbox/) */
+  readonly sandboxes: Sandboxes;
   /**
    * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Closed by `close()`,
    * which the node calls before it closes the store.
@@ -155,6 +161,15 @@ export class AgentRuntime {
       prompt: opts.execPrompt,
     });
     this.toolSources = opts.toolSources ?? [];
+    this.sandboxes =
+      opts.sandboxes ??
+      new Sandboxes({
+        config: this.config,
+        stateDir: this.stateDir,
+        env: this.env,
+        clock: this.clock,
+        logger: this.logger,
+      });
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({
       exec: { parentEnv: this.env, envPassthrough: this.config.tools.exec.env },
@@ -181,6 +196,8 @@ export class AgentRuntime {
       clock: this.clock,
       logger: this.hookLogger,
       ready: () => this.init(),
+      // a /new or /reset starts a `scope: "session"` sandbox afresh
+      sessionEnded: (sessionKey, agentId) => this.sandboxes.sessionEnded(agentId, sessionKey),
     });
   }
 
@@ -190,6 +207,7 @@ export class AgentRuntime {
    * store, bus and locks were given to it and are closed by their owner (src/node/) after this. Idempotent.
    */
   close(): Promise<void> {
+    this.sandboxes.close();
     this.closing ??= this.runEvents.close();
     return this.closing;
   }
@@ -301,6 +319,11 @@ export class AgentRuntime {
       }
     }
     return all;
+  }
+
+  /** The session's sandbox (ProfileSources): undefined when its runs are not sandboxed. */
+  sandboxFor(agentId: string, sessionKey: string, workspaceDir: string): Promise<RunSandbox | undefined> {
+    return this.sandboxes.forRun(agentId, sessionKey, workspaceDir);
   }
 
   /** Logs a warning the first time this process sees it. */

@@ -57,6 +57,11 @@ export interface SessionLifecycleOptions {
    * background, so a reset asked for before that would otherwise fire hooks nobody has registered yet.
    */
   ready?: () => Promise<void>;
+  /**
+   * Called under the session's lock once a reset or a deletion is written: what belongs to the ended generation goes
+   * with it (a `scope: "session"` sandbox). A failure is logged; the reset stands.
+   */
+  sessionEnded?: (sessionKey: string, agentId: string) => Promise<void>;
 }
 
 /** The session a reset was asked for does not exist (deleted meanwhile); the gateway answers not_found. */
@@ -91,6 +96,7 @@ export class SessionLifecycle {
       if (req.command) this.fireCommand(sessionKey, previous, req);
       const generation = await store.resetSession(sessionKey, clock.now(), req.marker);
       history.forget(sessionKey);
+      await this.ended(sessionKey, previous.agentId);
       return { generation, previous };
     });
     this.deps.sessionEvents.emit({ type: "changed", sessionKey, reason: "reset" });
@@ -120,6 +126,7 @@ export class SessionLifecycle {
       const session = await store.getSession(sessionKey);
       const deleted = await store.deleteSession(sessionKey);
       history.forget(sessionKey);
+      if (deleted && session) await this.ended(sessionKey, session.agentId);
       return deleted ? session : undefined;
     });
     if (!previous) return false;
@@ -132,6 +139,14 @@ export class SessionLifecycle {
       );
     }
     return true;
+  }
+
+  private async ended(sessionKey: string, agentId: string): Promise<void> {
+    try {
+      await this.deps.sessionEnded?.(sessionKey, agentId);
+    } catch (err) {
+      this.deps.logger.warn(`session lifecycle: ending "${sessionKey}"'s sandbox failed: ${(err as Error).message}`);
+    }
   }
 
   /** A runtime whose plugins failed to load still resets and deletes sessions: only the hooks are missing. */

@@ -1,14 +1,15 @@
 import type { LoopgateConfig } from "../../config/schema.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
+import type { RunSandbox as SandboxOfRun } from "../../tools/sandbox/types.js";
 import type { Tool } from "../../tools/types.js";
 import { agentTools } from "./agent-tools.js";
 import { runModelChain } from "./model-chain.js";
 
 /** Per-agent credentials (auth profiles): the next issue fills this slot; until then no run has any. */
 export type RunCredentials = Readonly<Record<string, never>>;
-/** The session's sandbox (where exec and the file tools run): the sandbox issue fills this slot. */
-export type RunSandbox = Readonly<Record<string, never>>;
+/** The session's sandbox (where exec and the file tools run): tools/sandbox/. */
+export type RunSandbox = SandboxOfRun;
 /** Spend and usage limits for the run: the limits issue fills this slot. */
 export type RunLimits = Readonly<Record<string, never>>;
 
@@ -47,17 +48,21 @@ export interface ProfileSources {
   toolCatalog(agentId: string): Tool[];
   /** logs a warning the first time it is given (allow lists that match nothing would otherwise repeat every run) */
   warnOnce(message: string): void;
+  /** the session's sandbox (made on first use), undefined when its runs are not sandboxed; absent: none is */
+  sandboxFor?(agentId: string, sessionKey: string, workspaceDir: string): Promise<RunSandbox | undefined>;
 }
 
 /** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
 export async function resolveRunProfile(
   from: ProfileSources,
-  run: { agentId: string; modelRef: string },
+  run: { agentId: string; modelRef: string; sessionKey?: string },
 ): Promise<RunProfile> {
   const model = from.resolveModel(run.modelRef);
   const workspace = await from.workspaceFor(run.agentId);
   const { tools, withheld, warnings } = agentTools(from.toolCatalog(run.agentId), from.config, run.agentId);
   for (const warning of warnings) from.warnOnce(warning);
+  const sandbox =
+    run.sessionKey !== undefined ? await from.sandboxFor?.(run.agentId, run.sessionKey, workspace.dir) : undefined;
   return {
     agentId: run.agentId,
     model,
@@ -68,7 +73,7 @@ export async function resolveRunProfile(
     toolSpecs: [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
     withheld,
     credentials: undefined,
-    sandbox: undefined,
+    sandbox,
     limits: undefined,
   };
 }
