@@ -97,8 +97,12 @@ export async function listedSession(gw: GatewayContext, s: SessionRecord, withTi
     running: gw.service.activeRuns(s.key).length > 0,
     derivedTitle: first !== undefined ? titleOf(first) : undefined,
   });
-  // the console's idle / running / queued N
-  return { ...info, activity: activityOf(gw, s.key) };
+  // the console's idle / running / queued N; whether its exec runs in a sandbox, and which
+  return {
+    ...info,
+    activity: activityOf(gw, s.key),
+    sandbox: gw.service.rt.sandboxes.describeSession(s.agentId, s.key),
+  };
 }
 
 export const sessionsGetMethod = defineMethod({

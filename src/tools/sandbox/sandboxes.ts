@@ -213,9 +213,10 @@ export class Sandboxes {
     sessionKey: string,
     agentWorkspaceDir: string,
   ): Promise<Sandbox> {
-    const known = this.open.get(scopeKey);
-    if (known) return known.sandbox;
     const scopeDir = path.join(this.root, scopeKey);
+    const known = this.open.get(scopeKey);
+    // a `sandbox recreate` from the CLI removed the dir under this process: made again
+    if (known && existsSync(path.join(scopeDir, "scope.json"))) return known.sandbox;
     await mkdir(scopeDir, { recursive: true, mode: 0o700 });
     const now = this.opts.clock.now();
     const meta = await readScopeMeta(scopeDir);
