@@ -50,7 +50,7 @@ export class DockerBackend implements SandboxBackend {
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") {
         throw new SandboxUnavailableError(
-          `the docker sandbox needs the docker CLI, which is not installed (${this.docker} not found): install Docker, or use backend "bubblewrap"`,
+          `no Docker daemon answers: the docker CLI is not installed (${this.docker} not found): install Docker, or use backend "bubblewrap"`,
         );
       }
       throw new SandboxUnavailableError(

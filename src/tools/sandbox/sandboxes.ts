@@ -281,8 +281,8 @@ export class Sandboxes {
     }, PRUNE_EVERY_MS);
   }
 
-  /** Removes the containers idle past their time; exported for the timer and tests. */
-  async pruneIdle(): Promise<string[]> {
+  /** Removes the containers idle past their time. */
+  private async pruneIdle(): Promise<string[]> {
     const now = this.opts.clock.now();
     const pruned: string[] = [];
     for (const [scopeKey, o] of this.open) {
