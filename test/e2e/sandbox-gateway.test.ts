@@ -5,6 +5,7 @@
  * tool and checks what came back: what a user of a sandboxed gateway would see.
  */
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
@@ -20,6 +21,7 @@ let writer: RawPeer;
 let operator: RawPeer;
 let admin: RawPeer;
 let runs = 0;
+let dataDir: string;
 
 beforeAll(async () => {
   try {
@@ -29,16 +31,24 @@ beforeAll(async () => {
     return;
   }
   server = await startFakeModelServer();
+  dataDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-sbx-data-")));
+  fs.writeFileSync(path.join(dataDir, "ref.txt"), "reference data");
   gw = await startChildGateway(
     {},
     {
-      env: { SBX_E2E_KEY: PROVIDER_KEY },
+      env: { SBX_E2E_KEY: PROVIDER_KEY, SBX_PASSED: "visible-inside" },
       config: {
         agents: {
-          defaults: { model: { primary: "fake/m" }, sandbox: { mode: "all", scope: "session", workspaceAccess: "rw" } },
+          defaults: {
+            model: { primary: "fake/m" },
+            sandbox: { mode: "all", scope: "session", workspaceAccess: "rw", env: ["SBX_PASSED"] },
+          },
           list: [
             { id: "main", default: true },
-            { id: "reader", sandbox: { workspaceAccess: "ro" } },
+            {
+              id: "reader",
+              sandbox: { workspaceAccess: "ro", binds: [`${dataDir}:/data`], timeoutSeconds: 1, memoryMb: 256 },
+            },
             { id: "fresh", sandbox: { workspaceAccess: "none" } },
             { id: "host", sandbox: { mode: "off" } },
           ],
@@ -64,6 +74,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of [writer, operator, admin]) p?.close();
   gw?.stop();
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   await server?.close();
 });
 
@@ -125,15 +136,16 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
     expect(r.result).not.toContain(gw.dir);
   });
 
-  it("env shows no provider key", async (t) => {
+  it("env shows no provider key, and the names in sandbox.env are passed in", async (t) => {
     if (unavailable) return t.skip(unavailable);
     const r = await exec("main", "agent:main:e2e", "env");
+    expect(r.result).toContain("SBX_PASSED=visible-inside");
     expect(r.result).toContain("HOME=/workspace");
     expect(r.result).not.toContain(PROVIDER_KEY);
     expect(r.result).not.toContain("SBX_E2E_KEY");
   });
 
-  it('a file written in the workspace is there afterwards (workspaceAccess "rw")', async (t) => {
+  it("a file written in the workspace is there afterwards (workspaceAccess rw)", async (t) => {
     if (unavailable) return t.skip(unavailable);
     await exec("main", "agent:main:e2e", "echo written-inside > from-sandbox.txt");
     expect(fs.readFileSync(path.join(mainWorkspace(), "from-sandbox.txt"), "utf8")).toBe("written-inside\n");
@@ -142,7 +154,7 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
     );
   });
 
-  it('workspaceAccess "ro": exec cannot write and the write tool is refused', async (t) => {
+  it("workspaceAccess ro: exec cannot write, the write tool is refused, a read-only bind is readable", async (t) => {
     if (unavailable) return t.skip(unavailable);
     const r = await exec("reader", "agent:reader:e2e", "echo x > nope.txt");
     expect(r.result).toMatch(/Read-only file system/);
@@ -152,6 +164,18 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
       /read-only in the sandbox \(the workspace is mounted read-only: workspaceAccess is "ro"\)/,
     );
     expect(fs.existsSync(path.join(gw.dir, "state", "workspace-reader", "nope.txt"))).toBe(false);
+    expect((await toolCall("reader", "agent:reader:e2e", "read", { path: "/data/ref.txt" })).result).toBe(
+      "reference data",
+    );
+    expect((await exec("reader", "agent:reader:e2e", "touch /data/x")).result).toMatch(/Read-only file system/);
+  });
+
+  it("the agent's timeoutSeconds ends a longer command, and memoryMb caps each process's address space", async (t) => {
+    if (unavailable) return t.skip(unavailable);
+    expect((await exec("reader", "agent:reader:e2e", "ulimit -v")).result).toBe(`${256 * 1024}\n\nexit code 0`);
+    const r = await exec("reader", "agent:reader:e2e", "sleep 20; echo never");
+    expect(r).toMatchObject({ isError: true });
+    expect(r.result).toMatch(/timed out after 1s$/);
   });
 
   it("a symlink to /etc/passwd planted in the workspace reads the sandbox's view, not the host file", async (t) => {
@@ -165,7 +189,7 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
     expect(cat.result).toMatch(/^sandbox:x:/);
   });
 
-  it('/reset of a scope "session" sandbox starts a fresh one: a file written before is gone (workspaceAccess none)', async (t) => {
+  it("/reset of a session-scope sandbox starts a fresh one: a file written before is gone (workspaceAccess none)", async (t) => {
     if (unavailable) return t.skip(unavailable);
     const key = "agent:fresh:reset-me";
     expect((await exec("fresh", key, "echo before > kept.txt; echo in-tmp > /tmp/t; ls -A")).result).toBe(
@@ -192,7 +216,7 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
     });
   });
 
-  it('with mode "off" the same exec waits for approval as today, and the request says why', async (t) => {
+  it("with mode off the same exec waits for approval as today, and the request says why", async (t) => {
     if (unavailable) return t.skip(unavailable);
     const r = await exec("host", "agent:host:e2e", "touch /usr/x-never", async () => {
       const requested = (await operator.next((f) => f.event === "exec.approval.requested", "the approval request"))

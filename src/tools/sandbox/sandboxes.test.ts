@@ -54,7 +54,7 @@ function sandboxes(sandbox: Record<string, unknown>, extra: Record<string, unkno
 }
 
 describe("which sessions are sandboxed", () => {
-  it('mode "non-main" sandboxes every session but the agent\'s main one (cron and hook sessions too)', () => {
+  it("mode non-main sandboxes every session but the agent's main one (cron and hook sessions too)", () => {
     const { s } = sandboxes({ mode: "non-main" });
     expect(s.decide("main", "agent:main:main")).toMatchObject({
       sandboxed: false,
@@ -101,7 +101,7 @@ describe("the load-time check", () => {
     );
   });
 
-  it('mode "off" checks nothing: a machine without bwrap still starts', async () => {
+  it("mode off checks nothing: a machine without bwrap still starts", async () => {
     const { s } = sandboxes(
       { mode: "off" },
       {},
@@ -126,6 +126,17 @@ describe("the load-time check", () => {
     await expect(s.check()).rejects.toThrow(
       /agents\.list\[0\]\.sandbox\.cpus: the bubblewrap backend cannot enforce it/,
     );
+    const pids = sandboxes({ mode: "all", pids: 64 }, {}, { bubblewrap: new RecordingBackend("bubblewrap") }).s;
+    await expect(pids.check()).rejects.toThrow(
+      /agents\.defaults\.sandbox\.pids: the bubblewrap backend cannot enforce it/,
+    );
+    // docker can: the same keys pass its check
+    const docker = sandboxes(
+      { mode: "all", backend: "docker", pids: 64, cpus: 1 },
+      {},
+      { docker: new RecordingBackend("docker") },
+    ).s;
+    await expect(docker.check()).resolves.toBeUndefined();
   });
 
   it("a bind holding the state dir is refused: the sandbox must never see it", async () => {
@@ -147,12 +158,17 @@ describe("the load-time check", () => {
 });
 
 describe("scope lifecycle", () => {
-  it('a session scope with workspaceAccess "none" gets a fresh dir; its end removes the dir and the container', async () => {
+  it("a session scope with workspaceAccess none gets a fresh dir in docker.image; its end removes the dir and the container", async () => {
     const docker = new RecordingBackend("docker");
-    const { s, stateDir } = sandboxes({ mode: "all", scope: "session", backend: "docker" }, {}, { docker });
+    const { s, stateDir } = sandboxes(
+      { mode: "all", scope: "session", backend: "docker", docker: { image: "alpine:3.20" } },
+      {},
+      { docker },
+    );
     const ws = tempDir();
     const run = await s.forRun("main", "agent:main:a", ws);
     const spec = docker.opened[0];
+    expect(spec.image).toBe("alpine:3.20");
     expect(spec.workspaceDir).toBe(path.join(stateDir, "sandboxes", run!.sandbox.scopeKey, "workspace"));
     fs.writeFileSync(path.join(spec.workspaceDir, "note.txt"), "x");
     await s.sessionEnded("main", "agent:main:a");
