@@ -7,7 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BubblewrapBackend } from "../../src/tools/sandbox/bubblewrap.js";
+import { bubblewrapUnavailable } from "../../src/tools/sandbox/bwrap-availability.test-support.js";
 import { cliSandbox, root, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 
 useCliSandboxes();
@@ -15,9 +15,7 @@ useCliSandboxes();
 const execMessage = path.join(root, "test", "fixtures", "sandbox", "exec-message.script.json5");
 let unavailable: string | undefined;
 beforeAll(async () => {
-  await new BubblewrapBackend().check().catch((err: Error) => {
-    unavailable = `bubblewrap cannot run here: ${err.message.split(":")[0]}`;
-  });
+  unavailable = await bubblewrapUnavailable();
 });
 
 /** A CLI sandbox whose model runs the user's message with exec (test/fixtures/sandbox/exec-message.script.json5). */

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
-import { BubblewrapBackend } from "../../src/tools/sandbox/bubblewrap.js";
+import { bubblewrapUnavailable } from "../../src/tools/sandbox/bwrap-availability.test-support.js";
 import { type ChildGateway, startChildGateway } from "../fixtures/gateway/child-gateway.js";
 import { connectedPeer, type Frame, type RawPeer } from "../fixtures/gateway/harness.js";
 
@@ -24,12 +24,8 @@ let runs = 0;
 let dataDir: string;
 
 beforeAll(async () => {
-  try {
-    await new BubblewrapBackend().check();
-  } catch (err) {
-    unavailable = `bubblewrap cannot run here: ${(err as Error).message.split(":")[0]}`;
-    return;
-  }
+  unavailable = await bubblewrapUnavailable();
+  if (unavailable) return;
   server = await startFakeModelServer();
   dataDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-sbx-data-")));
   fs.writeFileSync(path.join(dataDir, "ref.txt"), "reference data");
@@ -58,6 +54,7 @@ beforeAll(async () => {
             fake: {
               api: "openai-completions",
               baseUrl: server.baseUrl,
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: an env reference, resolved in the gateway
               apiKey: "${SBX_E2E_KEY}",
               models: [{ id: "m" }],
             },
