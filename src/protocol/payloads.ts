@@ -165,8 +165,8 @@ export interface SessionInfo {
   compactionCount: number;
   /** what the session is doing now, queued work included (Loopgate's own; `status` keeps to OpenClaw's values) */
   activity?: SessionActivity;
-  /** where the session's exec and file tools run (Loopgate's own): null when not sandboxed */
-  sandbox?: SessionSandbox | null;
+  /** the sandbox the session's exec and file tools run in (Loopgate's own); absent: they run on the gateway host */
+  sandbox?: SessionSandbox;
 }
 
 /** A sandboxed session's sandbox: its backend and keys, its scope, and the scope's dir on the gateway host. */

@@ -211,6 +211,13 @@ describe('a gateway with agents.defaults.sandbox.mode "all" (bubblewrap)', () =>
       network: "none",
       dir: expect.stringContaining(path.join(gw.dir, "state", "sandboxes", "session-main-")),
     });
+    // an agent whose sandbox is off: its rows carry none
+    await exec("host", "agent:host:listed", "true", async () => {
+      const requested = (await operator.next((f) => f.event === "exec.approval.requested", "the approval")).payload!;
+      await operator.call("exec.approval.resolve", { id: requested.id, decision: "allow-once" });
+    });
+    const again = (await writer.call("sessions.list", {})).payload as { sessions: Array<Record<string, unknown>> };
+    expect(again.sessions.find((s) => s.key === "agent:host:listed")).not.toHaveProperty("sandbox");
   });
 
   it("with mode off the same exec waits for approval as today, and the request says why", async (t) => {

@@ -53,7 +53,6 @@ const ETC_ENTRIES = [
   "inputrc",
   "terminfo",
   "locale.alias",
-  "environment",
 ];
 
 export interface BubblewrapOptions {
