@@ -48,7 +48,18 @@ const outFile = path.resolve(
   option("out") ?? path.join(BENCH_DIR, "results", quick ? "latest-quick.json" : "latest.json"),
 );
 
-const GROUPS = ["floors", "embedded", "cli-local", "idle", "lock", "transcript", "gateway", "stream", "postgres"];
+const GROUPS = [
+  "floors",
+  "embedded",
+  "cli-local",
+  "idle",
+  "lock",
+  "transcript",
+  "sandbox",
+  "gateway",
+  "stream",
+  "postgres",
+];
 if (only) {
   for (const id of only) {
     if (!GROUPS.includes(id)) {
@@ -73,6 +84,7 @@ const plan = quick
       transcriptRows: 1000,
       lockIterations: 50,
       lockHandoffs: 2,
+      sandboxExecs: 5,
       breakdownIterations: 10,
       gwThroughputRepeats: 1,
       gwBig: { sessions: 10, turns: 3 },
@@ -103,6 +115,7 @@ const plan = quick
       transcriptRows: 10_000,
       lockIterations: 500,
       lockHandoffs: 10,
+      sandboxExecs: 50,
       breakdownIterations: 100,
       gwThroughputRepeats: 5,
       gwBig: { sessions: 100, turns: 10 },
@@ -328,6 +341,15 @@ if (runs("transcript")) {
     runMetricChild("metrics/transcript.mjs", { rows: plan.transcriptRows }, childOpts(300_000)),
   );
   results.raw.transcript = transcript;
+}
+
+let sandboxExec;
+if (runs("sandbox")) {
+  progress(`sandboxed exec: ${plan.sandboxExecs} × exec true in bubblewrap, alternating with unsandboxed`);
+  sandboxExec = await attempt("sandbox exec", () =>
+    runMetricChild("metrics/sandbox-exec.mjs", { iterations: plan.sandboxExecs }, childOpts(180_000)),
+  );
+  results.raw.sandboxExec = sandboxExec;
 }
 
 // ---- gateway -----------------------------------------------------------------------------------------------------
@@ -764,6 +786,18 @@ if (runs("lock")) {
     unit: "ms",
     digits: 1,
     reason: why(lock),
+  });
+}
+if (runs("sandbox")) {
+  row({
+    id: "sandbox.exec",
+    metric: "exec of `true` in the bubblewrap sandbox vs unsandboxed (floor), p50",
+    value: sandboxExec?.sandboxedMs?.p50,
+    unit: "ms",
+    floorValue: sandboxExec?.unsandboxedMs?.p50,
+    floorName: "exec of `true` unsandboxed",
+    digits: 1,
+    reason: why(sandboxExec),
   });
 }
 if (runs("transcript")) {

@@ -5,6 +5,7 @@ import type { Logger } from "../infra/logger.js";
 import type { ExecApprovalDecision, ExecApprovalRequested, ExecApprovalResolved } from "../protocol/exec-approvals.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
+import type { EffectiveExecPolicy } from "../tools/sandbox/exec-policy.js";
 import { redactText } from "../tools/sanitize.js";
 import type { ExecVerdict } from "../tools/types.js";
 import { AllowAlwaysFile, type AllowAlwaysView } from "./exec-allow-always.js";
@@ -55,6 +56,8 @@ export interface ExecApprovalContext
   onWaiting?: (request: ExecApprovalRequested) => void;
   /** called once the wait ends, however it ends (the run reports a lifecycle `resumed` event) */
   onSettled?: (resolved: ExecApprovalResolved) => void;
+  /** the run's own policy (a sandboxed run's differs) and why; absent: the process's `policy` */
+  effective?: EffectiveExecPolicy;
 }
 
 /** One call of a tool that waits for approval (mcp.servers.<name>.approval), as the run knows it. */
@@ -119,7 +122,8 @@ export class ExecApprovals {
   /** Whether exec may run the command now; waits for an answer when the policy asks. */
   async check(ctx: ExecApprovalContext): Promise<ExecVerdict> {
     const always = this.allowAlways.has(ctx.agentId, ctx.command, ctx.sessionKey);
-    const decision = decideExec(this.effectivePolicy(), ctx.command, always);
+    // the run's policy (a sandbox may lift it to "full"), with the operators' saved patterns as they are now
+    const decision = decideExec(this.effectivePolicy(ctx.effective?.policy), ctx.command, always);
     if (decision.kind === "allow") return { allowed: true };
     if (decision.kind === "deny") return { allowed: false, reason: decision.reason };
     return this.ask(ctx, decision.reason);
@@ -161,9 +165,9 @@ export class ExecApprovals {
   }
 
   /** The policy a command is checked against: tools.exec.allowlist plus the operators' patterns in the file. */
-  effectivePolicy(): ExecPolicy {
+  effectivePolicy(base: ExecPolicy = this.policy): ExecPolicy {
     const extra = this.allowAlways.allowlist;
-    return extra.length ? { ...this.policy, allowlist: [...this.policy.allowlist, ...extra] } : this.policy;
+    return extra.length ? { ...base, allowlist: [...base.allowlist, ...extra] } : base;
   }
 
   /** exec-approvals.json as exec.approvals.get shows it */
@@ -210,9 +214,10 @@ export class ExecApprovals {
       sessionKey: ctx.sessionKey,
       runId: ctx.runId,
       ...(ctx.toolCallId !== undefined ? { toolCallId: ctx.toolCallId } : {}),
-      security: this.policy.security,
-      ask: this.policy.ask,
+      security: (ctx.effective?.policy ?? this.policy).security,
+      ask: (ctx.effective?.policy ?? this.policy).ask,
       reason,
+      ...(ctx.effective ? { sandbox: { sandboxed: ctx.effective.sandboxed, reason: ctx.effective.reason } } : {}),
       createdAtMs: now,
       expiresAtMs: now + this.timeoutMs,
       ...(toolCall ? { kind: "tool" as const, tool: toolCall.tool, args: toolCall.args } : {}),

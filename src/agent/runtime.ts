@@ -27,6 +27,8 @@ import { createBuiltinTools } from "../tools/builtin.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
+import { Sandboxes } from "../tools/sandbox/sandboxes.js";
+import type { RunSandbox } from "../tools/sandbox/types.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
 import { EnabledOverrides } from "./enabled-overrides.js";
@@ -71,6 +73,8 @@ export interface RuntimeOptions {
   mcpStatus?: () => McpServerStatus[];
   /** The auth profiles runs choose keys from (credentials/); default: from config, health in `store` */
   authProfiles?: AuthProfiles;
+  /** The process's sandboxes, checked by whoever composed it (src/node/); default: unchecked ones over the config. */
+  sandboxes?: Sandboxes;
 }
 
 /**
@@ -125,6 +129,8 @@ export class AgentRuntime {
   readonly bootstrap = new BootstrapCache();
   /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
   readonly sessionLifecycle: SessionLifecycle;
+  /** which sessions are sandboxed, their scopes' sandboxes (tools/sandbox/) */
+  readonly sandboxes: Sandboxes;
   /**
    * Persists every event of the bus with its run seq (SPEC 15), in batches off the hot path. Closed by `close()`,
    * which the node calls before it closes the store.
@@ -169,6 +175,15 @@ export class AgentRuntime {
       opts.authProfiles ??
       authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
     this.toolSources = opts.toolSources ?? [];
+    this.sandboxes =
+      opts.sandboxes ??
+      new Sandboxes({
+        config: this.config,
+        stateDir: this.stateDir,
+        env: this.env,
+        clock: this.clock,
+        logger: this.logger,
+      });
     this.mcpStatus = opts.mcpStatus;
     const builtins = createBuiltinTools({
       exec: { parentEnv: this.env, envPassthrough: this.config.tools.exec.env },
@@ -195,6 +210,8 @@ export class AgentRuntime {
       clock: this.clock,
       logger: this.hookLogger,
       ready: () => this.init(),
+      // a /new or /reset starts a `scope: "session"` sandbox afresh
+      sessionEnded: (sessionKey, agentId) => this.sandboxes.sessionEnded(agentId, sessionKey),
     });
   }
 
@@ -204,6 +221,7 @@ export class AgentRuntime {
    * store, bus and locks were given to it and are closed by their owner (src/node/) after this. Idempotent.
    */
   close(): Promise<void> {
+    this.sandboxes.close();
     this.closing ??= this.runEvents.close();
     return this.closing;
   }
@@ -322,6 +340,11 @@ export class AgentRuntime {
       }
     }
     return all;
+  }
+
+  /** The session's sandbox (ProfileSources): undefined when its runs are not sandboxed. */
+  sandboxFor(agentId: string, sessionKey: string, workspaceDir: string): Promise<RunSandbox | undefined> {
+    return this.sandboxes.forRun(agentId, sessionKey, workspaceDir);
   }
 
   /** Logs a warning the first time this process sees it. */

@@ -234,6 +234,31 @@ gatewayOpts(
     .description("end an auth profile's cooldowns and disable on every node (needs operator.admin)")
     .option("--json", "print the gateway's answer as JSON"),
 ).action((id, opts) => run(async () => (await import("./models.js")).runModelsAuthClear(id, opts)));
+const sandbox = program
+  .command("sandbox")
+  .description("sandboxes of exec and the file tools (agents.defaults.sandbox): list, explain, recreate");
+sandbox
+  .command("list", { isDefault: true })
+  .description("every scope with a sandbox under the state dir: backend, agent or session, last use")
+  .option("--json", "print as JSON")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./sandbox.js")).runSandboxList(opts)));
+sandbox
+  .command("explain")
+  .description("whether a session's runs are sandboxed and why, the backend's view and limits, and exec's policy")
+  .option("--agent <id>", "the agent (default: the session key's, else the default agent)")
+  .option("--session <key>", "the session (default: the agent's main session)")
+  .option("--json", "print as JSON")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./sandbox.js")).runSandboxExplain(opts)));
+sandbox
+  .command("recreate")
+  .description("remove sandboxes so their next run starts fresh (a session scope's files and container go)")
+  .option("--all", "every sandbox")
+  .option("--agent <id>", "the sandboxes of one agent")
+  .option("--session <key>", "the sandbox of one session (scope session)")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./sandbox.js")).runSandboxRecreate(opts)));
 const approvals = program
   .command("approvals")
   .description("exec commands and tool calls waiting for an operator on a running gateway (needs operator.approvals)");

@@ -168,6 +168,34 @@ describe("what the terminal shows of an exec approval", () => {
   });
 });
 
+describe("what the terminal shows of the exec policy behind an approval", () => {
+  it("the waiting line says whether the run is sandboxed and why the policy asks", () => {
+    const expiresAtMs = new Date(2026, 0, 1, 14, 2, 0).getTime();
+    const reason =
+      'not sandboxed (agents.defaults.sandbox.mode is "off"): tools.exec.security "allowlist" (the default)';
+    const { err } = render([
+      {
+        stream: "lifecycle",
+        ts: expiresAtMs - 120_000,
+        data: {
+          phase: "waiting",
+          for: "approval",
+          approvalId: "ap-8",
+          command: "echo hi",
+          expiresAtMs,
+          reason: '"echo hi" matches no tools.exec.allowlist pattern',
+          sandbox: { sandboxed: false, reason },
+        },
+      },
+    ]);
+    expect(err.split("\n").slice(0, 3)).toEqual([
+      '⏸ exec `echo hi` waits for approval: "echo hi" matches no tools.exec.allowlist pattern',
+      `  ${reason}`,
+      "  id ap-8 · denied unless answered within 120 s (by 14:02:00)",
+    ]);
+  });
+});
+
 describe("what the terminal shows of a tool result", () => {
   it("an image result names the image that was sent instead of counting lines", () => {
     const { err } = render([

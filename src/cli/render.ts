@@ -202,7 +202,8 @@ export function runNote(ev: AgentEvent): string | undefined {
         ? `tool \`${shortArgs({ command: d.command })}\``
         : `exec \`${shortArgs({ command: d.command })}\``;
     const why = d.reason ? `: ${d.reason}` : "";
-    return `⏸ ${what} waits for approval${why}\n  id ${d.approvalId} · denied unless answered within ${secs} s (by ${clockTime(d.expiresAtMs)})`;
+    const policy = d.sandbox ? `\n  ${d.sandbox.reason}` : "";
+    return `⏸ ${what} waits for approval${why}${policy}\n  id ${d.approvalId} · denied unless answered within ${secs} s (by ${clockTime(d.expiresAtMs)})`;
   }
   if (d.phase === "resumed" && d.for === "approval") return approvalOutcome(d.approvalId, d.status, d.decision);
   return undefined;

@@ -75,23 +75,13 @@ export const openclawOnlyKeys: readonly string[] = [
     "postCompactionSections",
     "memoryFlush",
   ]),
-  ...prefixed("agents.defaults.sandbox", [
-    "mode",
-    "backend",
-    "scope",
-    "workspaceAccess",
-    "docker",
-    "ssh",
-    "browser",
-    "prune",
-    "sessionToolsVisibility",
-  ]),
+  ...prefixed("agents.defaults.sandbox", openclawOnlySandboxKeys()),
   ...prefixed("agents.list.*", [
     "agentDir",
     "params",
     "identity",
     "groupChat",
-    "sandbox",
+    ...prefixed("sandbox", openclawOnlySandboxKeys()),
     "runtime",
     "subagents",
     "heartbeat",
@@ -206,6 +196,40 @@ export const openclawOnlyKeys: readonly string[] = [
     "gmail",
   ]),
 ];
+
+/**
+ * The sandbox keys Loopgate has no counterpart for: mode, scope, workspaceAccess, backend, network, env, binds, the
+ * limits and docker.image are honoured (tools/sandbox/); OpenClaw's other docker knobs, ssh, browser and prune are not.
+ */
+function openclawOnlySandboxKeys(): string[] {
+  return [
+    "ssh",
+    "browser",
+    "prune",
+    "sessionToolsVisibility",
+    ...prefixed("docker", [
+      "containerPrefix",
+      "workdir",
+      "readOnlyRoot",
+      "tmpfs",
+      "network",
+      "user",
+      "capDrop",
+      "env",
+      "setupCommand",
+      "pidsLimit",
+      "memory",
+      "memorySwap",
+      "cpus",
+      "ulimits",
+      "seccompProfile",
+      "apparmorProfile",
+      "dns",
+      "extraHosts",
+      "binds",
+    ]),
+  ];
+}
 
 /**
  * OpenClaw's `env` block: variables for the process, as `NAME: "value"` or under `vars`. They fill in what the

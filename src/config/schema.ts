@@ -150,6 +150,61 @@ const mcpServerConfig = z
     }
   });
 
+/** "host:sandbox[:ro|rw]", Docker's bind syntax (OpenClaw's docker.binds); read-only unless ":rw" */
+const sandboxBind = z.string().superRefine((bind, ctx) => {
+  const parts = bind.split(":");
+  const mode = parts.length === 3 ? parts[2] : undefined;
+  if (parts.length < 2 || parts.length > 3 || (mode !== undefined && mode !== "ro" && mode !== "rw")) {
+    ctx.addIssue({ code: "custom", message: 'expected "/host/path:/sandbox/path" with an optional ":ro" or ":rw"' });
+    return;
+  }
+  const [host, inside] = parts;
+  if (!host.startsWith("/") && !host.startsWith("~"))
+    ctx.addIssue({ code: "custom", message: `host path "${host}" must be absolute` });
+  if (!inside.startsWith("/") || inside === "/" || /^\/(proc|dev|workspace)(\/|$)/.test(inside))
+    ctx.addIssue({
+      code: "custom",
+      message: `sandbox path "${inside}" must be absolute and not /, /proc, /dev or /workspace (the workspace's own place)`,
+    });
+});
+
+/**
+ * agents.defaults.sandbox and agents.list[].sandbox (OpenClaw's names; tools/sandbox/settings.ts gives the defaults
+ * and merges an agent's keys over the default ones). `workspaceRoot` keeps its older meaning: it redirects every
+ * agent's workspace to `<workspaceRoot>/<agentId>`, sandboxed or not.
+ */
+const sandboxConfig = z.strictObject({
+  workspaceRoot: z.string().optional(),
+  /** off; non-main: every session except the agent's main one; all */
+  mode: z.enum(["off", "non-main", "all"]).optional(),
+  /** one sandbox per session, per agent, or one for everything */
+  scope: z.enum(["session", "agent", "shared"]).optional(),
+  /** none: a fresh per-scope dir at /workspace; ro / rw: the agent's workspace read-only / read-write */
+  workspaceAccess: z.enum(["none", "ro", "rw"]).optional(),
+  backend: z.enum(["bubblewrap", "docker"]).optional(),
+  network: z.enum(["none", "host"]).optional(),
+  /** names of variables passed from the gateway's environment into the sandbox (beside tools.exec.env's) */
+  env: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }))
+    .optional(),
+  binds: z.array(sandboxBind).optional(),
+  /** the longest one exec command may run inside (its default and its cap) */
+  timeoutSeconds: positiveInt.optional(),
+  /** bubblewrap: an address-space cap per process; docker: the container's memory */
+  memoryMb: positiveInt.optional(),
+  /** docker only: the container's process limit */
+  pids: positiveInt.optional(),
+  /** docker only: the container's CPU share */
+  cpus: z.number().positive().optional(),
+  docker: z
+    .strictObject({
+      image: z.string().min(1).optional(),
+      /** a container nobody ran a command in for this long is removed (OpenClaw's prune.idleHours, in minutes) */
+      idleMinutes: positiveInt.optional(),
+    })
+    .optional(),
+});
+
 /** which mcp.servers an agent's runs may use; absent: every server */
 const agentMcp = z.strictObject({ servers: z.array(z.string().min(1)).optional() });
 
@@ -176,7 +231,7 @@ const agentDefaults = z.strictObject({
    * bus, the store and the clients (agent/run/delta-coalescer.ts); no delta waits longer. 0: one event per chunk
    */
   streamCoalesceMs: nonNegativeInt.max(1000).default(40),
-  sandbox: z.strictObject({ workspaceRoot: z.string().optional() }).prefault({}),
+  sandbox: sandboxConfig.prefault({}),
   mcp: agentMcp.prefault({}),
   compaction: z
     .strictObject({
@@ -235,6 +290,8 @@ const agentEntry = z.strictObject({
   tools: z.strictObject(toolPolicy).optional(),
   /** this agent's MCP servers (else agents.defaults.mcp.servers, else all) */
   mcp: agentMcp.optional(),
+  /** this agent's sandbox keys, each over agents.defaults.sandbox's (workspaceRoot is a default-only key) */
+  sandbox: sandboxConfig.omit({ workspaceRoot: true }).optional(),
   /** this agent's auth profile order per provider, tried before `auth.order` (credentials/order.ts) */
   auth: z.strictObject({ order: z.record(z.string(), z.array(z.string().min(1))).default({}) }).optional(),
 });
@@ -664,6 +721,7 @@ export type ProviderConfig = z.infer<typeof providerConfig>;
 export type AuthConfig = z.infer<typeof authConfig>;
 export type AuthProfileConfig = z.infer<typeof authProfile>;
 export type ExecToolConfig = z.infer<typeof execToolConfig>;
+export type SandboxConfig = z.infer<typeof sandboxConfig>;
 export type McpServerConfig = z.infer<typeof mcpServerConfig>;
 export type CronConfig = LoopgateConfig["cron"];
 export type QueueMode = (typeof queueModes)[number];

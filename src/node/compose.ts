@@ -21,6 +21,7 @@ import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpToolSource } from "../tools/mcp/source.js";
 import { startMcp } from "../tools/mcp/start.js";
 import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
+import { type Sandboxes, startSandboxes } from "../tools/sandbox/start.js";
 import type { Tool } from "../tools/types.js";
 import { type Backend, openBackend } from "./backend.js";
 
@@ -129,6 +130,10 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger();
   const env = opts.env ?? process.env;
+  // a sandbox backend that cannot run here is a load-time error, before the store is opened (other roles' runtimes
+  // make unchecked ones: tests and benches build what they measure)
+  const sandboxes =
+    role === "gateway" || role === "embedded" ? await startSandboxes({ ...opts, env, clock, logger }) : undefined;
   const backend =
     opts.backend ?? (await openBackend(config, opts.stateDir, { owner: role === "gateway", env, logger }));
   // MCP servers for the roles that run turns users see: the gateway connects them in the background (a slow server
@@ -141,11 +146,16 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
       mcp = await startMcp(config, { logger, env, settle: role === "embedded" });
     }
     if (backend.kind === "sqlite") {
-      node = assemble(opts, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
+      node = assemble({ ...opts, sandboxes }, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
       return node;
     }
     const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
-    node = assemble(opts, backend, await postgresParts(backend.store, config, clock, logger, flushEvents), mcp);
+    node = assemble(
+      { ...opts, sandboxes },
+      backend,
+      await postgresParts(backend.store, config, clock, logger, flushEvents),
+      mcp,
+    );
     return node;
   } catch (err) {
     await mcp?.close();
@@ -168,7 +178,7 @@ export function composeSqliteNode(opts: SqliteNodeOptions): LoopgateNode {
 
 /** The runtime and service over the backend's parts, the audit ledger by role, and the start and close order. */
 function assemble(
-  opts: Omit<ComposeNodeOptions, "backend">,
+  opts: Omit<ComposeNodeOptions, "backend"> & { sandboxes?: Sandboxes },
   backend: Backend,
   parts: BackendParts,
   mcp?: McpToolSource,
@@ -191,6 +201,7 @@ function assemble(
     execPrompt: opts.execPrompt,
     // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
     ...mcpRuntimeOptions(mcp, config),
+    sandboxes: opts.sandboxes,
   });
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);

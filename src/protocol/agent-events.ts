@@ -72,6 +72,8 @@ export type LifecycleData =
       /** "tool": a call of a tool that waits for approval (an MCP server's `approval`); absent: exec */
       kind?: "exec" | "tool";
       tool?: string;
+      /** whether the run's exec is sandboxed, and why its policy asks (exec only) */
+      sandbox?: { sandboxed: boolean; reason: string };
     }
   /** the approval the run waited for ended (answered, expired, or the run stopped waiting); the run goes on */
   | {

@@ -32,6 +32,17 @@ export interface ExecApprovalRequested {
   tool?: string;
   /** the call's arguments, credential-like values redacted (kind "tool") */
   args?: Record<string, unknown>;
+  /**
+   * Loopgate's addition: whether the run's exec is sandboxed and why its policy is what it is, e.g.
+   * `not sandboxed (agents.defaults.sandbox.mode is "off"): tools.exec.security "allowlist" (the default)`
+   */
+  sandbox?: ExecSandboxNote;
+}
+
+/** Whether a run's exec is sandboxed, and the policy's reason in one line (approvals, `waiting`, `sandbox explain`). */
+export interface ExecSandboxNote {
+  sandboxed: boolean;
+  reason: string;
 }
 
 /** How an approval ended: the payload of `exec.approval.resolved`. */

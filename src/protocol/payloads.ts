@@ -169,6 +169,18 @@ export interface SessionInfo {
   compactionCount: number;
   /** what the session is doing now, queued work included (Loopgate's own; `status` keeps to OpenClaw's values) */
   activity?: SessionActivity;
+  /** the sandbox the session's exec and file tools run in (Loopgate's own); absent: they run on the gateway host */
+  sandbox?: SessionSandbox;
+}
+
+/** A sandboxed session's sandbox: its backend and keys, its scope, and the scope's dir on the gateway host. */
+export interface SessionSandbox {
+  backend: "bubblewrap" | "docker";
+  scope: "session" | "agent" | "shared";
+  workspaceAccess: "none" | "ro" | "rw";
+  network: "none" | "host";
+  scopeKey: string;
+  dir: string;
 }
 
 /** A session's live state: `running` while a turn holds it, `queued` when messages wait and none runs yet. */

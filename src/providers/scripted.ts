@@ -28,7 +28,8 @@ import {
  *   whenDone: "cycle",   // "cycle" (start over) | "repeat-last" | "error" (default: a short apology text)
  * }
  * ```
- * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request (their text parts);
+ * `{{lastUserMessage}}` and `{{lastToolResult}}` in text are replaced from the request (their text parts), and
+ * `{{lastUserMessage}}` in a tool call's string arguments too (a demo that runs what the user typed);
  * `{{imageCount}}` by the number of images the request carries and `{{lastImage}}` by the last one's type, size
  * and bytes ("image/png 1200×900 48213 bytes", or "none"), so a script can show what reached the model.
  */
@@ -277,7 +278,7 @@ export class ScriptedProvider implements ModelProvider {
       if (chunks > 0) await sleep(gap, signal);
       failIfDue();
       const id = call.id ?? `call_${++this.toolCallCounter}`;
-      yield { type: "tool_call", id, name: call.name, arguments: call.arguments ?? {} };
+      yield { type: "tool_call", id, name: call.name, arguments: withUserMessage(call.arguments ?? {}, request) };
       chunks++;
     }
     if (turn.error) throw fail(turn.error);
@@ -305,4 +306,13 @@ export function createScriptedProvider(init: ProviderInit | { id: string; script
   if (typeof script === "function") return new ScriptedProvider(init.id, script as ScriptSource);
   if (script && typeof script === "object") return new ScriptedProvider(init.id, script as Script);
   throw new Error(`scripted provider "${init.id}": no script configured (models.providers.${init.id}.script)`);
+}
+
+/** A tool call's string arguments with `{{lastUserMessage}}` replaced (one level deep: what scripts write). */
+function withUserMessage(args: Record<string, unknown>, request: ModelRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(args)) {
+    out[k] = typeof v === "string" ? v.replaceAll("{{lastUserMessage}}", lastOf(request, "user")) : v;
+  }
+  return out;
 }

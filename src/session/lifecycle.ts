@@ -57,6 +57,11 @@ export interface SessionLifecycleOptions {
    * background, so a reset asked for before that would otherwise fire hooks nobody has registered yet.
    */
   ready?: () => Promise<void>;
+  /**
+   * Called under the session's lock once a reset or a deletion is written: what belongs to the ended generation goes
+   * with it (a `scope: "session"` sandbox). A failure is logged; the reset stands.
+   */
+  sessionEnded?: (sessionKey: string, agentId: string) => Promise<void>;
 }
 
 /** The session a reset was asked for does not exist (deleted meanwhile); the gateway answers not_found. */
@@ -93,6 +98,7 @@ export class SessionLifecycle {
       // the pinned auth profile starts over with the new transcript (SPEC 23); the user's own pin stays
       if (previous.authProfile !== undefined) await store.updateSession(sessionKey, { authProfile: undefined });
       history.forget(sessionKey);
+      await this.ended(sessionKey, previous.agentId);
       return { generation, previous };
     });
     this.deps.sessionEvents.emit({ type: "changed", sessionKey, reason: "reset" });
@@ -122,6 +128,7 @@ export class SessionLifecycle {
       const session = await store.getSession(sessionKey);
       const deleted = await store.deleteSession(sessionKey);
       history.forget(sessionKey);
+      if (deleted && session) await this.ended(sessionKey, session.agentId);
       return deleted ? session : undefined;
     });
     if (!previous) return false;
@@ -134,6 +141,14 @@ export class SessionLifecycle {
       );
     }
     return true;
+  }
+
+  private async ended(sessionKey: string, agentId: string): Promise<void> {
+    try {
+      await this.deps.sessionEnded?.(sessionKey, agentId);
+    } catch (err) {
+      this.deps.logger.warn(`session lifecycle: ending "${sessionKey}"'s sandbox failed: ${(err as Error).message}`);
+    }
   }
 
   /** A runtime whose plugins failed to load still resets and deletes sessions: only the hooks are missing. */

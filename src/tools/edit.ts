@@ -2,9 +2,9 @@ import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { writeFileAtomic } from "./atomic-write.js";
 import { defineTool } from "./define.js";
+import { resolveToolPath } from "./tool-path.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
-import { resolveInWorkspace } from "./workspace-path.js";
 
 const editArgs = z.strictObject({
   path: z.string().describe("Path relative to the workspace"),
@@ -27,7 +27,7 @@ async function runEdit(args: z.output<typeof editArgs>, ctx: ToolContext): Promi
   const userPath = args.path;
   let { oldText, newText } = args;
   if (oldText === newText) throw new ToolError("edit: oldText and newText are identical; nothing would change");
-  const target = await resolveInWorkspace(ctx.workspaceDir, userPath, { forWrite: true });
+  const target = await resolveToolPath(ctx, userPath, { forWrite: true });
 
   const original = await readFile(target, "utf8").catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT" || err.code === "ENOTDIR") throw new ToolError(`file not found: ${userPath}`);

@@ -72,7 +72,13 @@ export function createExecTool(options: ExecToolOptions = {}): Tool {
 
 async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecToolOptions>): Promise<ToolOutput> {
   const command = args.command;
-  const timeoutSeconds = args.timeoutSeconds ?? opts.defaultTimeoutSeconds;
+  const sandbox = ctx.sandbox;
+  // a sandbox's timeoutSeconds is the default and the cap inside it
+  const cap = sandbox?.timeoutSeconds;
+  const timeoutSeconds = Math.min(
+    args.timeoutSeconds ?? cap ?? opts.defaultTimeoutSeconds,
+    cap ?? Number.POSITIVE_INFINITY,
+  );
   if (ctx.signal.aborted) throw new ToolError("exec: the run was aborted before the command started");
   if (ctx.approveExec) {
     const verdict = await ctx.approveExec({ command, toolCallId: ctx.toolCallId, signal: ctx.signal });
@@ -94,12 +100,16 @@ async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecTool
     let settled = false;
 
     // Own process group (detached), so one signal to -pid reaches every process the command started.
-    const child = spawn("/bin/sh", ["-c", command], {
-      cwd: ctx.workspaceDir,
-      env: execChildEnv(opts.parentEnv ?? process.env, opts.envPassthrough ?? [], ctx.env),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const passthrough = [...(opts.envPassthrough ?? []), ...(sandbox?.env ?? [])];
+    const env = execChildEnv(opts.parentEnv ?? process.env, passthrough, ctx.env);
+    const child = sandbox
+      ? sandbox.sandbox.spawnShell(command, env)
+      : spawn("/bin/sh", ["-c", command], {
+          cwd: ctx.workspaceDir,
+          env,
+          detached: true,
+          stdio: ["ignore", "pipe", "pipe"],
+        });
 
     const signalGroup = (signal: NodeJS.Signals | 0): boolean => {
       if (child.pid === undefined) return false;
@@ -115,6 +125,7 @@ async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecTool
       if (killing) return;
       killing = true;
       signalGroup("SIGTERM");
+      void sandbox?.sandbox.killInside?.();
       killTimer = setTimeout(() => signalGroup("SIGKILL"), opts.killGraceMs);
     };
 
@@ -186,9 +197,11 @@ async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecTool
         settled = true;
         cleanup();
         // Node blames the shell for ENOENT even when it is the cwd that is missing.
-        const reason = existsSync(ctx.workspaceDir)
-          ? err.message
-          : `workspace directory ${ctx.workspaceDir} does not exist`;
+        const reason = sandbox
+          ? `${err.message} (the ${sandbox.sandbox.backend} sandbox)`
+          : existsSync(ctx.workspaceDir)
+            ? err.message
+            : `workspace directory ${ctx.workspaceDir} does not exist`;
         reject(new ToolError(`exec: could not start the command: ${reason}`));
       }
     });

@@ -5,9 +5,9 @@ import { createInterface } from "node:readline";
 import { z } from "zod";
 import { defineTool } from "./define.js";
 import { describePrepared, prepareImage } from "./image-prepare.js";
+import { resolveToolPath } from "./tool-path.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
-import { resolveInWorkspace } from "./workspace-path.js";
 
 export const READ_DEFAULT_LIMIT = 2000;
 export const READ_MAX_LINE_CHARS = 2000;
@@ -36,7 +36,7 @@ async function runRead(args: z.output<typeof readArgs>, ctx: ToolContext): Promi
   const userPath = args.path;
   const offset = args.offset ?? 1;
   const limit = args.limit ?? READ_DEFAULT_LIMIT;
-  const target = await resolveInWorkspace(ctx.workspaceDir, userPath);
+  const target = await resolveToolPath(ctx, userPath);
 
   const info = await stat(target).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT" || err.code === "ENOTDIR") throw new ToolError(`file not found: ${userPath}`);

@@ -1,10 +1,16 @@
 import type { z } from "zod";
 import type { JsonSchema, MessageContent } from "../providers/types.js";
+import type { RunSandbox } from "./sandbox/types.js";
 
 export interface ToolContext {
   /** Absolute, real path of the directory file tools are confined to; exec's cwd. */
   workspaceDir: string;
   signal: AbortSignal;
+  /**
+   * The run's sandbox: exec runs its commands inside, the file tools resolve paths in its view. Absent: exec runs on
+   * the host in `workspaceDir`, file tools are confined to it.
+   */
+  sandbox?: RunSandbox;
   /** Extra environment for exec (skills inject here). */
   env?: Record<string, string>;
   /** the model's id for this call; set by the loop */

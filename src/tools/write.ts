@@ -3,9 +3,9 @@ import path from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "./atomic-write.js";
 import { defineTool } from "./define.js";
+import { resolveToolPath } from "./tool-path.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
-import { resolveInWorkspace } from "./workspace-path.js";
 
 const writeArgs = z.strictObject({
   path: z.string().describe("Path relative to the workspace"),
@@ -24,7 +24,7 @@ export function createWriteTool(): Tool {
 
 async function runWrite(args: z.output<typeof writeArgs>, ctx: ToolContext): Promise<ToolOutput> {
   const { path: userPath, content } = args;
-  const target = await resolveInWorkspace(ctx.workspaceDir, userPath, { forWrite: true });
+  const target = await resolveToolPath(ctx, userPath, { forWrite: true });
   const existed = await stat(target).then(
     () => true,
     () => false,

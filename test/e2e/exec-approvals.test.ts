@@ -95,6 +95,11 @@ describe("exec approvals through the gateway", () => {
       command: "rm -rf build",
       expiresAtMs: requested.expiresAtMs,
       reason: '"rm -rf build" matches no tools.exec.allowlist pattern',
+      // why the policy is what it is: this gateway does not sandbox its runs
+      sandbox: {
+        sandboxed: false,
+        reason: 'not sandboxed (agents.defaults.sandbox.mode is "off"): tools.exec.security "allowlist" (the default)',
+      },
     });
     expect((await operator.call("exec.approval.list")).payload).toEqual({ approvals: [requested] });
 

@@ -205,10 +205,12 @@ describe("gateway frames against protocol.schema.json", () => {
             expect(issues(p, "#/definitions/ChatEvent"), JSON.stringify(p).slice(0, 300)).toEqual([]);
             break;
           case "exec.approval.requested": {
-            // no published event definition: its fields carry ExecApprovalRequestParams' names and types
-            const { reason, createdAtMs, expiresAtMs, ...request } = p as Record<string, unknown>;
+            // no published event definition: its fields carry ExecApprovalRequestParams' names and types; reason, the
+            // times and `sandbox` (whether the run is sandboxed, why the policy asks) are Loopgate's additions
+            const { reason, createdAtMs, expiresAtMs, sandbox, ...request } = p as Record<string, unknown>;
             expect(issues(request, "#/definitions/ExecApprovalRequestParams")).toEqual([]);
             expect([typeof reason, typeof createdAtMs, typeof expiresAtMs]).toEqual(["string", "number", "number"]);
+            expect(sandbox).toEqual({ sandboxed: false, reason: expect.stringMatching(/^not sandboxed \(/) });
             break;
           }
           case "exec.approval.resolved":

@@ -2,14 +2,15 @@ import type { LoopgateConfig } from "../../config/schema.js";
 import type { AuthProfiles, RunAuthHooks, RunCredentials } from "../../credentials/index.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
+import type { RunSandbox as SandboxOfRun } from "../../tools/sandbox/types.js";
 import type { Tool } from "../../tools/types.js";
 import { agentTools } from "./agent-tools.js";
 import { runModelChain } from "./model-chain.js";
 
 /** The run's auth profile chooser (credentials/): a key per model call, pinned per session, rotated on failures. */
 export type { RunCredentials };
-/** The session's sandbox (where exec and the file tools run): the sandbox issue fills this slot. */
-export type RunSandbox = Readonly<Record<string, never>>;
+/** The session's sandbox (where exec and the file tools run): tools/sandbox/. */
+export type RunSandbox = SandboxOfRun;
 /** Spend and usage limits for the run: the limits issue fills this slot. */
 export type RunLimits = Readonly<Record<string, never>>;
 
@@ -50,6 +51,8 @@ export interface ProfileSources {
   warnOnce(message: string): void;
   /** the process's auth profiles; absent: runs use each provider's configured apiKey as is */
   readonly authProfiles?: AuthProfiles;
+  /** the session's sandbox (made on first use), undefined when its runs are not sandboxed; absent: none is */
+  sandboxFor?(agentId: string, sessionKey: string, workspaceDir: string): Promise<RunSandbox | undefined>;
 }
 
 /** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
@@ -69,6 +72,8 @@ export async function resolveRunProfile(
   const workspace = await from.workspaceFor(run.agentId);
   const { tools, withheld, warnings } = agentTools(from.toolCatalog(run.agentId), from.config, run.agentId);
   for (const warning of warnings) from.warnOnce(warning);
+  const sandbox =
+    run.sessionKey !== undefined ? await from.sandboxFor?.(run.agentId, run.sessionKey, workspace.dir) : undefined;
   return {
     agentId: run.agentId,
     model,
@@ -87,7 +92,7 @@ export async function resolveRunProfile(
             hooks: run.authHooks,
           })
         : undefined,
-    sandbox: undefined,
+    sandbox,
     limits: undefined,
   };
 }

@@ -125,6 +125,7 @@ export async function runAttempt(
       signal: input.signal,
       toolContext: {
         workspaceDir: prepared.profile.workspaceDir,
+        ...(prepared.profile.sandbox ? { sandbox: prepared.profile.sandbox } : {}),
         env: prepared.toolEnv,
         // the approval's `waiting` event follows the call's start event: a client that shows the call, then the
         // question, keeps the question on screen (a start drawn after it would replace it)

@@ -9,6 +9,9 @@ import type { ChatMessage, ThinkingLevel, UserMessage } from "../../providers/ty
 import { userContent } from "../../queue/user-content.js";
 import type { SessionLockHandle } from "../../session/lock-port.js";
 import { resolveMaxHoldMs } from "../../session/write-lock.js";
+import { type EffectiveExecPolicy, effectiveExecPolicy } from "../../tools/sandbox/exec-policy.js";
+import { decideSandbox, sandboxSettings } from "../../tools/sandbox/settings.js";
+import { SANDBOX_WORKDIR } from "../../tools/sandbox/types.js";
 import { redactSecrets, redactText } from "../../tools/sanitize.js";
 import type { ToolContext } from "../../tools/types.js";
 import { type RunProfile, resolveRunProfile } from "../profile/profile.js";
@@ -123,6 +126,7 @@ export async function prepareRun(
       expiresAtMs: req.expiresAtMs,
       reason: redactText(req.reason),
       ...(req.kind === "tool" ? { kind: "tool" as const, tool: req.tool } : {}),
+      ...(req.sandbox ? { sandbox: req.sandbox } : {}),
     });
   // a client that showed the wait says how it ended, and resumes its own display (a paused status line)
   const onSettled = (resolved: ExecApprovalResolved) =>
@@ -133,7 +137,13 @@ export async function prepareRun(
       status: resolved.status,
       ...(resolved.decision ? { decision: resolved.decision } : {}),
     });
-  const asked = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId, cwd: workspace.dir };
+  const effective = runExecPolicy(rt, spec, profile);
+  const asked = {
+    agentId: spec.agentId,
+    sessionKey: spec.sessionKey,
+    runId: spec.runId,
+    cwd: profile.sandbox ? `${SANDBOX_WORKDIR} (${profile.sandbox.sandbox.backend} sandbox)` : workspace.dir,
+  };
   return {
     profile,
     model,
@@ -148,7 +158,7 @@ export async function prepareRun(
     // clients show what the run waits for, and approvers find the id in the `waiting` event too; an event, so
     // masked (only the approval request itself, for approvers, carries the exact command)
     approveExec: ({ command, toolCallId, signal }) =>
-      rt.execApprovals.check({ ...asked, command, toolCallId, signal, onWaiting, onSettled }),
+      rt.execApprovals.check({ ...asked, command, toolCallId, signal, onWaiting, onSettled, effective }),
     // a tool's arguments are shown to approvers with credential-like values redacted (they are data, not a
     // command whose every byte the approver must read)
     approveTool: ({ tool, args, toolCallId, signal }) =>
@@ -163,6 +173,17 @@ export async function prepareRun(
       }),
     hookCtx,
   };
+}
+
+/** The run's exec policy: a sandboxed run's may differ from the process's (tools/sandbox/exec-policy.ts). */
+function runExecPolicy(rt: TurnPorts, spec: RunSpec, profile: RunProfile): EffectiveExecPolicy {
+  const decision = decideSandbox(sandboxSettings(rt.config, spec.agentId), spec.agentId, spec.sessionKey);
+  return effectiveExecPolicy(
+    rt.execApprovals.policy,
+    rt.config.tools.exec.security !== undefined,
+    decision,
+    profile.sandbox,
+  );
 }
 
 type Skills = ReturnType<typeof eligibleSkills>["eligible"];
@@ -191,7 +212,8 @@ async function promptFor(
   let system = buildSystemPrompt({
     mode,
     agentId: spec.agentId,
-    workspaceDir,
+    // a sandboxed run's commands and file tools see the workspace at /workspace
+    workspaceDir: profile.sandbox ? SANDBOX_WORKDIR : workspaceDir,
     tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description })),
     skillsPrompt: mode === "full" ? formatSkillsPrompt(skills) : undefined,
     bootstrapFiles,

@@ -97,8 +97,10 @@ export async function listedSession(gw: GatewayContext, s: SessionRecord, withTi
     running: gw.service.activeRuns(s.key).length > 0,
     derivedTitle: first !== undefined ? titleOf(first) : undefined,
   });
-  // the console's idle / running / queued N
-  return { ...info, activity: activityOf(gw, s.key) };
+  // the console's idle / running / queued N; where its exec runs when that is a sandbox (absent: on the host, so a
+  // gateway without sandboxes lists the rows it always did)
+  const sandbox = gw.service.rt.sandboxes.describeSession(s.agentId, s.key);
+  return { ...info, activity: activityOf(gw, s.key), ...(sandbox ? { sandbox } : {}) };
 }
 
 export const sessionsGetMethod = defineMethod({

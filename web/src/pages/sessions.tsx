@@ -99,6 +99,15 @@ export function SessionsPage(props: { model: ConsoleModel }) {
               </td>
               <td data-label="Status">
                 <span class={`status ${status.kind}`}>{status.label}</span>
+                {s.sandbox && (
+                  <span
+                    class="sandbox"
+                    title={`${s.sandbox.scope} scope, workspace ${s.sandbox.workspaceAccess}: ${s.sandbox.dir}`}
+                  >
+                    {" "}
+                    · sandboxed ({s.sandbox.backend})
+                  </span>
+                )}
               </td>
               <td data-label="Last activity">{ago(s.updatedAt)}</td>
               <td data-label="Model" class="wide">
