@@ -4,6 +4,9 @@ import type { StorageFault } from "./storage-fault.js";
 import type {
   AuditEventInput,
   AuditQuery,
+  CostQuery,
+  CostRow,
+  CostTotals,
   CompactionEntry,
   CronJobRecord,
   CronRunRecord,
@@ -123,6 +126,22 @@ export class SqliteStoreAdapter implements Store {
 
   async pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
     return this.db.pruneAuditEvents(opts);
+  }
+
+  async appendCostRows(rows: readonly CostRow[]): Promise<void> {
+    return this.db.appendCostRows(rows);
+  }
+
+  async listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Promise<Array<CostRow & { seq: number }>> {
+    return this.db.listCostRows(query);
+  }
+
+  async sumCost(query: CostQuery): Promise<CostTotals> {
+    return this.db.sumCost(query);
+  }
+
+  async pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
+    return this.db.pruneCostRows(opts);
   }
 
   async listCronJobs(): Promise<CronJobRecord[]> {
