@@ -28,6 +28,8 @@ import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
+import type { Spender } from "../limits/budgets.js";
+import type { SpendControl } from "../limits/spend-control.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
 
@@ -67,6 +69,8 @@ export interface RuntimeOptions {
   toolSources?: ToolSource[];
   /** The MCP servers' health (`McpToolSource.status`), for `health`, `mcp.status` and the console. */
   mcpStatus?: () => McpServerStatus[];
+  /** Spend control (limits/): budgets before every model call and the cost ledger; the composition root builds it. */
+  spend?: SpendControl;
 }
 
 /**
@@ -125,8 +129,11 @@ export class AgentRuntime {
    * not a stall). Unset, model calls are not wrapped at all.
    */
   modelCalls?: ModelCallObserver;
+  /** budgets, run caps and the cost ledger (limits/); absent: model calls are not metered */
+  readonly spend: SpendControl | undefined;
 
   constructor(opts: RuntimeOptions) {
+    this.spend = opts.spend;
     this.config = opts.config;
     this.stateDir = opts.stateDir;
     this.store = opts.store;
@@ -304,6 +311,11 @@ export class AgentRuntime {
   }
 
   /** Logs a warning the first time this process sees it. */
+  /** The run's spend limits (its profile's `limits` slot); undefined without spend control. */
+  runLimits(who: Spender) {
+    return this.spend?.limitsFor(who);
+  }
+
   warnOnce(message: string): void {
     if (this.warned.has(message)) return;
     if (this.warned.size > 1000) this.warned.clear();

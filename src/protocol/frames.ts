@@ -20,6 +20,8 @@ export interface ErrorShape {
   message: string;
   details?: unknown;
   retryable?: boolean;
+  /** when a retry may succeed (`rate_limited`: the token's limit frees up then) */
+  retryAfterMs?: number;
 }
 
 export interface ResponseFrame<T = unknown> {
@@ -106,6 +108,9 @@ export const GATEWAY_METHODS = [
   "agent.events",
   "diagnostics.list",
   "mcp.status",
+  "usage.summary",
+  "budget.approval.list",
+  "budget.approval.resolve",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -117,6 +122,8 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "budget.approval.requested",
+  "budget.approval.resolved",
   "sessions.changed",
   "session.message",
   "diagnostic",

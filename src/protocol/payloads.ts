@@ -259,6 +259,10 @@ export const AUDIT_ACTIONS = [
   "agent.run.finished",
   "tool.action.started",
   "tool.action.finished",
+  /** a run waits for approval because a `pause` budget is used up (code: the budget) */
+  "budget.paused",
+  /** an `agent` / `chat.send` refused at intake (code: rate_limited or budget_exceeded); nothing was stored */
+  "intake.refused",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,4 +1,5 @@
 import type { LoopgateConfig } from "../../config/schema.js";
+import type { RunLimits as SpendLimits, Spender } from "../../limits/budgets.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
 import type { Tool } from "../../tools/types.js";
@@ -9,8 +10,8 @@ import { runModelChain } from "./model-chain.js";
 export type RunCredentials = Readonly<Record<string, never>>;
 /** The session's sandbox (where exec and the file tools run): the sandbox issue fills this slot. */
 export type RunSandbox = Readonly<Record<string, never>>;
-/** Spend and usage limits for the run: the limits issue fills this slot. */
-export type RunLimits = Readonly<Record<string, never>>;
+/** Spend and usage limits for the run: its budgets, run caps and meter (limits/budgets.ts). */
+export type RunLimits = SpendLimits;
 
 /**
  * What one run may use, resolved once at prepare time and read by every phase after it: the agent's tools (built-in,
@@ -47,12 +48,14 @@ export interface ProfileSources {
   toolCatalog(agentId: string): Tool[];
   /** logs a warning the first time it is given (allow lists that match nothing would otherwise repeat every run) */
   warnOnce(message: string): void;
+  /** the run's spend limits (limits/spend-control.ts); absent where spend is not controlled (unit harnesses) */
+  runLimits?(who: Spender): RunLimits | undefined;
 }
 
 /** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
 export async function resolveRunProfile(
   from: ProfileSources,
-  run: { agentId: string; modelRef: string },
+  run: { agentId: string; modelRef: string; sessionKey?: string; token?: string },
 ): Promise<RunProfile> {
   const model = from.resolveModel(run.modelRef);
   const workspace = await from.workspaceFor(run.agentId);
@@ -69,6 +72,13 @@ export async function resolveRunProfile(
     withheld,
     credentials: undefined,
     sandbox: undefined,
-    limits: undefined,
+    limits:
+      run.sessionKey !== undefined
+        ? from.runLimits?.({
+            agentId: run.agentId,
+            sessionKey: run.sessionKey,
+            ...(run.token !== undefined ? { token: run.token } : {}),
+          })
+        : undefined,
   };
 }

@@ -215,7 +215,13 @@ export class RunContextGuard implements ContextGuard {
 
   private summarizer(model: ResolvedModel): SummarizePort {
     return async (prompt, signal) => {
-      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs);
+      // a compaction summary is a model call of the run: its budgets are checked and its usage recorded too
+      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs, undefined, {
+        runId: this.c.runId,
+        sessionKey: this.c.prepared.hookCtx.sessionKey,
+        agentId: this.c.prepared.profile.agentId,
+        limits: this.c.prepared.profile.limits,
+      });
       let text = "";
       const stream = provider.stream({
         model: model.modelId,

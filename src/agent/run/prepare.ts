@@ -69,7 +69,12 @@ export async function prepareRun(
   choices: TurnChoices,
   run: { signal: AbortSignal; events: RunEmitter; onLock: (lock: SessionLock) => void },
 ): Promise<PreparedRun> {
-  const profile = await resolveRunProfile(rt, { agentId: spec.agentId, modelRef: choices.modelRef });
+  const profile = await resolveRunProfile(rt, {
+    agentId: spec.agentId,
+    modelRef: choices.modelRef,
+    sessionKey: spec.sessionKey,
+    ...(spec.token !== undefined ? { token: spec.token } : {}),
+  });
   const model = profile.model;
   const images = spec.images ?? [];
   if (images.length > 0 && !acceptsImages(model.api, model.model)) {

@@ -21,6 +21,7 @@ import { healthMethod } from "./health.js";
 import { mcpStatusMethod } from "./mcp.js";
 import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
 import { runsListMethod } from "./runs.js";
+import { budgetApprovalListMethod, budgetApprovalResolveMethod, usageSummaryMethod } from "./usage.js";
 import {
   sessionsCreateMethod,
   sessionsDescribeMethod,
@@ -82,6 +83,9 @@ export function methodRegistry(): Map<string, AnyMethod> {
     agentEventsMethod,
     diagnosticsListMethod,
     mcpStatusMethod,
+    usageSummaryMethod,
+    budgetApprovalListMethod,
+    budgetApprovalResolveMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }
