@@ -35,7 +35,13 @@ export async function acceptRun(
     // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
     const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
     // a client denied in-band control never interrupts, even where the session's queue mode is "interrupt"
-    const origin = { actor: conn.actor, ...(conn.access.commandsDeniedBy ? { control: false as const } : {}) };
+    const token = conn.access.tokenIdentity;
+    const origin = {
+      actor: conn.actor,
+      ...(conn.access.commandsDeniedBy ? { control: false as const } : {}),
+      // the run's spend counts against its token's budgets, and the cost ledger names it
+      ...(token !== undefined ? { token } : {}),
+    };
     const accepted = await gw.service.accept(req, origin);
     // OpenClaw's `agent` label names the run's session (as sessions.patch label does); sessions.resolve finds it
     if (!accepted.existing && req.label !== undefined)
