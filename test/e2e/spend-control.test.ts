@@ -7,9 +7,10 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { UsageSummaryResult } from "../../src/protocol/usage.js";
 import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 import { cliSandbox, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 import { connectedPeer, type RawPeer } from "../fixtures/gateway/harness.js";
 
@@ -238,5 +239,58 @@ describe("rate limits per token", () => {
     db.close();
     expect(stored.n).toBe(0);
     expect(audit).toEqual([{ code: "rate_limited:runsPerMinute" }]);
+  });
+});
+
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: the nodes need a real PostgreSQL server (.ci/run sets it).
+describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgres", () => {
+  let ts: TestSchema;
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+  });
+  afterAll(async () => {
+    await ts?.drop();
+  });
+
+  it("two gateway processes enforce one day budget together: node A refuses once node B's call crossed it", {
+    timeout: 90_000,
+  }, async () => {
+    const server = await pricedModel();
+    const extra = {
+      storage: { backend: "postgres", postgres: { schema: ts.schema } },
+      // a long sync interval: only the nodes' spend notices can tell A about B's call in time
+      limits: {
+        syncIntervalMs: 600_000,
+        budgets: [{ id: "fleet-daily", scope: "global", window: "day", maxUsd: 0.01 }],
+      },
+    };
+    const env = { LOOPGATE_POSTGRES_URL: testPostgresUrl };
+    const a = sandbox("fleet-a", server, extra);
+    const b = sandbox("fleet-b", server, extra);
+    const nodeA = await a.gateway(["--port", "0"], env);
+    const nodeB = await b.gateway(["--port", "0"], env);
+    const peerA = await connectedPeer(nodeA.url, { scopes: ["operator.admin"] });
+    const peerB = await connectedPeer(nodeB.url, { scopes: ["operator.admin"] });
+
+    // A spends $0.008 (its window sum is loaded now, at $0), then B spends $0.008 (B loads $0.008 from the ledger
+    // or hears A's notice: either way it starts under $0.01)
+    expect((await turn(peerA, "fa-1")).payload).toMatchObject({ status: "ok" });
+    const onB = peerB.send("chat.send", { sessionKey: "b-side", message: "hi", idempotencyKey: "fb-1" });
+    expect((await peerB.response(onB)).ok).toBe(true);
+    await peerB.seen((f) => f.event === "chat" && f.payload?.runId === "fb-1" && f.payload?.state === "final");
+    expect(server.requests).toHaveLength(2);
+
+    // A never read the ledger again: it refuses because it heard B's call ($0.016 ≥ $0.01)
+    const third = await turn(peerA, "fa-2");
+    expect(third.error).toMatchObject({ code: "budget_exceeded" });
+    expect(third.error?.message).toContain("budget fleet-daily (day) exhausted: spent $0.0160 of $0.0100");
+    expect(server.requests).toHaveLength(2);
+
+    // usage from either node sums both nodes' rows
+    const usage = await a.run(["usage", "--config", a.config, "--url", nodeA.url, "--json"], { env }).done;
+    expect((JSON.parse(usage.stdout) as UsageSummaryResult).total).toMatchObject({ calls: 2 });
+    for (const p of [peerA, peerB]) p.close();
+    for (const n of [nodeA, nodeB]) n.child.kill("SIGTERM");
+    for (const n of [nodeA, nodeB]) expect((await n.done).code).toBe(0);
   });
 });
