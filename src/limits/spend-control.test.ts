@@ -213,3 +213,79 @@ describe("rate limits per token", () => {
     await spend.rateLimits.check("other", { tokensPerDay: 600 }, "limits.tokens");
   });
 });
+
+describe("budget configuration", () => {
+  it("limits.timeZone: a day budget in America/New_York resets at New York's midnight, not UTC's", async () => {
+    const budgets = [{ scope: "global", window: "day", maxTokens: 600 }];
+    const { spend, run, clock } = setup({ timeZone: "America/New_York", budgets });
+    // 12:00 UTC is 07:00 in New York; UTC's midnight comes first (12 h), New York's 5 h later
+    await call(meteredProvider(spend, run("r1"), model(), countingProvider()));
+    clock.advance(12 * 3600_000 + 60_000);
+    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeInstanceOf(BudgetExceededError);
+    clock.advance(5 * 3600_000);
+    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeUndefined();
+  });
+
+  it("a rolling window forgets spend older than its hours; limits.syncIntervalMs is how long a sum is trusted before it is re-read", async () => {
+    const { spend, run, clock } = setup({
+      syncIntervalMs: 1000,
+      budgets: [{ scope: "global", window: { rollingHours: 2 }, maxTokens: 600 }],
+    });
+    await call(meteredProvider(spend, run("r1"), model(), countingProvider()));
+    await spend.ledger.flush();
+    const who = { agentId: "main", sessionKey: "agent:main:main" };
+    expect(await spend.intakeBreach(who)).toBeInstanceOf(BudgetExceededError);
+    clock.advance(2 * 3600_000 + 1000);
+    expect(await spend.intakeBreach(who)).toBeUndefined();
+  });
+
+  it("match picks the agents a budget applies to; without match every agent has a budget of its own", async () => {
+    const { spend } = setup({
+      budgets: [
+        { id: "support-only", scope: "agent", match: "support-*", window: "day", maxUsd: 1 },
+        { id: "each-session", scope: "session", window: "run", maxTokens: 10 },
+        { id: "bridge", scope: "token", match: "bridge", window: "month", maxUsd: 5, action: "pause" },
+      ],
+    });
+    const ids = (agentId: string, token?: string) =>
+      spend
+        .limitsFor({ agentId, sessionKey: `agent:${agentId}:main`, ...(token ? { token } : {}) })
+        .budgets.map((b) => b.id);
+    expect(ids("support-eu")).toEqual(["support-only", "each-session"]);
+    expect(ids("main", "bridge")).toEqual(["each-session", "bridge"]);
+    expect(ids("main", "other")).toEqual(["each-session"]);
+  });
+
+  it("limits.run.maxTokens and maxUsd end a run once its own spend reaches them", async () => {
+    const { spend, run } = setup({ run: { maxTokens: 1000, maxUsd: 0.5 } });
+    const provider = countingProvider();
+    const metered = meteredProvider(spend, run("r1"), model(PRICED), provider);
+    await call(metered);
+    await call(metered);
+    await expect(call(metered)).rejects.toThrow("budget limits.run.maxTokens (run) exhausted: spent 1,200 tokens of 1,000 tokens");
+    const cheap = setup({ run: { maxUsd: 0.01 } });
+    const m2 = meteredProvider(cheap.spend, cheap.run("r2"), model(PRICED), provider);
+    await call(m2);
+    await call(m2);
+    await expect(call(m2)).rejects.toThrow("budget limits.run.maxUsd (run) exhausted: spent $0.0160 of $0.0100");
+  });
+
+  it("limits.ledger: queueSize drops (and counts) rows beyond it, retentionDays and maxRows prune the ledger", async () => {
+    const { spend, run, store, clock } = setup({ ledger: { queueSize: 2, retentionDays: 1, maxRows: 1 } });
+    const metered = meteredProvider(spend, run("r1"), model(), countingProvider());
+    for (let i = 0; i < 3; i++) await call(metered);
+    expect(spend.ledger.droppedRows()).toBe(1);
+    await spend.ledger.flush();
+    expect((await store.sumCost({})).calls).toBe(2);
+    const { startCostPruning } = await import("./ledger-retention.js");
+    const pruning = startCostPruning({ store, ledger: spend.config.ledger, clock, logger: silentLogger });
+    // the pass at start, maxRows 1: the older of the two goes
+    await pruning.pruneNow();
+    expect((await store.sumCost({})).calls).toBe(1);
+    // a day later the hourly pass drops the rest (retentionDays 1)
+    clock.advance(24 * 3600_000 + 1);
+    await pruning.pruneNow();
+    pruning.stop();
+    expect((await store.sumCost({})).calls).toBe(0);
+  });
+});

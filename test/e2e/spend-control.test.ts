@@ -201,6 +201,8 @@ describe("rate limits per token", () => {
   }, async () => {
     const server = await pricedModel();
     const s = sandbox("rate", server, {
+      // the default for tokens without their own limits: here the single gateway.auth.token's
+      limits: { tokens: { runsPerMinute: 1 } },
       gateway: {
         auth: {
           token: "root-token",
@@ -221,6 +223,8 @@ describe("rate limits per token", () => {
     // another token is not limited by this one's count
     const root = await connectedPeer(gw.url, { token: "root-token" });
     expect((await turn(root, "root-1")).payload).toMatchObject({ status: "ok" });
+    const rootAgain = await turn(root, "root-2");
+    expect(rootAgain.error?.message).toContain("limits.tokens.runsPerMinute is 1");
     // the cost ledger knows whose calls they were
     const usage = await s.run(["usage", "--config", s.config, "--url", gw.url, "--by", "token", "--json", "--token", "root-token"]).done;
     const byToken = JSON.parse(usage.stdout) as UsageSummaryResult;
@@ -238,7 +242,7 @@ describe("rate limits per token", () => {
     const audit = db.prepare("SELECT code FROM audit_events WHERE action = 'intake.refused'").all();
     db.close();
     expect(stored.n).toBe(0);
-    expect(audit).toEqual([{ code: "rate_limited:runsPerMinute" }]);
+    expect(audit).toEqual([{ code: "rate_limited:runsPerMinute" }, { code: "rate_limited:runsPerMinute" }]);
   });
 });
 
