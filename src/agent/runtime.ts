@@ -12,6 +12,8 @@ import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { SessionEvents } from "../infra/session-events.js";
+import type { Spender } from "../limits/budgets.js";
+import type { SpendControl } from "../limits/spend-control.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { agentWorkspaceDir, ensureWorkspace } from "../prompt/workspace.js";
 import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
@@ -28,8 +30,6 @@ import type { McpServerStatus } from "../tools/mcp/connection.js";
 import { ToolRegistry } from "../tools/registry.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
-import type { Spender } from "../limits/budgets.js";
-import type { SpendControl } from "../limits/spend-control.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
 

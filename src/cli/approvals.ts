@@ -1,15 +1,15 @@
 import { GatewayRequestError } from "../client/errors.js";
 import type {
+  BudgetApprovalDecision,
+  BudgetApprovalRequested,
+  BudgetApprovalResolved,
+} from "../protocol/budget-approvals.js";
+import type {
   ExecApprovalDecision,
   ExecApprovalListResult,
   ExecApprovalRequested,
   ExecApprovalResolved,
 } from "../protocol/exec-approvals.js";
-import type {
-  BudgetApprovalDecision,
-  BudgetApprovalRequested,
-  BudgetApprovalResolved,
-} from "../protocol/budget-approvals.js";
 import { connectGateway, consoleApprovalUrl, resolveGatewayTarget } from "./agent-remote.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -134,7 +134,9 @@ export async function runApprovalsResolve(
       call<BudgetApprovalResolved>("budget.approval.resolve", { id, decision }),
     );
     process.stdout.write(
-      opts.json ? `${JSON.stringify(resolved)}\n` : `approval ${id} (budget ${resolved.budget}): ${BUDGET_DONE[decision]}\n`,
+      opts.json
+        ? `${JSON.stringify(resolved)}\n`
+        : `approval ${id} (budget ${resolved.budget}): ${BUDGET_DONE[decision]}\n`,
     );
     return EXIT.ok;
   }

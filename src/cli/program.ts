@@ -296,9 +296,15 @@ gatewayOpts(
 
 program
   .command("usage")
-  .description("model spend from a running gateway's cost ledger: totals per day and per agent, session, token or model")
+  .description(
+    "model spend from a running gateway's cost ledger: totals per day and per agent, session, token or model",
+  )
   .option("--by <group>", "agent | session | token | model", "agent")
-  .option("--since <time>", "from an ISO time (2026-11-30T18:00:00Z) or a duration back from now (90s, 15m, 1h, 7d)", "7d")
+  .option(
+    "--since <time>",
+    "from an ISO time (2026-11-30T18:00:00Z) or a duration back from now (90s, 15m, 1h, 7d)",
+    "7d",
+  )
   .option("--agent <id>", "only this agent's calls")
   .option("--session <key>", "only this session's calls")
   .option("--json", "print the gateway's answer (usage.summary) as JSON")

@@ -49,7 +49,9 @@ const tokenGrant = z
      */
     name: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, { message: "expected a name: letters, digits, _ . : - (at most 64)" })
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, {
+        message: "expected a name: letters, digits, _ . : - (at most 64)",
+      })
       .optional(),
     /** this token's intake limits (else limits.tokens) */
     limits: tokenRateLimits.optional(),
@@ -90,7 +92,12 @@ const budgetConfig = z
     match: z.string().min(1).optional(),
     window: z.union([
       z.enum(["run", "day", "month"]),
-      z.strictObject({ rollingHours: z.number().positive().max(24 * 366) }),
+      z.strictObject({
+        rollingHours: z
+          .number()
+          .positive()
+          .max(24 * 366),
+      }),
     ]),
     maxUsd: z.number().positive().optional(),
     maxTokens: positiveInt.optional(),

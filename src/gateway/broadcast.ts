@@ -1,11 +1,11 @@
 import type { ExecApprovalEvent, ExecApprovals } from "../agent/exec-approvals.js";
-import type { BudgetApprovals } from "../limits/budget-approvals.js";
 import type { EventBusPort } from "../events/bus-port.js";
 import { agentEventJson } from "../events/event-json.js";
 import type { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
+import type { BudgetApprovals } from "../limits/budget-approvals.js";
 import type { Diagnostic } from "../protocol/diagnostics.js";
 import type { ChatEventPayload, SessionInfo, SessionMessageEvent, SessionsChangedEvent } from "../protocol/payloads.js";
 import { ChatProjector } from "./chat-projection.js";

@@ -4,9 +4,9 @@ import { defaultAbortMs } from "../diagnostics/classify.js";
 import { DiagnosticsMonitor } from "../diagnostics/monitor.js";
 import type { AuditLedger } from "../events/audit-ledger.js";
 import { startAuditPruning } from "../events/audit-retention.js";
-import { startCostPruning } from "../limits/ledger-retention.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { startCostPruning } from "../limits/ledger-retention.js";
 import type { LoopgateNode } from "../node/compose.js";
 import type { HealthResult } from "../protocol/payloads.js";
 import { logExecApprovals } from "./approval-log.js";
@@ -61,9 +61,11 @@ export async function attachGatewayServices(
     onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
   });
   // budgets and token rate limits across nodes: each node announces its calls and runs, and hears the others'
-  const spendRelay = rt.spend ? await node.crossNode?.relaySpend(rt.spend, (err) =>
-    logger.warn("spend notices across nodes", { error: err.message }),
-  ) : undefined;
+  const spendRelay = rt.spend
+    ? await node.crossNode?.relaySpend(rt.spend, (err) =>
+        logger.warn("spend notices across nodes", { error: err.message }),
+      )
+    : undefined;
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });

@@ -37,7 +37,12 @@ export class BudgetApprovals {
   private readonly listeners = new Set<(ev: BudgetApprovalEvent) => void>();
 
   constructor(
-    private readonly opts: { clock: Clock; timeoutMs: number; newId?: () => string; onListenerError?: (e: Error) => void },
+    private readonly opts: {
+      clock: Clock;
+      timeoutMs: number;
+      newId?: () => string;
+      onListenerError?: (e: Error) => void;
+    },
   ) {}
 
   /**

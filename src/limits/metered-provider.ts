@@ -15,7 +15,11 @@ export function meteredProvider(
   provider: ModelProvider,
 ): ModelProvider {
   if (!spend || !run) return provider;
-  return { id: provider.id, api: provider.api, stream: (request) => meteredStream(spend, run, model, provider, request) };
+  return {
+    id: provider.id,
+    api: provider.api,
+    stream: (request) => meteredStream(spend, run, model, provider, request),
+  };
 }
 
 async function* meteredStream(
@@ -35,6 +39,7 @@ async function* meteredStream(
     }
   } finally {
     // a call that failed before reporting usage is not recorded: its tokens are unknown
-    if (usage) spend.recordCall(run, { provider: model.providerId, model: model.modelId, cost: model.model.cost }, usage);
+    if (usage)
+      spend.recordCall(run, { provider: model.providerId, model: model.modelId, cost: model.model.cost }, usage);
   }
 }

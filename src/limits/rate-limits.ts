@@ -78,8 +78,8 @@ export class TokenRateLimiter {
     const times = this.recentAccepts(token, at);
     times.push(at);
     this.accepts.set(token, times);
-    let set = this.active.get(token);
-    if (!set) this.active.set(token, (set = new Set()));
+    const set = this.active.get(token) ?? new Set<string>();
+    this.active.set(token, set);
     set.add(runId);
     this.tokenOfRun.set(runId, token);
   }

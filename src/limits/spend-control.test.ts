@@ -98,10 +98,25 @@ describe("spend control", () => {
     await call(meteredProvider(spend, run("r1"), model(), provider));
     await spend.ledger.flush();
     const config = configSchema.parse({ limits: { budgets: [{ scope: "global", window: "day", maxTokens: 1000 }] } });
-    const restarted = new SpendControl({ config: config.limits, store, clock, logger: silentLogger, bus: new AgentEventBus() });
-    const again = { runId: "r3", sessionKey: "agent:main:x", agentId: "main", limits: restarted.limitsFor({ agentId: "main", sessionKey: "agent:main:x" }) };
-    await expect(call(meteredProvider(restarted, again, model(), provider))).rejects.toThrow("spent 1,200 tokens of 1,000 tokens");
-    expect(await restarted.intakeBreach({ agentId: "main", sessionKey: "agent:main:y" })).toBeInstanceOf(BudgetExceededError);
+    const restarted = new SpendControl({
+      config: config.limits,
+      store,
+      clock,
+      logger: silentLogger,
+      bus: new AgentEventBus(),
+    });
+    const again = {
+      runId: "r3",
+      sessionKey: "agent:main:x",
+      agentId: "main",
+      limits: restarted.limitsFor({ agentId: "main", sessionKey: "agent:main:x" }),
+    };
+    await expect(call(meteredProvider(restarted, again, model(), provider))).rejects.toThrow(
+      "spent 1,200 tokens of 1,000 tokens",
+    );
+    expect(await restarted.intakeBreach({ agentId: "main", sessionKey: "agent:main:y" })).toBeInstanceOf(
+      BudgetExceededError,
+    );
     clock.advance(24 * 3600_000);
     expect(await restarted.intakeBreach({ agentId: "main", sessionKey: "agent:main:y" })).toBeUndefined();
   });
@@ -173,12 +188,26 @@ describe("spend control", () => {
   });
 
   it("calls another node announces count against this node's window at once", async () => {
-    const { spend, run } = setup({ syncIntervalMs: 600_000, budgets: [{ scope: "global", window: "day", maxUsd: 0.01 }] });
+    const { spend, run } = setup({
+      syncIntervalMs: 600_000,
+      budgets: [{ scope: "global", window: "day", maxUsd: 0.01 }],
+    });
     const hear = spend.connectRelay(() => {});
     const provider = countingProvider();
     await call(meteredProvider(spend, run("r1"), model(PRICED), provider)); // loads the window: $0.008
-    hear({ type: "call", call: { agentId: "ops", sessionKey: "agent:ops:main", ts: Date.UTC(2026, 11, 5, 12), totalTokens: 600, costUsd: 0.008 } });
-    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeInstanceOf(BudgetExceededError);
+    hear({
+      type: "call",
+      call: {
+        agentId: "ops",
+        sessionKey: "agent:ops:main",
+        ts: Date.UTC(2026, 11, 5, 12),
+        totalTokens: 600,
+        costUsd: 0.008,
+      },
+    });
+    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeInstanceOf(
+      BudgetExceededError,
+    );
   });
 });
 
@@ -221,7 +250,9 @@ describe("budget configuration", () => {
     // 12:00 UTC is 07:00 in New York; UTC's midnight comes first (12 h), New York's 5 h later
     await call(meteredProvider(spend, run("r1"), model(), countingProvider()));
     clock.advance(12 * 3600_000 + 60_000);
-    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeInstanceOf(BudgetExceededError);
+    expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeInstanceOf(
+      BudgetExceededError,
+    );
     clock.advance(5 * 3600_000);
     expect(await spend.intakeBreach({ agentId: "main", sessionKey: "agent:main:main" })).toBeUndefined();
   });
@@ -262,7 +293,9 @@ describe("budget configuration", () => {
     const metered = meteredProvider(spend, run("r1"), model(PRICED), provider);
     await call(metered);
     await call(metered);
-    await expect(call(metered)).rejects.toThrow("budget limits.run.maxTokens (run) exhausted: spent 1,200 tokens of 1,000 tokens");
+    await expect(call(metered)).rejects.toThrow(
+      "budget limits.run.maxTokens (run) exhausted: spent 1,200 tokens of 1,000 tokens",
+    );
     const cheap = setup({ run: { maxUsd: 0.01 } });
     const m2 = meteredProvider(cheap.spend, cheap.run("r2"), model(PRICED), provider);
     await call(m2);

@@ -8,22 +8,16 @@ import { randomUUID } from "node:crypto";
 import type { EventBusPort } from "../events/bus-port.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import type { UsageSummaryResult } from "../protocol/usage.js";
 import type { ModelCost, Usage } from "../providers/types.js";
 import type { CostRow, Store } from "../storage/types.js";
 import { BudgetApprovals } from "./budget-approvals.js";
-import {
-  type AppliedBudget,
-  type LimitsConfig,
-  type RunLimits,
-  resolveRunLimits,
-  type Spender,
-} from "./budgets.js";
+import { type AppliedBudget, type LimitsConfig, type RunLimits, resolveRunLimits, type Spender } from "./budgets.js";
 import { CostLedger } from "./cost-ledger.js";
 import { type BudgetBreach, BudgetExceededError, describeBreach } from "./errors.js";
 import { priceCall } from "./prices.js";
 import { TokenRateLimiter } from "./rate-limits.js";
 import { summarizeUsage } from "./usage-summary.js";
-import type { UsageSummaryResult } from "../protocol/usage.js";
 import { type Spent, WindowSums } from "./window-sums.js";
 import { windowName, windowRange } from "./windows.js";
 
@@ -194,9 +188,7 @@ export class SpendControl {
   }
 
   /** usage.summary: the ledger per day and group (this node's unwritten rows are written first, so they count). */
-  async usageSummary(
-    q: Omit<Parameters<typeof summarizeUsage>[1], "timeZone">,
-  ): Promise<UsageSummaryResult> {
+  async usageSummary(q: Omit<Parameters<typeof summarizeUsage>[1], "timeZone">): Promise<UsageSummaryResult> {
     await this.ledger.flush();
     return summarizeUsage(this.opts.store, { ...q, timeZone: this.opts.config.timeZone });
   }
@@ -205,11 +197,15 @@ export class SpendControl {
   async tokensToday(token: string): Promise<{ tokens: number; dayEndsAt: number }> {
     const now = this.opts.clock.now();
     const range = windowRange("day", now, this.opts.config.timeZone);
-    const spent = await this.sums.spent(`token-day:${token}:${range.start}`, { token }, {
-      since: range.start,
-      until: range.end,
-      rolling: false,
-    });
+    const spent = await this.sums.spent(
+      `token-day:${token}:${range.start}`,
+      { token },
+      {
+        since: range.start,
+        until: range.end,
+        rolling: false,
+      },
+    );
     return { tokens: spent.tokens, dayEndsAt: range.end };
   }
 
@@ -264,10 +260,13 @@ export class SpendControl {
       },
       signal,
       (request) => {
-        logger.info(`budget pause: run ${run.runId} (${run.sessionKey}) waits for approval ${request.id}: ${describeBreach(breach)}`, {
-          runId: run.runId,
-          approvalId: request.id,
-        });
+        logger.info(
+          `budget pause: run ${run.runId} (${run.sessionKey}) waits for approval ${request.id}: ${describeBreach(breach)}`,
+          {
+            runId: run.runId,
+            approvalId: request.id,
+          },
+        );
         bus.emit(run.runId, run.sessionKey, "lifecycle", {
           phase: "waiting",
           for: "budget",

@@ -1,5 +1,5 @@
-import type { CostQuery, CostRow, Store } from "../storage/types.js";
 import type { UsageSummaryResult, UsageTotals } from "../protocol/usage.js";
+import type { CostQuery, CostRow, Store } from "../storage/types.js";
 
 /** Rows read per store call while summing a period. */
 const PAGE_ROWS = 5000;
@@ -26,6 +26,14 @@ function add(t: UsageTotals, r: CostRow): void {
   if (r.costUsd === undefined) t.unpricedCalls += 1;
 }
 
+function totalsIn(map: Map<string, UsageTotals>, key: string): UsageTotals {
+  const found = map.get(key);
+  if (found) return found;
+  const fresh = emptyTotals();
+  map.set(key, fresh);
+  return fresh;
+}
+
 /** The calendar day of `ts` in `timeZone`, as YYYY-MM-DD. */
 function dayOf(ts: number, format: Intl.DateTimeFormat): string {
   return format.format(new Date(ts));
@@ -37,27 +45,38 @@ function dayOf(ts: number, format: Intl.DateTimeFormat): string {
  */
 export async function summarizeUsage(
   store: Pick<Store, "listCostRows">,
-  q: CostQuery & { since: number; until: number; by: UsageGroup; timeZone: string; visible?: (sessionKey: string) => boolean },
+  q: CostQuery & {
+    since: number;
+    until: number;
+    by: UsageGroup;
+    timeZone: string;
+    visible?: (sessionKey: string) => boolean;
+  },
 ): Promise<UsageSummaryResult> {
   // en-CA formats dates as YYYY-MM-DD
-  const format = new Intl.DateTimeFormat("en-CA", { timeZone: q.timeZone, year: "numeric", month: "2-digit", day: "2-digit" });
+  const format = new Intl.DateTimeFormat("en-CA", {
+    timeZone: q.timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  });
   const days = new Map<string, UsageTotals>();
   const groups = new Map<string, UsageTotals>();
   const total = emptyTotals();
   const { by, timeZone, visible, ...filter } = q;
   let afterSeq: number | undefined;
   while (true) {
-    const rows = await store.listCostRows({ ...filter, limit: PAGE_ROWS, ...(afterSeq !== undefined ? { afterSeq } : {}) });
+    const rows = await store.listCostRows({
+      ...filter,
+      limit: PAGE_ROWS,
+      ...(afterSeq !== undefined ? { afterSeq } : {}),
+    });
     for (const r of rows) {
       if (visible && !visible(r.sessionKey)) continue;
       const key = keyOf[by](r);
       const dayKey = `${dayOf(r.ts, format)}\u0000${key}`;
-      let d = days.get(dayKey);
-      if (!d) days.set(dayKey, (d = emptyTotals()));
-      add(d, r);
-      let g = groups.get(key);
-      if (!g) groups.set(key, (g = emptyTotals()));
-      add(g, r);
+      add(totalsIn(days, dayKey), r);
+      add(totalsIn(groups, key), r);
       add(total, r);
     }
     if (rows.length < PAGE_ROWS) break;
@@ -74,7 +93,9 @@ export async function summarizeUsage(
         return { day, key, ...t };
       })
       .sort((a, b) => a.day.localeCompare(b.day) || a.key.localeCompare(b.key)),
-    groups: [...groups.entries()].map(([key, t]) => ({ key, ...t })).sort((a, b) => b.usd - a.usd || b.tokens - a.tokens),
+    groups: [...groups.entries()]
+      .map(([key, t]) => ({ key, ...t }))
+      .sort((a, b) => b.usd - a.usd || b.tokens - a.tokens),
     total,
   };
 }

@@ -13,7 +13,10 @@ export interface TimeRange {
 const HOUR_MS = 60 * 60 * 1000;
 
 /** The wall-clock fields of `at` in `timeZone`. */
-function wallClock(at: number, timeZone: string): { y: number; m: number; d: number; h: number; min: number; s: number } {
+function wallClock(
+  at: number,
+  timeZone: string,
+): { y: number; m: number; d: number; h: number; min: number; s: number } {
   const parts = new Intl.DateTimeFormat("en-US", {
     timeZone,
     hourCycle: "h23",

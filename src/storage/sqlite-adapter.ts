@@ -4,10 +4,10 @@ import type { StorageFault } from "./storage-fault.js";
 import type {
   AuditEventInput,
   AuditQuery,
+  CompactionEntry,
   CostQuery,
   CostRow,
   CostTotals,
-  CompactionEntry,
   CronJobRecord,
   CronRunRecord,
   RunRecord,
@@ -132,7 +132,9 @@ export class SqliteStoreAdapter implements Store {
     return this.db.appendCostRows(rows);
   }
 
-  async listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Promise<Array<CostRow & { seq: number }>> {
+  async listCostRows(
+    query: CostQuery & { afterSeq?: number; limit: number },
+  ): Promise<Array<CostRow & { seq: number }>> {
     return this.db.listCostRows(query);
   }
 

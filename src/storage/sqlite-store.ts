@@ -3,8 +3,8 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { AuditEvent, CronRunInfo } from "../protocol/payloads.js";
-import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "./cost-rows.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
+import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "./cost-rows.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations, pendingMigrations } from "./migrations.js";
 import {
@@ -27,10 +27,10 @@ import { type StorageFault, StorageFaultMonitor } from "./storage-fault.js";
 import type {
   AuditEventInput,
   AuditQuery,
+  CompactionEntry,
   CostQuery,
   CostRow,
   CostTotals,
-  CompactionEntry,
   CronJobRecord,
   CronRunRecord,
   RunRecord,

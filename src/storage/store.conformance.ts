@@ -446,7 +446,12 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
           cost({ ts: 20, agentId: "main", costUsd: undefined, totalTokens: 30, token: "tok:a" }),
           cost({ ts: 30, agentId: "ops", costUsd: 1, sessionKey: OTHER, token: "tok:a" }),
         ]);
-        expect(await store.sumCost({ agentId: "main" })).toEqual({ usd: 0.25, tokens: 150, calls: 2, unpricedCalls: 1 });
+        expect(await store.sumCost({ agentId: "main" })).toEqual({
+          usd: 0.25,
+          tokens: 150,
+          calls: 2,
+          unpricedCalls: 1,
+        });
         expect(await store.sumCost({ since: 20 })).toEqual({ usd: 1, tokens: 150, calls: 2, unpricedCalls: 1 });
         expect(await store.sumCost({ since: 10, until: 30 })).toMatchObject({ calls: 2 });
         expect(await store.sumCost({ token: "tok:a" })).toMatchObject({ usd: 1, tokens: 150 });

@@ -85,7 +85,9 @@ describe("budgets checked before every model call", () => {
       "budget main-daily (day) exhausted: spent $0.0160 of $0.0100 (the run spent $0.0080 (600 tokens) in 1 model call(s))",
     );
     const ended = peer.frames.find(
-      (f) => f.event === "agent" && (f.payload as { runId?: string; data?: { phase?: string } }).runId === "t2" &&
+      (f) =>
+        f.event === "agent" &&
+        (f.payload as { runId?: string; data?: { phase?: string } }).runId === "t2" &&
         (f.payload as { data?: { phase?: string } }).data?.phase === "error",
     );
     expect(ended?.payload).toMatchObject({ data: { kind: "budget_exceeded", status: "error" } });
@@ -182,7 +184,10 @@ describe("budgets checked before every model call", () => {
     expect(server.requests).toHaveLength(4);
     expect(r.code).not.toBe(0);
     // newline-delimited events, then the result
-    const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const error = lines.find((l) => l.stream === "lifecycle" && l.data?.phase === "error");
     expect(error?.data).toMatchObject({ kind: "budget_exceeded" });
     expect(error?.data.error).toBe(
@@ -226,7 +231,18 @@ describe("rate limits per token", () => {
     const rootAgain = await turn(root, "root-2");
     expect(rootAgain.error?.message).toContain("limits.tokens.runsPerMinute is 1");
     // the cost ledger knows whose calls they were
-    const usage = await s.run(["usage", "--config", s.config, "--url", gw.url, "--by", "token", "--json", "--token", "root-token"]).done;
+    const usage = await s.run([
+      "usage",
+      "--config",
+      s.config,
+      "--url",
+      gw.url,
+      "--by",
+      "token",
+      "--json",
+      "--token",
+      "root-token",
+    ]).done;
     const byToken = JSON.parse(usage.stdout) as UsageSummaryResult;
     expect(byToken.groups.map((g) => [g.key, g.calls]).sort()).toEqual([
       ["bridge", 5],

@@ -1,5 +1,5 @@
 import type { LoopgateConfig } from "../../config/schema.js";
-import type { RunLimits as SpendLimits, Spender } from "../../limits/budgets.js";
+import type { Spender, RunLimits as SpendLimits } from "../../limits/budgets.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
 import type { Tool } from "../../tools/types.js";

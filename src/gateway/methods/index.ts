@@ -21,7 +21,6 @@ import { healthMethod } from "./health.js";
 import { mcpStatusMethod } from "./mcp.js";
 import { cronStatusMethod, pluginApprovalListMethod, questionListMethod } from "./pending-lists.js";
 import { runsListMethod } from "./runs.js";
-import { budgetApprovalListMethod, budgetApprovalResolveMethod, usageSummaryMethod } from "./usage.js";
 import {
   sessionsCreateMethod,
   sessionsDescribeMethod,
@@ -36,6 +35,7 @@ import {
   sessionsSubscribeMethod,
   sessionsUnsubscribeMethod,
 } from "./subscriptions.js";
+import { budgetApprovalListMethod, budgetApprovalResolveMethod, usageSummaryMethod } from "./usage.js";
 
 /** Every method the gateway serves, by name. `hello-ok.features.methods` is built from the same list. */
 export function methodRegistry(): Map<string, AnyMethod> {

@@ -2,7 +2,8 @@ import { BudgetApprovalError } from "../../limits/budget-approvals.js";
 import { budgetApprovalListParams, budgetApprovalResolveParams } from "../../protocol/budget-approvals.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import { usageSummaryParams } from "../../protocol/usage.js";
-import { type GatewayContext, defineMethod } from "../context.js";
+import { normalizeSessionKey } from "../../session/keys.js";
+import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -19,6 +20,12 @@ export const usageSummaryMethod = defineMethod({
   scope: "read",
   params: usageSummaryParams,
   async handle({ params, conn, gw, reply }) {
+    // SPEC 21: spend is a read path (operator.read), inside the sessions the token grants
+    const sessionKey =
+      params.sessionKey === undefined
+        ? undefined
+        : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
+    conn.access.requireRead(sessionKey);
     const spend = spendOf(gw);
     const until = params.until ?? gw.now();
     const since = params.since ?? until - 7 * DAY_MS;
@@ -28,7 +35,7 @@ export const usageSummaryMethod = defineMethod({
         since,
         until,
         ...(params.agentId !== undefined ? { agentId: params.agentId } : {}),
-        ...(params.sessionKey !== undefined ? { sessionKey: params.sessionKey } : {}),
+        ...(sessionKey !== undefined ? { sessionKey } : {}),
         ...(conn.access.seesAllSessions ? {} : { visible: (key: string) => conn.access.sessionGranted(key) }),
       }),
     );

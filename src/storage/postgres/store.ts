@@ -23,10 +23,10 @@ import {
 import type {
   AuditEventInput,
   AuditQuery,
+  CompactionEntry,
   CostQuery,
   CostRow,
   CostTotals,
-  CompactionEntry,
   CronJobRecord,
   CronRunRecord,
   RunRecord,
@@ -672,7 +672,9 @@ export class PostgresStore implements Store {
     );
   }
 
-  async listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Promise<Array<CostRow & { seq: number }>> {
+  async listCostRows(
+    query: CostQuery & { afterSeq?: number; limit: number },
+  ): Promise<Array<CostRow & { seq: number }>> {
     const { clause, args } = costWhere(query, (n) => `$${n}`);
     args.push(query.limit);
     const { rows } = await this.pool.query(
