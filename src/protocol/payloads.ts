@@ -395,6 +395,8 @@ export interface RunInfo {
   /** provider/model that answered */
   model?: string;
   usage?: { input: number; output: number; total: number };
+  /** USD, every model call priced with the model that served it (absent when no model had a price) */
+  costUsd?: number;
   stopReason?: string;
   /** the error's kind/summary as the run record has it */
   error?: string;

@@ -288,7 +288,7 @@ describe.runIf(run)("the web console in chromium", () => {
     await ctx.close();
   });
 
-  it("lists recent runs and the audit ledger", async () => {
+  it("lists recent runs with their cost, the audit ledger, and the spend per session on the usage page", async () => {
     // a run the model failed once: the session page shows the retry live, the run's detail counts it
     await openSession("agent:main:retry-demo");
     await send("flaky please");
@@ -311,8 +311,19 @@ describe.runIf(run)("the web console in chromium", () => {
     await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).getByRole("button").first().click();
     await detail.getByTestId("retries").filter({ hasText: "1" }).waitFor(WAIT);
     expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).textContent()).toContain("1 / —");
+    // every model call is priced: the run's row shows what it cost
+    expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).first().textContent()).toMatch(
+      /\$0\.\d{4}/,
+    );
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page
+      .getByTestId("usage-total")
+      .filter({ hasText: /\$0\.\d{4} · [\d,]+ tokens · \d+ model calls/ })
+      .waitFor(WAIT);
+    await page.getByLabel("By").selectOption("session");
+    await page.getByTestId("usage-groups").locator("tbody tr").filter({ hasText: "retry-demo" }).waitFor(WAIT);
   });
 
   it("answers an exec approval from the approvals page", async () => {

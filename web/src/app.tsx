@@ -1,7 +1,7 @@
 /**
  * The console shell: the token form (the token is kept in sessionStorage, so it is typed once per tab and gone when
  * the tab closes), the connection banner, the navigation, and the hash router (#/sessions, #/session/<key>, #/runs,
- * #/approvals, #/audit, #/diagnostics). Hash routes need no server-side fallback page.
+ * #/approvals, #/audit, #/usage, #/diagnostics). Hash routes need no server-side fallback page.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { type ConnState, canWrite, GatewayClient, gatewayUrl } from "./gateway";
@@ -12,6 +12,7 @@ import { DiagnosticsPage } from "./pages/diagnostics";
 import { RunsPage } from "./pages/runs";
 import { SessionPage } from "./pages/session";
 import { SessionsPage } from "./pages/sessions";
+import { UsagePage } from "./pages/usage";
 
 const TOKEN_KEY = "loopgate.console.token";
 
@@ -132,6 +133,7 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
       has("exec.approval.list") && model.canApprove(),
     ],
     ["audit", "Audit", has("audit.list")],
+    ["usage", "Usage", has("usage.summary")],
     ["diagnostics", "Diagnostics", has("diagnostics.list")],
   ];
   const page = route[0];
@@ -186,6 +188,8 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
           <ApprovalsPage model={model} />
         ) : page === "audit" ? (
           <AuditPage model={model} />
+        ) : page === "usage" ? (
+          <UsagePage model={model} />
         ) : page === "diagnostics" && has("diagnostics.list") ? (
           <DiagnosticsPage model={model} />
         ) : (

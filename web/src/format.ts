@@ -34,3 +34,8 @@ export function shortKey(key: string): string {
 export function sessionHref(key: string): string {
   return `#/session/${encodeURIComponent(key)}`;
 }
+
+/** "$0.0123" (four decimals: a model call often costs less than a cent); "—" when unknown. */
+export function usd(n: number | undefined): string {
+  return n === undefined ? "—" : `$${n.toFixed(4)}`;
+}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { AgentEventsResult, RunInfo, RunsListResult } from "../../../src/protocol/payloads";
 import type { WaitResult } from "../../../src/protocol/run";
-import { duration, sessionHref, shortKey, time, tokens } from "../format";
+import { duration, sessionHref, shortKey, time, tokens, usd } from "../format";
 import { type ConsoleModel, useModel } from "../model";
 
 interface Attempts {
@@ -84,6 +84,9 @@ export function RunsPage(props: { model: ConsoleModel }) {
             <th scope="col" class="num">
               Tokens
             </th>
+            <th scope="col" class="num">
+              Cost
+            </th>
             <th scope="col" class="wide">
               Model
             </th>
@@ -120,6 +123,9 @@ export function RunsPage(props: { model: ConsoleModel }) {
                 <td data-label="Tokens" class="num">
                   {tokens(r.usage?.total)}
                 </td>
+                <td data-label="Cost" class="num">
+                  {usd(r.costUsd)}
+                </td>
                 <td data-label="Model" class="wide">
                   {r.model ?? live?.model ?? "—"}
                 </td>
@@ -131,7 +137,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
           })}
           {runs.length === 0 && (
             <tr>
-              <td colSpan={7} class="empty">
+              <td colSpan={8} class="empty">
                 No runs yet.
               </td>
             </tr>
