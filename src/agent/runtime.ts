@@ -13,6 +13,8 @@ import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import { SessionEvents } from "../infra/session-events.js";
+import type { Spender } from "../limits/budgets.js";
+import type { SpendControl } from "../limits/spend-control.js";
 import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { agentWorkspaceDir, ensureWorkspace } from "../prompt/workspace.js";
 import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
@@ -75,6 +77,8 @@ export interface RuntimeOptions {
   authProfiles?: AuthProfiles;
   /** The process's sandboxes, checked by whoever composed it (src/node/); default: unchecked ones over the config. */
   sandboxes?: Sandboxes;
+  /** Spend control (limits/): budgets before every model call and the cost ledger; the composition root builds it. */
+  spend?: SpendControl;
 }
 
 /**
@@ -141,8 +145,11 @@ export class AgentRuntime {
    * not a stall). Unset, model calls are not wrapped at all.
    */
   modelCalls?: ModelCallObserver;
+  /** budgets, run caps and the cost ledger (limits/); absent: model calls are not metered */
+  readonly spend: SpendControl | undefined;
 
   constructor(opts: RuntimeOptions) {
+    this.spend = opts.spend;
     this.config = opts.config;
     this.stateDir = opts.stateDir;
     this.store = opts.store;
@@ -348,6 +355,11 @@ export class AgentRuntime {
   }
 
   /** Logs a warning the first time this process sees it. */
+  /** The run's spend limits (its profile's `limits` slot); undefined without spend control. */
+  runLimits(who: Spender) {
+    return this.spend?.limitsFor(who);
+  }
+
   warnOnce(message: string): void {
     if (this.warned.has(message)) return;
     if (this.warned.size > 1000) this.warned.clear();

@@ -1,5 +1,10 @@
 import { GatewayRequestError } from "../client/errors.js";
 import type {
+  BudgetApprovalDecision,
+  BudgetApprovalRequested,
+  BudgetApprovalResolved,
+} from "../protocol/budget-approvals.js";
+import type {
   ExecApprovalDecision,
   ExecApprovalListResult,
   ExecApprovalRequested,
@@ -70,11 +75,29 @@ export function formatApprovals(approvals: ExecApprovalRequested[], gatewayUrl: 
     .join("\n");
 }
 
+/** One block per run paused by a used-up budget (SPEC 25): the budget, its spend and limit, how to answer. */
+export function formatBudgetApprovals(approvals: BudgetApprovalRequested[], now: number): string {
+  const amount = (unit: string, n: number) => (unit === "usd" ? `$${n.toFixed(4)}` : `${n} tokens`);
+  return approvals
+    .map((a) =>
+      [
+        `${a.id}  budget ${a.budget} (${a.window}): spent ${amount(a.unit, a.spent)} of ${amount(a.unit, a.limit)}`,
+        `  run ${a.runId} · session ${a.sessionKey} · agent ${a.agentId} · ${left(a.expiresAtMs - now)} (until ${new Date(a.expiresAtMs).toISOString()})`,
+        `  answer: loopgate approvals allow|raise|deny ${a.id}`,
+      ].join("\n"),
+    )
+    .join("\n");
+}
+
 /** `loopgate approvals list [--json]`: the approvals waiting in the sessions this token may approve. */
 export async function runApprovalsList(opts: ApprovalsCliOptions): Promise<number> {
   const text = await withApprovals(opts, async (url, call) => {
     const result = await call<ExecApprovalListResult>("exec.approval.list", {});
-    return opts.json ? JSON.stringify(result) : formatApprovals(result.approvals, url, Date.now());
+    const budgets = await call<{ approvals: BudgetApprovalRequested[] }>("budget.approval.list", {});
+    if (opts.json) return JSON.stringify({ ...result, budgets: budgets.approvals });
+    if (budgets.approvals.length === 0) return formatApprovals(result.approvals, url, Date.now());
+    const exec = result.approvals.length > 0 ? `${formatApprovals(result.approvals, url, Date.now())}\n` : "";
+    return `${exec}${formatBudgetApprovals(budgets.approvals, Date.now())}`;
   });
   process.stdout.write(`${text}\n`);
   return EXIT.ok;
@@ -86,12 +109,37 @@ const DONE: Record<ExecApprovalDecision, string> = {
   deny: "denied",
 };
 
-/** `loopgate approvals allow|deny|allow-always <id>`: answers one waiting approval. */
+const BUDGET_DONE: Record<BudgetApprovalDecision, string> = {
+  "allow-once": "allowed one more model call",
+  raise: "raised: the budget no longer pauses this run",
+  deny: "denied: the run ends with budget_exceeded",
+};
+
+/** A budget approval's id (budget-<uuid>): it is answered with budget.approval.resolve. */
+function isBudgetApproval(id: string): boolean {
+  return id.startsWith("budget-");
+}
+
+/** `loopgate approvals allow|deny|allow-always|raise <id>`: answers one waiting approval. */
 export async function runApprovalsResolve(
   id: string,
-  decision: ExecApprovalDecision,
+  decision: ExecApprovalDecision | "raise",
   opts: ApprovalsCliOptions,
 ): Promise<number> {
+  if (isBudgetApproval(id) || decision === "raise") {
+    if (decision === "allow-always") {
+      throw new CliError(`approval ${id} is a budget approval: answer it with allow, raise or deny`, EXIT.usage);
+    }
+    const resolved = await withApprovals(opts, (_url, call) =>
+      call<BudgetApprovalResolved>("budget.approval.resolve", { id, decision }),
+    );
+    process.stdout.write(
+      opts.json
+        ? `${JSON.stringify(resolved)}\n`
+        : `approval ${id} (budget ${resolved.budget}): ${BUDGET_DONE[decision]}\n`,
+    );
+    return EXIT.ok;
+  }
   const resolved = await withApprovals(opts, (_url, call) =>
     call<ExecApprovalResolved>("exec.approval.resolve", { id, decision }),
   );

@@ -261,7 +261,9 @@ sandbox
   .action((opts) => run(async () => (await import("./sandbox.js")).runSandboxRecreate(opts)));
 const approvals = program
   .command("approvals")
-  .description("exec commands and tool calls waiting for an operator on a running gateway (needs operator.approvals)");
+  .description(
+    "exec commands, tool calls and budget-paused runs waiting for an operator on a running gateway (needs operator.approvals)",
+  );
 gatewayOpts(
   approvals
     .command("list", { isDefault: true })
@@ -275,7 +277,8 @@ for (const [name, decision, what] of [
     "allow-always",
     "let it run, and remember the command for this agent (inside your token's sessions)",
   ],
-  ["deny", "deny", "refuse it; the model is told an operator denied it"],
+  ["deny", "deny", "refuse it; the model is told an operator denied it (a budget approval: the run ends)"],
+  ["raise", "raise", "a run paused by a budget: go on, and let this budget no longer pause this run"],
 ] as const) {
   gatewayOpts(
     approvals
@@ -333,6 +336,25 @@ gatewayOpts(
     .description("run a job now, outside its schedule; prints the run id (needs operator.admin)")
     .option("--json", "print {ok, id, runId}"),
 ).action((id, opts) => run(async () => (await import("./cron.js")).runCronRun(id, opts)));
+
+program
+  .command("usage")
+  .description(
+    "model spend from a running gateway's cost ledger: totals per day and per agent, session, token or model",
+  )
+  .option("--by <group>", "agent | session | token | model", "agent")
+  .option(
+    "--since <time>",
+    "from an ISO time (2026-11-30T18:00:00Z) or a duration back from now (90s, 15m, 1h, 7d)",
+    "7d",
+  )
+  .option("--agent <id>", "only this agent's calls")
+  .option("--session <key>", "only this session's calls")
+  .option("--json", "print the gateway's answer (usage.summary) as JSON")
+  .option("--url <ws-url>", "gateway URL (default LOOPGATE_GATEWAY_URL or ws://127.0.0.1:<gateway.port>)")
+  .option("--token <token>", "gateway token (default LOOPGATE_GATEWAY_TOKEN or gateway.auth.token)")
+  .option("--config <path>", "config file")
+  .action((opts) => run(async () => (await import("./usage.js")).runUsage(opts)));
 
 program
   .command("audit")

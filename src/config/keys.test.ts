@@ -480,6 +480,103 @@ const audit: Record<string, Audit> = {
     "test/e2e/gateway-audit.test.ts",
     "audit.queueSize bounds the write queue: rows beyond it are dropped, counted in health and audit.list",
   ),
+  // spend control (limits/, SPEC 25)
+  "gateway.auth.tokens[].name": pin(
+    "test/e2e/spend-control.test.ts",
+    "a token with runsPerMinute 5 gets rate_limited on the 6th run within a minute, with retryAfterMs; nothing stored",
+  ),
+  "gateway.auth.tokens[].limits.runsPerMinute": pin(
+    "test/e2e/spend-control.test.ts",
+    "a token with runsPerMinute 5 gets rate_limited on the 6th run within a minute, with retryAfterMs; nothing stored",
+  ),
+  "gateway.auth.tokens[].limits.concurrentRuns": pin(
+    "src/limits/spend-control.test.ts",
+    "concurrentRuns counts runs until they end; tokensPerDay reads the token's spend today",
+  ),
+  "gateway.auth.tokens[].limits.tokensPerDay": pin(
+    "src/limits/spend-control.test.ts",
+    "concurrentRuns counts runs until they end; tokensPerDay reads the token's spend today",
+  ),
+  "limits.tokens.runsPerMinute": pin(
+    "test/e2e/spend-control.test.ts",
+    "a token with runsPerMinute 5 gets rate_limited on the 6th run within a minute, with retryAfterMs; nothing stored",
+  ),
+  "limits.tokens.concurrentRuns": pin(
+    "src/limits/spend-control.test.ts",
+    "concurrentRuns counts runs until they end; tokensPerDay reads the token's spend today",
+  ),
+  "limits.tokens.tokensPerDay": pin(
+    "src/limits/spend-control.test.ts",
+    "concurrentRuns counts runs until they end; tokensPerDay reads the token's spend today",
+  ),
+  "limits.timeZone": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.timeZone: a day budget in America/New_York resets at New York's midnight, not UTC's",
+  ),
+  "limits.syncIntervalMs": pin(
+    "src/limits/spend-control.test.ts",
+    "a rolling window forgets spend older than its hours; limits.syncIntervalMs is how long a sum is trusted before it is re-read",
+  ),
+  "limits.approvalTimeoutSeconds": pin(
+    "src/limits/spend-control.test.ts",
+    "a pause budget waits for an answer: allow-once lets one call through, raise lets the run go on, and a timeout denies",
+  ),
+  "limits.budgets[].id": pin(
+    "test/e2e/spend-control.test.ts",
+    "a day budget of $0.01 for agent main: turns run until the spend crosses it, then the next call and the next turn are refused before any model request",
+  ),
+  "limits.budgets[].scope": pin(
+    "src/limits/spend-control.test.ts",
+    "match picks the agents a budget applies to; without match every agent has a budget of its own",
+  ),
+  "limits.budgets[].match": pin(
+    "src/limits/spend-control.test.ts",
+    "match picks the agents a budget applies to; without match every agent has a budget of its own",
+  ),
+  "limits.budgets[].window.rollingHours": pin(
+    "src/limits/spend-control.test.ts",
+    "a rolling window forgets spend older than its hours; limits.syncIntervalMs is how long a sum is trusted before it is re-read",
+  ),
+  "limits.budgets[].maxUsd": pin(
+    "test/e2e/spend-control.test.ts",
+    "a day budget of $0.01 for agent main: turns run until the spend crosses it, then the next call and the next turn are refused before any model request",
+  ),
+  "limits.budgets[].maxTokens": pin(
+    "src/limits/spend-control.test.ts",
+    "the day's spend is read back from the ledger by a fresh process, and a new day starts from zero",
+  ),
+  "limits.budgets[].action": pin(
+    "test/e2e/spend-control.test.ts",
+    "a pause budget: the run waits (waiting for budget), is allowed once from `loopgate approvals`, and completes",
+  ),
+  "limits.run.maxModelCalls": pin(
+    "test/e2e/spend-control.test.ts",
+    "a runaway loop (the model calls a tool forever) ends at limits.run.maxModelCalls with the spend reported",
+  ),
+  "limits.run.maxTokens": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.run.maxTokens and maxUsd end a run once its own spend reaches them",
+  ),
+  "limits.run.maxUsd": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.run.maxTokens and maxUsd end a run once its own spend reaches them",
+  ),
+  "limits.run.maxDurationSeconds": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.run caps: model calls, tokens and duration end the run with the spend reported",
+  ),
+  "limits.ledger.retentionDays": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.ledger: queueSize drops (and counts) rows beyond it, retentionDays and maxRows prune the ledger",
+  ),
+  "limits.ledger.maxRows": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.ledger: queueSize drops (and counts) rows beyond it, retentionDays and maxRows prune the ledger",
+  ),
+  "limits.ledger.queueSize": pin(
+    "src/limits/spend-control.test.ts",
+    "limits.ledger: queueSize drops (and counts) rows beyond it, retentionDays and maxRows prune the ledger",
+  ),
   // read by tools/mcp/ (McpToolSource), which the gateway and the embedded CLI start (tools/mcp/start.ts)
   "mcp.servers.*.command": T.mcpStdio,
   "mcp.servers.*.args": T.mcpStdio,

@@ -31,8 +31,30 @@ const httpUrl = z.string().refine(
  * One entry of gateway.auth.tokens: exactly one of token / tokenHash, the scopes it grants, its session globs, and
  * whether its clients may use in-band control (SPEC 21).
  */
+/** Per-token intake limits (limits/rate-limits.ts): over one, `agent`/`chat.send` is refused with `rate_limited`. */
+const tokenRateLimits = z.strictObject({
+  /** runs accepted per rolling minute */
+  runsPerMinute: positiveInt.optional(),
+  /** runs queued or running at once */
+  concurrentRuns: positiveInt.optional(),
+  /** model tokens (the cost ledger's total) per day in limits.timeZone */
+  tokensPerDay: positiveInt.optional(),
+});
+
 const tokenGrant = z
   .strictObject({
+    /**
+     * The token's identity in the cost ledger, usage.summary, `limits.budgets[].match` (scope "token") and the rate
+     * limits' counters; default `token:<first 12 hex digits of its sha256>` (never the token itself)
+     */
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, {
+        message: "expected a name: letters, digits, _ . : - (at most 64)",
+      })
+      .optional(),
+    /** this token's intake limits (else limits.tokens) */
+    limits: tokenRateLimits.optional(),
     token: z.string().min(1).optional(),
     tokenHash: z
       .string()
@@ -50,6 +72,39 @@ const tokenGrant = z
   .refine((g) => (g.token === undefined) !== (g.tokenHash === undefined), {
     message: "set exactly one of token or tokenHash",
   });
+
+function validTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One entry of limits.budgets (limits/budgets.ts). */
+const budgetConfig = z
+  .strictObject({
+    /** the budget's name in errors, events and audit rows; default `limits.budgets[<i>]` */
+    id: z.string().min(1).max(64).optional(),
+    scope: z.enum(["agent", "session", "token", "global"]),
+    /** a glob over the agent id, session key or token name; absent: each agent/session/token has its own budget */
+    match: z.string().min(1).optional(),
+    window: z.union([
+      z.enum(["run", "day", "month"]),
+      z.strictObject({
+        rollingHours: z
+          .number()
+          .positive()
+          .max(24 * 366),
+      }),
+    ]),
+    maxUsd: z.number().positive().optional(),
+    maxTokens: positiveInt.optional(),
+    action: z.enum(["stop", "pause"]).default("stop"),
+  })
+  .refine((b) => b.maxUsd !== undefined || b.maxTokens !== undefined, { message: "set maxUsd, maxTokens or both" })
+  .refine((b) => b.scope !== "global" || b.match === undefined, { message: "a global budget has no match" });
 
 const modelRef = z
   .string()
@@ -665,6 +720,44 @@ export const configSchema = z.strictObject({
       maxRows: positiveInt.default(100000).describe("audit rows kept at most (the oldest go first)"),
       /** rows that may wait to be written; beyond it new rows are dropped and counted, and a run never waits */
       queueSize: positiveInt.default(10000),
+    })
+    .prefault({}),
+  /** SPEC 25: spend control (limits/): budgets checked before every model call, run caps, per-token intake limits */
+  limits: z
+    .strictObject({
+      /** the IANA time zone `day` and `month` windows (and tokensPerDay) start in */
+      timeZone: z
+        .string()
+        .refine((tz) => validTimeZone(tz), { message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' })
+        .default("UTC"),
+      budgets: z.array(budgetConfig).default([]),
+      /** caps of every run, checked before each of its model calls; over one the run ends with budget_exceeded */
+      run: z
+        .strictObject({
+          maxTokens: positiveInt.optional(),
+          maxUsd: z.number().positive().optional(),
+          maxModelCalls: positiveInt.optional(),
+          maxDurationSeconds: positiveInt.optional(),
+        })
+        .prefault({}),
+      /** the intake limits of a token without its own `gateway.auth.tokens[].limits` (the single token's too) */
+      tokens: tokenRateLimits.prefault({}),
+      /** a paused run's question unanswered this long is denied */
+      approvalTimeoutSeconds: positiveInt.default(600),
+      /**
+       * How stale a budget's window sum may get before the next check re-reads it from the ledger: other gateway
+       * nodes' calls are seen within this (on Postgres they are also announced at once)
+       */
+      syncIntervalMs: positiveInt.default(5000),
+      /** the cost ledger: rows kept this long and at most this many (pruned at start and hourly) */
+      ledger: z
+        .strictObject({
+          retentionDays: positiveInt.default(90),
+          maxRows: positiveInt.default(1_000_000),
+          /** rows that may wait to be written; beyond it a row is dropped and counted (the budget still counts it) */
+          queueSize: positiveInt.default(10000),
+        })
+        .prefault({}),
     })
     .prefault({}),
   /** SPEC 17: scheduled isolated turns in the `cron` lane (cron/scheduler.ts) */

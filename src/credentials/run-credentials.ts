@@ -61,6 +61,11 @@ export class RunCredentials {
     return this.lastUsed;
   }
 
+  /** the profile whose key served the run's last successful call of `providerId` (the cost ledger's row) */
+  usedOn(providerId: string): string | undefined {
+    return this.lastUsed?.startsWith(`${providerId}:`) ? this.lastUsed : undefined;
+  }
+
   /** The key for a call of `providerId`/`model`; undefined when the provider has no profile (or all were tried). */
   async choose(providerId: string, model: string, tried: ReadonlySet<string>): Promise<ChosenKey | undefined> {
     await this.auth.health.fresh();

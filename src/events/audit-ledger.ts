@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
-import type { AuditLedgerState } from "../protocol/payloads.js";
+import { AUDIT_SCHEMA_VERSION, type AuditLedgerState } from "../protocol/payloads.js";
 import type { AuditEventInput, Store } from "../storage/types.js";
 import { auditRowOf } from "./audit-projection.js";
 import type { EventBusPort } from "./bus-port.js";
@@ -72,6 +72,27 @@ export class AuditLedger {
     }
     const actor = this.opts.actorOf(event.runId) ?? "unknown";
     this.queue.push({ ...draft, actor, eventId: this.newId() });
+    this.timer ??= this.opts.clock.setTimeout(() => this.writeBatch(), AUDIT_FLUSH_DELAY_MS);
+  }
+
+  /**
+   * A row that no run event makes: an `agent` / `chat.send` refused at intake (SPEC 25: rate_limited,
+   * budget_exceeded). Nothing of the request is stored, so the row carries its idempotency key as the run id.
+   */
+  recordRefusal(row: { occurredAt: number; actor: string; sessionKey: string; runId: string; code: string }): void {
+    if (this.queue.length >= this.opts.queueSize) {
+      this.drop(1, `the write queue is full (${this.opts.queueSize} rows; audit.queueSize)`);
+      return;
+    }
+    this.queue.push({
+      ...row,
+      action: "intake.refused",
+      status: "blocked",
+      sourceSequence: 0,
+      schemaVersion: AUDIT_SCHEMA_VERSION,
+      redaction: "metadata_only",
+      eventId: this.newId(),
+    });
     this.timer ??= this.opts.clock.setTimeout(() => this.writeBatch(), AUDIT_FLUSH_DELAY_MS);
   }
 

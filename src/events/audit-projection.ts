@@ -52,6 +52,9 @@ export function auditRowOf(event: AgentEvent): AuditRowDraft | undefined {
   if (event.stream === "lifecycle") {
     const d = event.data;
     if (d.phase === "start") return { ...base, action: "agent.run.started", status: "started" };
+    if (d.phase === "waiting" && d.for === "budget") {
+      return withCode({ ...base, action: "budget.paused", status: "blocked" }, auditCode(d.budget));
+    }
     if (d.phase === "end") {
       return withCode({ ...base, action: "agent.run.finished", status: "succeeded" }, auditCode(d.stopReason));
     }

@@ -39,6 +39,16 @@ export class ClientAccess {
     return this.grant.commandsDeniedBy;
   }
 
+  /** the token's identity for the cost ledger, budgets and rate limits (Grant.identity); absent without a token */
+  get tokenIdentity(): string | undefined {
+    return this.grant.identity;
+  }
+
+  /** the token's own intake limits, with the config key that set them */
+  get tokenLimits(): Grant["limits"] {
+    return this.grant.limits;
+  }
+
   /** the session globs this client's token grants (`["*"]`: every session); an allow-always answer holds inside them */
   get grantedSessions(): readonly string[] {
     return this.grant.sessions;

@@ -5,6 +5,7 @@ import type { Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
+import type { BudgetApprovals } from "../limits/budget-approvals.js";
 import type { Diagnostic } from "../protocol/diagnostics.js";
 import type { ChatEventPayload, SessionInfo, SessionMessageEvent, SessionsChangedEvent } from "../protocol/payloads.js";
 import { ChatProjector } from "./chat-projection.js";
@@ -34,6 +35,8 @@ const AGENT_PREFIX = eventPrefix("agent");
 const CHAT_PREFIX = eventPrefix("chat");
 const APPROVAL_REQUESTED_PREFIX = eventPrefix("exec.approval.requested");
 const APPROVAL_RESOLVED_PREFIX = eventPrefix("exec.approval.resolved");
+const BUDGET_REQUESTED_PREFIX = eventPrefix("budget.approval.requested");
+const BUDGET_RESOLVED_PREFIX = eventPrefix("budget.approval.resolved");
 const SESSIONS_CHANGED_PREFIX = eventPrefix("sessions.changed");
 const SESSION_MESSAGE_PREFIX = eventPrefix("session.message");
 const DIAGNOSTIC_PREFIX = eventPrefix("diagnostic");
@@ -85,8 +88,19 @@ export class Broadcaster {
   }
 
   /** exec.approval.requested / resolved go to the clients that may answer approvals of the run's session. */
-  attachApprovals(approvals: ExecApprovals): void {
-    this.unsubscribeApprovals = approvals.subscribe((ev) => this.onApprovalEvent(ev));
+  attachApprovals(approvals: ExecApprovals, budgets?: BudgetApprovals): void {
+    const offExec = approvals.subscribe((ev) => this.onApprovalEvent(ev));
+    // budget.approval.requested / resolved (SPEC 25) go to the same clients: those that may answer the session's
+    const offBudget = budgets?.subscribe((ev) => {
+      const [prefix, payload] =
+        ev.type === "requested" ? [BUDGET_REQUESTED_PREFIX, ev.request] : [BUDGET_RESOLVED_PREFIX, ev.resolved];
+      const json = JSON.stringify(payload);
+      for (const sink of this.sinks) if (sink.canApprove(payload.sessionKey)) sink.sendEventJson(prefix, json);
+    });
+    this.unsubscribeApprovals = () => {
+      offExec();
+      offBudget?.();
+    };
   }
 
   /**

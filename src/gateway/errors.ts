@@ -34,7 +34,9 @@ export function toErrorShape(err: unknown, isTransientStoreError: (err: unknown)
   if (err instanceof RunParamError) return { code: ErrorCodes.invalidParams, message: `params.${err.message}` };
   if (err instanceof SessionKeyError)
     return { code: ErrorCodes.invalidParams, message: `params.sessionKey: ${err.message}` };
-  const e = err as { name?: unknown; code?: unknown; message?: unknown; retryable?: unknown } | undefined;
+  const e = err as
+    | { name?: unknown; code?: unknown; message?: unknown; retryable?: unknown; retryAfterMs?: unknown }
+    | undefined;
   if (e?.name === "SessionBusyError") {
     return { code: ErrorCodes.conflict, message: String(e.message), retryable: true };
   }
@@ -45,7 +47,12 @@ export function toErrorShape(err: unknown, isTransientStoreError: (err: unknown)
   }
   // Service errors carry their own snake_case wire code (queue_full, ...); system errors (ENOENT) do not qualify.
   if (typeof e?.code === "string" && (knownCodes.has(e.code) || /^[a-z][a-z_]*$/.test(e.code))) {
-    return { code: e.code, message, ...(e.retryable === true ? { retryable: true } : {}) };
+    return {
+      code: e.code,
+      message,
+      ...(e.retryable === true ? { retryable: true } : {}),
+      ...(typeof e.retryAfterMs === "number" ? { retryAfterMs: e.retryAfterMs } : {}),
+    };
   }
   return { code: ErrorCodes.internal, message };
 }

@@ -222,7 +222,7 @@ function createBroadcaster(service: AgentService, opts: GatewayOptions, clock: C
     beat: clock === rt.clock ? rt.streamBeat : undefined,
   });
   broadcaster.attach(rt.bus);
-  broadcaster.attachApprovals(rt.execApprovals);
+  broadcaster.attachApprovals(rt.execApprovals, rt.spend?.approvals);
   broadcaster.attachSessions(service.sessionEvents, async (key) => {
     const s = await service.session(key);
     return s ? sessionInfo(s, { running: service.activeRuns(key).length > 0 }) : undefined;

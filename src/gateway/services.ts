@@ -6,6 +6,7 @@ import type { AuditLedger } from "../events/audit-ledger.js";
 import { startAuditPruning } from "../events/audit-retention.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
+import { startCostPruning } from "../limits/ledger-retention.js";
 import type { LoopgateNode } from "../node/compose.js";
 import type { HealthResult } from "../protocol/payloads.js";
 import { logExecApprovals } from "./approval-log.js";
@@ -59,6 +60,12 @@ export async function attachGatewayServices(
     wantsMessages: (key) => broadcaster.followsMessages(key),
     onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
   });
+  // budgets and token rate limits across nodes: each node announces its calls and runs, and hears the others'
+  const spendRelay = rt.spend
+    ? await node.crossNode?.relaySpend(rt.spend, (err) =>
+        logger.warn("spend notices across nodes", { error: err.message }),
+      )
+    : undefined;
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
@@ -90,6 +97,7 @@ export async function attachGatewayServices(
       timers = [
         startRunPruning({ store: rt.store, limits: rt.config.session.runResults, clock, logger }),
         startAuditPruning({ store: rt.store, limits: rt.config.audit, clock, logger }),
+        ...(rt.spend ? [startCostPruning({ store: rt.store, ledger: rt.config.limits.ledger, clock, logger })] : []),
       ];
       // Plugins and internal hooks load in the background: the port answers at once, the first run awaits init().
       initializing = rt
@@ -117,6 +125,7 @@ export async function attachGatewayServices(
     detach() {
       diagnostics?.stop();
       relay?.close();
+      spendRelay?.close();
       runLog.detach();
       stopApprovalLog();
     },

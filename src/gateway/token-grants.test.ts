@@ -35,7 +35,11 @@ describe("token grants", () => {
     const beta = grants.match("beta");
     expect(beta?.scopes).toEqual(["operator.read"]);
     expect(beta?.sessionAllowed("cron:nightly")).toBe(true);
-    expect(grants.match("root")).toBe(FULL_GRANT);
+    // every scope and session, known to the cost ledger and rate limits as "gateway"
+    expect(grants.match("root")).toMatchObject({ scopes: FULL_GRANT.scopes, sessions: ["*"], identity: "gateway" });
+    expect(grants.match("root")?.sessionAllowed("anything")).toBe(true);
+    // a tenant token is known by its sha256 prefix (never the token itself) unless it has a name
+    expect(alpha?.identity).toMatch(/^token:[0-9a-f]{12}$/);
     expect(grants.match("gamma")).toBeUndefined();
     expect(grants.required).toBe(true);
     expect(new TokenGrants(undefined, []).required).toBe(false);

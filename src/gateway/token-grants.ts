@@ -16,6 +16,20 @@ export interface Grant {
    * denies it, for the refusal (`gateway.auth.tokens[2].commands`). Undefined: allowed.
    */
   readonly commandsDeniedBy?: string;
+  /**
+   * Who the token is in the cost ledger, budgets and rate limits (never the secret): `gateway.auth.tokens[].name`,
+   * else `token:<12 hex digits of its sha256>`; "gateway" for the single gateway.auth.token; absent without a token.
+   */
+  readonly identity?: string;
+  /** the token's own intake limits (`gateway.auth.tokens[].limits`) and the key that set them */
+  readonly limits?: { readonly values: TokenRateLimits; readonly key: string };
+}
+
+/** `gateway.auth.tokens[].limits` / `limits.tokens` (limits/rate-limits.ts). */
+export interface TokenRateLimits {
+  runsPerMinute?: number;
+  concurrentRuns?: number;
+  tokensPerDay?: number;
 }
 
 /** One `gateway.auth.tokens[]` entry as configured (token already resolved from any `${ENV}` reference). */
@@ -26,6 +40,8 @@ export interface TokenGrantConfig {
   sessions: readonly string[];
   /** in-band control allowed (default true) */
   commands?: boolean;
+  name?: string;
+  limits?: TokenRateLimits;
 }
 
 /** The single `gateway.auth.token` — and a gateway without any token — grant every scope in every session. */
@@ -35,13 +51,18 @@ export const FULL_GRANT: Grant = {
   sessionAllowed: () => true,
 };
 
-function grantOf(e: TokenGrantConfig, index: number): Grant {
+/** The single gateway.auth.token: every scope and session, known as "gateway" to the ledger and limits. */
+const SINGLE_TOKEN_GRANT: Grant = { ...FULL_GRANT, identity: "gateway" };
+
+function grantOf(e: TokenGrantConfig, index: number, digest: Buffer): Grant {
   const globs = e.sessions.map(sessionGlob);
   return {
     scopes: e.scopes,
     sessions: e.sessions,
     sessionAllowed: (key) => globs.some((g) => g.test(key)),
     ...(e.commands === false ? { commandsDeniedBy: `gateway.auth.tokens[${index}].commands` } : {}),
+    identity: e.name ?? `token:${digest.toString("hex").slice(0, 12)}`,
+    ...(e.limits ? { limits: { values: e.limits, key: `gateway.auth.tokens[${index}].limits` } } : {}),
   };
 }
 
@@ -60,11 +81,11 @@ export class TokenGrants {
   private readonly candidates: Candidate[];
 
   constructor(single: string | undefined, entries: readonly TokenGrantConfig[]) {
-    this.candidates = entries.map((e, i) => ({
-      digest: e.tokenHash !== undefined ? Buffer.from(e.tokenHash, "hex") : sha256(e.token ?? ""),
-      grant: grantOf(e, i),
-    }));
-    if (single !== undefined) this.candidates.push({ digest: sha256(single), grant: FULL_GRANT });
+    this.candidates = entries.map((e, i) => {
+      const digest = e.tokenHash !== undefined ? Buffer.from(e.tokenHash, "hex") : sha256(e.token ?? "");
+      return { digest, grant: grantOf(e, i, digest) };
+    });
+    if (single !== undefined) this.candidates.push({ digest: sha256(single), grant: SINGLE_TOKEN_GRANT });
   }
 
   /** whether clients must present a token at all */

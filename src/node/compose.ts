@@ -11,6 +11,8 @@ import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import type { SessionEvents } from "../infra/session-events.js";
+import { SpendControl } from "../limits/spend-control.js";
+import { PgSpendRelay } from "../limits/spend-relay.js";
 import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
 import type { SessionLockPort } from "../session/lock-port.js";
@@ -71,6 +73,8 @@ export interface CrossNode {
     wantsMessages: (sessionKey: string) => boolean;
     onError: (err: Error) => void;
   }): Promise<{ close(): void }>;
+  /** Relays spend notices (calls, token runs) between the nodes, for budgets and rate limits; closed by the caller. */
+  relaySpend(spend: SpendControl, onError: (err: Error) => void): Promise<{ close(): void }>;
 }
 
 export interface LoopgateNode {
@@ -87,6 +91,8 @@ export interface LoopgateNode {
   readonly audit?: AuditLedger;
   /** the MCP servers of `mcp.servers` (gateway and embedded roles, when any are configured); closed with the node */
   readonly mcp?: McpToolSource;
+  /** spend control (gateway and embedded roles): budgets before every model call, the cost ledger; flushed on close */
+  readonly spend?: SpendControl;
   /** Whether a store error may well pass if the request is repeated (the server restarting): never on SQLite. */
   isTransientStoreError(err: unknown): boolean;
   /** Joins the cluster (beat, pointers) on Postgres; nothing else starts here. Idempotent. */
@@ -184,7 +190,20 @@ function assemble(
   mcp?: McpToolSource,
 ): LoopgateNode {
   const { config, role } = opts;
+  const logger = opts.logger ?? createLogger();
+  // the roles users run turns in meter their model calls (budgets, run caps, the cost ledger)
+  const spend =
+    role === "gateway" || role === "embedded"
+      ? new SpendControl({
+          config: config.limits,
+          store: backend.store,
+          clock: opts.clock ?? systemClock,
+          logger,
+          bus: parts.bus,
+        })
+      : undefined;
   const rt = new AgentRuntime({
+    spend,
     config,
     stateDir: opts.stateDir,
     store: backend.store,
@@ -192,7 +211,7 @@ function assemble(
     sessionLocks: parts.sessionLocks,
     isTransientStoreError: parts.isTransientStoreError,
     clock: opts.clock,
-    logger: opts.logger,
+    logger,
     env: opts.env,
     providers: opts.providers,
     tools: opts.tools,
@@ -229,6 +248,7 @@ function assemble(
     ...(parts.crossNode ? { crossNode: parts.crossNode } : {}),
     ...(audit ? { audit } : {}),
     ...(mcp ? { mcp } : {}),
+    ...(spend ? { spend } : {}),
     isTransientStoreError: parts.isTransientStoreError,
     start() {
       starting ??= parts.cluster ? parts.cluster.start() : Promise.resolve();
@@ -239,6 +259,7 @@ function assemble(
         // every run has ended (drained, or aborted and recorded): their last rows are written before the store closes
         await audit?.close();
         await rt.close();
+        await spend?.ledger.flush();
         // every MCP child has exited once this resolves
         await mcp?.close();
         parts.closeBus();
@@ -301,6 +322,7 @@ async function postgresParts(
     crossNode: {
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
+      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),

@@ -83,6 +83,29 @@ export type LifecycleData =
       status: "allowed" | "denied" | "expired" | "cancelled";
       decision?: "allow-once" | "allow-always" | "deny";
     }
+  /**
+   * a `pause` budget is used up (limits.budgets, SPEC 25): the run waits before its next model call until
+   * `budget.approval.resolve` with this id answers (allow-once, raise, deny) or it expires (denied)
+   */
+  | {
+      phase: "waiting";
+      for: "budget";
+      approvalId: string;
+      budget: string;
+      window: string;
+      unit: "usd" | "tokens";
+      spent: number;
+      limit: number;
+      expiresAtMs: number;
+    }
+  /** the budget approval the run waited for ended; allowed: the run goes on, else it ends with budget_exceeded */
+  | {
+      phase: "resumed";
+      for: "budget";
+      approvalId: string;
+      status: "allowed" | "denied" | "expired" | "cancelled";
+      decision?: "allow-once" | "raise" | "deny";
+    }
   /** the model failed for good; the run moves to the next model of the chain (SPEC 16) */
   | { phase: "fallback"; from: string; to: string; reason: string }
   /**

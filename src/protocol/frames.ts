@@ -20,6 +20,8 @@ export interface ErrorShape {
   message: string;
   details?: unknown;
   retryable?: boolean;
+  /** when a retry may succeed (`rate_limited`: the token's limit frees up then) */
+  retryAfterMs?: number;
 }
 
 export interface ResponseFrame<T = unknown> {
@@ -118,6 +120,9 @@ export const GATEWAY_METHODS = [
   "plugins.setEnabled",
   "exec.approvals.get",
   "exec.approvals.set",
+  "usage.summary",
+  "budget.approval.list",
+  "budget.approval.resolve",
 ] as const;
 export type GatewayMethod = (typeof GATEWAY_METHODS)[number];
 
@@ -129,6 +134,8 @@ export const GATEWAY_EVENTS = [
   "shutdown",
   "exec.approval.requested",
   "exec.approval.resolved",
+  "budget.approval.requested",
+  "budget.approval.resolved",
   "sessions.changed",
   "session.message",
   "diagnostic",

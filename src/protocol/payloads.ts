@@ -280,6 +280,10 @@ export const AUDIT_ACTIONS = [
   "tool.action.finished",
   // Loopgate's own: a run moved to another auth profile (SPEC 23); code "<reason>:<the profile it left>"
   "model.auth.rotated",
+  /** a run waits for approval because a `pause` budget is used up (code: the budget) */
+  "budget.paused",
+  /** an `agent` / `chat.send` refused at intake (code: rate_limited or budget_exceeded); nothing was stored */
+  "intake.refused",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -412,6 +416,8 @@ export interface RunInfo {
   /** provider/model that answered */
   model?: string;
   usage?: { input: number; output: number; total: number };
+  /** USD, every model call priced with the model that served it (absent when no model had a price) */
+  costUsd?: number;
   stopReason?: string;
   /** the error's kind/summary as the run record has it */
   error?: string;

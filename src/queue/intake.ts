@@ -42,8 +42,14 @@ export const ORIGIN_PARAM = "origin";
 
 /** The origin a stored run record carries (see ORIGIN_PARAM), if any. */
 export function originOfRecord(run: RunRecord): RunOrigin | undefined {
-  const origin = run.params[ORIGIN_PARAM] as { actor?: unknown } | undefined;
-  return typeof origin?.actor === "string" ? { actor: origin.actor } : undefined;
+  const origin = run.params[ORIGIN_PARAM] as { actor?: unknown; token?: unknown } | undefined;
+  if (typeof origin?.actor !== "string") return undefined;
+  return { actor: origin.actor, ...(typeof origin.token === "string" ? { token: origin.token } : {}) };
+}
+
+/** What of an origin is kept with the run (in memory and in its record): who, and with which token. */
+function keptOrigin(origin: RunOrigin): RunOrigin {
+  return { actor: origin.actor, ...(origin.token !== undefined ? { token: origin.token } : {}) };
 }
 
 export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
@@ -97,7 +103,7 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
     req: full,
     mode: route.mode,
     acceptedAt,
-    ...(origin ? { origin: { actor: origin.actor } } : {}),
+    ...(origin ? { origin: keptOrigin(origin) } : {}),
     receipt,
   });
   const s = state ?? sessionState(ctx, sessionKey);
@@ -281,7 +287,7 @@ async function storeAccepted(
       params: {
         ...req,
         owner: currentProcessIdentity(),
-        ...(origin ? { [ORIGIN_PARAM]: { actor: origin.actor } } : {}),
+        ...(origin ? { [ORIGIN_PARAM]: keptOrigin(origin) } : {}),
       } as unknown as Record<string, unknown>,
     },
   );

@@ -77,6 +77,8 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
     message,
     ...imagesOf([host, ...turn.merged]),
     ...wireRunOptions(host.req),
+    // whose token started the turn: its spend counts against that token's budgets (limits/)
+    ...(host.origin?.token !== undefined ? { token: host.origin.token } : {}),
     signal,
     steering: steeringFor(ctx, turn),
     onLoopEnd: () => {

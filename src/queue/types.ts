@@ -22,6 +22,11 @@ export interface RunOrigin {
    * configured queue mode of "interrupt" queues its message as a followup instead (only at accept; not stored)
    */
   control?: false;
+  /**
+   * the identity of the token the sender connected with (gateway/token-grants.ts `identity`): the cost ledger's and
+   * the token budgets' key; stored with the run, so a run recovered or claimed by another node keeps it
+   */
+  token?: string;
 }
 
 /** A request whose agent id is resolved (the session key names the agent). */
@@ -71,6 +76,8 @@ export interface RunSpec extends WireRunOptions {
   sessionKey: string;
   agentId: string;
   message: string;
+  /** the identity of the token whose client sent the turn's message (RunOrigin.token); absent for local runs */
+  token?: string;
   /** the images attached to the message(s) of this turn (a collected turn: every collected message's) */
   images?: ImageBlock[];
   signal?: AbortSignal;

@@ -178,6 +178,36 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       ALTER TABLE sessions ADD COLUMN auth_profile_override TEXT;
     `,
   },
+  {
+    version: 9,
+    name: "cost ledger",
+    // One row per model call (limits/cost-ledger.ts): budgets sum a window of it, usage.summary groups it. cost_usd
+    // is NULL for a model without a price (tokens only). seq is the ledger's own order, for paging and the count prune.
+    sql: `
+      CREATE TABLE cost_ledger (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        ts INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        session_key TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        token TEXT,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        auth_profile TEXT,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_read_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        total_tokens INTEGER NOT NULL,
+        cost_usd REAL
+      );
+      CREATE INDEX cost_ledger_ts ON cost_ledger (ts);
+      CREATE INDEX cost_ledger_agent ON cost_ledger (agent_id, ts);
+      CREATE INDEX cost_ledger_session ON cost_ledger (session_key, ts);
+      CREATE INDEX cost_ledger_token ON cost_ledger (token, ts);
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

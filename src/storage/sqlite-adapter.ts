@@ -7,6 +7,9 @@ import type {
   AuditQuery,
   AuthHealthRow,
   CompactionEntry,
+  CostQuery,
+  CostRow,
+  CostTotals,
   CronJobRecord,
   CronRunRecord,
   RunRecord,
@@ -125,6 +128,24 @@ export class SqliteStoreAdapter implements Store {
 
   async pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
     return this.db.pruneAuditEvents(opts);
+  }
+
+  async appendCostRows(rows: readonly CostRow[]): Promise<void> {
+    return this.db.appendCostRows(rows);
+  }
+
+  async listCostRows(
+    query: CostQuery & { afterSeq?: number; limit: number },
+  ): Promise<Array<CostRow & { seq: number }>> {
+    return this.db.listCostRows(query);
+  }
+
+  async sumCost(query: CostQuery): Promise<CostTotals> {
+    return this.db.sumCost(query);
+  }
+
+  async pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
+    return this.db.pruneCostRows(opts);
   }
 
   async listCronJobs(): Promise<CronJobRecord[]> {

@@ -72,11 +72,12 @@ describe("schema and migrations", () => {
       expect(db.pragma("user_version", { simple: true })).toBe(Math.max(...migrations.map((m) => m.version)));
       expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-      // sqlite_sequence: audit_events' AUTOINCREMENT keeps the highest sequence there
+      // sqlite_sequence: audit_events' and cost_ledger's AUTOINCREMENT keep the highest sequence there
       expect(tables).toEqual([
         "audit_events",
         "auth_health",
         "blobs",
+        "cost_ledger",
         "cron_jobs",
         "cron_runs",
         "run_events",

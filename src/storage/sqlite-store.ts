@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import type { CronJobSpec } from "../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
+import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "./cost-rows.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations, pendingMigrations } from "./migrations.js";
 import {
@@ -30,6 +31,9 @@ import type {
   AuditQuery,
   AuthHealthRow,
   CompactionEntry,
+  CostQuery,
+  CostRow,
+  CostTotals,
   CronJobRecord,
   CronRunRecord,
   RunRecord,
@@ -596,6 +600,40 @@ export class SqliteStore {
       () =>
         this.stmts.pruneAuditAge.run(opts.now - opts.maxAgeMs).changes +
         this.stmts.pruneAuditCount.run(opts.maxRows).changes,
+    );
+  }
+
+  appendCostRows(rows: readonly CostRow[]): void {
+    if (rows.length === 0) return;
+    const insert = this.prep(
+      `INSERT INTO cost_ledger (${COST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    );
+    this.transaction(() => {
+      for (const r of rows) insert.run(...costColumns(r));
+    });
+  }
+
+  listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Array<CostRow & { seq: number }> {
+    const { clause, args } = costWhere(query, () => "?");
+    const rows = this.prep(`SELECT * FROM cost_ledger ${clause} ORDER BY seq ASC LIMIT ?`).all(
+      ...args,
+      query.limit,
+    ) as Row[];
+    return rows.map(toCostRow);
+  }
+
+  sumCost(query: CostQuery): CostTotals {
+    const { clause, args } = costWhere(query, () => "?");
+    return toCostTotals(this.prep(`SELECT ${COST_SUMS} FROM cost_ledger ${clause}`).get(...args) as Row);
+  }
+
+  pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): number {
+    return this.transaction(
+      () =>
+        this.prep("DELETE FROM cost_ledger WHERE ts < ?").run(opts.now - opts.maxAgeMs).changes +
+        this.prep(
+          "DELETE FROM cost_ledger WHERE seq <= (SELECT seq FROM cost_ledger ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+        ).run(opts.maxRows).changes,
     );
   }
 

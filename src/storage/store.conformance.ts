@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AuditAction } from "../protocol/payloads.js";
 import type { ChatMessage } from "../providers/types.js";
-import type { AuditEventInput, RunRecord, Store, StoredRunEvent, TranscriptRow } from "./types.js";
+import type { AuditEventInput, CostRow, RunRecord, Store, StoredRunEvent, TranscriptRow } from "./types.js";
 
 /**
  * The Store conformance cases (Hono's common.case pattern): one file of cases, run by one `*.test.ts` per backend
@@ -31,6 +31,27 @@ function msgRow(sessionKey: string, text: string, createdAt = 1): Omit<Transcrip
 
 function run(runId: string, over: Partial<RunRecord> = {}): RunRecord {
   return { runId, sessionKey: KEY, status: "queued", acceptedAt: 1, params: { message: `m-${runId}` }, ...over };
+}
+
+let costs = 0;
+function cost(over: Partial<CostRow> = {}): CostRow {
+  costs++;
+  return {
+    id: `cost-${costs}-${Math.random().toString(36).slice(2)}`,
+    ts: 100,
+    runId: "r1",
+    sessionKey: KEY,
+    agentId: "main",
+    provider: "fake",
+    model: "m1",
+    inputTokens: 100,
+    outputTokens: 20,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    totalTokens: 120,
+    costUsd: 0.5,
+    ...over,
+  };
 }
 
 function event(runId: string, seq: number, sessionKey = KEY): StoredRunEvent {
@@ -488,6 +509,64 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         const s = await store.getSession(KEY);
         expect(s?.authProfile).toBeUndefined();
         expect(s?.authProfileOverride).toBe("openai:a");
+      });
+    });
+
+    describe("cost ledger", () => {
+      it("a model call's row reads back with its tokens, cost, token identity and auth profile", async () => {
+        const row = cost({ token: "tok:ab12", authProfile: "fake:work", cacheReadTokens: 7 });
+        await store.appendCostRows([row, cost({ costUsd: undefined, model: "unpriced" })]);
+        const rows = await store.listCostRows({ limit: 10 });
+        expect(rows.map(({ seq: _, ...r }) => r)).toEqual([row, expect.objectContaining({ model: "unpriced" })]);
+        expect(rows[1].costUsd).toBeUndefined();
+        expect(rows[1].token).toBeUndefined();
+        expect(rows[1].seq).toBeGreaterThan(rows[0].seq);
+      });
+
+      it("a row written twice (same id) is stored once", async () => {
+        const row = cost();
+        await store.appendCostRows([row]);
+        await store.appendCostRows([row, cost()]);
+        expect((await store.listCostRows({ limit: 10 })).length).toBe(2);
+      });
+
+      it("sums a window of one agent, session or token; unpriced calls count tokens only", async () => {
+        await store.appendCostRows([
+          cost({ ts: 10, agentId: "main", costUsd: 0.25 }),
+          cost({ ts: 20, agentId: "main", costUsd: undefined, totalTokens: 30, token: "tok:a" }),
+          cost({ ts: 30, agentId: "ops", costUsd: 1, sessionKey: OTHER, token: "tok:a" }),
+        ]);
+        expect(await store.sumCost({ agentId: "main" })).toEqual({
+          usd: 0.25,
+          tokens: 150,
+          calls: 2,
+          unpricedCalls: 1,
+        });
+        expect(await store.sumCost({ since: 20 })).toEqual({ usd: 1, tokens: 150, calls: 2, unpricedCalls: 1 });
+        expect(await store.sumCost({ since: 10, until: 30 })).toMatchObject({ calls: 2 });
+        expect(await store.sumCost({ token: "tok:a" })).toMatchObject({ usd: 1, tokens: 150 });
+        expect(await store.sumCost({ sessionKey: OTHER })).toMatchObject({ usd: 1, calls: 1 });
+        expect(await store.sumCost({ agentId: "nobody" })).toEqual({ usd: 0, tokens: 0, calls: 0, unpricedCalls: 0 });
+      });
+
+      it("a listing continues after the last seq it returned", async () => {
+        await store.appendCostRows([cost({ ts: 1 }), cost({ ts: 2 }), cost({ ts: 3 })]);
+        const first = await store.listCostRows({ limit: 2 });
+        const rest = await store.listCostRows({ limit: 2, afterSeq: first[1].seq });
+        expect([...first, ...rest].map((r) => r.ts)).toEqual([1, 2, 3]);
+      });
+
+      it("pruning drops rows past their age and the oldest beyond the row cap", async () => {
+        await store.appendCostRows([cost({ ts: 1 }), cost({ ts: 500 }), cost({ ts: 900 }), cost({ ts: 950 })]);
+        expect(await store.pruneCostRows({ now: 1000, maxAgeMs: 600, maxRows: 100 })).toBe(1);
+        expect(await store.pruneCostRows({ now: 1000, maxAgeMs: 10_000, maxRows: 2 })).toBe(1);
+        expect((await store.listCostRows({ limit: 10 })).map((r) => r.ts)).toEqual([900, 950]);
+      });
+
+      it("two nodes' rows sum together", async () => {
+        const other = await t.openAnother();
+        await Promise.all([store.appendCostRows([cost()]), other.appendCostRows([cost(), cost()])]);
+        expect((await other.sumCost({ agentId: "main" })).calls).toBe(3);
       });
     });
 

@@ -143,6 +143,48 @@ export interface AuditQuery {
   limit: number;
 }
 
+/**
+ * One model call in the cost ledger (limits/, SPEC 25): who spent (run, session, agent, the token that started the
+ * run), on what (provider, model, auth profile once credentials exist), how much (tokens, USD). `costUsd` is absent
+ * when the model has no configured price: the tokens still count, the money is unknown.
+ */
+export interface CostRow {
+  id: string;
+  ts: number;
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  /** the token identity of the client that started the run (gateway/token-grants.ts), absent for local runs */
+  token?: string;
+  provider: string;
+  model: string;
+  /** the auth profile the call used (`provider:name`), once credentials are resolved per call */
+  authProfile?: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  totalTokens: number;
+  costUsd?: number;
+}
+
+/** Which ledger rows to read or sum: every filter given must match; `since` ≤ ts < `until`. */
+export interface CostQuery {
+  since?: number;
+  until?: number;
+  agentId?: string;
+  sessionKey?: string;
+  token?: string;
+}
+
+/** Sums over ledger rows; `unpricedCalls` are calls whose model had no price (tokens only). */
+export interface CostTotals {
+  usd: number;
+  tokens: number;
+  calls: number;
+  unpricedCalls: number;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -212,6 +254,14 @@ export interface Store {
   listAuditEvents(query: AuditQuery): Promise<AuditEvent[]>;
   /** Drops rows that occurred before `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
   pruneAuditEvents(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number>;
+  /** Appends cost ledger rows, all or none (one transaction); a row whose id is stored already is left as it is. */
+  appendCostRows(rows: readonly CostRow[]): Promise<void>;
+  /** Ledger rows matching the query, oldest first, at most `limit`; `afterSeq` continues a listing (seq is returned). */
+  listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Promise<Array<CostRow & { seq: number }>>;
+  /** Sums the rows matching the query (budgets load their window's spend with it). */
+  sumCost(query: CostQuery): Promise<CostTotals>;
+  /** Drops rows older than `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
+  pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number>;
   /** Cron jobs added by RPC (config jobs live in the config), oldest first. */
   listCronJobs(): Promise<CronJobRecord[]>;
   /** Adds a job; false (and nothing written) when a job with that id is already stored. */

@@ -469,7 +469,7 @@ describe.runIf(run)("the web console in chromium", () => {
     expect(await box.inputValue()).toBe("");
   });
 
-  it("lists recent runs and the audit ledger", async () => {
+  it("lists recent runs with their cost, the audit ledger, and the spend per session on the usage page", async () => {
     // a run the model failed once: the session page shows the retry live, the run's detail counts it
     await openSession("agent:main:retry-demo");
     await send("flaky please");
@@ -499,6 +499,10 @@ describe.runIf(run)("the web console in chromium", () => {
     await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).getByRole("button").first().click();
     await detail.getByTestId("retries").filter({ hasText: "1" }).waitFor(WAIT);
     expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).textContent()).toContain("1 / —");
+    // every model call is priced: the run's row shows what it cost
+    expect(await runs.locator("tbody tr").filter({ hasText: "retry-demo" }).first().textContent()).toMatch(
+      /\$0\.\d{4}/,
+    );
     await page.getByRole("link", { name: "Audit" }).click();
     await page.getByTestId("audit").locator("tbody tr").filter({ hasText: "agent.run.finished" }).first().waitFor(WAIT);
     const actors = await page
@@ -507,6 +511,13 @@ describe.runIf(run)("the web console in chromium", () => {
     const devices = actors.filter((a) => a.title?.startsWith("device:"));
     expect(devices.length).toBeGreaterThan(0);
     for (const a of devices) expect(a.text).toBe(`device ${a.title?.slice(7, 15)}`);
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page
+      .getByTestId("usage-total")
+      .filter({ hasText: /\$0\.\d{4} · [\d,]+ tokens · \d+ model calls/ })
+      .waitFor(WAIT);
+    await page.getByLabel("By").selectOption("session");
+    await page.getByTestId("usage-groups").locator("tbody tr").filter({ hasText: "retry-demo" }).waitFor(WAIT);
   });
 
   it("answers an exec approval from the approvals page", async () => {

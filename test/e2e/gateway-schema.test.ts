@@ -125,7 +125,13 @@ describe("gateway frames against protocol.schema.json", () => {
       provider,
       gateway: { token: "tok", tickIntervalMs: 25, chatDeltaIntervalMs: 1 },
       // a low warn threshold makes the held run below report itself (the `diagnostic` event); nothing is aborted
-      config: { diagnostics: { enabled: true, stuckSessionWarnMs: 50, stuckSessionAbortMs: 600_000 } },
+      config: {
+        diagnostics: { enabled: true, stuckSessionWarnMs: 50, stuckSessionAbortMs: 600_000 },
+        // session "budget" pauses for approval once it has spent a token today (budget.approval.* events)
+        limits: {
+          budgets: [{ scope: "session", match: "agent:main:budget", window: "day", maxTokens: 1, action: "pause" }],
+        },
+      },
     });
     const refused = await RawPeer.open(g.url);
     await refused.connect({ token: "wrong" });
@@ -165,6 +171,13 @@ describe("gateway frames against protocol.schema.json", () => {
     const resolveParams = { id: String(asked.payload?.id), decision: "deny" };
     await peer.call("exec.approval.resolve", resolveParams);
     await peer.response(exec, 2);
+    await peer.response(peer.send("agent", { message: "spend", idempotencyKey: "sch-b1", sessionKey: "budget" }), 2);
+    const paused = peer.send("agent", { message: "more", idempotencyKey: "sch-b2", sessionKey: "budget" });
+    const budgetAsked = await peer.seen((f) => f.event === "budget.approval.requested");
+    await peer.call("budget.approval.list");
+    await peer.call("budget.approval.resolve", { id: String(budgetAsked.payload?.id), decision: "allow-once" });
+    await peer.response(paused, 2);
+    await peer.call("usage.summary", { by: "session" });
     await peer.call("health");
     const auditParams = { sessionKey: "schema", limit: 5 };
     const audit = await peer.call("audit.list", auditParams);
@@ -215,6 +228,13 @@ describe("gateway frames against protocol.schema.json", () => {
           }
           case "exec.approval.resolved":
             expect(p).toMatchObject({ id: asked.payload?.id, status: "denied", decision: "deny", reason: "user" });
+            break;
+          case "budget.approval.requested":
+            // no published definition (OpenClaw has no budgets): our one shape, protocol/budget-approvals.ts
+            expect(p).toMatchObject({ budget: "limits.budgets.0", runId: "sch-b2", unit: "tokens", limit: 1 });
+            break;
+          case "budget.approval.resolved":
+            expect(p).toMatchObject({ id: budgetAsked.payload?.id, status: "allowed", decision: "allow-once" });
             break;
           case "sessions.changed":
             // no published event definition: the session it carries is an OpenClaw SessionRow

@@ -143,6 +143,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "usage.summary": "unauthorized",
+    "budget.approval.resolve unknown": "unauthorized",
     "cron.list": "unauthorized",
     "cron.add granted": "unauthorized",
     "cron.add ungranted": "unauthorized",
@@ -210,6 +212,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "unauthorized",
     "exec.approval.list": "unauthorized",
     "exec.approval.resolve unknown": "unauthorized",
+    "usage.summary": "ok: granted sessions only",
+    "budget.approval.resolve unknown": "unauthorized",
     "cron.list": "ok: in",
     "cron.add granted": "unauthorized",
     "cron.add ungranted": "unauthorized",
@@ -277,6 +281,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.delete ungranted": "forbidden",
     "exec.approval.list": "ok",
     "exec.approval.resolve unknown": "not_found",
+    "usage.summary": "ok: granted sessions only",
+    "budget.approval.resolve unknown": "not_found",
     "cron.list": "ok: in",
     "cron.add granted": "ok",
     "cron.add ungranted": "forbidden",
@@ -401,6 +407,15 @@ describe("one visibility rule: method × scope × grant", () => {
       actual["exec.approval.list"] = outcome(await client.call("exec.approval.list"));
       const unknownApproval = { id: "no-such-approval", decision: "deny" };
       actual["exec.approval.resolve unknown"] = outcome(await client.call("exec.approval.resolve", unknownApproval));
+      const unknownBudget = { id: "budget-no-such-approval", decision: "deny" };
+      actual["budget.approval.resolve unknown"] = outcome(await client.call("budget.approval.resolve", unknownBudget));
+      const usage = await client.call("usage.summary", { by: "session" });
+      const spentIn = ((usage.payload?.groups ?? []) as Array<{ key: string }>).map((g) => g.key);
+      actual["usage.summary"] = usage.ok
+        ? spentIn.every((k) => k.startsWith("agent:main:support-")) && spentIn.includes(key.granted)
+          ? "ok: granted sessions only"
+          : `ok: ${spentIn.join(", ")}`
+        : outcome(usage);
       for (const t of ["granted", "ungranted"] as const) {
         actual[`audit.list ${t}`] = outcome(await client.call("audit.list", { sessionKey: key[t] }));
       }

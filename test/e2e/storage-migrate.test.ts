@@ -119,7 +119,7 @@ describe.skipIf(!testPostgresUrl)("storage migrate of a 100-session state dir, t
     expect(first.stdout).toContain("  sessions 100/100\n");
     expect(first.stdout).toContain("  transcript 400/400\n");
     expect(first.stdout).toMatch(
-      /verified: sessions 100\/100, transcript 400\/400, blobs 1\/1, runs 101\/101, run_events 200\/200, audit_events 200\/200, cron_jobs 1\/1, cron_runs 1\/1/,
+      /verified: sessions 100\/100, transcript 400\/400, blobs 1\/1, runs 101\/101, run_events 200\/200, audit_events 200\/200, cost_ledger 0\/0, cron_jobs 1\/1, cron_runs 1\/1/,
     );
     expect(sha256Of(fs.readFileSync(path.join(stateDir, "loopgate.sqlite")))).toBe(sqliteHashBefore);
   });

@@ -1,8 +1,8 @@
 /**
  * The console shell: the token form (the token is kept in sessionStorage, so it is typed once per tab and gone when
  * the tab closes), the connection banner, the navigation, and the hash router (#/sessions, #/session/<key>, #/runs,
- * #/approvals, #/audit, #/diagnostics, and the operator pages #/cron, #/skills, #/config, #/exec-policy, #/logs).
- * Hash routes need no server-side fallback page.
+ * #/approvals, #/audit, #/usage, #/diagnostics, and the operator pages #/cron, #/skills, #/config, #/exec-policy,
+ * #/logs). Hash routes need no server-side fallback page.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { type ConnState, canWrite, GatewayClient, gatewayUrl } from "./gateway";
@@ -14,6 +14,7 @@ import { isOperatorPage, OperatorPage } from "./pages/operator-pages";
 import { RunsPage } from "./pages/runs";
 import { SessionPage } from "./pages/session";
 import { SessionsPage } from "./pages/sessions";
+import { UsagePage } from "./pages/usage";
 
 const TOKEN_KEY = "loopgate.console.token";
 
@@ -135,6 +136,7 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
       has("exec.approval.list") && model.canApprove(),
     ],
     ["audit", "Audit", has("audit.list")],
+    ["usage", "Usage", has("usage.summary")],
     ["diagnostics", "Diagnostics", has("diagnostics.list")],
     // operator pages (lazy chunks): config, exec policy and logs are operator.admin reads
     ["cron", "Cron", has("cron.list")],
@@ -195,6 +197,8 @@ function Connected(props: { token: string; onSignOut(message?: string): void }) 
           <ApprovalsPage model={model} />
         ) : page === "audit" ? (
           <AuditPage model={model} />
+        ) : page === "usage" ? (
+          <UsagePage model={model} />
         ) : page === "diagnostics" && has("diagnostics.list") ? (
           <DiagnosticsPage model={model} />
         ) : isOperatorPage(page) ? (

@@ -56,3 +56,8 @@ export function shortActor(actor: string | undefined): { text: string; full?: st
   if (actor.length > 24) return { text: `${actor.slice(0, 20)}…`, full: actor };
   return { text: actor };
 }
+
+/** "$0.0123" (four decimals: a model call often costs less than a cent); "—" when unknown. */
+export function usd(n: number | undefined): string {
+  return n === undefined ? "—" : `$${n.toFixed(4)}`;
+}

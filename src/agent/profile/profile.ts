@@ -1,5 +1,6 @@
 import type { LoopgateConfig } from "../../config/schema.js";
 import type { AuthProfiles, RunAuthHooks, RunCredentials } from "../../credentials/index.js";
+import type { Spender, RunLimits as SpendLimits } from "../../limits/budgets.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import type { ToolSpec } from "../../providers/types.js";
 import type { RunSandbox as SandboxOfRun } from "../../tools/sandbox/types.js";
@@ -11,8 +12,8 @@ import { runModelChain } from "./model-chain.js";
 export type { RunCredentials };
 /** The session's sandbox (where exec and the file tools run): tools/sandbox/. */
 export type RunSandbox = SandboxOfRun;
-/** Spend and usage limits for the run: the limits issue fills this slot. */
-export type RunLimits = Readonly<Record<string, never>>;
+/** Spend and usage limits for the run: its budgets, run caps and meter (limits/budgets.ts). */
+export type RunLimits = SpendLimits;
 
 /**
  * What one run may use, resolved once at prepare time and read by every phase after it: the agent's tools (built-in,
@@ -53,6 +54,8 @@ export interface ProfileSources {
   readonly authProfiles?: AuthProfiles;
   /** the session's sandbox (made on first use), undefined when its runs are not sandboxed; absent: none is */
   sandboxFor?(agentId: string, sessionKey: string, workspaceDir: string): Promise<RunSandbox | undefined>;
+  /** the run's spend limits (limits/spend-control.ts); absent where spend is not controlled (unit harnesses) */
+  runLimits?(who: Spender): RunLimits | undefined;
 }
 
 /** Resolves the run's profile. Throws (before the run takes its session lock) when the model ref is unknown. */
@@ -66,6 +69,8 @@ export async function resolveRunProfile(
     /** the run's own auth profile (`--auth-profile`), preferred while usable */
     authProfile?: string;
     authHooks?: RunAuthHooks;
+    /** the token that started the run (spend limits per token) */
+    token?: string;
   },
 ): Promise<RunProfile> {
   const model = from.resolveModel(run.modelRef);
@@ -93,6 +98,13 @@ export async function resolveRunProfile(
           })
         : undefined,
     sandbox,
-    limits: undefined,
+    limits:
+      run.sessionKey !== undefined
+        ? from.runLimits?.({
+            agentId: run.agentId,
+            sessionKey: run.sessionKey,
+            ...(run.token !== undefined ? { token: run.token } : {}),
+          })
+        : undefined,
   };
 }

@@ -1,5 +1,7 @@
 import { withAuthProfiles } from "../../credentials/index.js";
 import type { Beat } from "../../infra/cadence.js";
+import { meteredProvider } from "../../limits/metered-provider.js";
+import type { MeteredRun } from "../../limits/spend-control.js";
 import { acceptsImages, textOnlyProvider } from "../../providers/image-input.js";
 import type { ResolvedModel } from "../../providers/registry.js";
 import {
@@ -35,17 +37,21 @@ export interface AttemptInput {
   spans?: AttemptSpans;
 }
 
-/** The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call). */
+/**
+ * The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call), and
+ * (when the run is given) behind spend control: budgets checked before every call, usage recorded after it.
+ */
 export async function providerFor(
   rt: RunPorts,
   model: ResolvedModel,
   runTimeoutMs: number,
   spec?: Pick<RunSpec, "lane" | "timeout">,
   profile?: Pick<RunProfile, "credentials">,
+  metered?: MeteredRun,
 ): Promise<ModelProvider> {
   // the key per call from the run's auth profiles, rotated inside the call (credentials/keyed-provider.ts)
   const provider = withAuthProfiles(await rt.getProvider(model.providerId), profile?.credentials);
-  return withIdleWatchdog(
+  const watched = withIdleWatchdog(
     // a model that reads no images gets a note in their place (providers/image-input.ts)
     acceptsImages(model.api, model.model) ? provider : textOnlyProvider(provider),
     resolveIdleTimeoutMs({
@@ -57,6 +63,13 @@ export async function providerFor(
     }),
     rt.clock,
   );
+  return meteredProvider(rt.spend, metered, model, watched);
+}
+
+/** The run as spend control meters it: who spends, and the limits its profile resolved. */
+export function meteredRun(spec: Pick<RunSpec, "runId" | "sessionKey" | "agentId">, prepared: PreparedRun): MeteredRun {
+  const { limits, credentials } = prepared.profile;
+  return { runId: spec.runId, sessionKey: spec.sessionKey, agentId: spec.agentId, limits, credentials };
 }
 
 /** The provider as is, or (when something observes model calls) telling it when each call starts and ends. */
@@ -101,7 +114,14 @@ export async function runAttempt(
   projection: RunProjection,
   input: AttemptInput,
 ): Promise<LoopOutcome> {
-  const provider = await providerFor(rt, input.model, input.timeoutMs, spec, prepared.profile);
+  const provider = await providerFor(
+    rt,
+    input.model,
+    input.timeoutMs,
+    spec,
+    prepared.profile,
+    meteredRun(spec, prepared),
+  );
   const spans = input.spans;
   const loop = runAgentLoop(
     {

@@ -217,7 +217,14 @@ export class RunContextGuard implements ContextGuard {
 
   private summarizer(model: ResolvedModel): SummarizePort {
     return async (prompt, signal) => {
-      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs, undefined, this.c.prepared.profile);
+      // a compaction summary is a model call of the run: its budgets are checked and its usage recorded too
+      const provider = await providerFor(this.c.rt, model, this.c.timeoutMs, undefined, this.c.prepared.profile, {
+        runId: this.c.runId,
+        sessionKey: this.c.prepared.hookCtx.sessionKey,
+        agentId: this.c.prepared.profile.agentId,
+        limits: this.c.prepared.profile.limits,
+        credentials: this.c.prepared.profile.credentials,
+      });
       let text = "";
       const stream = provider.stream({
         model: model.modelId,

@@ -189,6 +189,12 @@ function modelFacts(
   } catch {
     return {};
   }
+  // with spend control every call was priced with the model that served it (compaction and fallbacks included):
+  // that sum is the run's cost; without it, or when a call's model had no price, the estimate stands
+  const meter = profile.limits?.meter;
+  if (meter && meter.calls > 0 && meter.unpriced === 0) {
+    return { ...(entry.name ? { modelName: entry.name } : {}), costUsd: Math.round(meter.usd * 1e6) / 1e6 };
+  }
   return {
     ...(entry.name ? { modelName: entry.name } : {}),
     ...(entry.cost ? { costUsd: estimateCostUsd(usage, entry.cost) } : {}),

@@ -27,6 +27,7 @@ export type RunPorts = Pick<
   | "onPrivateNetwork"
   | "runBeat"
   | "modelCalls"
+  | "spend"
 >;
 
 /** What a turn needs besides: its lanes, the runtime's lazy init, the agent's model ref, and the profile's sources. */

@@ -82,6 +82,7 @@ export async function prepareRun(
       rotated: ({ from, to, reason }) => run.events.emit("lifecycle", { phase: "auth_rotate", from, to, reason }),
       warn: (message, fields) => rt.logger.warn(message, fields),
     },
+    ...(spec.token !== undefined ? { token: spec.token } : {}),
   });
   const model = profile.model;
   const images = spec.images ?? [];

@@ -48,6 +48,8 @@ export async function startRunHarness(opts: {
   config?: (baseUrl: string) => Record<string, unknown>;
   /** tools beside the built-ins */
   tools?: Tool[];
+  /** "embedded" composes the node a `loopgate agent --local` run gets (spend control included); default "test" */
+  role?: "test" | "embedded";
 }): Promise<RunHarness> {
   const server = await startFakeModelServer({ respond: opts.respond });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lg-run-"));
@@ -67,7 +69,7 @@ export async function startRunHarness(opts: {
     messages: { queue: { debounceMs: 0 } },
   };
   const node = composeSqliteNode({
-    role: "test",
+    role: opts.role ?? "test",
     config: parseConfig({ ...base, ...opts.config?.(server.baseUrl) }),
     stateDir: dir,
     store: new SqliteStoreAdapter(store),

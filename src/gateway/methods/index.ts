@@ -52,6 +52,7 @@ import {
   sessionsSubscribeMethod,
   sessionsUnsubscribeMethod,
 } from "./subscriptions.js";
+import { budgetApprovalListMethod, budgetApprovalResolveMethod, usageSummaryMethod } from "./usage.js";
 
 /** Every method the gateway serves, by name. `hello-ok.features.methods` is built from the same list. */
 export function methodRegistry(): Map<string, AnyMethod> {
@@ -110,6 +111,9 @@ export function methodRegistry(): Map<string, AnyMethod> {
     pluginsSetEnabledMethod,
     execApprovalsGetMethod,
     execApprovalsSetMethod,
+    usageSummaryMethod,
+    budgetApprovalListMethod,
+    budgetApprovalResolveMethod,
   ];
   return new Map(all.map((m) => [m.name, m]));
 }

@@ -8,6 +8,7 @@ import { normalizeSessionKey } from "../../session/keys.js";
 import { formatBytes } from "../../tools/image-prepare.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 import { GatewayError } from "../errors.js";
+import { countAcceptedRun, refuseOverSpendLimits } from "../spend-intake.js";
 
 /**
  * The shared intake of `agent` and `chat.send`: attachments made ready (agent/attachments.ts), durable accept, subscribe the caller to the session, answer
@@ -20,8 +21,10 @@ export async function acceptRun(
   params: AgentRequest,
   reply: Reply,
 ): Promise<AcceptedRun> {
-  await checkSendAccess(gw, conn, params);
+  const existing = await checkSendAccess(gw, conn, params);
   refuseDeniedControl(conn, params);
+  // an idempotent repeat starts nothing: it is not counted or refused by the spend limits
+  if (!existing) await refuseOverSpendLimits(gw, conn, params, await targetSessionKey(gw, params));
   // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
   const req = await withAttachmentBytes(gw, conn, params, () =>
     prepareAttachments(params, { imageWork: gw.imageWork }),
@@ -32,12 +35,19 @@ export async function acceptRun(
     // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
     const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
     // a client denied in-band control never interrupts, even where the session's queue mode is "interrupt"
-    const origin = { actor: conn.actor, ...(conn.access.commandsDeniedBy ? { control: false as const } : {}) };
+    const token = conn.access.tokenIdentity;
+    const origin = {
+      actor: conn.actor,
+      ...(conn.access.commandsDeniedBy ? { control: false as const } : {}),
+      // the run's spend counts against its token's budgets, and the cost ledger names it
+      ...(token !== undefined ? { token } : {}),
+    };
     const accepted = await gw.service.accept(req, origin);
     // OpenClaw's `agent` label names the run's session (as sessions.patch label does); sessions.resolve finds it
     if (!accepted.existing && req.label !== undefined)
       await gw.service.patchSession(accepted.sessionKey, { label: req.label });
     if (!accepted.existing) {
+      countAcceptedRun(gw, conn, accepted.runId);
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);
       if (newSession) gw.service.sessionChanged(accepted.sessionKey, "created");
@@ -97,14 +107,15 @@ async function withAttachmentBytes<T>(
  * SPEC 21, before anything is stored: the target session must be granted, and an idempotent repeat of an existing
  * run answers with that run's status and final, so it needs the right to see that run.
  */
-async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): Promise<void> {
+async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): Promise<boolean> {
   const existing = await gw.service.sessions.run(req.idempotencyKey);
   if (existing) {
     conn.access.requireRunVisible(existing.runId, existing.sessionKey);
-    return;
+    return true;
   }
   const key = await targetSessionKey(gw, req);
   if (key !== undefined) conn.access.requireSend(key);
+  return false;
 }
 
 /**

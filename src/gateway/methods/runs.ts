@@ -25,6 +25,7 @@ export function runInfo(run: RunRecord, actor: string | undefined): RunInfo {
     ...(run.startedAt !== undefined && run.endedAt !== undefined ? { durationMs: run.endedAt - run.startedAt } : {}),
     ...(meta?.model ? { model: meta.model } : {}),
     ...(meta?.usage ? { usage: { input: meta.usage.input, output: meta.usage.output, total: meta.usage.total } } : {}),
+    ...(typeof meta?.costUsd === "number" ? { costUsd: meta.costUsd } : {}),
     ...(run.stopReason ? { stopReason: run.stopReason } : {}),
     ...(run.error ? { error: run.error } : {}),
     ...(typeof receipt === "string" ? { receipt } : {}),

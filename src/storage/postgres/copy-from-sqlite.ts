@@ -21,6 +21,7 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; order: string }> = [
   { table: "runs", order: "accepted_at, rowid" },
   { table: "run_events", order: "rowid" },
   { table: "audit_events", order: "seq" },
+  { table: "cost_ledger", order: "seq" },
   { table: "cron_jobs", order: "rowid" },
   { table: "cron_runs", order: "id" },
   { table: "auth_health", order: "profile_id, model" },
@@ -425,6 +426,7 @@ async function continueIdentities(db: Source, pool: pg.Pool, runsCopied: number)
         ?.seq ?? 0)
     : 0;
   await setAbove("audit_events", "seq", Math.max(maxOf("audit_events", "seq"), handedOut));
+  await setAbove("cost_ledger", "seq", maxOf("cost_ledger", "seq"));
   await setAbove("cron_runs", "id", maxOf("cron_runs", "id"));
   await setAbove("runs", "queue_seq", runsCopied);
 }

@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { CronJobSpec } from "../../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../../protocol/payloads.js";
 import type { ChatMessage } from "../../providers/types.js";
+import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "../cost-rows.js";
 import { type ImageBlobRow, imageRefs, splitImageData, withImageData } from "../image-blobs.js";
 import {
   auditFilters,
@@ -26,6 +27,9 @@ import type {
   AuditQuery,
   AuthHealthRow,
   CompactionEntry,
+  CostQuery,
+  CostRow,
+  CostTotals,
   CronJobRecord,
   CronRunRecord,
   RunRecord,
@@ -646,6 +650,53 @@ export class PostgresStore implements Store {
     const { rowCount } = await this.pool.query(
       `DELETE FROM audit_events WHERE ts < $1 OR seq <= (
          SELECT seq FROM audit_events WHERE ts >= $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
+      [opts.now - opts.maxAgeMs, Math.max(0, opts.maxRows)],
+    );
+    return rowCount ?? 0;
+  }
+
+  async appendCostRows(rows: readonly CostRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const col = (i: number) => rows.map((r) => costColumns(r)[i]);
+    // one statement, in the order given (the identity hands out seqs by ord)
+    await this.pool.query(
+      `INSERT INTO cost_ledger (${COST_COLUMNS})
+       SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
+              cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
+       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+                   $15::float8[])
+         WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
+                              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
+                              cost_usd, ord)
+       ORDER BY ord
+       ON CONFLICT (id) DO NOTHING`,
+      Array.from({ length: 15 }, (_, i) => col(i)),
+    );
+  }
+
+  async listCostRows(
+    query: CostQuery & { afterSeq?: number; limit: number },
+  ): Promise<Array<CostRow & { seq: number }>> {
+    const { clause, args } = costWhere(query, (n) => `$${n}`);
+    args.push(query.limit);
+    const { rows } = await this.pool.query(
+      `SELECT * FROM cost_ledger ${clause} ORDER BY seq ASC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map(toCostRow);
+  }
+
+  async sumCost(query: CostQuery): Promise<CostTotals> {
+    const { clause, args } = costWhere(query, (n) => `$${n}`);
+    const { rows } = await this.pool.query(`SELECT ${COST_SUMS} FROM cost_ledger ${clause}`, args);
+    return toCostTotals(rows[0]);
+  }
+
+  async pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM cost_ledger WHERE ts < $1 OR seq <= (
+         SELECT seq FROM cost_ledger WHERE ts >= $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
       [opts.now - opts.maxAgeMs, Math.max(0, opts.maxRows)],
     );
     return rowCount ?? 0;

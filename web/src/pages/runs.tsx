@@ -2,7 +2,7 @@ import { Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { RunInfo, RunsListResult } from "../../../src/protocol/payloads";
 import { RunDetail } from "../components/run-detail";
-import { duration, sessionHref, shortKey, tokens } from "../format";
+import { duration, sessionHref, shortKey, tokens, usd } from "../format";
 import { type ConsoleModel, useModel } from "../model";
 
 /** Recent runs (runs.list) with what this console saw live of each: retries and fallbacks; details open under the row. */
@@ -46,6 +46,9 @@ export function RunsPage(props: { model: ConsoleModel }) {
             <th scope="col" class="num">
               Tokens
             </th>
+            <th scope="col" class="num">
+              Cost
+            </th>
             <th scope="col" class="wide">
               Model
             </th>
@@ -84,6 +87,9 @@ export function RunsPage(props: { model: ConsoleModel }) {
                   <td data-label="Tokens" class="num">
                     {tokens(r.usage?.total)}
                   </td>
+                  <td data-label="Cost" class="num">
+                    {usd(r.costUsd)}
+                  </td>
                   <td data-label="Model" class="wide">
                     {r.model ?? live?.model ?? "—"}
                   </td>
@@ -93,7 +99,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
                 </tr>
                 {selected === r.runId && (
                   <tr class="detail-row">
-                    <td colSpan={7}>
+                    <td colSpan={8}>
                       <RunDetail model={model} runId={r.runId} actor={r.actor} onClose={() => setSelected(undefined)} />
                     </td>
                   </tr>
@@ -103,7 +109,7 @@ export function RunsPage(props: { model: ConsoleModel }) {
           })}
           {runs.length === 0 && (
             <tr>
-              <td colSpan={7} class="empty">
+              <td colSpan={8} class="empty">
                 No runs yet.
               </td>
             </tr>
