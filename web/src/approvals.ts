@@ -4,6 +4,7 @@
  * offered, and how an entry reads. A new kind of approval (budget pauses, issue 30) is one more entry here; the
  * Approvals page and the inline cards in a session render every kind the same way.
  */
+import type { BudgetApprovalRequested } from "../../src/protocol/budget-approvals";
 import type { ExecApprovalRequested } from "../../src/protocol/exec-approvals";
 
 export interface ApprovalAnswer {
@@ -72,15 +73,23 @@ export const APPROVAL_KINDS: ApprovalKind[] = [
     listMethod: "budget.approval.list",
     resolveMethod: "budget.approval.resolve",
     answers: [
-      { decision: "allow", label: "Continue" },
+      { decision: "allow-once", label: "Allow one more call" },
+      { decision: "raise", label: "Raise for this run" },
       { decision: "deny", label: "Stop the run", danger: true },
     ],
     describe(raw) {
-      const what = str(raw.budget) ?? str(raw.scope) ?? "budget";
+      const a = raw as unknown as Partial<BudgetApprovalRequested>;
+      const budget = str(a.budget) ?? "budget";
+      const amount = (n: number | undefined) =>
+        n === undefined
+          ? "?"
+          : a.unit === "tokens"
+            ? `${Math.round(n).toLocaleString("en")} tokens`
+            : `$${n.toFixed(4)}`;
       return {
-        title: str(raw.summary) ?? str(raw.message) ?? `over the ${what} limit`,
-        subject: `budget: ${what}`,
-        reason: str(raw.reason),
+        title: `${budget} (${str(a.window) ?? "window"}): spent ${amount(num(a.spent))} of ${amount(num(a.limit))}`,
+        subject: `budget pause of agent ${str(a.agentId) ?? "?"}`,
+        reason: "the run waits before its next model call",
       };
     },
   },
