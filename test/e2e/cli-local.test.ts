@@ -38,6 +38,12 @@ afterAll(() => {
   for (const dir of sandboxes) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+// Guards, not timing assertions: this file runs ~19 CLI processes at once, and inside the full suite on a 2-core
+// machine one `agent --local` can take several seconds of wall time (the same test alone takes ~1 s), so the
+// defaults (20 s per test, 15 s per child) killed healthy children and failed runs whose output was right.
+const TEST_TIMEOUT_MS = 90_000;
+const CHILD_KILL_MS = 60_000;
+
 /**
  * One test's world: its own temp dir holding the state dir, HOME and config files, so tests can run concurrently.
  * `loopgate(args)` runs the CLI there; `onStdout` sees stdout as it arrives (with the child, to signal it). A child
@@ -75,7 +81,7 @@ function sandbox() {
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
         stderr += chunk;
       });
-      const guard = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      const guard = setTimeout(() => child.kill("SIGKILL"), CHILD_KILL_MS);
       child.on("error", reject);
       child.on("close", (code, signal) => {
         clearTimeout(guard);
@@ -126,7 +132,7 @@ function jsonLines(stdout: string): JsonLine[] {
 
 const noStackTrace = (stderr: string) => expect(stderr, "no stack trace for the user").not.toMatch(/^\s{4}at /m);
 
-describe.concurrent("loopgate basics", () => {
+describe.concurrent("loopgate basics", { timeout: TEST_TIMEOUT_MS }, () => {
   it("--version prints the package version and exits 0", async () => {
     const { loopgate } = sandbox();
     const r = await loopgate(["--version"]);
@@ -162,7 +168,7 @@ describe.concurrent("loopgate basics", () => {
   });
 });
 
-describe.concurrent("loopgate agent --local", () => {
+describe.concurrent("loopgate agent --local", { timeout: TEST_TIMEOUT_MS }, () => {
   it("runs a turn with the configured model and streams the reply to stdout", async () => {
     const { loopgate, configFor } = sandbox();
     const r = await loopgate(["agent", "--local", "--message", "hi", "--config", configFor("hello.script.json5")]);
@@ -307,7 +313,7 @@ describe.concurrent("loopgate agent --local", () => {
   });
 });
 
-describe.concurrent("loopgate sessions", () => {
+describe.concurrent("loopgate sessions", { timeout: TEST_TIMEOUT_MS }, () => {
   it("list and show reveal what earlier CLI processes wrote", async () => {
     const { loopgate, configFor } = sandbox();
     const config = configFor("hello.script.json5");
@@ -346,7 +352,7 @@ describe.concurrent("loopgate sessions", () => {
   });
 });
 
-describe.concurrent("loopgate sessions (bare: the list)", () => {
+describe.concurrent("loopgate sessions (bare: the list)", { timeout: TEST_TIMEOUT_MS }, () => {
   it("lists sessions newest first with local times and their zone; --limit keeps the newest n", async () => {
     const { loopgate, configFor } = sandbox();
     const config = configFor("hello.script.json5");
@@ -395,7 +401,7 @@ describe.concurrent("loopgate sessions (bare: the list)", () => {
   });
 });
 
-describe.concurrent("what the CLI writes where", () => {
+describe.concurrent("what the CLI writes where", { timeout: TEST_TIMEOUT_MS }, () => {
   const escapes = /\x1b\[/;
 
   it("piped output has no escape codes; FORCE_COLOR adds them to the tool line; --no-color wins", async () => {
