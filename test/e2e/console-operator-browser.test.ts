@@ -136,7 +136,8 @@ describe.runIf(run)("the console's operator pages in chromium", () => {
     await open(page, "config", "Config");
     const port = page.locator('tr[data-key="gateway.port"]');
     await port.waitFor(WAIT);
-    expect(await port.locator(".op-help").textContent()).toContain("TCP port the gateway listens on");
+    // the values (config.get) and the help (config.schema) are two answers: a row may show before its help does
+    await expect.poll(() => port.locator(".op-help").textContent(), WAIT).toContain("TCP port the gateway listens on");
     // the value is the config's (the fixture sets a 1 s warn threshold)
     const warn = page.locator('tr[data-key="diagnostics.stuckSessionWarnMs"]');
     expect(await warn.locator(".op-value").textContent()).toBe("1000");
