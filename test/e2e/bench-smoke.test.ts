@@ -50,6 +50,7 @@ const EXPECTED_METRICS = [
   // Postgres rows: measured when LOOPGATE_TEST_POSTGRES_URL is set (CI), else "not available" with the reason
   "postgres.sqlite.throughput",
   "postgres.sqlite.turn.p50",
+  "sandbox.exec",
   "postgres.sqlite.cpu",
   "postgres.commit",
   ...[1, 2, 3].flatMap((n) =>
