@@ -68,6 +68,28 @@ export async function connectGateway(
 }
 
 /**
+ * One connection for a command's calls; a refusal of the gateway is said in the user's terms: a bad param, an
+ * unknown id, a conflict or a missing scope is the user's to fix (exit 2), anything else a failure of the call.
+ */
+export async function withGateway<T>(
+  opts: { url?: string; token?: string; config?: string },
+  scopes: string[],
+  fn: (call: <R>(method: string, params: unknown) => Promise<R>) => Promise<T>,
+): Promise<T> {
+  const { url, token } = resolveGatewayTarget(opts);
+  const client = await connectGateway(url, token, scopes);
+  try {
+    return await fn((method, params) => client.request(method, params));
+  } catch (err) {
+    if (!(err instanceof GatewayRequestError)) throw err;
+    const usage = ["invalid_params", "not_found", "conflict", "forbidden", "unauthorized"].includes(err.code);
+    throw new CliError(`${err.method}: ${err.message}`, usage ? EXIT.usage : EXIT.runError);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
  * How to answer an approval the run waits for: the console's Approvals page on the gateway's own HTTP port (the
  * console has no page per approval; the id rides in the route for the reader), and the CLI commands, carrying the
  * --url given here (a --token is not repeated: it would put the secret on the screen).

@@ -1,4 +1,3 @@
-import { GatewayRequestError } from "../client/errors.js";
 import type { CronJobSpec } from "../protocol/params.js";
 import type {
   CronAddResult,
@@ -7,7 +6,7 @@ import type {
   CronRemoveResult,
   CronRunResult,
 } from "../protocol/payloads.js";
-import { connectGateway, resolveGatewayTarget } from "./agent-remote.js";
+import { withGateway } from "./agent-remote.js";
 import { CliError, EXIT } from "./exit-codes.js";
 
 /** `loopgate cron …`: every subcommand asks the running gateway, which owns the scheduler and its store. */
@@ -28,27 +27,6 @@ export interface CronAddCliOptions extends CronCliTarget {
   timeout?: string;
   model?: string;
   disabled?: boolean;
-}
-
-async function withGateway<T>(
-  opts: CronCliTarget,
-  scopes: string[],
-  fn: (call: <R>(method: string, params: unknown) => Promise<R>) => Promise<T>,
-): Promise<T> {
-  const { url, token } = resolveGatewayTarget(opts);
-  const client = await connectGateway(url, token, scopes);
-  try {
-    return await fn((method, params) => client.request(method, params));
-  } catch (err) {
-    if (err instanceof GatewayRequestError) {
-      // a refused job or param is the user's to fix (exit 2); anything else is a failure of the call
-      const usage = ["invalid_params", "not_found", "conflict", "forbidden", "unauthorized"].includes(err.code);
-      throw new CliError(`${err.method}: ${err.message}`, usage ? EXIT.usage : EXIT.runError);
-    }
-    throw err;
-  } finally {
-    await client.close();
-  }
 }
 
 const time = (ms: number | undefined) => (ms === undefined ? "-" : new Date(ms).toISOString());

@@ -1,7 +1,6 @@
-import { GatewayRequestError } from "../client/errors.js";
 import type { AuthProfileStatus, ModelsAuthClearResult, ModelsAuthStatusResult } from "../protocol/payloads.js";
-import { connectGateway, resolveGatewayTarget } from "./agent-remote.js";
-import { CliError, EXIT } from "./exit-codes.js";
+import { withGateway } from "./agent-remote.js";
+import { EXIT } from "./exit-codes.js";
 import { formatLocalTime } from "./local-time.js";
 
 export interface ModelsCliOptions {
@@ -9,25 +8,6 @@ export interface ModelsCliOptions {
   token?: string;
   config?: string;
   json?: boolean;
-}
-
-/** One call to the running gateway; its refusals are said in the user's terms (exit 2 for a usage problem). */
-async function withGateway<T>(
-  opts: ModelsCliOptions,
-  scopes: string[],
-  fn: (call: <R>(method: string, params: unknown) => Promise<R>) => Promise<T>,
-): Promise<T> {
-  const { url, token } = resolveGatewayTarget(opts);
-  const client = await connectGateway(url, token, scopes);
-  try {
-    return await fn((method, params) => client.request(method, params));
-  } catch (err) {
-    if (!(err instanceof GatewayRequestError)) throw err;
-    const usage = ["invalid_params", "not_found", "unauthorized", "forbidden"].includes(err.code);
-    throw new CliError(`${err.method}: ${err.message}`, usage ? EXIT.usage : EXIT.runError);
-  } finally {
-    await client.close();
-  }
 }
 
 /** `loopgate models status [--json]`: each auth profile's state, until when, why, and its last use. */

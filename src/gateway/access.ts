@@ -1,4 +1,5 @@
 import { ErrorCodes } from "../protocol/frames.js";
+import { normalizeSessionKey } from "../session/keys.js";
 import { GatewayError } from "./errors.js";
 import type { Grant } from "./token-grants.js";
 
@@ -129,6 +130,16 @@ export class ClientAccess {
   requireRead(sessionKey: string | undefined): void {
     if (!this.readsAll) throw missingRead();
     if (sessionKey !== undefined) this.requireGranted(sessionKey, "read");
+  }
+
+  /**
+   * A read method's optional session filter: the key as every method names it ("support-42" is
+   * agent:<agent>:support-42), checked like requireRead; undefined (no filter) still needs operator.read.
+   */
+  readFilter(sessionKey: string | undefined, agentId: string): string | undefined {
+    const key = sessionKey === undefined ? undefined : normalizeSessionKey(sessionKey, agentId).key;
+    this.requireRead(key);
+    return key;
   }
 
   /**

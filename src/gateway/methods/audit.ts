@@ -1,6 +1,5 @@
 import { auditListParamsSchema } from "../../protocol/params.js";
 import type { AuditListResult } from "../../protocol/payloads.js";
-import { normalizeSessionKey } from "../../session/keys.js";
 import { readAuditPage } from "../audit-page.js";
 import { defineMethod } from "../context.js";
 
@@ -17,11 +16,7 @@ export const auditListMethod = defineMethod({
   params: auditListParamsSchema,
   async handle({ params, conn, gw, reply }) {
     // the session as every other method names it: "support-42" is agent:<default agent>:support-42
-    const sessionKey =
-      params.sessionKey === undefined
-        ? undefined
-        : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
-    conn.access.requireRead(sessionKey);
+    const sessionKey = conn.access.readFilter(params.sessionKey, gw.service.rt.defaultAgentId);
     await gw.audit.flush();
     const { limit, cursor, ...query } = params;
     const page = await readAuditPage(gw.service.sessions, {

@@ -1,7 +1,6 @@
 import { defaultAbortMs } from "../../diagnostics/classify.js";
 import type { DiagnosticsListResult } from "../../protocol/diagnostics.js";
 import { diagnosticsListParamsSchema } from "../../protocol/params.js";
-import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
 
 /**
@@ -13,11 +12,7 @@ export const diagnosticsListMethod = defineMethod({
   scope: "read",
   params: diagnosticsListParamsSchema,
   handle({ params, conn, gw, reply }) {
-    const only =
-      params.sessionKey === undefined
-        ? undefined
-        : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
-    conn.access.requireRead(only);
+    const only = conn.access.readFilter(params.sessionKey, gw.service.rt.defaultAgentId);
     const cfg = gw.service.rt.config.diagnostics;
     const { sessions, recent } = gw.diagnostics?.list() ?? { sessions: [], recent: [] };
     const visible = (key: string) => conn.access.canSeeSession(key) && (only === undefined || key === only);

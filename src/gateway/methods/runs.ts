@@ -2,7 +2,6 @@ import type { RunRecord } from "../../agent/session-service.js";
 import { runsListParamsSchema } from "../../protocol/params.js";
 import type { RunInfo, RunsListResult } from "../../protocol/payloads.js";
 import type { AgentFinal } from "../../protocol/run.js";
-import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod } from "../context.js";
 
 /** runs per answer when the caller gives no limit */
@@ -42,11 +41,7 @@ export const runsListMethod = defineMethod({
   scope: "read",
   params: runsListParamsSchema,
   async handle({ params, conn, gw, reply }) {
-    const sessionKey =
-      params.sessionKey === undefined
-        ? undefined
-        : normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
-    conn.access.requireRead(sessionKey);
+    const sessionKey = conn.access.readFilter(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId);
     const limit = params.limit ?? DEFAULT_RUNS_LIMIT;
     // a token confined to some sessions sees fewer rows than were read: read a few times the limit, once
     const records = await gw.service.recentRuns({ limit: sessionKey ? limit : limit * READ_FACTOR, sessionKey });

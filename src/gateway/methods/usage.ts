@@ -2,7 +2,6 @@ import { BudgetApprovalError } from "../../limits/budget-approvals.js";
 import { budgetApprovalListParams, budgetApprovalResolveParams } from "../../protocol/budget-approvals.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import { usageSummaryParams } from "../../protocol/usage.js";
-import { normalizeSessionKey } from "../../session/keys.js";
 import { defineMethod, type GatewayContext } from "../context.js";
 import { GatewayError } from "../errors.js";
 
@@ -21,11 +20,7 @@ export const usageSummaryMethod = defineMethod({
   params: usageSummaryParams,
   async handle({ params, conn, gw, reply }) {
     // SPEC 21: spend is a read path (operator.read), inside the sessions the token grants
-    const sessionKey =
-      params.sessionKey === undefined
-        ? undefined
-        : normalizeSessionKey(params.sessionKey, gw.service.rt.defaultAgentId).key;
-    conn.access.requireRead(sessionKey);
+    const sessionKey = conn.access.readFilter(params.sessionKey, gw.service.rt.defaultAgentId);
     const spend = spendOf(gw);
     const until = params.until ?? gw.now();
     const since = params.since ?? until - 7 * DAY_MS;
