@@ -20,6 +20,7 @@ import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
 import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
+import { type HttpRoute, httpRoutes } from "./http-routes.js";
 import { methodRegistry } from "./methods/index.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
@@ -245,7 +246,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
-  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets));
+  const routes = httpRoutes({ gw });
+  const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets, routes));
   server.on("clientError", (_err, socket) => socket.destroy());
   const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
   try {
@@ -261,7 +263,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   logger.info("listening", { url, version: gw.version });
   const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), settings.limits.tickIntervalMs);
   tick.unref();
-  const running: RunningGateway = { node, owned, opts, gw, services, settings, sockets, server, wss, tick };
+  const running: RunningGateway = { node, owned, opts, gw, services, settings, sockets, server, wss, tick, routes };
   const close = (reason = "gateway stopping"): Promise<void> => {
     sockets.closing ??= closeGateway(running, reason);
     return sockets.closing;
@@ -334,6 +336,8 @@ interface RunningGateway {
   server: http.Server;
   wss: WebSocketServer;
   tick: NodeJS.Timeout;
+  /** the HTTP surfaces beside the WebSocket protocol (http-routes.ts) */
+  routes: HttpRoute[];
 }
 
 /**
@@ -355,6 +359,7 @@ async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
     logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
   }
   clearInterval(g.tick);
+  await Promise.all(g.routes.map((r) => r.close?.()));
   g.services.detach();
   broadcaster.detach();
   await closeSockets(g.sockets, g.wss, g.server);
@@ -372,13 +377,14 @@ interface Sockets {
   closing: Promise<void> | undefined;
 }
 
-/** `/health`, the web console's files and `/`; everything else is 404. */
+/** `/health`, the configured routes (http-routes.ts), the web console's files and `/`; everything else is 404. */
 function httpHandler(
   gw: GatewayContext,
   settings: Settings,
   sockets: Sockets,
   browsers: BrowserAccess,
   consoleAssets: ConsoleAssets,
+  routes: readonly HttpRoute[],
 ): http.RequestListener {
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -409,6 +415,17 @@ function httpHandler(
         },
         (err: unknown) => send(503, { ok: false, error: (err as Error)?.message ?? String(err) }),
       );
+      return;
+    }
+    const route = routes.find((r) => r.matches(req.method ?? "GET", path));
+    if (route) {
+      void Promise.resolve()
+        .then(() => route.handle(req, res, path))
+        .catch((err: unknown) => {
+          gw.logger.error("http route failed", { route: route.name, error: (err as Error)?.message ?? String(err) });
+          if (!res.headersSent) send(500, { ok: false, error: "internal error" });
+          else res.destroy();
+        });
       return;
     }
     const readOnly = req.method === "GET" || req.method === "HEAD";

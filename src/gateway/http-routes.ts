@@ -1,0 +1,31 @@
+import type http from "node:http";
+import type { GatewayContext } from "./context.js";
+
+/**
+ * An HTTP surface beside the WebSocket protocol on the gateway's port (SPEC 26: the OpenAI-compatible API, the
+ * Prometheus endpoint). The handler asks each route in order after the Host check and before the console's files;
+ * the first that takes the request answers it. A route does its own auth (bearer tokens, gateway.tokens) and its own
+ * body limits: nothing is read before it says the request is its own.
+ */
+export interface HttpRoute {
+  /** a short name for logs */
+  readonly name: string;
+  /** true when this route answers `method path` (the path without its query); nothing may be read before */
+  matches(method: string, path: string): boolean;
+  handle(req: http.IncomingMessage, res: http.ServerResponse, path: string): void | Promise<void>;
+  /** stops what the route started (open streams, timers); called in the gateway's close before sockets close */
+  close?(): void | Promise<void>;
+}
+
+/** What a route is built from: the gateway's shared context. */
+export interface HttpRouteContext {
+  gw: GatewayContext;
+}
+
+/**
+ * The routes this gateway serves, by config. Each surface adds itself here, off by default in config.
+ */
+export function httpRoutes(_ctx: HttpRouteContext): HttpRoute[] {
+  const routes: HttpRoute[] = [];
+  return routes;
+}
