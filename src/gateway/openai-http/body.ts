@@ -35,11 +35,8 @@ export async function readJsonBody(req: http.IncomingMessage, limits: BodyLimits
   }
 }
 
-/** Thrown for a body that was not read to its end: the answer closes the connection. */
-export class UnreadBodyError extends OpenAiHttpError {}
-
-function tooLarge(what: string, maxBytes: number): UnreadBodyError {
-  return new UnreadBodyError(
+function tooLarge(what: string, maxBytes: number): OpenAiHttpError {
+  return new OpenAiHttpError(
     413,
     `the request body ${what} is over the gateway's limit of ${formatBytes(maxBytes)} (gateway.maxPayload)`,
     { code: "request_too_large" },
@@ -74,11 +71,11 @@ function readBody(req: http.IncomingMessage, limits: BodyLimits): Promise<Buffer
     };
     const onEnd = () => finish(undefined, Buffer.concat(chunks, size));
     const onError = (err: Error) =>
-      finish(new UnreadBodyError(400, `the request body could not be read: ${err.message}`));
+      finish(new OpenAiHttpError(400, `the request body could not be read: ${err.message}`));
     const timer = setTimeout(
       () =>
         finish(
-          new UnreadBodyError(
+          new OpenAiHttpError(
             408,
             `the request body did not arrive within ${limits.timeoutMs} ms (${size} bytes came); send it at once`,
             { code: "body_timeout" },

@@ -2,7 +2,7 @@ import type http from "node:http";
 import type { GatewayContext } from "../context.js";
 import type { HttpRoute } from "../http-routes.js";
 import type { BrowserAccess } from "../origin.js";
-import { readJsonBody, UnreadBodyError } from "./body.js";
+import { readJsonBody } from "./body.js";
 import { authenticateHttp, type HttpCaller } from "./caller.js";
 import { httpErrorOf, OpenAiHttpError, sendHttpError } from "./errors.js";
 import { chatCompletionRequest, responsesRequest, type TurnRequest } from "./requests.js";
@@ -53,7 +53,8 @@ export function openAiHttpRoute(
           const e = httpErrorOf(err, gw.isTransientStoreError);
           if (e.status >= 500 && e.code !== "unavailable")
             gw.logger.error("openai-http request failed", { path, error: e.message });
-          sendHttpError(res, e, { close: err instanceof UnreadBodyError });
+          // a body left unread (refused before or while reading it) cannot be followed by another request
+          sendHttpError(res, e, { close: !req.complete });
         });
       if (path === CHAT)
         return answer(() =>
@@ -130,7 +131,7 @@ function models(
       sendJson(res, 200, { object: "list", data: ids.map(entry) }, head);
       return;
     }
-    const id = decodeURIComponent(path.slice(MODELS.length + 1));
+    const id = decodedModelId(path.slice(MODELS.length + 1));
     if (!ids.includes(id))
       throw new OpenAiHttpError(404, `model "${id}" does not exist on this gateway: ${ids.join(", ")}`, {
         code: "model_not_found",
@@ -138,6 +139,16 @@ function models(
     sendJson(res, 200, entry(id), head);
   } finally {
     caller.release();
+  }
+}
+
+function decodedModelId(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new OpenAiHttpError(400, "the model id in the path is not valid percent-encoding", {
+      code: "invalid_request",
+    });
   }
 }
 
@@ -157,7 +168,7 @@ async function prepare(
       timeoutMs: gw.limits.handshakeTimeoutMs,
     });
     const turn = parse(body);
-    const target = await targetOf(gw, req, turn);
+    const target = await targetOf(gw, caller, req, turn);
     return { caller, turn, target, runId: idempotencyKey(req) ?? gw.service.newRunId() };
   } catch (err) {
     caller.release();
@@ -165,12 +176,19 @@ async function prepare(
   }
 }
 
-async function targetOf(gw: GatewayContext, req: http.IncomingMessage, turn: TurnRequest): Promise<RunTarget> {
+async function targetOf(
+  gw: GatewayContext,
+  caller: HttpCaller,
+  req: http.IncomingMessage,
+  turn: TurnRequest,
+): Promise<RunTarget> {
   const target = runTarget(req, gw.service.rt.config, turn, () => gw.service.newRunId());
   if (turn.previousResponseId === undefined) return target;
-  // previous_response_id continues that response's session, unless a header named one
+  // previous_response_id continues that response's session, unless a header named one; a response in a session
+  // the token may not use is "not found" like a made-up id, so its session's name does not leak in a refusal
   const runId = runIdOfResponse(turn.previousResponseId);
-  const run = runId ? await gw.service.sessions.run(runId) : undefined;
+  const found = runId ? await gw.service.sessions.run(runId) : undefined;
+  const run = found && caller.access.sessionGranted(found.sessionKey) ? found : undefined;
   if (!run)
     throw new OpenAiHttpError(404, `previous_response_id: no response "${turn.previousResponseId}" on this gateway`, {
       code: "response_not_found",

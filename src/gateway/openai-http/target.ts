@@ -18,18 +18,18 @@ export interface RunTarget {
   modelAlias?: string;
 }
 
-type ModelMeaning = { agentId: string } | { alias: string } | { unknown: true };
+type ModelMeaning = { agentId: string } | { anyAgent: true } | { alias: string } | { unknown: true };
 
 /**
  * What the request's `model` names: an agent (`loopgate/<id>`, OpenClaw's `openclaw/<id>`, `openclaw:<id>`,
- * `agent:<id>`, or a bare configured agent id; `loopgate`, `openclaw` and `…/default` are the default agent), or an
- * alias of agents.defaults.models (the default agent, or the header's, answering with that model).
+ * `agent:<id>`, or a bare configured agent id), any agent (`loopgate`, `openclaw`, `…/default`: the header's, else
+ * the default), or an alias of agents.defaults.models (the same agent, answering with that model).
  */
 export function modelMeaning(config: TargetConfig, model: string): ModelMeaning {
   const name = model.trim();
-  if (name === "loopgate" || name === "openclaw") return { agentId: defaultAgentId(config) };
+  if (name === "loopgate" || name === "openclaw") return { anyAgent: true };
   const m = /^(?:loopgate\/|openclaw\/|openclaw:|agent:)(.+)$/.exec(name);
-  if (m) return { agentId: m[1] === "default" ? defaultAgentId(config) : m[1] };
+  if (m) return m[1] === "default" ? { anyAgent: true } : { agentId: m[1] };
   if (isConfiguredAgent(config, name)) return { agentId: name };
   const lower = name.toLowerCase();
   const aliased = Object.entries(config.agents.defaults.models ?? {}).some(
