@@ -390,6 +390,39 @@ describe("the OpenAI-compatible HTTP API", () => {
     peer.close();
   });
 
+  it("a run that fails is a 500 naming the run, and a failed stream ends with an error the openai client throws", async () => {
+    const g = await gateway({
+      config: enabled(),
+      provider: new TestProvider(() => ({
+        before: ["half an answer"],
+        error: { kind: "bad_request", message: "the model refused the request" },
+      })),
+    });
+    const plain = await post(g, "/v1/chat/completions", {
+      model: "loopgate/main",
+      messages: [{ role: "user", content: "x" }],
+    });
+    expect(plain.status).toBe(500);
+    expect(plain.body.error).toMatchObject({ type: "server_error", code: "run_failed" });
+    expect(plain.body.error?.message).toContain("the model refused the request");
+    const stream = await client(g).chat.completions.create({
+      model: "loopgate/main",
+      messages: [{ role: "user", content: "y" }],
+      stream: true,
+    });
+    let text = "";
+    const reading = (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+    })();
+    await expect(reading).rejects.toThrow(/the model refused the request/);
+    expect(text).toBe("half an answer");
+    const events = await client(g).responses.create({ model: "loopgate/main", input: "z", stream: true });
+    let failed: { status?: string; error?: { message?: string } | null } | undefined;
+    for await (const ev of events) if (ev.type === "response.failed") failed = ev.response;
+    expect(failed?.status).toBe("failed");
+    expect(failed?.error?.message).toContain("the model refused the request");
+  });
+
   it("a tenant's token works inside its own sessions, by user or by session header", async () => {
     const g = await gateway({ config: enabled() });
     const openai = client(g, TENANT);
