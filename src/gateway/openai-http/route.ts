@@ -157,10 +157,13 @@ async function prepare(
   gw: GatewayContext,
   browsers: BrowserAccess | undefined,
   req: http.IncomingMessage,
+  res: http.ServerResponse,
   parse: (body: unknown) => TurnRequest,
 ): Promise<{ caller: HttpCaller; turn: TurnRequest; target: RunTarget; runId: string }> {
   // the body is read only for a caller that may send: an unauthenticated client cannot make the gateway buffer one
   const caller = authenticateHttp(req, gw, browsers, "write");
+  // a client that went away no longer counts under the caps, as a closed WebSocket (its run may go on)
+  res.once("close", caller.release);
   try {
     const body = await readJsonBody(req, {
       maxBytes: gw.limits.maxPayload,
@@ -219,7 +222,7 @@ async function chat(
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
-  const { caller, turn, target, runId } = await prepare(gw, browsers, req, chatCompletionRequest);
+  const { caller, turn, target, runId } = await prepare(gw, browsers, req, res, chatCompletionRequest);
   const createdMs = gw.now();
   const model = turn.model;
   try {
@@ -262,7 +265,7 @@ async function responses(
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
-  const { caller, turn, target, runId } = await prepare(gw, browsers, req, responsesRequest);
+  const { caller, turn, target, runId } = await prepare(gw, browsers, req, res, responsesRequest);
   const createdMs = gw.now();
   const model = turn.model;
   try {
