@@ -231,6 +231,22 @@ describe("the OpenAI-compatible HTTP API against hostile clients", () => {
     peer.close();
   });
 
+  it("on a gateway without a token, a page of another origin gets no tokenless grant: 403, and nothing runs", async () => {
+    const g = await gateway({
+      config: {
+        gateway: { http: { endpoints: { chatCompletions: { enabled: true }, responses: { enabled: false } } } },
+      },
+    });
+    const fromPage = await post(g, ask("from a web page"), { authorization: "", origin: "https://evil.example" });
+    expect(fromPage.status).toBe(403);
+    expect(fromPage.body.error?.code).toBe("origin_refused");
+    expect(fromPage.body.error?.message).toContain("gateway.allowedOrigins");
+    expect(g.provider.calls).toBe(0);
+    // a local program (no Origin) has the full grant, as a WebSocket client on this gateway has
+    const local = await post(g, ask("from a script"), { authorization: "" });
+    expect(local.status).toBe(200);
+  });
+
   it("with the endpoints off, /v1 paths are 404 in OpenAI's shape and no body is read", async () => {
     const g = await gateway({
       config: { gateway: { auth: { tokens: [{ token: WRITER, scopes: ["operator.write"], sessions: ["*"] }] } } },
