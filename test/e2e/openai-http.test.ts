@@ -216,6 +216,25 @@ describe("the OpenAI-compatible HTTP API", () => {
     peer.close();
   });
 
+  it("responses.create with previous_response_id continues that response's session", async () => {
+    const g = await gateway({ config: enabled() });
+    const users: number[] = [];
+    g.provider.script = (req) => {
+      users.push(req.messages.filter((m) => m.role === "user").length);
+      return { before: [`turn ${users.length}`] };
+    };
+    const openai = client(g);
+    const first = await openai.responses.create({ model: "loopgate/main", input: "remember 42" });
+    const second = await openai.responses.create({
+      model: "loopgate/main",
+      input: "what did I ask you to remember?",
+      previous_response_id: first.id,
+    });
+    expect(second.output_text).toBe("turn 2");
+    // the second turn saw the first in its history: one session
+    expect(users).toEqual([1, 2]);
+  });
+
   it("system messages reach the run as extra system prompt", async () => {
     const g = await gateway({ config: enabled() });
     let system = "";

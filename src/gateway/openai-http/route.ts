@@ -1,4 +1,5 @@
 import type http from "node:http";
+import { ErrorCodes } from "../../protocol/frames.js";
 import type { GatewayContext } from "../context.js";
 import type { HttpRoute } from "../http-routes.js";
 import type { BrowserAccess } from "../origin.js";
@@ -51,10 +52,12 @@ export function openAiHttpRoute(
       const answer = (work: () => Promise<void>) =>
         work().catch((err: unknown) => {
           const e = httpErrorOf(err, gw.isTransientStoreError);
-          if (e.status >= 500 && e.code !== "unavailable")
-            gw.logger.error("openai-http request failed", { path, error: e.message });
+          // a bug or a broken store, not a refusal or a failed run (the run logs its own end)
+          if (e.code === ErrorCodes.internal) gw.logger.error("openai-http request failed", { path, error: e.message });
+          // a stream already under way cannot change its status: it is cut, and the client sees it end early
+          if (res.headersSent) res.destroy();
           // a body left unread (refused before or while reading it) cannot be followed by another request
-          sendHttpError(res, e, { close: !req.complete });
+          else sendHttpError(res, e, { close: !req.complete });
         });
       if (path === CHAT)
         return answer(() =>
@@ -185,20 +188,18 @@ async function targetOf(
   req: http.IncomingMessage,
   turn: TurnRequest,
 ): Promise<RunTarget> {
-  const target = runTarget(req, gw.service.rt.config, turn, () => gw.service.newRunId());
-  if (turn.previousResponseId === undefined) return target;
-  // previous_response_id continues that response's session, unless a header named one; a response in a session
+  const newId = () => gw.service.newRunId();
+  if (turn.previousResponseId === undefined) return runTarget(req, gw.service.rt.config, turn, newId);
+  // previous_response_id continues that response's session (a session header still wins); a response in a session
   // the token may not use is "not found" like a made-up id, so its session's name does not leak in a refusal
   const runId = runIdOfResponse(turn.previousResponseId);
   const found = runId ? await gw.service.sessions.run(runId) : undefined;
-  const run = found && caller.access.sessionGranted(found.sessionKey) ? found : undefined;
-  if (!run)
+  if (!found || !caller.access.sessionGranted(found.sessionKey))
     throw new OpenAiHttpError(404, `previous_response_id: no response "${turn.previousResponseId}" on this gateway`, {
       code: "response_not_found",
       param: "previous_response_id",
     });
-  const explicit = req.headers["x-loopgate-session-key"] ?? req.headers["x-openclaw-session-key"];
-  return explicit ? target : { ...target, sessionKey: run.sessionKey };
+  return runTarget(req, gw.service.rt.config, { ...turn, continues: found.sessionKey }, newId);
 }
 
 /** `Idempotency-Key`: a retried request (the openai client retries 409, 429 and 5xx) gets the same run, not a second one. */

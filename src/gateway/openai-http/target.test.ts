@@ -50,6 +50,14 @@ describe("which agent and session a request reaches", () => {
       sessionKey: "agent:research:x",
     });
     expect(refusal(() => target("loopgate", {}, "two words")).param).toBe("user");
+    // previous_response_id's session keeps its own agent, unless the request names one
+    const continued = runTarget(
+      req(),
+      config,
+      { model: "loopgate", user: "bob", continues: "agent:research:y" },
+      () => "f",
+    );
+    expect(continued).toEqual({ sessionKey: "agent:research:y" });
   });
 
   it("an unknown model is 404 listing the models, a conflicting header 400, an unknown agent 404", () => {

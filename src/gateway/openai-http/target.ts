@@ -58,13 +58,14 @@ function header(req: http.IncomingMessage, ...names: string[]): string | undefin
 /**
  * The agent and the session of a request. The agent: `x-loopgate-agent-id` / `x-openclaw-agent-id`, else the one the
  * model names, else the session key's, else the default. The session: `x-loopgate-session-key` /
- * `x-openclaw-session-key` (a key as every method takes it), else `agent:<agentId>:openai-user:<user>` for the
+ * `x-openclaw-session-key` (a key as every method takes it), else the session of the response it continues
+ * (`continues`: previous_response_id's), else `agent:<agentId>:openai-user:<user>` for the
  * OpenAI `user` field (OpenClaw's stable per-user key), else a fresh `agent:<agentId>:openai:<id>` per request.
  */
 export function runTarget(
   req: http.IncomingMessage,
   config: TargetConfig,
-  body: { model: string; user?: string },
+  body: { model: string; user?: string; continues?: string },
   newId: () => string,
 ): RunTarget {
   const named = header(req, "x-loopgate-agent-id", "x-openclaw-agent-id");
@@ -91,7 +92,7 @@ export function runTarget(
     });
   }
   const alias = "alias" in meaning ? { modelAlias: meaning.alias } : {};
-  const explicitKey = header(req, "x-loopgate-session-key", "x-openclaw-session-key");
+  const explicitKey = header(req, "x-loopgate-session-key", "x-openclaw-session-key") ?? body.continues;
   if (explicitKey !== undefined)
     return { ...(agentId !== undefined ? { agentId } : {}), sessionKey: explicitKey, ...alias };
   const owner = agentId ?? defaultAgentId(config);
