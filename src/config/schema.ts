@@ -641,6 +641,35 @@ export const configSchema = z.strictObject({
         .array(z.string().min(1))
         .default([])
         .describe("browser origins (scheme://host[:port]) allowed besides loopback and the gateway's own address"),
+      // SPEC 26: the OpenAI-compatible HTTP API on the gateway's port (gateway/openai-http/), OpenClaw's key names
+      http: z
+        .strictObject({
+          endpoints: z
+            .strictObject({
+              chatCompletions: z
+                .strictObject({
+                  enabled: z
+                    .boolean()
+                    .default(false)
+                    .describe(
+                      "serve POST /v1/chat/completions (OpenAI-compatible, bearer tokens; GET /v1/models is served when this or responses is on)",
+                    ),
+                })
+                .prefault({}),
+              responses: z
+                .strictObject({
+                  enabled: z
+                    .boolean()
+                    .default(false)
+                    .describe(
+                      "serve POST /v1/responses (OpenAI Responses API, bearer tokens; GET /v1/models is served when this or chatCompletions is on)",
+                    ),
+                })
+                .prefault({}),
+            })
+            .prefault({}),
+        })
+        .prefault({}),
     })
     .prefault({}),
   // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing

@@ -1,5 +1,7 @@
 import type http from "node:http";
 import type { GatewayContext } from "./context.js";
+import { openAiHttpRoute } from "./openai-http/route.js";
+import type { BrowserAccess } from "./origin.js";
 
 /**
  * An HTTP surface beside the WebSocket protocol on the gateway's port (SPEC 26: the OpenAI-compatible API, the
@@ -20,12 +22,22 @@ export interface HttpRoute {
 /** What a route is built from: the gateway's shared context. */
 export interface HttpRouteContext {
   gw: GatewayContext;
+  /** the Host / Origin rules (origin.ts): a route with a tokenless grant refuses a foreign browser origin with them */
+  browsers?: BrowserAccess;
 }
 
 /**
  * The routes this gateway serves, by config. Each surface adds itself here, off by default in config.
  */
-export function httpRoutes(_ctx: HttpRouteContext): HttpRoute[] {
+export function httpRoutes(ctx: HttpRouteContext): HttpRoute[] {
   const routes: HttpRoute[] = [];
+  // the OpenAI-compatible API (SPEC 26): gateway.* keys are read once, at start
+  const endpoints = ctx.gw.service.rt.config.gateway.http.endpoints;
+  routes.push(
+    openAiHttpRoute(ctx.gw, ctx.browsers, {
+      chatCompletions: endpoints.chatCompletions.enabled,
+      responses: endpoints.responses.enabled,
+    }),
+  );
   return routes;
 }

@@ -246,7 +246,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
-  const routes = httpRoutes({ gw });
+  const routes = httpRoutes({ gw, browsers });
   const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets, routes));
   server.on("clientError", (_err, socket) => socket.destroy());
   const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
