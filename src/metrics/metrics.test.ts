@@ -23,7 +23,11 @@ type Values = Array<{ labels: Record<string, string | number>; value: number; me
 async function values(metric: { get(): Promise<{ values: Values }> }): Promise<Values> {
   return (await metric.get()).values;
 }
-async function valueOf(metric: { get(): Promise<{ values: Values }> }, labels: Record<string, string>, name?: string) {
+async function seriesValue(
+  metric: { get(): Promise<{ values: Values }> },
+  labels: Record<string, string>,
+  name?: string,
+) {
   const found = (await values(metric)).find(
     (v) =>
       (name === undefined || v.metricName === name) &&
@@ -99,26 +103,30 @@ describe("run metrics from the bus", () => {
       kind: "dropped",
     });
 
-    expect(await valueOf(metrics.runs, { agent: "writer", status: "ok" })).toBe(1);
-    expect(await valueOf(metrics.runs, { agent: "helper", status: "error" })).toBe(1);
+    expect(await seriesValue(metrics.runs, { agent: "writer", status: "ok" })).toBe(1);
+    expect(await seriesValue(metrics.runs, { agent: "helper", status: "error" })).toBe(1);
     expect(
-      await valueOf(metrics.runDuration, { agent: "writer", status: "ok" }, "loopgate_run_duration_seconds_sum"),
+      await seriesValue(metrics.runDuration, { agent: "writer", status: "ok" }, "loopgate_run_duration_seconds_sum"),
     ).toBe(2);
     expect(
-      await valueOf(metrics.runDuration, { agent: "helper", status: "error" }, "loopgate_run_duration_seconds_count"),
+      await seriesValue(
+        metrics.runDuration,
+        { agent: "helper", status: "error" },
+        "loopgate_run_duration_seconds_count",
+      ),
     ).toBeUndefined();
     // the first text only: 250 ms, not the second delta's 400
     expect(
-      await valueOf(metrics.timeToFirstToken, { agent: "writer" }, "loopgate_run_time_to_first_token_seconds_sum"),
+      await seriesValue(metrics.timeToFirstToken, { agent: "writer" }, "loopgate_run_time_to_first_token_seconds_sum"),
     ).toBe(0.25);
-    expect(await valueOf(metrics.retries, { reason: "rate_limit" })).toBe(1);
-    expect(await valueOf(metrics.fallbacks, { reason: "server" })).toBe(1);
-    expect(await valueOf(metrics.toolCalls, { outcome: "ok" })).toBe(1);
-    expect(await valueOf(metrics.toolCalls, { outcome: "blocked" })).toBe(1);
-    expect(await valueOf(metrics.compactions, { reason: "overflow", outcome: "compacted" })).toBe(1);
+    expect(await seriesValue(metrics.retries, { reason: "rate_limit" })).toBe(1);
+    expect(await seriesValue(metrics.fallbacks, { reason: "server" })).toBe(1);
+    expect(await seriesValue(metrics.toolCalls, { outcome: "ok" })).toBe(1);
+    expect(await seriesValue(metrics.toolCalls, { outcome: "blocked" })).toBe(1);
+    expect(await seriesValue(metrics.compactions, { reason: "overflow", outcome: "compacted" })).toBe(1);
     runs.detach();
     bus.emit("r3", "agent:main:y", "lifecycle", { phase: "error", endedAt: 1, status: "error", stopReason: "x" });
-    expect(await valueOf(metrics.runs, { agent: "main", status: "error" })).toBeUndefined();
+    expect(await seriesValue(metrics.runs, { agent: "main", status: "error" })).toBeUndefined();
   });
 
   it("a label from an event that does not look like a code is exported as other, never as text", () => {
@@ -175,16 +183,16 @@ describe("model calls", () => {
     await drain(measuredProvider(meter, model, provider([{ type: "text_delta", delta: "a" }, done])), 1);
 
     const call = { provider: "p", model: "m" };
-    expect(await valueOf(metrics.modelCalls, { ...call, outcome: "ok" })).toBe(1);
-    expect(await valueOf(metrics.modelCalls, { ...call, outcome: "rate_limit" })).toBe(1);
-    expect(await valueOf(metrics.modelCalls, { ...call, outcome: "error" })).toBe(1);
-    expect(await valueOf(metrics.modelCalls, { ...call, outcome: "aborted" })).toBe(1);
-    expect(await valueOf(metrics.modelTokens, { ...call, type: "input" })).toBe(1000);
-    expect(await valueOf(metrics.modelTokens, { ...call, type: "output" })).toBe(100);
-    expect(await valueOf(metrics.modelTokens, { ...call, type: "cache_read" })).toBe(500);
+    expect(await seriesValue(metrics.modelCalls, { ...call, outcome: "ok" })).toBe(1);
+    expect(await seriesValue(metrics.modelCalls, { ...call, outcome: "rate_limit" })).toBe(1);
+    expect(await seriesValue(metrics.modelCalls, { ...call, outcome: "error" })).toBe(1);
+    expect(await seriesValue(metrics.modelCalls, { ...call, outcome: "aborted" })).toBe(1);
+    expect(await seriesValue(metrics.modelTokens, { ...call, type: "input" })).toBe(1000);
+    expect(await seriesValue(metrics.modelTokens, { ...call, type: "output" })).toBe(100);
+    expect(await seriesValue(metrics.modelTokens, { ...call, type: "cache_read" })).toBe(500);
     // (1000 × 10 + 100 × 30 + 500 × 1) / 1e6
-    expect(await valueOf(metrics.modelCost, call)).toBeCloseTo(0.0135, 9);
-    expect(await valueOf(metrics.modelCallDuration, call, "loopgate_model_call_duration_seconds_count")).toBe(4);
+    expect(await seriesValue(metrics.modelCost, call)).toBeCloseTo(0.0135, 9);
+    expect(await seriesValue(metrics.modelCallDuration, call, "loopgate_model_call_duration_seconds_count")).toBe(4);
   });
 
   it("without a meter the provider is the same object: nothing is wrapped when metrics are off", () => {
@@ -219,12 +227,12 @@ describe("store latency", () => {
     await expect(timed.getSession("agent:main:a")).rejects.toThrow();
 
     const count = "loopgate_store_call_duration_seconds_count";
-    expect(await valueOf(metrics.storeCalls, { method: "ensureSession", outcome: "ok" }, count)).toBe(1);
-    expect(await valueOf(metrics.storeCalls, { method: "getSession", outcome: "ok" }, count)).toBe(2);
-    expect(await valueOf(metrics.storeCalls, { method: "getSession", outcome: "error" }, count)).toBe(1);
+    expect(await seriesValue(metrics.storeCalls, { method: "ensureSession", outcome: "ok" }, count)).toBe(1);
+    expect(await seriesValue(metrics.storeCalls, { method: "getSession", outcome: "ok" }, count)).toBe(2);
+    expect(await seriesValue(metrics.storeCalls, { method: "getSession", outcome: "error" }, count)).toBe(1);
     // each call took one tick of the fake clock: 2 ms
     expect(
-      await valueOf(
+      await seriesValue(
         metrics.storeCalls,
         { method: "ensureSession", outcome: "ok" },
         "loopgate_store_call_duration_seconds_sum",
