@@ -9,6 +9,7 @@ import { GatewayStartError } from "../../src/gateway/errors.js";
 import { type GatewayHandle, startGateway } from "../../src/gateway/server.js";
 import { silentLogger } from "../../src/infra/logger.js";
 import { type FakeModelServer, type FakeTurn, startFakeModelServer } from "../../src/testing/fake-model-server.js";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 import { connectedPeer, type RawPeer, removeTempDirs, tempStateDir } from "../fixtures/gateway/harness.js";
 import { parsePrometheusText, samplesOf, sampleValue } from "../fixtures/prometheus-text.js";
 
@@ -154,6 +155,49 @@ describe("a scrape after a few runs", () => {
     expect(gw.metricsUrl).toBeUndefined();
     expect((await scrape(`${httpBase(gw)}/metrics`)).status).toBe(404);
     expect((await scrape(`${httpBase(gw)}/api/diagnostics/prometheus`)).status).toBe(404);
+  });
+});
+
+describe.skipIf(!testPostgresUrl)("a gateway node on Postgres", () => {
+  let ts: TestSchema | undefined;
+  afterAll(async () => {
+    await ts?.drop();
+  });
+
+  it("while a run is going, counts the lease of its session, the cron leader role, the run and its lane", {
+    timeout: 30_000,
+  }, async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+    // the model would answer after a minute: the run is going while the test scrapes, then it is aborted
+    const server = await fakeModel();
+    const gw = await metricsGateway(server, {
+      storage: { backend: "postgres", postgres: { url: testPostgresUrl, schema: ts.schema } },
+    });
+    server.enqueue({ text: "slow", delayMs: 60_000 });
+    const peer = await connectedPeer(gw.url, { scopes: ["operator.admin"] });
+    const id = peer.send("agent", { message: "hold on", idempotencyKey: "pg-1", sessionKey: "agent:main:pg" });
+    expect((await peer.response(id)).ok).toBe(true);
+    await peer.seen(
+      (f) => f.event === "agent" && f.payload?.runId === "pg-1" && f.payload?.stream === "lifecycle",
+      "the run's start",
+    );
+    const during = parsePrometheusText((await scrape(`${httpBase(gw)}/metrics`)).text);
+    expect(sampleValue(during, "loopgate_cluster_leases_held", { kind: "session" })).toBe(1);
+    expect(sampleValue(during, "loopgate_cluster_leases_held", { kind: "role" })).toBe(1);
+    expect(sampleValue(during, "loopgate_active_runs")).toBe(1);
+    expect(sampleValue(during, "loopgate_lane_active_runs", { lane: "session" })).toBe(1);
+    expect(sampleValue(during, "loopgate_lane_active_runs", { lane: "main" })).toBe(1);
+    expect(
+      sampleValue(during, "loopgate_store_call_duration_seconds_count", { method: "acceptInput", outcome: "ok" }),
+    ).toBe(1);
+    const abort = peer.send("chat.abort", { sessionKey: "agent:main:pg", runId: "pg-1" });
+    expect((await peer.response(abort)).ok).toBe(true);
+    // on the wire an aborted run is status "error", summary "aborted"; its lifecycle status is "aborted"
+    expect((await peer.response(id, 2)).payload).toMatchObject({ summary: "aborted" });
+    const after = parsePrometheusText((await scrape(`${httpBase(gw)}/metrics`)).text);
+    expect(sampleValue(after, "loopgate_runs_total", { agent: "main", status: "aborted" })).toBe(1);
+    expect(sampleValue(after, "loopgate_active_runs")).toBe(0);
+    peer.close();
   });
 });
 
