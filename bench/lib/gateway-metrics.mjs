@@ -223,10 +223,13 @@ export async function runGatewayMetrics({
     out.metricsError = off.error ?? on.error;
   } else {
     const p50 = { off: [], on: [] };
+    // the gateway's own CPU per turn: what metrics add to a turn, robust against the machine's other load
+    const cpu = { off: [], on: [] };
     for (let r = 0; r < plan.rounds; r++) {
       // alternate which goes first, so a drift of the machine's load weighs on both alike
       for (const which of r % 2 === 0 ? ["off", "on"] : ["on", "off"]) {
         const h = which === "on" ? on : off;
+        const cpu0 = cpuMsOf(h.pid);
         const res = await attempt(`gateway latency (metrics ${which})`, () =>
           runMetricChild(
             "metrics/gateway-client.mjs",
@@ -235,14 +238,21 @@ export async function runGatewayMetrics({
           ),
         );
         if (res.error) out.metricsError = res.error;
-        else p50[which].push(res.turnMs.p50);
+        else {
+          p50[which].push(res.turnMs.p50);
+          cpu[which].push((cpuMsOf(h.pid) - cpu0) / (plan.turns + plan.warmup));
+        }
       }
     }
     out.metricsOffTurnP50Rounds = p50.off;
     out.metricsOnTurnP50Rounds = p50.on;
+    out.metricsOffCpuMsPerTurnRounds = cpu.off;
+    out.metricsOnCpuMsPerTurnRounds = cpu.on;
     if (p50.off.length && p50.on.length) {
       out.metricsOffTurnP50 = median(p50.off);
       out.metricsOnTurnP50 = median(p50.on);
+      out.metricsOffCpuMsPerTurn = median(cpu.off);
+      out.metricsOnCpuMsPerTurn = median(cpu.on);
     }
     // the metrics host counted what it ran: a scrape after the rounds (read by the report, not timed)
     const scrape = await attempt("gateway /metrics scrape", async () => {
