@@ -309,6 +309,29 @@ describe("hostile scrapers", () => {
     expect((await scrape(`${httpBase(gw)}/health`)).status).toBe(200);
     peer.close();
   });
+  it("a burst of 200 connections on a metrics port of its own: each is answered whole or refused, and the port serves on", {
+    timeout: 30_000,
+  }, async () => {
+    const gw = await metricsGateway(await fakeModel(), { gateway: { metrics: { enabled: true, port: 0 } } });
+    const url = gw.metricsUrl ?? "";
+    // the port keeps a bounded number of sockets: beyond it a connection is closed at once, never queued
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        scrape(url).then(
+          (r) => r,
+          () => undefined,
+        ),
+      ),
+    );
+    const answered = results.filter((r) => r !== undefined);
+    expect(answered.length).toBeGreaterThan(0);
+    for (const r of answered) {
+      expect(r.status).toBe(200);
+      expect(parsePrometheusText(r.text).has("loopgate_runs_total")).toBe(true);
+    }
+    process.stdout.write(`metrics port burst: ${answered.length} of 200 answered, the rest refused\n`);
+    expect((await scrape(url)).status).toBe(200);
+  });
 });
 
 describe("the test's own Prometheus reader", () => {
