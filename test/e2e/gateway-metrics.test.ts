@@ -10,8 +10,8 @@ import { type GatewayHandle, startGateway } from "../../src/gateway/server.js";
 import { silentLogger } from "../../src/infra/logger.js";
 import { type FakeModelServer, type FakeTurn, startFakeModelServer } from "../../src/testing/fake-model-server.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
-import { connectedPeer, type RawPeer, removeTempDirs, tempStateDir } from "../fixtures/gateway/harness.js";
-import { parsePrometheusText, samplesOf, sampleValue } from "../fixtures/prometheus-text.js";
+import { connectedPeer, type RawPeer, removeTempDirs, tempStateDir, WAIT_MS } from "../fixtures/gateway/harness.js";
+import { type Family, parsePrometheusText, samplesOf, sampleValue } from "../fixtures/prometheus-text.js";
 
 /** $10 per million input tokens, $30 per million output. */
 const PRICE = { input: 10, output: 30, cacheRead: 0, cacheWrite: 0 };
@@ -65,6 +65,17 @@ const httpBase = (gw: GatewayHandle) => gw.url.replace(/^ws:/, "http:");
 async function scrape(url: string, init: RequestInit = {}) {
   const res = await fetch(url, init);
   return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** Scrapes until `done` holds for the parsed text (a condition that becomes true on its own), for up to WAIT_MS. */
+async function scrapeUntil(url: string, done: (m: Map<string, Family>) => boolean, what: string) {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const m = parsePrometheusText((await scrape(url)).text);
+    if (done(m)) return m;
+    if (Date.now() > deadline) throw new Error(`never seen in a scrape: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** One `agent` request, waited for to its final answer. */
@@ -181,9 +192,13 @@ describe.skipIf(!testPostgresUrl)("a gateway node on Postgres", () => {
       (f) => f.event === "agent" && f.payload?.runId === "pg-1" && f.payload?.stream === "lifecycle",
       "the run's start",
     );
-    const during = parsePrometheusText((await scrape(`${httpBase(gw)}/metrics`)).text);
+    // the cron leader role is claimed on the node's first beat, which runs beside the turn: wait for it
+    const during = await scrapeUntil(
+      `${httpBase(gw)}/metrics`,
+      (m) => sampleValue(m, "loopgate_cluster_leases_held", { kind: "role" }) === 1,
+      "the node holds the cron leader role",
+    );
     expect(sampleValue(during, "loopgate_cluster_leases_held", { kind: "session" })).toBe(1);
-    expect(sampleValue(during, "loopgate_cluster_leases_held", { kind: "role" })).toBe(1);
     expect(sampleValue(during, "loopgate_active_runs")).toBe(1);
     expect(sampleValue(during, "loopgate_lane_active_runs", { lane: "session" })).toBe(1);
     expect(sampleValue(during, "loopgate_lane_active_runs", { lane: "main" })).toBe(1);
