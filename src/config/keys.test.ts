@@ -437,6 +437,18 @@ const audit: Record<string, Audit> = {
   ),
   "gateway.http.endpoints.chatCompletions.enabled": T.openaiHttp,
   "gateway.http.endpoints.responses.enabled": T.openaiHttp,
+  "gateway.metrics.enabled": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "off by default: /metrics is not found, and nothing is measured",
+  ),
+  "gateway.metrics.port": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "gateway.metrics.port: /metrics is served there, and not on the gateway's port",
+  ),
+  "gateway.metrics.bind": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "a metrics port beyond loopback without a token is refused at start, naming the keys to set",
+  ),
   "diagnostics.enabled": T.diagnostics,
   "diagnostics.stuckSessionWarnMs": T.diagnostics,
   "diagnostics.stuckSessionAbortMs": T.diagnostics,

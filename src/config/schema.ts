@@ -670,6 +670,29 @@ export const configSchema = z.strictObject({
             .prefault({}),
         })
         .prefault({}),
+      // Prometheus text at GET /metrics (SPEC 26; src/metrics/): off by default, and then nothing is measured
+      metrics: z
+        .strictObject({
+          enabled: z
+            .boolean()
+            .default(false)
+            .describe("serve Prometheus metrics at GET /metrics (off: nothing is measured, nothing is served)"),
+          port: z
+            .number()
+            .int()
+            .min(0)
+            .max(65535)
+            .optional()
+            .describe("serve /metrics on this port of its own instead of the gateway's port (0: a free port)"),
+          bind: z
+            .string()
+            .min(1)
+            .optional()
+            .describe(
+              "where the metrics port listens (loopback, lan, or an address; default: gateway.bind); needs gateway.metrics.port",
+            ),
+        })
+        .prefault({}),
     })
     .prefault({}),
   // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing

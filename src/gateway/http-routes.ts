@@ -1,5 +1,7 @@
 import type http from "node:http";
+import type { NodeMetrics } from "../metrics/node-metrics.js";
 import type { GatewayContext } from "./context.js";
+import { metricsRoute } from "./metrics-route.js";
 import { openAiHttpRoute } from "./openai-http/route.js";
 import type { BrowserAccess } from "./origin.js";
 
@@ -24,6 +26,8 @@ export interface HttpRouteContext {
   gw: GatewayContext;
   /** the Host / Origin rules (origin.ts): a route with a tokenless grant refuses a foreign browser origin with them */
   browsers?: BrowserAccess;
+  /** the node's metrics, when they are on and served on this port (not on a gateway.metrics.port of their own) */
+  metrics?: NodeMetrics;
 }
 
 /**
@@ -39,5 +43,6 @@ export function httpRoutes(ctx: HttpRouteContext): HttpRoute[] {
       responses: endpoints.responses.enabled,
     }),
   );
+  if (ctx.metrics) routes.push(metricsRoute(ctx.metrics, ctx.gw.tokens));
   return routes;
 }
