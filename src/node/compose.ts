@@ -22,10 +22,11 @@ import type { Store } from "../storage/types.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpToolSource } from "../tools/mcp/source.js";
 import { startMcp } from "../tools/mcp/start.js";
-import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
+import { liveMcpRuntimeOptions, type McpSlot } from "../tools/mcp/tool-source.js";
 import { type Sandboxes, startSandboxes } from "../tools/sandbox/start.js";
 import type { Tool } from "../tools/types.js";
 import { type Backend, openBackend } from "./backend.js";
+import { LiveConfig } from "./live-config.js";
 
 /**
  * What the process is. Every role gets the same parts for its backend; the role decides what is refused
@@ -91,6 +92,11 @@ export interface LoopgateNode {
   readonly audit?: AuditLedger;
   /** the MCP servers of `mcp.servers` (gateway and embedded roles, when any are configured); closed with the node */
   readonly mcp?: McpToolSource;
+  /**
+   * The config as it is now, and the one place a new one is applied (SPEC 26: the gateway's reload and config.patch):
+   * the runtime, the MCP servers and the gateway's services take it for the next run.
+   */
+  readonly live: LiveConfig;
   /** spend control (gateway and embedded roles): budgets before every model call, the cost ledger; flushed on close */
   readonly spend?: SpendControl;
   /** Whether a store error may well pass if the request is repeated (the server restarting): never on SQLite. */
@@ -144,13 +150,12 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     opts.backend ?? (await openBackend(config, opts.stateDir, { owner: role === "gateway", env, logger }));
   // MCP servers for the roles that run turns users see: the gateway connects them in the background (a slow server
   // never delays health); the embedded CLI's one run waits until each has connected or failed
-  let mcp: McpToolSource | undefined;
+  // a slot, not the source: a reloaded config may start the first server of a process that had none
+  const mcp: McpSlot | undefined = role === "gateway" || role === "embedded" ? { current: undefined } : undefined;
   // the bus's end notice waits for the writer the runtime owns: bound once the runtime exists
   let node: LoopgateNode | undefined;
   try {
-    if (role === "gateway" || role === "embedded") {
-      mcp = await startMcp(config, { logger, env, settle: role === "embedded" });
-    }
+    if (mcp) mcp.current = await startMcp(config, { logger, env, settle: role === "embedded" });
     if (backend.kind === "sqlite") {
       node = assemble({ ...opts, sandboxes }, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
       return node;
@@ -164,7 +169,7 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     );
     return node;
   } catch (err) {
-    await mcp?.close();
+    await mcp?.current?.close();
     await backend.store.close();
     throw err;
   }
@@ -187,7 +192,7 @@ function assemble(
   opts: Omit<ComposeNodeOptions, "backend"> & { sandboxes?: Sandboxes },
   backend: Backend,
   parts: BackendParts,
-  mcp?: McpToolSource,
+  mcp?: McpSlot,
 ): LoopgateNode {
   const { config, role } = opts;
   const logger = opts.logger ?? createLogger();
@@ -202,7 +207,7 @@ function assemble(
           bus: parts.bus,
         })
       : undefined;
-  const rt = new AgentRuntime({
+  const rt: AgentRuntime = new AgentRuntime({
     spend,
     config,
     stateDir: opts.stateDir,
@@ -219,9 +224,10 @@ function assemble(
     execSecurityDefault: opts.execSecurityDefault,
     execPrompt: opts.execPrompt,
     // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
-    ...mcpRuntimeOptions(mcp, config),
+    ...(mcp ? liveMcpRuntimeOptions(mcp, (): LoopgateConfig => rt.config) : {}),
     sandboxes: opts.sandboxes,
   });
+  const live = liveConfigOf(rt, mcp, opts.env ?? process.env);
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);
   let audit: AuditLedger | undefined;
@@ -247,7 +253,10 @@ function assemble(
     ...(parts.cluster ? { cluster: parts.cluster } : {}),
     ...(parts.crossNode ? { crossNode: parts.crossNode } : {}),
     ...(audit ? { audit } : {}),
-    ...(mcp ? { mcp } : {}),
+    get mcp() {
+      return mcp?.current;
+    },
+    live,
     ...(spend ? { spend } : {}),
     isTransientStoreError: parts.isTransientStoreError,
     start() {
@@ -261,7 +270,7 @@ function assemble(
         await rt.close();
         await spend?.ledger.flush();
         // every MCP child has exited once this resolves
-        await mcp?.close();
+        await mcp?.current?.close();
         parts.closeBus();
         // a node that is closing stops beating; a drained one already handed its sessions off (AgentService.drain)
         if (starting) await parts.cluster?.stopBeating();
@@ -270,6 +279,25 @@ function assemble(
       return closing;
     },
   };
+}
+
+/**
+ * The node's live config: the runtime takes a new one first (the next run's profile), then the MCP servers (a
+ * changed server reconnects, a new one connects, a removed one closes; the first one starts the source).
+ */
+function liveConfigOf(rt: AgentRuntime, mcp: McpSlot | undefined, env: NodeJS.ProcessEnv): LiveConfig {
+  const live = new LiveConfig(rt.config, rt.logger);
+  live.onApply("the runtime", (next, _prev, applied) => rt.applyConfig(next, applied));
+  if (mcp) {
+    live.onApply("the MCP servers", async (next, _prev, applied) => {
+      if (!applied.some((p) => p.startsWith("mcp."))) return;
+      if (mcp.current) {
+        const touched = await mcp.current.reconfigure(next.mcp.servers);
+        if (touched.length > 0) rt.logger.info("mcp servers reconfigured", { servers: touched.join(", ") });
+      } else mcp.current = await startMcp(next, { logger: rt.logger, env });
+    });
+  }
+  return live;
 }
 
 /** One process on one file: the in-process bus, the file write lock (SPEC 3); no store error is worth a retry. */
