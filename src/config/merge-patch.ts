@@ -30,8 +30,17 @@ export function arraysShortenedBy(target: unknown, patch: unknown, at = ""): str
     const path = at ? `${at}.${key}` : key;
     const before = target[key];
     if (Array.isArray(before) && Array.isArray(value)) {
-      if (before.some((entry) => !value.some((v) => isDeepStrictEqual(v, entry)))) out.push(path);
+      if (before.some((entry) => !value.some((v) => covers(v, entry)))) out.push(path);
     } else out.push(...arraysShortenedBy(before, value, path));
   }
   return out;
+}
+
+/**
+ * Whether `entry` keeps what `old` said: equal, or an object with every key of `old` kept (a client echoing
+ * config.get sends entries with their defaults filled in).
+ */
+function covers(entry: unknown, old: unknown): boolean {
+  if (isPlainObject(entry) && isPlainObject(old)) return Object.keys(old).every((k) => covers(entry[k], old[k]));
+  return isDeepStrictEqual(entry, old);
 }
