@@ -156,7 +156,11 @@ describe("ConfigReloader.reload", () => {
     expect(s.applied).toEqual([]);
     s.clock.advance(1);
     await new Promise<void>((resolve) => {
-      const poll = setInterval(() => s.applied.length > 0 && (clearInterval(poll), resolve()), 5);
+      const poll = setInterval(() => {
+        if (s.applied.length === 0) return;
+        clearInterval(poll);
+        resolve();
+      }, 5);
     });
     expect(s.applied.map((c) => c.tools.exec.allowlist)).toEqual([["a *", "b *", "c *"]]);
   });
