@@ -207,6 +207,8 @@ function assemble(
           bus: parts.bus,
         })
       : undefined;
+  // the MCP source reads the config as it is now; the runtime's constructor already asks it (a tool name clash)
+  let built: AgentRuntime | undefined;
   const rt: AgentRuntime = new AgentRuntime({
     spend,
     config,
@@ -224,9 +226,10 @@ function assemble(
     execSecurityDefault: opts.execSecurityDefault,
     execPrompt: opts.execPrompt,
     // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
-    ...(mcp ? liveMcpRuntimeOptions(mcp, (): LoopgateConfig => rt.config) : {}),
+    ...(mcp ? liveMcpRuntimeOptions(mcp, () => built?.config ?? config) : {}),
     sandboxes: opts.sandboxes,
   });
+  built = rt;
   const live = liveConfigOf(rt, mcp, opts.env ?? process.env);
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);
