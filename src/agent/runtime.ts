@@ -381,10 +381,11 @@ export class AgentRuntime {
    */
   toolCatalog(agentId: string): Tool[] {
     const all = this.toolRegistry.list();
-    if (this.toolSources.length === 0) return all;
-    const taken = new Map(all.map((t) => [t.name, t]));
+    // built only when a source offers a tool: a gateway's MCP slot with no server in it costs a run nothing
+    let taken: Map<string, Tool> | undefined;
     for (const source of this.toolSources) {
       for (const tool of toolsOfSource(source, agentId)) {
+        taken ??= new Map(all.map((t) => [t.name, t]));
         const existing = taken.get(tool.name);
         if (existing) {
           this.warnOnce(
