@@ -283,6 +283,26 @@ describe("the gateway's config file, edited while it serves (mode hybrid, the de
     }
   });
 
+  it("diagnostics switched on in the file: the stuck-session monitor starts with the new threshold, no restart", async () => {
+    const client = await GatewayClient.connect({ url: gw.url, token: ADMIN });
+    try {
+      type Diag = { enabled: boolean; stuckSessionWarnMs: number };
+      expect(await client.request<Diag>("diagnostics.list", {})).toMatchObject({ enabled: false });
+      // the file is JSON since config.patch wrote it
+      const current = JSON.parse(fs.readFileSync(gw.config, "utf8"));
+      const from = save(gw, JSON.stringify({ ...current, diagnostics: { enabled: true, stuckSessionWarnMs: 45000 } }));
+      expect(await gw.waitForLog(/config reloaded/, from)).toMatch(
+        /changed="diagnostics\.enabled, diagnostics\.stuckSessionWarnMs"/,
+      );
+      expect(await client.request<Diag>("diagnostics.list", {})).toMatchObject({
+        enabled: true,
+        stuckSessionWarnMs: 45000,
+      });
+    } finally {
+      await client.close();
+    }
+  });
+
   it("config.patch refuses a token without operator.admin, a raw over 1 MiB and invalid JSON5, and changes nothing", async () => {
     const before = fs.readFileSync(gw.config, "utf8");
     const reader = await GatewayClient.connect({ url: gw.url, token: READER });
