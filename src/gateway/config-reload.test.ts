@@ -82,6 +82,12 @@ describe("ConfigReloader.reload", () => {
     expect(s.applied).toHaveLength(1);
   });
 
+  it("an edit made while the gateway was starting (after its config was loaded) is applied by the first reload", async () => {
+    const s = setup({ text: withAllowlist(["date *"]) });
+    expect(await s.reloader.reload("SIGHUP")).toMatchObject({ status: "applied" });
+    expect(s.live.current.tools.exec.allowlist).toEqual(["date *"]);
+  });
+
   it("a bad file (JSON5 syntax, then a schema error, then a load-time check) is logged with its problems and the running config stays", async () => {
     const s = setup();
     const before = s.live.current;

@@ -86,9 +86,11 @@ export class ConfigReloader {
   private timer: unknown;
   private closed = false;
 
-  constructor(private readonly opts: ConfigReloaderOptions) {
-    this.lastHash = this.read()?.hash;
-  }
+  /**
+   * The first reload always loads the file (and finds nothing changed if it is what the process started with): a
+   * hash taken now could already be of an edit made while the gateway was starting, which would then be missed.
+   */
+  constructor(private readonly opts: ConfigReloaderOptions) {}
 
   get file(): string {
     return this.opts.file;
@@ -245,7 +247,8 @@ export class ConfigReloader {
       const outcome = await this.applyText(text, hash, `config.${req.kind === "patch" ? "patch" : "apply"}`);
       if (outcome.status !== "applied") {
         // validated a moment ago: only a check that depends on the machine (a sandbox backend) can get here
-        throw new ConfigWriteError("invalid_params", `the config would not load: ${outcome.status}`);
+        const problems = outcome.status === "invalid" ? outcome.problems.join("; ") : "unchanged";
+        throw new ConfigWriteError("unavailable", `written, but the gateway could not apply it: ${problems}`);
       }
       return { hash, change: outcome.change };
     });
