@@ -142,9 +142,20 @@ export class ConfigReloader {
     }, this.opts.debounceMs);
   }
 
-  /** The hash of the file's content now (config.get's `hash`); undefined when there is no file. */
+  /**
+   * The hash of the file's content now (config.get's `hash`); undefined when there is no file, or it cannot be read
+   * (over the size cap: a reload reports why).
+   */
   currentHash(): string | undefined {
-    return this.read()?.hash;
+    try {
+      return this.read()?.hash;
+    } catch {
+      return undefined;
+    }
+  }
+
+  exists(): boolean {
+    return fs.existsSync(this.opts.file);
   }
 
   /** Reads the file and applies it if its content changed since the last read; never throws. */

@@ -263,7 +263,7 @@ export const configGetMethod = defineMethod({
     const result: ConfigGetResult = {
       config,
       redacted,
-      ...(file ? { path: file.file, exists: hash !== undefined } : {}),
+      ...(file ? { path: file.file, exists: file.exists() } : {}),
       ...(hash !== undefined ? { hash } : {}),
     };
     reply.ok(result);
