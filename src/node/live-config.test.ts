@@ -123,6 +123,22 @@ describe("LiveConfig.apply", () => {
     expect(told).toBe(0);
   });
 
+  it("spend limits from a reloaded config reach the next run's profile (an embedded node meters its runs)", async () => {
+    const dir = tempDir();
+    const raw = base(dir);
+    const n = await composeNode({
+      role: "embedded",
+      config: parseConfig(raw),
+      stateDir: tempDir(),
+      logger: silentLogger,
+    });
+    nodes.push(n);
+    const who = { agentId: "main", sessionKey: "agent:main:main" };
+    expect(n.runtime.runLimits(who)?.caps.maxModelCalls).toBeUndefined();
+    await n.live.apply(parseConfig({ ...raw, limits: { run: { maxModelCalls: 3 } } }));
+    expect(n.runtime.runLimits(who)?.caps.maxModelCalls).toBe(3);
+  });
+
   it("a run already running keeps the config it was prepared with (maxSteps 2); the run after the change gets the new one (maxSteps 4)", async () => {
     const calls: string[] = [];
     let release!: () => void;
