@@ -139,19 +139,24 @@ describe("LiveConfig.apply", () => {
     expect(n.runtime.runLimits(who)?.caps.maxModelCalls).toBe(3);
   });
 
-  it("a run already running keeps the config it was prepared with (maxSteps 2); the run after the change gets the new one (maxSteps 4)", async () => {
-    const calls: string[] = [];
+  it("a run already running keeps the config it was prepared with (maxSteps 2, read again when it falls back); the run after the change gets the new one (maxSteps 4)", async () => {
+    const calls: Array<{ message: string; model: string }> = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let firstCall!: () => void;
     const started = new Promise<void>((r) => (firstCall = r));
-    // every turn asks for a tool that does not exist, so only maxSteps ends a run
-    const scripted = new ScriptedProvider("g", () => ({ toolCalls: [{ name: "no_such_tool" }] }));
+    // model "m" is gone (the run falls back to "fb", starting a new attempt that reads maxSteps again); "fb" always
+    // asks for a tool that does not exist, so only maxSteps ends a run
+    const scripted = new ScriptedProvider("g", (req) =>
+      req.model === "m"
+        ? { error: { kind: "model_not_found", message: "no such model" } }
+        : { toolCalls: [{ name: "no_such_tool" }] },
+    );
     const gated: ModelProvider = {
       id: "g",
       api: "scripted",
       async *stream(req: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-        calls.push(String(req.messages.find((m) => m.role === "user")?.content));
+        calls.push({ message: String(req.messages.find((m) => m.role === "user")?.content), model: req.model });
         if (calls.length === 1) {
           firstCall();
           await gate;
@@ -159,20 +164,20 @@ describe("LiveConfig.apply", () => {
         yield* scripted.stream(req);
       },
     };
-    const raw = {
-      agents: { defaults: { model: { primary: "g/m" }, maxSteps: 2 } },
-      models: { providers: { g: { api: "scripted", models: [{ id: "m" }] } } },
-    };
-    const n = await node(raw, { g: gated });
+    const agents = (maxSteps: number) => ({
+      defaults: { model: { primary: "g/m", fallbacks: ["g/fb"] }, maxSteps },
+    });
+    const raw = { models: { providers: { g: { api: "scripted", models: [{ id: "m" }, { id: "fb" }] } } } };
+    const n = await node({ ...raw, agents: agents(2) }, { g: gated });
     const first = await n.service.accept({ message: "before", idempotencyKey: "b1", sessionKey: "one" });
     await started;
-    await n.live.apply(parseConfig({ ...raw, agents: { defaults: { model: { primary: "g/m" }, maxSteps: 4 } } }));
+    await n.live.apply(parseConfig({ ...raw, agents: agents(4) }));
     release();
-    const before = await n.service.final(first.runId);
-    expect(before.stopReason).toBe("max_steps");
-    expect(calls.filter((c) => c.includes("before"))).toHaveLength(2);
+    expect((await n.service.final(first.runId)).stopReason).toBe("max_steps");
+    const fallbackCalls = (message: string) => calls.filter((c) => c.message.includes(message) && c.model === "fb");
+    expect(fallbackCalls("before")).toHaveLength(2);
     const second = await n.service.accept({ message: "after", idempotencyKey: "b2", sessionKey: "two" });
     expect((await n.service.final(second.runId)).stopReason).toBe("max_steps");
-    expect(calls.filter((c) => c.includes("after"))).toHaveLength(4);
+    expect(fallbackCalls("after")).toHaveLength(4);
   });
 });
