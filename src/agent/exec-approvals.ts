@@ -100,8 +100,9 @@ const ENDED_KEPT = 1000;
  * put to the terminal prompt, and the run waits for `resolve`, its timeout (denied), or its abort.
  */
 export class ExecApprovals {
-  readonly policy: ExecPolicy;
-  readonly timeoutMs: number;
+  /** tools.exec as it is now: replaced by `reconfigure` when the config is reloaded */
+  policy: ExecPolicy;
+  timeoutMs: number;
   private readonly pendingById = new Map<string, Pending>();
   private readonly ended = new Map<string, ExecApprovalResolved>();
   private readonly listeners = new Set<(ev: ExecApprovalEvent) => void>();
@@ -117,6 +118,16 @@ export class ExecApprovals {
     this.timeoutMs = opts.config.approvalTimeoutSeconds * 1000;
     this.allowAlways = new AllowAlwaysFile(opts.stateDir, opts.logger);
     this.newId = opts.newId ?? randomUUID;
+  }
+
+  /** A reloaded tools.exec (SPEC 26): the next check uses it; an approval already waiting keeps its timeout. */
+  reconfigure(config: ExecToolConfig): void {
+    this.policy = {
+      security: config.security ?? this.opts.defaultSecurity,
+      ask: config.ask,
+      allowlist: config.allowlist,
+    };
+    this.timeoutMs = config.approvalTimeoutSeconds * 1000;
   }
 
   /** Whether exec may run the command now; waits for an answer when the policy asks. */

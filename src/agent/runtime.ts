@@ -104,7 +104,8 @@ export interface RuntimeOptions {
  * which picks its store, bus and session locks; the runtime owns the run-event writer and closes it in `close()`.
  */
 export class AgentRuntime {
-  readonly config: LoopgateConfig;
+  /** the config as it is now: `applyConfig` replaces it (a reload); a run reads its profile's copy (RunProfile.config) */
+  private current: LoopgateConfig;
   readonly stateDir: string;
   readonly store: Store;
   readonly bus: EventBusPort;
@@ -126,8 +127,14 @@ export class AgentRuntime {
   readonly enabledOverrides: EnabledOverrides;
   /** what init loaded, and which plugins it left out (disabled) or could not load; set once init ran */
   plugins: PluginLoadReport | undefined;
-  /** the auth profiles (SPEC 23): each run's profile gets a chooser of its keys (`forRun`) */
-  readonly authProfiles: AuthProfiles;
+  /** the auth profiles (SPEC 23), rebuilt by `applyConfig` when `auth` or a provider changes, unless handed in */
+  private profiles: AuthProfiles;
+  private readonly ownProfiles: boolean;
+  /**
+   * tools.exec.env, the names the built-in exec passes through: the exec tool holds this array, so a reload changes
+   * it in place
+   */
+  private readonly execEnvPassthrough: string[];
   private readonly providerInstances = new Map<string, Promise<ModelProvider>>();
   private readonly injectedProviders: Record<string, ModelProvider>;
   private readonly toolRegistry = new ToolRegistry();
@@ -170,7 +177,7 @@ export class AgentRuntime {
   constructor(opts: RuntimeOptions) {
     this.spend = opts.spend;
     this.modelCallMeter = opts.modelCallMeter;
-    this.config = opts.config;
+    this.current = opts.config;
     this.stateDir = opts.stateDir;
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
@@ -198,9 +205,8 @@ export class AgentRuntime {
       prompt: opts.execPrompt,
     });
     this.enabledOverrides = new EnabledOverrides(this.stateDir, this.logger);
-    this.authProfiles =
-      opts.authProfiles ??
-      authProfilesFor(this.config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
+    this.ownProfiles = opts.authProfiles === undefined;
+    this.profiles = opts.authProfiles ?? this.profilesFor(this.config);
     this.toolSources = opts.toolSources ?? [];
     this.sandboxes =
       opts.sandboxes ??
@@ -212,8 +218,9 @@ export class AgentRuntime {
         logger: this.logger,
       });
     this.mcpStatus = opts.mcpStatus;
+    this.execEnvPassthrough = [...this.config.tools.exec.env];
     const builtins = createBuiltinTools({
-      exec: { parentEnv: this.env, envPassthrough: this.config.tools.exec.env },
+      exec: { parentEnv: this.env, envPassthrough: this.execEnvPassthrough },
     });
     for (const tool of [...builtins, ...(opts.tools ?? [])]) this.registerTool(tool);
     const log = this.logger;
@@ -240,6 +247,49 @@ export class AgentRuntime {
       // a /new or /reset starts a `scope: "session"` sandbox afresh
       sessionEnded: (sessionKey, agentId) => this.sandboxes.sessionEnded(agentId, sessionKey),
     });
+  }
+
+  get config(): LoopgateConfig {
+    return this.current;
+  }
+
+  /** the auth profiles (SPEC 23): each run's profile gets a chooser of its keys (`forRun`) */
+  get authProfiles(): AuthProfiles {
+    return this.profiles;
+  }
+
+  private profilesFor(config: LoopgateConfig): AuthProfiles {
+    return authProfilesFor(config, this.store, { clock: this.clock, logger: this.logger, env: this.env });
+  }
+
+  /**
+   * A reloaded config (SPEC 26; node/live-config.ts calls it with the paths that changed, restart keys already
+   * kept at their running values): from the next run on, runs resolve their profile from it. What was built from
+   * the old one is rebuilt where it changed: provider instances whose entry changed are dropped (made again on next
+   * use), the exec policy and env passthrough, the sandbox decisions, the auth profiles, spend limits, the main
+   * lane's width and the agents' workspaces. A run already running keeps the profile it was prepared with.
+   */
+  applyConfig(next: LoopgateConfig, changed: readonly string[]): void {
+    const prev = this.current;
+    this.current = next;
+    const touches = (prefix: string) => changed.some((p) => p === prefix || p.startsWith(`${prefix}.`));
+    for (const id of new Set([...Object.keys(prev.models.providers), ...Object.keys(next.models.providers)])) {
+      if (touches(`models.providers.${id}`)) this.providerInstances.delete(id);
+    }
+    if (touches("tools.exec")) {
+      this.execApprovals.reconfigure(next.tools.exec);
+      this.execEnvPassthrough.splice(0, this.execEnvPassthrough.length, ...next.tools.exec.env);
+    }
+    if (touches("agents")) {
+      this.sandboxes.reconfigure(next);
+      // a workspace path may have changed: resolved again on the next run (the folders stay as they are)
+      this.workspaces.clear();
+    }
+    if (this.ownProfiles && (touches("auth") || touches("models.providers") || touches("agents.list"))) {
+      this.profiles = this.profilesFor(next);
+    }
+    if (touches("limits")) this.spend?.reconfigure(next.limits);
+    if (touches("agents.defaults.maxConcurrent")) this.lanes.setConcurrency("main", next.agents.defaults.maxConcurrent);
   }
 
   private closing?: Promise<void>;
@@ -351,10 +401,11 @@ export class AgentRuntime {
    */
   toolCatalog(agentId: string): Tool[] {
     const all = this.toolRegistry.list();
-    if (this.toolSources.length === 0) return all;
-    const taken = new Map(all.map((t) => [t.name, t]));
+    // built only when a source offers a tool: a gateway's MCP slot with no server in it costs a run nothing
+    let taken: Map<string, Tool> | undefined;
     for (const source of this.toolSources) {
       for (const tool of toolsOfSource(source, agentId)) {
+        taken ??= new Map(all.map((t) => [t.name, t]));
         const existing = taken.get(tool.name);
         if (existing) {
           this.warnOnce(

@@ -1,4 +1,5 @@
 import { loadConfig, resolveSecretRef } from "../config/index.js";
+import { locateConfigFile } from "../config/source.js";
 import { isLoopbackHost, resolveBindHost } from "../gateway/bind.js";
 import { describeStorage } from "../storage/describe-storage.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -69,9 +70,15 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // SIGHUP reloads the config file (in every reload mode: it is the operator asking); a bad file is logged and
+  // ignored. Caught from here on too: by default it would end the process
+  let reload: ((reason: string) => void) | undefined;
+  const onHangup = () => reload?.("SIGHUP");
+  process.on("SIGHUP", onHangup);
   const removeSignalHandlers = () => {
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
+    process.off("SIGHUP", onHangup);
   };
 
   const { startGateway } = await import("../gateway/server.js");
@@ -84,6 +91,8 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
       host,
       token,
       logger,
+      // watched and reloaded (SPEC 26); written by config.patch: the file the config came from, or where it would be
+      configFile: loaded.file ?? locateConfigFile({ configPath: opts.config, env: process.env }).file,
     });
     // the banner comes once plugins are loaded and gateway_start has fired (the gateway fires it itself)
     await handle.ready;
@@ -92,6 +101,7 @@ export async function runGatewayCli(opts: GatewayCliOptions): Promise<number> {
     if ((err as Error)?.name === "GatewayStartError") throw new CliError((err as Error).message);
     throw err;
   }
+  reload = (reason) => void handle.reloadConfig(reason);
   const httpBase = handle.url.replace(/^ws:/, "http:");
   process.stdout.write(`loopgate gateway listening on ${handle.url} (health: ${httpBase}/health)\n`);
   process.stdout.write(

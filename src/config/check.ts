@@ -21,6 +21,18 @@ export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): str
     ...storageProblems(config, env),
     ...mcpProblems(config, env),
     ...authProfileProblems(config, env),
+    ...reloadProblems(config),
+  ];
+}
+
+/**
+ * OpenClaw's "restart" mode restarts the process on every config change; Loopgate never restarts itself, and
+ * applying changes live instead would be the opposite of what was asked, so the mode is refused, saying why.
+ */
+function reloadProblems(config: LoopgateConfig): string[] {
+  if (config.gateway.reload.mode !== "restart") return [];
+  return [
+    'gateway.reload.mode: "restart" restarts the process on every change, which Loopgate does not do (a supervisor restarts it); use "hybrid" or "hot" (apply what can change live, name the keys that need a restart) or "off"',
   ];
 }
 

@@ -431,6 +431,14 @@ const audit: Record<string, Audit> = {
     "attachment-bytes-capped-per-connection: a second message while the first one's images are prepared is refused over gateway.attachments.maxInFlightBytesPerConnection",
   ),
   "gateway.shutdownGraceMs": T.grace,
+  "gateway.reload.mode": pin(
+    "test/e2e/config-hot-reload.test.ts",
+    "reload mode off: an edit waits until SIGHUP, which reloads the file",
+  ),
+  "gateway.reload.debounceMs": pin(
+    "src/gateway/config-reload.test.ts",
+    "a burst of writes is read once, after the file has been quiet for gateway.reload.debounceMs",
+  ),
   "gateway.allowedOrigins": pin(
     "test/e2e/gateway-handshake.test.ts",
     "browser origins: loopback and gateway.allowedOrigins connect, any other is refused naming the setting",

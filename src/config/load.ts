@@ -3,7 +3,7 @@ import { finishAndCheck } from "./check.js";
 import { ConfigError } from "./errors.js";
 import { applyConfigEnv, stripOpenClawOnlyKeys, warnOpenClawOnly } from "./openclaw-only.js";
 import { configSchema, type LoopgateConfig } from "./schema.js";
-import { readConfigSource } from "./source.js";
+import { parseConfigText, readConfigSource } from "./source.js";
 import { unsupportedKeyProblems } from "./unsupported.js";
 
 export { expandHome, resolveStateDir, withEnvProviders } from "./source.js";
@@ -85,4 +85,24 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const finished = finishAndCheck(config, source.file, env, problems);
   const warning = warnOpenClawOnly(source.file, ignored, opts.onWarning);
   return { config: finished, file: source.file, stateDir: source.stateDir, ...(warning ? { warning } : {}) };
+}
+
+/**
+ * A config file's text loaded as the start loads the file (JSON5, schema, the `env` block, paths relative to `file`,
+ * the load-time checks): the live reload and config.patch validate a candidate with it. `env` receives the `env`
+ * block's missing variables, as at start: pass a copy to only validate.
+ */
+export function loadConfigText(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv,
+  onWarning?: (message: string) => void,
+): LoopgateConfig {
+  const raw = parseConfigText(text, file);
+  const { config, problems, ignored } = validateConfig(raw);
+  if (!config) throw new ConfigError(problems, file);
+  applyConfigEnv(raw, env);
+  const finished = finishAndCheck(config, file, env, problems);
+  warnOpenClawOnly(file, ignored, onWarning);
+  return finished;
 }

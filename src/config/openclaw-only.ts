@@ -167,7 +167,6 @@ export const openclawOnlyKeys: readonly string[] = [
     "http.endpoints.responses.maxUrlParts",
     "http.endpoints.responses.files",
     "http.endpoints.responses.images",
-    "reload",
     "tls",
     "channelHealthCheckMinutes",
     "channelStaleEventThresholdMinutes",
@@ -292,7 +291,7 @@ export function openclawOnlyWarning(ignored: readonly string[]): string | undefi
 const warned = new Set<string>();
 
 /**
- * Says the warning once per process and file (a gateway reloads nothing, but a CLI command may load twice): on
+ * Says the warning once per process and file (a CLI command may load twice; a gateway reloads its file): on
  * `onWarning` when given, else on stderr. Returns it, so callers can show it elsewhere too (config validate).
  */
 export function warnOpenClawOnly(

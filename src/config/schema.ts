@@ -636,6 +636,23 @@ export const configSchema = z.strictObject({
       shutdownGraceMs: nonNegativeInt
         .default(10000)
         .describe("how long running runs may finish when the gateway stops, ms"),
+      // live configuration (SPEC 26; gateway/config-reload.ts): the gateway watches its config file
+      reload: z
+        .strictObject({
+          // "restart" (OpenClaw: restart the process on every change) is refused at load (check.ts): Loopgate does
+          // not restart itself
+          mode: z
+            .enum(["hybrid", "hot", "restart", "off"])
+            .default("hybrid")
+            .describe(
+              "hybrid or hot: apply a changed config file to the next run and name the keys that need a restart; off: do not watch the file (SIGHUP and config.patch still reload)",
+            ),
+          debounceMs: nonNegativeInt
+            .max(60000)
+            .default(300)
+            .describe("how long the config file must stay unchanged before it is reloaded, ms"),
+        })
+        .prefault({}),
       // browser origins (scheme://host[:port]) allowed besides loopback ones and the gateway's own address
       allowedOrigins: z
         .array(z.string().min(1))

@@ -101,6 +101,11 @@ export function readConfigSource(opts: { configPath?: string; env?: NodeJS.Proce
     if (code === "ENOENT" && !explicit) return { stateDir };
     throw new ConfigError([code === "ENOENT" ? "file not found" : `cannot read: ${(err as Error).message}`], file);
   }
+  return { raw: parseConfigText(text, file), file, text, stateDir };
+}
+
+/** A config file's text as its object; not JSON5, or not an object, is a ConfigError saying where. */
+export function parseConfigText(text: string, file: string | undefined): Record<string, unknown> {
   let raw: unknown;
   try {
     raw = JSON5.parse(text);
@@ -112,7 +117,7 @@ export function readConfigSource(opts: { configPath?: string; env?: NodeJS.Proce
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(["(root): expected an object"], file);
   }
-  return { raw: raw as Record<string, unknown>, file, text, stateDir };
+  return raw as Record<string, unknown>;
 }
 
 /** What follows validation: paths made absolute relative to the file, env-only providers added. */

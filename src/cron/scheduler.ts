@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import type { AgentService } from "../agent/service.js";
 import type { CronConfig } from "../config/schema.js";
 import type { Clock } from "../infra/clock.js";
@@ -79,7 +80,7 @@ export class CronScheduler {
   private readonly cleanupMs: number;
   private readonly newId: () => string;
 
-  constructor(private readonly deps: CronSchedulerDeps) {
+  constructor(private deps: CronSchedulerDeps) {
     this.cleanupMs = deps.cleanupMs ?? CRON_CLEANUP_MS;
     this.newId = deps.newId ?? randomUUID;
     for (const spec of deps.config.jobs) this.jobs.set(spec.id, this.makeJob(spec, "config"));
@@ -150,6 +151,30 @@ export class CronScheduler {
     this.arm();
   }
 
+  /**
+   * A reloaded config (SPEC 26): its jobs replace the config's jobs (one whose spec is unchanged keeps its next fire
+   * time), and the lane, timeout and run-log settings apply from now. `enabled` and `catchUp` act at start only
+   * (config/changes.ts names them as restart keys).
+   */
+  reconfigure(config: CronConfig): void {
+    this.deps = { ...this.deps, config };
+    const now = this.deps.clock.now();
+    for (const [id, job] of this.jobs) {
+      if (job.source === "config" && !config.jobs.some((spec) => spec.id === id)) this.jobs.delete(id);
+    }
+    for (const spec of config.jobs) {
+      const existing = this.jobs.get(spec.id);
+      if (existing?.source === "config" && isDeepStrictEqual(existing.spec, spec)) continue;
+      const job = this.makeJob(spec, "config");
+      job.active = existing?.active;
+      if (this.running) job.nextAt = job.schedule.next(now);
+      this.jobs.set(spec.id, job);
+    }
+    if (!this.running) return;
+    this.setLaneSlots();
+    this.arm();
+  }
+
   /** Stops scheduling: no job starts after this (runs in flight are the service's to drain). Idempotent. */
   stop(): void {
     this.running = false;
@@ -200,7 +225,7 @@ export class CronScheduler {
     if (job?.source === "config") {
       throw new CronJobError(
         "conflict",
-        `params.id: "${id}" is a job from the config (cron.jobs); remove it there and restart the gateway`,
+        `params.id: "${id}" is a job from the config (cron.jobs); remove it there (the gateway reloads its config file)`,
       );
     }
     const removed = await this.store.removeCronJob(id);
@@ -213,7 +238,7 @@ export class CronScheduler {
 
   /**
    * cron.update: switches an RPC job on or off (stored, so it holds across restarts). A config job is refused with
-   * where to change it: the config file is the user's, and it is read once at start.
+   * where to change it: the config file is the user's (a change to it is reloaded).
    */
   async setEnabled(id: string, enabled: boolean): Promise<CronJobInfo> {
     await this.load();
@@ -222,7 +247,7 @@ export class CronScheduler {
     if (job.source === "config") {
       throw new CronJobError(
         "conflict",
-        `params.id: "${id}" is a job from the config (cron.jobs); set its enabled there and restart the gateway`,
+        `params.id: "${id}" is a job from the config (cron.jobs); set its enabled there (the gateway reloads its config file)`,
       );
     }
     const spec = { ...job.spec, enabled };

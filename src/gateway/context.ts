@@ -10,6 +10,7 @@ import type { HealthResult } from "../protocol/payloads.js";
 import type { ClientAccess } from "./access.js";
 import type { MethodScope } from "./auth.js";
 import type { Broadcaster } from "./broadcast.js";
+import type { ConfigReloader } from "./config-reload.js";
 import type { AuthenticatedConnections } from "./connection-caps.js";
 import type { RunLog } from "./run-log.js";
 import type { TokenGrants } from "./token-grants.js";
@@ -62,6 +63,8 @@ export interface GatewayContext {
   readonly imageWork: Semaphore;
   /** the stuck-session monitor, when `diagnostics.enabled` */
   readonly diagnostics?: DiagnosticsMonitor;
+  /** the config file's reload and writes (config.get's hash, config.patch), when the gateway was given its file */
+  readonly configFile?: ConfigReloader;
 }
 
 /** The connection as a method handler sees it. */

@@ -7,8 +7,9 @@ import type { HealthResult } from "../protocol/payloads.js";
  * fault. Runs that do not use the failed server are not affected by it.
  */
 export function withMcpHealth(health: HealthResult, mcpStatus: (() => McpServerHealth[]) | undefined): HealthResult {
-  if (!mcpStatus) return health;
   const mcp = mcpHealthEntries(mcpStatus);
+  // no server configured (a process whose reloads may add one lists none)
+  if (mcp.length === 0) return health;
   const failed = mcp.filter((s) => s.state === "failed").map((s) => s.server);
   if (failed.length === 0 || health.degraded) return { ...health, mcp };
   return { ...health, ok: false, degraded: { reason: "mcp server failed", servers: failed }, mcp };

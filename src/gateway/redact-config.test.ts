@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../config/load.js";
-import { redactConfig } from "./redact-config.js";
+import { keepRedactedSecrets, redactConfig } from "./redact-config.js";
 
 describe("config.get's view of the config", () => {
   it("no key, token, token hash, header or URL credential leaves; the rest is as configured", () => {
@@ -50,5 +50,37 @@ describe("config.get's view of the config", () => {
     );
     // not secrets, though their names look alike
     expect(shown).toMatchObject({ models: { providers: { p: { models: [{ id: "m", maxTokens: 1000 }] } } } });
+  });
+});
+
+describe("a config written back after config.get (config.patch, config.apply)", () => {
+  const file = {
+    gateway: { auth: { tokens: [{ token: "tenant-secret", scopes: ["operator.read"], sessions: ["a-*"] }] } },
+    storage: { backend: "postgres", postgres: { url: "postgres://app:pg-secret@db.internal:5432/lg" } },
+    mcp: { servers: { s: { url: "https://mcp.example/", headers: { authorization: "Bearer mcp-secret" } } } },
+  };
+
+  it("what config.get showed for a secret (the marker, a URL with its credentials hidden, a whole headers object) keeps the current value", () => {
+    const shown = redactConfig(file).config;
+    const { value, problems } = keepRedactedSecrets(shown, file);
+    expect(problems).toEqual([]);
+    expect(value).toEqual(file);
+  });
+
+  it("a new value is the client's; a marker with nothing behind it is left out; one that matches nothing is refused by path", () => {
+    const { value, problems } = keepRedactedSecrets(
+      {
+        gateway: { auth: { tokens: [{ token: "new-secret", scopes: ["operator.read"], sessions: ["a-*"] }] } },
+        models: { providers: { p: { apiKey: "[redacted]" } } },
+        storage: { postgres: { url: "postgres://[redacted]@other-host:5432/lg" } },
+      },
+      file,
+    );
+    expect(value).toEqual({
+      gateway: { auth: { tokens: [{ token: "new-secret", scopes: ["operator.read"], sessions: ["a-*"] }] } },
+      models: { providers: { p: {} } },
+      storage: { postgres: {} },
+    });
+    expect(problems).toEqual([expect.stringMatching(/^storage\.postgres\.url: holds "\[redacted\]"/)]);
   });
 });

@@ -15,6 +15,7 @@ import type { ModelProvider } from "../providers/types.js";
 import { CorruptDatabaseError } from "../storage/integrity.js";
 import { isLoopbackHost, resolveBindHost, wsUrl } from "./bind.js";
 import { Broadcaster } from "./broadcast.js";
+import { ConfigReloader, type ReloadOutcome } from "./config-reload.js";
 import { GatewayConnection } from "./connection.js";
 import { AuthenticatedConnections } from "./connection-caps.js";
 import { ConsoleAssets } from "./console-assets.js";
@@ -77,6 +78,12 @@ export interface GatewayOptions {
   onShutdown?: (info: { reason: string }) => void | Promise<void>;
   /** The web console's built files (default: dist/console beside the gateway's own code). */
   consoleDir?: string;
+  /**
+   * The file the config came from (it may not exist yet): the gateway watches it per `gateway.reload`, reloads it
+   * on `handle.reloadConfig()` (the CLI's SIGHUP), and config.patch / config.apply write it (SPEC 26). Without it
+   * the config is fixed for the process's life and config.patch answers `unavailable`.
+   */
+  configFile?: string;
 }
 
 export interface GatewayHandle {
@@ -93,6 +100,11 @@ export interface GatewayHandle {
   readonly connectionCount: number;
   /** where Prometheus scrapes this gateway (`http://host:port/metrics`) when gateway.metrics.enabled; else undefined */
   metricsUrl: string | undefined;
+  /**
+   * Reads the config file again and applies it if it changed (SIGHUP); a bad file is logged and ignored. Resolves
+   * `undefined` when the gateway was not given its file.
+   */
+  reloadConfig(reason: string): Promise<ReloadOutcome | undefined>;
   /**
    * Drain and stop: sends `shutdown`, refuses new runs (retryable), gives running runs `shutdownGraceMs`, aborts
    * and records the rest, then closes sockets (and the node, if the gateway composed it). Idempotent.
@@ -239,7 +251,8 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   const settings = gatewaySettings(node, opts);
   const broadcaster = createBroadcaster(service, opts, clock);
   const services = await attachGatewayServices(node, broadcaster, clock, logger);
-  const gw = gatewayContext(node, services, broadcaster, settings, clock, logger);
+  const configFile = opts.configFile ? configReloader(node, opts.configFile, clock, logger) : undefined;
+  const gw = gatewayContext(node, services, broadcaster, settings, clock, logger, configFile);
   const sockets: Sockets = { connections: new Set(), closing: undefined };
   const browsers = new BrowserAccess({
     bindHost: settings.host,
@@ -280,6 +293,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   }
   const port = (server.address() as AddressInfo).port;
   await services.begin(port);
+  configFile?.start();
   const url = wsUrl(settings.host, port);
   logger.info("listening", { url, version: gw.version });
   const metricsUrl = !node.metrics ? undefined : (metricsListener?.url ?? `${url.replace(/^ws:/, "http:")}/metrics`);
@@ -299,6 +313,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     tick,
     routes,
     metricsListener,
+    configFile,
   };
   const close = (reason = "gateway stopping"): Promise<void> => {
     sockets.closing ??= closeGateway(running, reason);
@@ -316,6 +331,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     get connectionCount() {
       return sockets.connections.size;
     },
+    reloadConfig: (reason) => configFile?.reload(reason) ?? Promise.resolve(undefined),
     close,
   };
   try {
@@ -327,6 +343,25 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   return handle;
 }
 
+/**
+ * The config file's reloader (SPEC 26), in the mode and debounce the gateway started with; a candidate's sandbox
+ * backends are checked as at start before it is applied.
+ */
+function configReloader(node: LoopgateNode, file: string, clock: Clock, logger: Logger): ConfigReloader {
+  const { reload } = node.runtime.config.gateway;
+  const mode = reload.mode === "restart" ? "hybrid" : reload.mode;
+  return new ConfigReloader({
+    file,
+    live: node.live,
+    env: node.runtime.env,
+    logger,
+    clock,
+    mode,
+    debounceMs: reload.debounceMs,
+    check: (next) => node.runtime.sandboxes.checkConfig(next),
+  });
+}
+
 /** What every connection and handler shares: one per running gateway. */
 function gatewayContext(
   node: LoopgateNode,
@@ -335,6 +370,7 @@ function gatewayContext(
   settings: Settings,
   clock: Clock,
   logger: Logger,
+  configFile: ConfigReloader | undefined,
 ): GatewayContext {
   const startedAt = clock.now();
   const version = loopgateVersion();
@@ -353,10 +389,14 @@ function gatewayContext(
     audit: services.audit,
     cron: services.cron,
     isTransientStoreError: (err) => node.isTransientStoreError(err),
-    ...(services.diagnostics ? { diagnostics: services.diagnostics } : {}),
+    // a getter: a reloaded config may start, stop or restart the monitor (services.ts)
+    get diagnostics() {
+      return services.diagnostics;
+    },
     connections: new AuthenticatedConnections(node.runtime.config.gateway),
     imageWork: new Semaphore(node.runtime.config.gateway.attachments.imageConcurrency),
     historyPages: new Semaphore(1),
+    ...(configFile ? { configFile } : {}),
   };
 }
 
@@ -377,6 +417,7 @@ interface RunningGateway {
   routes: HttpRoute[];
   /** /metrics on gateway.metrics.port, when set */
   metricsListener: MetricsListener | undefined;
+  configFile: ConfigReloader | undefined;
 }
 
 /**
@@ -390,6 +431,8 @@ async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
   const shutdown: ShutdownEvent = { reason };
   broadcaster.broadcast("shutdown", shutdown);
   await g.services.stop();
+  // no reload during the drain: the config the runs end with is the one they had
+  g.configFile?.close();
   await g.node.service.drain(g.settings.graceMs);
   await g.services.announceStop(reason);
   try {

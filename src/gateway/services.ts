@@ -69,7 +69,16 @@ export async function attachGatewayServices(
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
   const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
-  const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
+  let diagnostics = startDiagnostics(service, clock, logger, broadcaster);
+  // a reloaded config (SPEC 26): cron's jobs and settings apply from now, the stuck-session monitor restarts with
+  // its new thresholds (or stops, or starts)
+  const stopLiveConfig = node.live.onApply("cron and diagnostics", (next, _prev, applied) => {
+    if (applied.some((p) => p.startsWith("cron."))) cron.reconfigure(next.cron);
+    if (applied.some((p) => p.startsWith("diagnostics."))) {
+      diagnostics?.stop();
+      diagnostics = startDiagnostics(service, clock, logger, broadcaster);
+    }
+  });
   const stopApprovalLog = logExecApprovals(rt.execApprovals, logger);
   let timers: Array<{ stop(): void }> = [];
   let initializing: Promise<void> = Promise.resolve();
@@ -79,7 +88,9 @@ export async function attachGatewayServices(
     audit,
     cron,
     runLog,
-    ...(diagnostics ? { diagnostics } : {}),
+    get diagnostics() {
+      return diagnostics;
+    },
     health: (startedAt, version) =>
       healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
     get ready() {
@@ -123,6 +134,7 @@ export async function attachGatewayServices(
       );
     },
     detach() {
+      stopLiveConfig();
       diagnostics?.stop();
       relay?.close();
       spendRelay?.close();

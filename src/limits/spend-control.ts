@@ -68,7 +68,7 @@ export class SpendControl {
   /** tells the other nodes about each call and run; set by the relay on Postgres */
   private announce: ((notice: SpendNotice) => void) | undefined;
 
-  constructor(private readonly opts: SpendControlOptions) {
+  constructor(private opts: SpendControlOptions) {
     this.newId = opts.newId ?? randomUUID;
     this.ledger = new CostLedger({
       store: opts.store,
@@ -93,6 +93,14 @@ export class SpendControl {
 
   get config(): LimitsConfig {
     return this.opts.config;
+  }
+
+  /**
+   * A reloaded `limits` (SPEC 26): budgets, run caps, token rate limits and the time zone apply to the next run and
+   * intake; the ledger, sync and approval settings were built at start (config/changes.ts: restart keys).
+   */
+  reconfigure(config: LimitsConfig): void {
+    this.opts = { ...this.opts, config };
   }
 
   /** The run's limits, for its profile. */

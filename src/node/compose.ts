@@ -24,10 +24,11 @@ import type { Store } from "../storage/types.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpToolSource } from "../tools/mcp/source.js";
 import { startMcp } from "../tools/mcp/start.js";
-import { mcpRuntimeOptions } from "../tools/mcp/tool-source.js";
+import { liveMcpRuntimeOptions, type McpSlot } from "../tools/mcp/tool-source.js";
 import { type Sandboxes, startSandboxes } from "../tools/sandbox/start.js";
 import type { Tool } from "../tools/types.js";
 import { type Backend, openBackend } from "./backend.js";
+import { LiveConfig } from "./live-config.js";
 
 /**
  * What the process is. Every role gets the same parts for its backend; the role decides what is refused
@@ -93,6 +94,11 @@ export interface LoopgateNode {
   readonly audit?: AuditLedger;
   /** the MCP servers of `mcp.servers` (gateway and embedded roles, when any are configured); closed with the node */
   readonly mcp?: McpToolSource;
+  /**
+   * The config as it is now, and the one place a new one is applied (SPEC 26: the gateway's reload and config.patch):
+   * the runtime, the MCP servers and the gateway's services take it for the next run.
+   */
+  readonly live: LiveConfig;
   /** spend control (gateway and embedded roles): budgets before every model call, the cost ledger; flushed on close */
   readonly spend?: SpendControl;
   /** what /metrics serves (a gateway with gateway.metrics.enabled; src/metrics/); absent, nothing is measured */
@@ -148,13 +154,12 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     opts.backend ?? (await openBackend(config, opts.stateDir, { owner: role === "gateway", env, logger }));
   // MCP servers for the roles that run turns users see: the gateway connects them in the background (a slow server
   // never delays health); the embedded CLI's one run waits until each has connected or failed
-  let mcp: McpToolSource | undefined;
+  // a slot, not the source: a reloaded config may start the first server of a process that had none
+  const mcp: McpSlot | undefined = role === "gateway" || role === "embedded" ? { current: undefined } : undefined;
   // the bus's end notice waits for the writer the runtime owns: bound once the runtime exists
   let node: LoopgateNode | undefined;
   try {
-    if (role === "gateway" || role === "embedded") {
-      mcp = await startMcp(config, { logger, env, settle: role === "embedded" });
-    }
+    if (mcp) mcp.current = await startMcp(config, { logger, env, settle: role === "embedded" });
     // a gateway's metrics (read once at start, like every gateway key): prom-client is loaded only when they are on
     const metrics =
       role === "gateway" && config.gateway.metrics.enabled
@@ -178,7 +183,7 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     );
     return node;
   } catch (err) {
-    await mcp?.close();
+    await mcp?.current?.close();
     await backend.store.close();
     throw err;
   }
@@ -201,7 +206,7 @@ function assemble(
   opts: Omit<ComposeNodeOptions, "backend"> & { sandboxes?: Sandboxes; metrics?: NodeMetrics },
   backend: Backend,
   parts: BackendParts,
-  mcp?: McpToolSource,
+  mcp?: McpSlot,
 ): LoopgateNode {
   const { config, role, metrics } = opts;
   const logger = opts.logger ?? createLogger();
@@ -218,7 +223,9 @@ function assemble(
           bus: parts.bus,
         })
       : undefined;
-  const rt = new AgentRuntime({
+  // the MCP source reads the config as it is now; the runtime's constructor already asks it (a tool name clash)
+  let built: AgentRuntime | undefined;
+  const rt: AgentRuntime = new AgentRuntime({
     spend,
     config,
     stateDir: opts.stateDir,
@@ -235,10 +242,12 @@ function assemble(
     execSecurityDefault: opts.execSecurityDefault,
     execPrompt: opts.execPrompt,
     // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
-    ...mcpRuntimeOptions(mcp, config),
+    ...(mcp ? liveMcpRuntimeOptions(mcp, () => built?.config ?? config) : {}),
     sandboxes: opts.sandboxes,
     ...(metrics ? { modelCallMeter: metrics.modelCalls } : {}),
   });
+  built = rt;
+  const live = liveConfigOf(rt, mcp, opts.env ?? process.env);
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);
   metrics?.attach({
@@ -271,7 +280,10 @@ function assemble(
     ...(parts.cluster ? { cluster: parts.cluster } : {}),
     ...(parts.crossNode ? { crossNode: parts.crossNode } : {}),
     ...(audit ? { audit } : {}),
-    ...(mcp ? { mcp } : {}),
+    get mcp() {
+      return mcp?.current;
+    },
+    live,
     ...(spend ? { spend } : {}),
     ...(metrics ? { metrics } : {}),
     isTransientStoreError: parts.isTransientStoreError,
@@ -287,7 +299,7 @@ function assemble(
         await rt.close();
         await spend?.ledger.flush();
         // every MCP child has exited once this resolves
-        await mcp?.close();
+        await mcp?.current?.close();
         parts.closeBus();
         // a node that is closing stops beating; a drained one already handed its sessions off (AgentService.drain)
         if (starting) await parts.cluster?.stopBeating();
@@ -296,6 +308,25 @@ function assemble(
       return closing;
     },
   };
+}
+
+/**
+ * The node's live config: the runtime takes a new one first (the next run's profile), then the MCP servers (a
+ * changed server reconnects, a new one connects, a removed one closes; the first one starts the source).
+ */
+function liveConfigOf(rt: AgentRuntime, mcp: McpSlot | undefined, env: NodeJS.ProcessEnv): LiveConfig {
+  const live = new LiveConfig(rt.config, rt.logger);
+  live.onApply("the runtime", (next, _prev, applied) => rt.applyConfig(next, applied));
+  if (mcp) {
+    live.onApply("the MCP servers", async (next, _prev, applied) => {
+      if (!applied.some((p) => p.startsWith("mcp."))) return;
+      if (mcp.current) {
+        const touched = await mcp.current.reconfigure(next.mcp.servers);
+        if (touched.length > 0) rt.logger.info("mcp servers reconfigured", { servers: touched.join(", ") });
+      } else mcp.current = await startMcp(next, { logger: rt.logger, env });
+    });
+  }
+  return live;
 }
 
 /** One process on one file: the in-process bus, the file write lock (SPEC 3); no store error is worth a retry. */

@@ -114,6 +114,9 @@ export const GATEWAY_METHODS = [
   "cron.runs",
   "logs.tail",
   "config.schema",
+  // live configuration (SPEC 26)
+  "config.patch",
+  "config.apply",
   "skills.status",
   "skills.update",
   "plugins.list",

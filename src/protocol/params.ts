@@ -739,3 +739,24 @@ export const agentEventsParamsSchema = z.strictObject({
   limit: z.number().int().min(1).max(1000).optional(),
   cursor: pageCursor.optional(),
 });
+
+/** The largest `raw` config.patch / config.apply take: a config file's own cap (config/source.ts CONFIG_MAX_BYTES). */
+export const CONFIG_RAW_MAX_CHARS = 1024 * 1024;
+
+/**
+ * config.patch (OpenClaw's ConfigPatchParams): `raw` a JSON5 merge patch (`null` deletes a key), `baseHash` config.get's
+ * hash (required when the file exists), `replacePaths` the arrays the patch may shorten. OpenClaw's restart and
+ * delivery fields are accepted and ignored: Loopgate applies the change itself and restarts nothing.
+ */
+export const configPatchParamsSchema = z.strictObject({
+  raw: z.string().min(1).max(CONFIG_RAW_MAX_CHARS),
+  baseHash: z.string().min(1).max(128).optional(),
+  replacePaths: z.array(z.string().min(1).max(512)).max(256).optional(),
+  note: z.string().max(1000).optional(),
+  sessionKey: z.string().optional(),
+  deliveryContext: z.looseObject({}).optional(),
+  restartDelayMs: z.number().int().nonnegative().optional(),
+});
+
+/** config.apply (OpenClaw's ConfigApplyParams): `raw` the whole config, replacing the file. */
+export const configApplyParamsSchema = configPatchParamsSchema.omit({ replacePaths: true });

@@ -565,6 +565,26 @@ export interface ModelsAuthClearResult {
 export interface ConfigGetResult {
   config: unknown;
   redacted: string[];
+  /** the config file (absent when the gateway was not started from one) */
+  path?: string;
+  /** whether the file exists (a gateway on defaults has none until config.patch writes it) */
+  exists?: boolean;
+  /** sha-256 of the file's content now: config.patch's `baseHash` (absent when there is no file) */
+  hash?: string;
+}
+
+/** config.patch / config.apply: written, validated and applied (SPEC 26) */
+export interface ConfigWriteResult {
+  ok: true;
+  path: string;
+  /** the new content's hash, the next write's `baseHash` */
+  hash: string;
+  /** the changed paths the gateway applied: the next run uses them */
+  changedPaths: string[];
+  /** changed keys that need a restart; they keep their running values until then */
+  restartRequired: string[];
+  /** the effective config now, redacted as config.get's */
+  config: unknown;
 }
 
 /**

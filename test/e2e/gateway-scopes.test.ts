@@ -198,6 +198,7 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "ok",
     "sessions.create ungranted": "forbidden",
     "config.get": "unauthorized",
+    "config.patch": "unauthorized",
     // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
     "models.authStatus": "unauthorized",
     "models.authClear": "unauthorized",
@@ -271,6 +272,7 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "unauthorized",
     "sessions.create ungranted": "unauthorized",
     "config.get": "unauthorized",
+    "config.patch": "unauthorized",
     // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
     "models.authStatus": "ok",
     "models.authClear": "unauthorized",
@@ -347,6 +349,8 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "sessions.create granted": "ok",
     "sessions.create ungranted": "forbidden",
     "config.get": "ok",
+    // a config write serves every session: a token confined to some is one tenant's
+    "config.patch": "forbidden",
     // gateway-wide: a token limited to some sessions reads the health, never changes every session's keys
     "models.authStatus": "ok",
     "models.authClear": "forbidden",
@@ -440,6 +444,7 @@ describe("one visibility rule: method × scope × grant", () => {
         actual[`sessions.create ${t}`] = outcome(await client.call("sessions.create", made));
       }
       actual["config.get"] = outcome(await client.call("config.get"));
+      actual["config.patch"] = outcome(await client.call("config.patch", { raw: "{}" }));
       actual["models.authStatus"] = outcome(await client.call("models.authStatus", {}));
       actual["models.authClear"] = outcome(await client.call("models.authClear", { id: "t:default" }));
       actual.status = outcome(await client.call("status"));

@@ -22,6 +22,11 @@ export type RunLimits = SpendLimits;
  */
 export interface RunProfile {
   readonly agentId: string;
+  /**
+   * the config the run was prepared with: a config reloaded while it runs reaches the next run (SPEC 26), so what a
+   * run reads of the config after prepare (max steps, retry policy, compaction) is read here, not from the runtime
+   */
+  readonly config: LoopgateConfig;
   /** the model the turn resolved: the first of `modelChain` */
   readonly model: ResolvedModel;
   /** the model refs the run may use, in order (the resolved model, then the fallbacks) */
@@ -81,6 +86,7 @@ export async function resolveRunProfile(
     run.sessionKey !== undefined ? await from.sandboxFor?.(run.agentId, run.sessionKey, workspace.dir) : undefined;
   return {
     agentId: run.agentId,
+    config: from.config,
     model,
     modelChain: runModelChain(from.config, run.agentId, model.ref),
     resolveModel: (ref) => (ref === model.ref ? model : from.resolveModel(ref)),

@@ -131,7 +131,7 @@ export async function runAttempt(
       model: input.model.modelId,
       system: prepared.system,
       messages: input.messages,
-      maxSteps: rt.config.agents.defaults.maxSteps,
+      maxSteps: prepared.profile.config.agents.defaults.maxSteps,
       // a model configured with `reasoning: false` would reject the parameters a thinking level adds
       thinking: input.model.model.reasoning === false ? "off" : input.thinking,
       maxTokens: input.model.model.maxTokens,

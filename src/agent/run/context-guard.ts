@@ -86,7 +86,10 @@ export class RunContextGuard implements ContextGuard {
 
   private budget(model: ResolvedModel): { window: number; reserve: number } {
     const window = model.model.contextWindow;
-    return { window, reserve: compactionReserve(window, this.c.rt.config.agents.defaults.compaction.reserveTokens) };
+    return {
+      window,
+      reserve: compactionReserve(window, this.c.prepared.profile.config.agents.defaults.compaction.reserveTokens),
+    };
   }
 
   /** One message alone over half the budget is cut to head + tail (no row: the cut is redone on reload). */
@@ -106,8 +109,8 @@ export class RunContextGuard implements ContextGuard {
     instructions?: string,
     onResult?: (r: CompactionResult) => void,
   ): Promise<ChatMessage[]> {
-    const { rt, prepared, events } = this.c;
-    const cfg = rt.config.agents.defaults.compaction;
+    const { prepared, events } = this.c;
+    const cfg = prepared.profile.config.agents.defaults.compaction;
     const { window, reserve } = this.budget(model);
     const summarizer = cfg.model ? prepared.profile.resolveModel(cfg.model) : model;
     const tokensBefore = projected ?? estimateContextTokens(messages, prepared.system, this.tools);

@@ -135,7 +135,7 @@ async function attemptsOnModel(ctx: ExecuteContext, state: AttemptState, ref: st
   const model = ctx.prepared.profile.resolveModel(ref);
   state.model = model.ref;
   return withModelRetries({
-    policy: retryPolicyFor(ctx.rt.config.models.providers[model.providerId]?.retry),
+    policy: retryPolicyFor(ctx.prepared.profile.config.models.providers[model.providerId]?.retry),
     signal: ctx.signal,
     call: () => attemptWithCompaction(ctx, state, model),
     onRetry: (n) => {

@@ -15,6 +15,7 @@ import {
 } from "../../protocol/params.js";
 import type {
   AgentIdentity,
+  ConfigGetResult,
   ModelsAuthClearResult,
   ModelsAuthStatusResult,
   StatusResult,
@@ -247,14 +248,25 @@ export const commandsListMethod = defineMethod({
   },
 });
 
-/** The effective config with every secret replaced (redact-config.ts); an operator's view of the whole gateway. */
+/**
+ * The effective config with every secret replaced (redact-config.ts); an operator's view of the whole gateway. With
+ * the config file's path and the hash of its content now: config.patch's base hash (SPEC 26).
+ */
 export const configGetMethod = defineMethod({
   name: "config.get",
   scope: "admin",
   params: looseEmptyParamsSchema,
   handle({ gw, reply }) {
     const { config, redacted } = redactConfig(gw.service.rt.config);
-    reply.ok({ config, redacted });
+    const file = gw.configFile;
+    const hash = file?.currentHash();
+    const result: ConfigGetResult = {
+      config,
+      redacted,
+      ...(file ? { path: file.file, exists: file.exists() } : {}),
+      ...(hash !== undefined ? { hash } : {}),
+    };
+    reply.ok(result);
   },
 });
 

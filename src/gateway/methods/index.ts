@@ -6,6 +6,7 @@ import { auditListMethod } from "./audit.js";
 import { chatAbortMethod, chatHistoryMethod, chatSendMethod } from "./chat.js";
 import { chatMetadataMethod, chatStartupMethod } from "./chat-views.js";
 import { configSchemaMethod } from "./config-schema.js";
+import { configApplyMethod, configPatchMethod } from "./config-write.js";
 import {
   cronAddMethod,
   cronListMethod,
@@ -95,6 +96,8 @@ export function methodRegistry(): Map<string, AnyMethod> {
     updateStatusMethod,
     commandsListMethod,
     configGetMethod,
+    configPatchMethod,
+    configApplyMethod,
     cronStatusMethod,
     pluginApprovalListMethod,
     questionListMethod,

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { McpServerConfig } from "../../config/schema.js";
 import type { Tool, ToolOutput } from "../types.js";
 import { ToolError } from "../types.js";
@@ -39,23 +40,61 @@ export class McpToolSource {
   private exposed: Exposed[] = [];
   private started = false;
 
+  /** each server's entry as configured, to tell which a reloaded config changed */
+  private configs: Record<string, McpServerConfig> = {};
+
   constructor(
     servers: Record<string, McpServerConfig>,
     private readonly opts: McpToolSourceOptions = {},
   ) {
-    for (const [name, config] of Object.entries(servers)) {
-      this.approval.set(name, approvalMatcher(config.approval));
-      const connection = new McpServerConnection(name, config, {
-        ...opts,
-        onStateChange: (status) => this.emit({ type: "state", status }),
-        onToolsChanged: () => {
-          this.rename();
-          this.emit({ type: "tools", server: name });
-        },
-      });
-      if (config.enabled) this.connections.set(name, connection);
-      else this.disabled.set(name, { ...connection.status(), state: "closed", lastError: "disabled (enabled: false)" });
+    for (const [name, config] of Object.entries(servers)) this.add(name, config);
+  }
+
+  private add(name: string, config: McpServerConfig): void {
+    this.configs[name] = config;
+    this.approval.set(name, approvalMatcher(config.approval));
+    const connection = new McpServerConnection(name, config, {
+      ...this.opts,
+      onStateChange: (status) => this.emit({ type: "state", status }),
+      onToolsChanged: () => {
+        this.rename();
+        this.emit({ type: "tools", server: name });
+      },
+    });
+    if (config.enabled) this.connections.set(name, connection);
+    else this.disabled.set(name, { ...connection.status(), state: "closed", lastError: "disabled (enabled: false)" });
+  }
+
+  /** Closes a server's connection and forgets it; resolves once its stdio child has exited. */
+  private async drop(name: string): Promise<void> {
+    const connection = this.connections.get(name);
+    this.connections.delete(name);
+    this.disabled.delete(name);
+    this.approval.delete(name);
+    delete this.configs[name];
+    await connection?.close();
+  }
+
+  /**
+   * A reloaded mcp.servers (SPEC 26): a server whose entry changed is reconnected with it, a new one is connected, a
+   * removed one is closed; the others keep their connections. Resolves once the old connections are closed (the new
+   * ones connect in the background, as at start). Returns the names it touched.
+   */
+  async reconfigure(servers: Record<string, McpServerConfig>): Promise<string[]> {
+    const touched: string[] = [];
+    for (const name of Object.keys(this.configs)) {
+      if (servers[name] && isDeepStrictEqual(servers[name], this.configs[name])) continue;
+      touched.push(name);
+      await this.drop(name);
     }
+    for (const [name, config] of Object.entries(servers)) {
+      if (this.configs[name]) continue;
+      if (!touched.includes(name)) touched.push(name);
+      this.add(name, config);
+      if (this.started) this.connections.get(name)?.start();
+    }
+    this.rename();
+    return touched;
   }
 
   /** Connects every enabled server in the background. */

@@ -76,9 +76,22 @@ export class Sandboxes {
   private pruneTimer: unknown;
   readonly root: string;
 
-  constructor(private readonly opts: SandboxesOptions) {
+  constructor(private opts: SandboxesOptions) {
     this.backends = opts.backends ?? {};
     this.root = path.join(opts.stateDir, "sandboxes");
+  }
+
+  /**
+   * A reloaded config (SPEC 26): which sessions are sandboxed and how is decided by it from the next run; sandboxes
+   * already open keep running until their scope ends. Check it first (`checkConfig`).
+   */
+  reconfigure(config: LoopgateConfig): void {
+    this.opts = { ...this.opts, config };
+  }
+
+  /** The load-time check for a config that is not applied yet (a reload's candidate). */
+  checkConfig(config: LoopgateConfig): Promise<void> {
+    return new Sandboxes({ ...this.opts, config }).check();
   }
 
   /**

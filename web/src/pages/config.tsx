@@ -6,6 +6,8 @@ import { AdminOnly, ErrorLine, useRpc } from "./operator-common";
 interface ConfigGet {
   config: unknown;
   redacted: string[];
+  /** the config file the gateway watches (absent when it was not started from one) */
+  path?: string;
 }
 
 interface Leaf {
@@ -69,8 +71,9 @@ function ConfigView(props: { model: ConsoleModel }) {
     <section aria-labelledby="config-h">
       <h1 id="config-h">Config</h1>
       <p class="hint">
-        The gateway's effective config (defaults filled in). Secrets are shown as [redacted]. Read-only: change the
-        config file and restart the gateway.
+        The gateway's effective config (defaults filled in). Secrets are shown as [redacted]. Read-only here: edit the
+        config file{config.data?.path ? ` (${config.data.path})` : ""} and the gateway applies it to the next run; keys
+        that need a restart are named in its log.
       </p>
       <ErrorLine error={config.error ?? schema.error} />
       <div class="filters">
