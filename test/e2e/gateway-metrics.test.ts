@@ -182,7 +182,8 @@ describe.skipIf(!testPostgresUrl)("a gateway node on Postgres", () => {
     // the model would answer after a minute: the run is going while the test scrapes, then it is aborted
     const server = await fakeModel();
     const gw = await metricsGateway(server, {
-      storage: { backend: "postgres", postgres: { url: testPostgresUrl, schema: ts.schema } },
+      // a beat every second (leaseMs / 3): the default's 5 s first beat may come after the wait under a loaded suite
+      storage: { backend: "postgres", postgres: { url: testPostgresUrl, schema: ts.schema, leaseMs: 3000 } },
     });
     server.enqueue({ text: "slow", delayMs: 60_000 });
     const peer = await connectedPeer(gw.url, { scopes: ["operator.admin"] });
