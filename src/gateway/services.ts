@@ -60,6 +60,8 @@ export async function attachGatewayServices(
     wantsMessages: (key) => broadcaster.followsMessages(key),
     onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
   });
+  // run status of other nodes' runs this node does not follow, from their pointers (sessions.changed "status")
+  const offRemoteStatus = node.crossNode?.onRemoteRunStatus((key) => broadcaster.remoteRunStatus(key));
   // budgets and token rate limits across nodes: each node announces its calls and runs, and hears the others'
   const spendRelay = rt.spend
     ? await node.crossNode?.relaySpend(rt.spend, (err) =>
@@ -125,6 +127,7 @@ export async function attachGatewayServices(
     detach() {
       diagnostics?.stop();
       relay?.close();
+      offRemoteStatus?.();
       spendRelay?.close();
       runLog.detach();
       stopApprovalLog();

@@ -75,6 +75,11 @@ export interface CrossNode {
   }): Promise<{ close(): void }>;
   /** Relays spend notices (calls, token runs) between the nodes, for budgets and rate limits; closed by the caller. */
   relaySpend(spend: SpendControl, onError: (err: Error) => void): Promise<{ close(): void }>;
+  /**
+   * Hears that a run of another node started or ended in a session, from its pointers alone (nothing read): for
+   * `sessions.changed` "status" to clients that follow every session but none of its runs. Returns the unsubscribe.
+   */
+  onRemoteRunStatus(listener: (sessionKey: string) => void): () => void;
 }
 
 export interface LoopgateNode {
@@ -323,6 +328,7 @@ async function postgresParts(
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
       relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
+      onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),

@@ -44,7 +44,7 @@ import type {
 import { migratePostgres } from "./migrate.js";
 import { type NotifierOptions, notifyChannel, PgNotifier } from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
-import { runEventPointer } from "./run-follower.js";
+import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
 
 type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
@@ -807,9 +807,7 @@ export class PostgresStore implements Store {
   async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
     if (events.length === 0) return { ignored: 0 };
     // one pointer per run (its highest seq in the batch), sent by the same statement, so at its commit
-    const highest = new Map<string, number>();
-    for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
-    const pointers = [...highest].map(([runId, seq]) => JSON.stringify(runEventPointer(runId, seq)));
+    const pointers = highestPerRun(events).map((p) => JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
     const { rows } = await this.pool.query<{ inserted: number }>(
       `WITH ins AS (
          INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
