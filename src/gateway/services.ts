@@ -8,7 +8,7 @@ import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
 import { startCostPruning } from "../limits/ledger-retention.js";
 import type { LoopgateNode } from "../node/compose.js";
-import type { HealthResult } from "../protocol/payloads.js";
+import type { HealthDegraded, HealthResult } from "../protocol/payloads.js";
 import { logExecApprovals } from "./approval-log.js";
 import type { Broadcaster } from "./broadcast.js";
 import { GatewayStartError } from "./errors.js";
@@ -83,7 +83,11 @@ export async function attachGatewayServices(
     runLog,
     ...(diagnostics ? { diagnostics } : {}),
     health: (startedAt, version) =>
-      healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
+      healthOf(
+        service,
+        { audit, cron, diagnostics, cluster: node.cluster, clock },
+        { uptimeMs: clock.now() - startedAt, version },
+      ),
     get ready() {
       return initializing;
     },
@@ -138,11 +142,31 @@ export async function attachGatewayServices(
 /** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions, MCP servers. */
 async function healthOf(
   service: AgentService,
-  parts: { audit: AuditLedger; cron: CronScheduler; diagnostics: DiagnosticsMonitor | undefined },
+  parts: {
+    audit: AuditLedger;
+    cron: CronScheduler;
+    diagnostics: DiagnosticsMonitor | undefined;
+    /** a Postgres node's membership: its heartbeat says whether the store answers and its leases hold */
+    cluster: Pick<NonNullable<LoopgateNode["cluster"]>, "degraded"> | undefined;
+    clock: Clock;
+  },
   about: { uptimeMs: number; version: string },
 ): Promise<HealthResult> {
-  const degraded = service.sessions.storageFault();
-  const sessions = await service.sessions.count();
+  let degraded: HealthDegraded | undefined = service.sessions.storageFault() ?? parts.cluster?.degraded();
+  let sessions: number | undefined;
+  try {
+    // a node whose heartbeat already fails does not wait for the store's connect timeout to say so
+    if (degraded?.reason !== "store unreachable" && degraded?.reason !== "leases lost")
+      sessions = await service.sessions.count();
+  } catch (err) {
+    // SQLite's count does not fail; a Postgres store that does not answer is this node's health, not an error
+    if (!parts.cluster) throw err;
+    degraded ??= {
+      reason: "store unreachable",
+      message: `reading the store failed: ${(err as Error)?.message ?? String(err)}`,
+      since: parts.clock.now(),
+    };
+  }
   // a configured MCP server that failed degrades health, naming it (mcp-health.ts)
   return withMcpHealth(
     {
@@ -151,7 +175,7 @@ async function healthOf(
       version: about.version,
       uptimeMs: about.uptimeMs,
       activeRuns: service.activeRunCount,
-      sessions,
+      ...(sessions !== undefined ? { sessions } : {}),
       audit: parts.audit.state(),
       ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
       queueDepth: service.queueDepth,

@@ -41,6 +41,9 @@ export class NodeHeartbeat {
   private timer: unknown;
   private inFlight: Promise<void> = Promise.resolve();
   private stopped = true;
+  /** when a beat last went through, and the error of the beats failing since (this node's timer clock) */
+  private lastOkAt = Number.NEGATIVE_INFINITY;
+  private failing: { error: string; since: number } | undefined;
 
   constructor(
     private readonly db: Queryable,
@@ -69,8 +72,18 @@ export class NodeHeartbeat {
        ON CONFLICT (id) DO UPDATE SET started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at`,
       [this.nodeId, this.now()],
     );
+    this.lastOkAt = this.timers.now();
     this.stopped = false;
     this.schedule();
+  }
+
+  /**
+   * Whether the beat goes through: `failing` while the last beat failed (the store is unreachable); `lapsed` once no
+   * beat went through for a whole lease, so this node's leases have expired and other nodes may take its sessions.
+   */
+  state(): { lastOkAt: number; failing?: { error: string; since: number }; lapsed: boolean } {
+    const lapsed = this.timers.now() - this.lastOkAt > this.leaseMs;
+    return { lastOkAt: this.lastOkAt, ...(this.failing ? { failing: { ...this.failing } } : {}), lapsed };
   }
 
   /**
@@ -101,9 +114,15 @@ export class NodeHeartbeat {
     this.timer = this.timers.setTimeout(() => {
       this.inFlight = this.beat()
         .then((rejoined) => {
+          this.lastOkAt = this.timers.now();
+          this.failing = undefined;
           if (rejoined) this.opts.onRejoined?.();
         })
-        .catch((err: Error) => this.opts.onError?.(err))
+        .catch((err: Error) => {
+          this.failing ??= { error: err.message, since: this.timers.now() };
+          this.failing.error = err.message;
+          this.opts.onError?.(err);
+        })
         .finally(() => this.schedule());
     }, this.intervalMs);
   }
