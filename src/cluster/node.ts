@@ -29,6 +29,11 @@ export interface ClusterNodeOptions {
   leaseMs?: number;
   /** default: `<hostname>-<pid>-<random>` (a restarted process is a new node; the old one is dead to the others) */
   nodeId?: string;
+  /**
+   * The id is `cluster.nodeId`, the same across restarts: a live node with it refuses the start, and a dead earlier
+   * process's leases and runs are given up at start (NodeHeartbeat `fixedId`).
+   */
+  fixedId?: boolean;
   /** session lock waits: `session.writeLock.acquireTimeoutMs` */
   acquireTimeoutMs: number;
   /** Tests pass a ManualClock (timers and lease times); without one leases are measured on the database's clock. */
@@ -109,6 +114,7 @@ export class ClusterNode implements QueueCluster {
       nodeId: this.nodeId,
       leaseMs: this.leaseMs,
       ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.fixedId ? { fixedId: true } : {}),
       onError: (err) => opts.logger.warn("cluster: heartbeat failed; retrying", { error: err.message }),
       onRejoined: () =>
         opts.logger.warn(

@@ -2,6 +2,7 @@ import type { ExecPrompt } from "../agent/exec-approvals.js";
 import { AgentRuntime, type RuntimeOptions } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import type { ClusterNode } from "../cluster/node.js";
+import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/schema.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import type { EventBusPort } from "../events/bus-port.js";
@@ -13,6 +14,7 @@ import { createLogger, type Logger } from "../infra/logger.js";
 import type { SessionEvents } from "../infra/session-events.js";
 import { SpendControl } from "../limits/spend-control.js";
 import { PgSpendRelay } from "../limits/spend-relay.js";
+import { agentWorkspaceDir } from "../prompt/workspace.js";
 import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
 import type { SessionLockPort } from "../session/lock-port.js";
@@ -160,6 +162,7 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
       node = assemble({ ...opts, sandboxes }, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
       return node;
     }
+    if (role === "gateway") await warnOfLocalWorkspace(config, opts.stateDir, logger);
     const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
     node = assemble(
       { ...opts, sandboxes },
@@ -333,6 +336,15 @@ async function postgresParts(
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),
   };
+}
+
+/** A gateway node on Postgres whose workspace is this machine's disk, with no layout declared: said once at start. */
+async function warnOfLocalWorkspace(config: LoopgateConfig, stateDir: string, logger: Logger): Promise<void> {
+  // loaded only here, like the rest of the cluster layer
+  const { workspaceLayoutWarning } = await import("../cluster/workspace-layout.js");
+  const dir = agentWorkspaceDir(config, stateDir, defaultAgentId(config));
+  const warning = workspaceLayoutWarning(config.cluster.workspace, dir);
+  if (warning) logger.warn(`cluster: ${warning}`);
 }
 
 /**

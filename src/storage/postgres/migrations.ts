@@ -244,6 +244,15 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
       CREATE INDEX runs_running_node ON runs (node_id) WHERE status = 'running';
     `,
   },
+  {
+    version: 1002,
+    name: "each node's lease length",
+    // A starting node compares its storage.postgres.leaseMs with the live nodes' and refuses to join when they
+    // differ (node-heartbeat.ts): each node judges the others dead by its own lease. NULL: a node of an older build.
+    sql: `
+      ALTER TABLE nodes ADD COLUMN lease_ms BIGINT;
+    `,
+  },
 ];
 
 /**
