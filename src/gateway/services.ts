@@ -70,7 +70,24 @@ export async function attachGatewayServices(
     : undefined;
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
-  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
+  // several nodes: a job stored on any node reaches the cron leader at once
+  let cronNotices: { announce(): void; close(): void } | undefined;
+  const cron = new CronScheduler({
+    service,
+    config: rt.config.cron,
+    clock,
+    logger,
+    onStoredChange: () => cronNotices?.announce(),
+  });
+  cronNotices = await node.crossNode?.relayCronChanges(
+    () =>
+      void cron
+        .reloadStored()
+        .catch((err: Error) =>
+          logger.warn("cron: re-reading jobs another node changed failed", { error: err.message }),
+        ),
+    (err) => logger.warn("cron notices across nodes", { error: err.message }),
+  );
   const diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   const stopApprovalLog = logExecApprovals(rt.execApprovals, logger);
   let timers: Array<{ stop(): void }> = [];
@@ -132,6 +149,7 @@ export async function attachGatewayServices(
       diagnostics?.stop();
       relay?.close();
       offRemoteStatus?.();
+      cronNotices?.close();
       spendRelay?.close();
       runLog.detach();
       stopApprovalLog();

@@ -82,6 +82,8 @@ export interface CrossNode {
    * `sessions.changed` "status" to clients that follow every session but none of its runs. Returns the unsubscribe.
    */
   onRemoteRunStatus(listener: (sessionKey: string) => void): () => void;
+  /** Tells the other nodes when this node's stored cron jobs change, and calls `onChange` when theirs do. */
+  relayCronChanges(onChange: () => void, onError: (err: Error) => void): Promise<{ announce(): void; close(): void }>;
 }
 
 export interface LoopgateNode {
@@ -332,6 +334,10 @@ async function postgresParts(
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
       relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
       onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
+      relayCronChanges: async (onChange, onError) => {
+        const { CronNotices } = await import("../cluster/cron-notices.js");
+        return CronNotices.start(store, onChange, onError);
+      },
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),
