@@ -215,6 +215,18 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
     `,
   },
   {
+    version: 10,
+    name: "operator settings",
+    // the twin of SQLite's 10: exec allow-always answers and patterns, skill and plugin switches, shared by every node
+    sql: `
+      CREATE TABLE operator_settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+    `,
+  },
+  {
     version: 1001,
     name: "nodes, session leases, queue claims",
     // nodes: one row per running gateway, its heartbeat renewed every few seconds (node-heartbeat.ts).

@@ -32,6 +32,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  OperatorSetting,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -891,6 +892,23 @@ export class PostgresStore implements Store {
     await this.fenced(
       rows.map((r) => r.session_key),
       (db) => db.query(sql, values),
+    );
+  }
+
+  async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {
+    // starts_with is a range scan of the primary key under the C collation too; LIKE would need the prefix escaped
+    const { rows } = await this.pool.query<{ key: string; value: string; updated_at: number }>(
+      'SELECT key, value, updated_at FROM operator_settings WHERE starts_with(key, $1) ORDER BY key COLLATE "C"',
+      [prefix],
+    );
+    return rows.map((r) => ({ key: r.key, value: r.value, updatedAt: Number(r.updated_at) }));
+  }
+
+  async putOperatorSetting(setting: OperatorSetting): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO operator_settings (key, value, updated_at) VALUES ($1, $2, $3)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+      [setting.key, setting.value, setting.updatedAt],
     );
   }
 
