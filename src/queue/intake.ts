@@ -309,7 +309,10 @@ export function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route:
     if (s.pending.length >= cap) {
       // drop "new" refuses the newcomer, also one stored before this node saw the queue full: an input another node
       // accepted and this node adopted, or one accepted here while the queue filled. Its sender hears it in the final.
-      if (drop === "new") return dropRun(ctx, run, new QueueFullError(run.sessionKey, cap).message);
+      if (drop === "new") {
+        dropRun(ctx, run, new QueueFullError(run.sessionKey, cap).message);
+        return;
+      }
       applyCap(ctx, s, drop);
     }
     s.pending.push(run);
