@@ -114,6 +114,8 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
       "the run's status change on node C, from its pointers",
     );
     expect((nodeB.gw.service.rt.bus as PgEventBus).followStats().events).toBeGreaterThanOrEqual(onA.length);
+    // and the node running it read nothing back for its own client: a local run takes the in-process path
+    expect((nodeA.gw.service.rt.bus as PgEventBus).followStats()).toMatchObject({ reads: 0, events: 0 });
 
     // replay from node B reads the store
     const replay = await watcher.call("agent.events", { runId: "run-ab-1", afterSeq: 0 });
