@@ -185,7 +185,8 @@ export class PgEventBus implements EventBusPort {
     if (last === undefined) this.becomeLocal(runId);
     const seq = (last ?? 0) + 1;
     this.seqByRun.set(runId, seq);
-    if (last === undefined) this.sessionOfLocal.set(runId, sessionKey);
+    // an adopted run's numbering was resumed (resumeSeq): its first emit here is not its seq 1
+    if (!this.sessionOfLocal.has(runId)) this.sessionOfLocal.set(runId, sessionKey);
     const event: AgentEventOf<S> = { runId, seq, stream, ts: this.now(), sessionKey, data };
     for (const listener of this.locals) notify1(listener, event as AgentEvent);
     for (const listener of this.all) notify1(listener, event as AgentEvent);
