@@ -555,6 +555,24 @@ if (runs("gateway")) {
     reason: na ?? g.turnError,
   });
   row({
+    id: "gateway.turn.metrics.p50",
+    metric: "gateway warm turn with gateway.metrics on, p50 (floor: the same turn with it off, interleaved)",
+    value: g.metricsOnTurnP50,
+    unit: "ms",
+    floorValue: g.metricsOffTurnP50,
+    floorName: "metrics off",
+    reason: na ?? g.metricsError,
+  });
+  row({
+    id: "gateway.turn.metrics.cpu",
+    metric: "gateway warm turn with gateway.metrics on, gateway process CPU per turn (floor: with it off)",
+    value: g.metricsOnCpuMsPerTurn,
+    unit: "ms",
+    floorValue: g.metricsOffCpuMsPerTurn,
+    floorName: "metrics off",
+    reason: na ?? g.metricsError,
+  });
+  row({
     id: "gateway.throughput.8x5",
     metric: "gateway throughput, 8 sessions × 5 turns",
     value: g.throughput8x5,

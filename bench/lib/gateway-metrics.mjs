@@ -9,14 +9,17 @@ import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
 /** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
-export function startGatewayHost(baseUrl, { execArgv = [], stateDir, verbose = false, agentDefaults, postgres } = {}) {
+export function startGatewayHost(
+  baseUrl,
+  { execArgv = [], stateDir, verbose = false, agentDefaults, postgres, metrics } = {},
+) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       [
         ...execArgv,
         path.join(BENCH_DIR, "metrics", "gateway-host.mjs"),
-        JSON.stringify({ baseUrl, stateDir, agentDefaults, postgres }),
+        JSON.stringify({ baseUrl, stateDir, agentDefaults, postgres, metrics }),
       ],
       { stdio: ["pipe", "pipe", "pipe"] },
     );
@@ -211,6 +214,59 @@ export async function runGatewayMetrics({
     out.throughput8x5Raw = tp;
     await host.stop();
   }
+
+  // -- the same warm turn with gateway.metrics on and off, interleaved (issue 32: what /metrics costs a turn) ------
+  progress("gateway: warm turn latency with /metrics off and on, interleaved");
+  const off = await attempt("gateway host (metrics off)", () => startGatewayHost(baseUrl, { verbose }));
+  const on = await attempt("gateway host (metrics on)", () => startGatewayHost(baseUrl, { verbose, metrics: true }));
+  if (off.error || on.error) {
+    out.metricsError = off.error ?? on.error;
+  } else {
+    const p50 = { off: [], on: [] };
+    // the gateway's own CPU per turn: what metrics add to a turn, robust against the machine's other load
+    const cpu = { off: [], on: [] };
+    for (let r = 0; r < plan.rounds; r++) {
+      // alternate which goes first, so a drift of the machine's load weighs on both alike
+      for (const which of r % 2 === 0 ? ["off", "on"] : ["on", "off"]) {
+        const h = which === "on" ? on : off;
+        const cpu0 = cpuMsOf(h.pid);
+        const res = await attempt(`gateway latency (metrics ${which})`, () =>
+          runMetricChild(
+            "metrics/gateway-client.mjs",
+            { mode: "latency", url: h.url, turns: plan.turns, warmup: plan.warmup },
+            child(300_000),
+          ),
+        );
+        if (res.error) out.metricsError = res.error;
+        else {
+          p50[which].push(res.turnMs.p50);
+          cpu[which].push((cpuMsOf(h.pid) - cpu0) / (plan.turns + plan.warmup));
+        }
+      }
+    }
+    out.metricsOffTurnP50Rounds = p50.off;
+    out.metricsOnTurnP50Rounds = p50.on;
+    out.metricsOffCpuMsPerTurnRounds = cpu.off;
+    out.metricsOnCpuMsPerTurnRounds = cpu.on;
+    if (p50.off.length && p50.on.length) {
+      out.metricsOffTurnP50 = median(p50.off);
+      out.metricsOnTurnP50 = median(p50.on);
+      out.metricsOffCpuMsPerTurn = median(cpu.off);
+      out.metricsOnCpuMsPerTurn = median(cpu.on);
+    }
+    // the metrics host counted what it ran: a scrape after the rounds (read by the report, not timed)
+    const scrape = await attempt("gateway /metrics scrape", async () => {
+      const res = await fetch(`${on.url.replace(/^ws:/, "http:")}/metrics`);
+      const text = await res.text();
+      return {
+        status: res.status,
+        bytes: text.length,
+        runsOk: Number(/^loopgate_runs_total\{[^}]*status="ok"[^}]*\} (\S+)$/m.exec(text)?.[1]),
+      };
+    });
+    out.metricsScrape = scrape;
+  }
+  await Promise.all([off.error ? undefined : off.stop(), on.error ? undefined : on.stop()]);
 
   // -- 100 sessions × 10 turns on a fresh gateway, then its RSS -------------------------------------------------
   const { sessions, turns } = plan.gwRss;

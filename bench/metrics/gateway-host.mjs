@@ -2,9 +2,9 @@
 // has the noop tool (the CLI cannot be given extra tools), SQLite on, the real openai-completions provider against
 // the fake model process.
 // Prints {"url", "pid"} once listening; closes the gateway and exits when its stdin closes.
-// Options: { baseUrl, stateDir, agentDefaults, postgres } (agentDefaults: more `agents.defaults` keys, e.g.
+// Options: { baseUrl, stateDir, agentDefaults, postgres, metrics } (agentDefaults: more `agents.defaults` keys, e.g.
 // maxConcurrent; postgres: { url, schema } puts the store on Postgres, with the cluster node `loopgate gateway` builds
-// there, so several hosts on one schema are the nodes of one cluster).
+// there, so several hosts on one schema are the nodes of one cluster; metrics: true turns gateway.metrics on).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -23,6 +23,7 @@ const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgat
 const config = benchConfig(opts.baseUrl);
 config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
 if (opts.postgres) config.storage = { backend: "postgres", postgres: opts.postgres };
+if (opts.metrics) config.gateway = { metrics: { enabled: true } };
 const parsed = parseConfig(config);
 // on Postgres the node owns sessions by lease and follows the other hosts' runs, as `loopgate gateway`'s does
 const node = await composeNode({

@@ -19,7 +19,7 @@ import { BootstrapCache } from "../prompt/bootstrap-cache.js";
 import { agentWorkspaceDir, ensureWorkspace } from "../prompt/workspace.js";
 import { isPrivateNetworkBaseUrl } from "../providers/loopback.js";
 import { createProvider, isSelfHostedBaseUrl, type ResolvedModel, resolveModelRef } from "../providers/registry.js";
-import type { ModelProvider } from "../providers/types.js";
+import type { ModelProvider, Usage } from "../providers/types.js";
 import { LaneScheduler, type LaneWaitInfo, laneConcurrencyFrom } from "../queue/lanes.js";
 import { sessionLockFile } from "../session/file-lock.js";
 import { SessionLifecycle } from "../session/lifecycle.js";
@@ -43,6 +43,21 @@ import { StoredEnabledSwitches } from "./stored-switches.js";
 export interface ModelCallObserver {
   started(runId: string, sessionKey: string): void;
   ended(runId: string, sessionKey: string): void;
+}
+
+/**
+ * Measures every model call that reaches a provider (retries, fallbacks and compaction summaries included): `start`
+ * is called as the call begins and returns what hears how it ended. Must not throw. Unset, calls are not wrapped.
+ */
+export interface ModelCallMeter {
+  start(model: ResolvedModel): (end: ModelCallEnd) => void;
+}
+
+/** How a model call ended: `ok`, a provider error kind (`rate_limit`, `timeout`, …), or `aborted` / `incomplete`. */
+export interface ModelCallEnd {
+  outcome: string;
+  /** the usage the call reported (absent when it failed before reporting any) */
+  usage?: Usage;
 }
 
 export interface RuntimeOptions {
@@ -81,6 +96,8 @@ export interface RuntimeOptions {
   sandboxes?: Sandboxes;
   /** Spend control (limits/): budgets before every model call and the cost ledger; the composition root builds it. */
   spend?: SpendControl;
+  /** Measures model calls (the gateway's /metrics, when gateway.metrics.enabled); absent: calls are not wrapped. */
+  modelCallMeter?: ModelCallMeter;
 }
 
 /**
@@ -149,9 +166,12 @@ export class AgentRuntime {
   modelCalls?: ModelCallObserver;
   /** budgets, run caps and the cost ledger (limits/); absent: model calls are not metered */
   readonly spend: SpendControl | undefined;
+  /** counts and times model calls for /metrics; absent (metrics off): nothing is wrapped */
+  readonly modelCallMeter: ModelCallMeter | undefined;
 
   constructor(opts: RuntimeOptions) {
     this.spend = opts.spend;
+    this.modelCallMeter = opts.modelCallMeter;
     this.config = opts.config;
     this.stateDir = opts.stateDir;
     this.store = opts.store;

@@ -145,6 +145,11 @@ export class AgentService {
     return this.queue.originOf(runId);
   }
 
+  /** The agent of a live run, from memory; undefined once it has ended (/metrics labels its run with it). */
+  agentOf(runId: string): string | undefined {
+    return this.queue.agentOf(runId);
+  }
+
   /** Who started a stored run: from memory while it is live, else from its record. */
   originOfRun(run: RunRecord): RunOrigin | undefined {
     return this.queue.originOf(run.runId) ?? originOfRecord(run);

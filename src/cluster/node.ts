@@ -256,6 +256,13 @@ export class ClusterNode implements QueueCluster {
     this.roles.set(leaderKey(role), handlers);
   }
 
+  /** The leases this node holds now: sessions it runs, and leader roles it has (read by /metrics at scrape time). */
+  leasesHeld(): { sessions: number; roles: number } {
+    let roles = 0;
+    for (const key of this.roles.keys()) if (this.ownership.owns(key)) roles++;
+    return { sessions: this.ownership.ownedCount - roles, roles };
+  }
+
   private async claimRoles(): Promise<void> {
     if (this.queue.draining) return;
     for (const [key, role] of this.roles) {

@@ -42,6 +42,11 @@ export class SessionOwnership {
     return this.owned.get(sessionKey)?.token ?? this.lost.get(sessionKey);
   }
 
+  /** how many leases this node holds (sessions and leader roles alike) */
+  get ownedCount(): number {
+    return this.owned.size;
+  }
+
   ownedKeys(): string[] {
     return [...this.owned.keys()];
   }

@@ -43,6 +43,19 @@ describe("problems found when the config is loaded", () => {
     expect(() => loadConfig({ env: { ...env, LG_NOPE: "sk" } })).not.toThrow();
   });
 
+  it("a metrics bind without a metrics port, or a metrics port that is the gateway's, is refused naming the key", () => {
+    const bindOnly = configFile('{ gateway: { metrics: { enabled: true, bind: "lan" } } }');
+    expect(problemsOf(() => loadConfig({ env: bindOnly.env })).problems).toEqual([
+      "gateway.metrics.bind: needs gateway.metrics.port (without a port of its own, /metrics is served on the gateway's port)",
+    ]);
+    const samePort = configFile("{ gateway: { port: 18800, metrics: { enabled: true, port: 18800 } } }");
+    expect(problemsOf(() => loadConfig({ env: samePort.env })).problems).toEqual([
+      "gateway.metrics.port: 18800 is gateway.port; leave it unset to serve /metrics on the gateway's port",
+    ]);
+    const fine = configFile('{ gateway: { port: 18800, metrics: { enabled: true, port: 18801, bind: "loopback" } } }');
+    expect(() => loadConfig({ env: fine.env })).not.toThrow();
+  });
+
   it("a scripted provider needs a script that exists", () => {
     const { dir, env } = configFile(
       '{ models: { providers: { none: { api: "scripted" }, gone: { api: "scripted", script: "./turns.json5" } } } }',

@@ -17,6 +17,7 @@ export function checkConfig(config: LoopgateConfig, env: NodeJS.ProcessEnv): str
     ...providerProblems(config, env),
     ...agentProblems(config),
     ...diagnosticsProblems(config),
+    ...metricsProblems(config),
     ...storageProblems(config, env),
     ...mcpProblems(config, env),
     ...authProfileProblems(config, env),
@@ -78,6 +79,22 @@ function diagnosticsProblems(config: LoopgateConfig): string[] {
   const { stuckSessionWarnMs: warn, stuckSessionAbortMs: abort } = config.diagnostics;
   if (abort === undefined || abort > warn) return [];
   return [`diagnostics.stuckSessionAbortMs: must be greater than diagnostics.stuckSessionWarnMs (${warn})`];
+}
+
+/** A metrics listener of its own needs a port; the gateway's own port cannot be it. */
+function metricsProblems(config: LoopgateConfig): string[] {
+  const { port, bind } = config.gateway.metrics;
+  if (port === undefined) {
+    return bind === undefined
+      ? []
+      : [
+          "gateway.metrics.bind: needs gateway.metrics.port (without a port of its own, /metrics is served on the gateway's port)",
+        ];
+  }
+  if (port !== 0 && port === config.gateway.port) {
+    return [`gateway.metrics.port: ${port} is gateway.port; leave it unset to serve /metrics on the gateway's port`];
+  }
+  return [];
 }
 
 function providerProblems(config: LoopgateConfig, env: NodeJS.ProcessEnv): string[] {

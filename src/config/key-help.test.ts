@@ -10,6 +10,9 @@ describe("config key help (the console's config page)", () => {
     expect(help["cron.runLog.keepLines"]).toMatch(/run records kept per job/);
     expect(help["plugins.entries.*.enabled"]).toMatch(/not loaded/);
     expect(help["tools.exec.allowlist"]).toMatch(/glob patterns/);
+    expect(help["gateway.metrics.enabled"]).toMatch(/Prometheus metrics at GET \/metrics/);
+    expect(help["gateway.metrics.port"]).toMatch(/port of its own/);
+    expect(help["gateway.metrics.bind"]).toMatch(/needs gateway.metrics.port/);
   });
 
   it("leaves keys without a description out instead of inventing text", () => {

@@ -65,6 +65,10 @@ const T = {
     "src/agent/run/block-streaming.test.ts",
     "blockStreamingBreak text_end sends blocks while the text streams; message_end only once the message is complete",
   ),
+  openaiHttp: pin(
+    "test/e2e/openai-http.test.ts",
+    "gateway.http.endpoints: each endpoint answers only when enabled, /v1/models when either is, else 404 in OpenAI's error shape",
+  ),
   lanes: pin(here, "agents.defaults.maxConcurrent is the global lane's concurrency"),
   toolPolicy: pin(
     "src/agent/run/tool-calls.test.ts",
@@ -438,6 +442,20 @@ const audit: Record<string, Audit> = {
   "gateway.allowedOrigins": pin(
     "test/e2e/gateway-handshake.test.ts",
     "browser origins: loopback and gateway.allowedOrigins connect, any other is refused naming the setting",
+  ),
+  "gateway.http.endpoints.chatCompletions.enabled": T.openaiHttp,
+  "gateway.http.endpoints.responses.enabled": T.openaiHttp,
+  "gateway.metrics.enabled": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "off by default: /metrics is not found, and nothing is measured",
+  ),
+  "gateway.metrics.port": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "gateway.metrics.port: /metrics is served there, and not on the gateway's port",
+  ),
+  "gateway.metrics.bind": pin(
+    "test/e2e/gateway-metrics.test.ts",
+    "a metrics port beyond loopback without a token is refused at start, naming the keys to set",
   ),
   "diagnostics.enabled": T.diagnostics,
   "diagnostics.stuckSessionWarnMs": T.diagnostics,

@@ -659,6 +659,58 @@ export const configSchema = z.strictObject({
         .array(z.string().min(1))
         .default([])
         .describe("browser origins (scheme://host[:port]) allowed besides loopback and the gateway's own address"),
+      // SPEC 26: the OpenAI-compatible HTTP API on the gateway's port (gateway/openai-http/), OpenClaw's key names
+      http: z
+        .strictObject({
+          endpoints: z
+            .strictObject({
+              chatCompletions: z
+                .strictObject({
+                  enabled: z
+                    .boolean()
+                    .default(false)
+                    .describe(
+                      "serve POST /v1/chat/completions (OpenAI-compatible, bearer tokens; GET /v1/models is served when this or responses is on)",
+                    ),
+                })
+                .prefault({}),
+              responses: z
+                .strictObject({
+                  enabled: z
+                    .boolean()
+                    .default(false)
+                    .describe(
+                      "serve POST /v1/responses (OpenAI Responses API, bearer tokens; GET /v1/models is served when this or chatCompletions is on)",
+                    ),
+                })
+                .prefault({}),
+            })
+            .prefault({}),
+        })
+        .prefault({}),
+      // Prometheus text at GET /metrics (SPEC 26; src/metrics/): off by default, and then nothing is measured
+      metrics: z
+        .strictObject({
+          enabled: z
+            .boolean()
+            .default(false)
+            .describe("serve Prometheus metrics at GET /metrics (off: nothing is measured, nothing is served)"),
+          port: z
+            .number()
+            .int()
+            .min(0)
+            .max(65535)
+            .optional()
+            .describe("serve /metrics on this port of its own instead of the gateway's port (0: a free port)"),
+          bind: z
+            .string()
+            .min(1)
+            .optional()
+            .describe(
+              "where the metrics port listens (loopback, lan, or an address; default: gateway.bind); needs gateway.metrics.port",
+            ),
+        })
+        .prefault({}),
     })
     .prefault({}),
   // stuck-session diagnostics (SPEC 13; src/diagnostics/): off by default, and then they cost nothing

@@ -22,11 +22,12 @@ import type { GatewayContext, GatewayLimits } from "./context.js";
 import { GatewayStartError } from "./errors.js";
 import { type HttpRoute, httpRoutes } from "./http-routes.js";
 import { methodRegistry } from "./methods/index.js";
+import { type MetricsListener, startMetricsListener } from "./metrics-route.js";
 import { BrowserAccess } from "./origin.js";
 import { PreAuthAdmission, watchSilence } from "./preauth-admission.js";
 import { attachGatewayServices, type GatewayServices } from "./services.js";
 import { sessionInfo } from "./session-info.js";
-import { configuredTokenGrants, type TokenGrants } from "./token-grants.js";
+import { bearerGrant, configuredTokenGrants, readsWholeGateway, type TokenGrants } from "./token-grants.js";
 
 export interface GatewayStartInfo {
   url: string;
@@ -90,6 +91,8 @@ export interface GatewayHandle {
   consoleUrl: string | undefined;
   /** connections currently open (handshaking or ready) */
   readonly connectionCount: number;
+  /** where Prometheus scrapes this gateway (`http://host:port/metrics`) when gateway.metrics.enabled; else undefined */
+  metricsUrl: string | undefined;
   /**
    * Drain and stop: sends `shutdown`, refuses new runs (retryable), gives running runs `shutdownGraceMs`, aborts
    * and records the rest, then closes sockets (and the node, if the gateway composed it). Idempotent.
@@ -146,10 +149,8 @@ function closeSilent(conn: GatewayConnection | undefined, reason: string): void 
  */
 function healthDetailsAllowed(header: string | undefined, tokens: TokenGrants): boolean {
   if (!tokens.required) return true;
-  const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
-  const grant = m ? tokens.match(m[1].trim()) : undefined;
-  if (grant === undefined || !grant.sessions.includes("*")) return false;
-  return grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin");
+  const grant = bearerGrant(header, tokens);
+  return typeof grant !== "string" && readsWholeGateway(grant);
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<GatewayHandle> {
@@ -251,13 +252,33 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     allowedOrigins: rt.config.gateway.allowedOrigins,
   });
   const consoleAssets = new ConsoleAssets(opts.consoleDir);
-  const routes = httpRoutes({ gw });
+  const metricsCfg = rt.config.gateway.metrics;
+  // with a port of its own, /metrics is served there and not here
+  const routes = httpRoutes({
+    gw,
+    browsers,
+    ...(node.metrics && metricsCfg.port === undefined ? { metrics: node.metrics } : {}),
+  });
   const server: http.Server = http.createServer(httpHandler(gw, settings, sockets, browsers, consoleAssets, routes));
   server.on("clientError", (_err, socket) => socket.destroy());
   const wss = acceptWebSockets(server, gw, settings, sockets, browsers);
+  node.metrics?.countConnections(() => sockets.connections.size);
+  let metricsListener: MetricsListener | undefined;
   try {
     await listenOn(server, settings);
+    if (node.metrics && metricsCfg.port !== undefined) {
+      metricsListener = await startMetricsListener({
+        // default: where the gateway itself listens
+        host: metricsCfg.bind !== undefined ? resolveBindHost(metricsCfg.bind) : settings.host,
+        port: metricsCfg.port,
+        metrics: node.metrics,
+        tokens: settings.tokens,
+        allowedOrigins: rt.config.gateway.allowedOrigins,
+        logger,
+      });
+    }
   } catch (err) {
+    if (server.listening) await new Promise((resolve) => server.close(resolve));
     broadcaster.detach();
     services.detach();
     throw err;
@@ -266,9 +287,24 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
   await services.begin(port);
   const url = wsUrl(settings.host, port);
   logger.info("listening", { url, version: gw.version });
+  const metricsUrl = !node.metrics ? undefined : (metricsListener?.url ?? `${url.replace(/^ws:/, "http:")}/metrics`);
+  if (metricsUrl) logger.info("metrics", { url: metricsUrl });
   const tick = setInterval(() => broadcaster.broadcast("tick", { ts: clock.now() }), settings.limits.tickIntervalMs);
   tick.unref();
-  const running: RunningGateway = { node, owned, opts, gw, services, settings, sockets, server, wss, tick, routes };
+  const running: RunningGateway = {
+    node,
+    owned,
+    opts,
+    gw,
+    services,
+    settings,
+    sockets,
+    server,
+    wss,
+    tick,
+    routes,
+    metricsListener,
+  };
   const close = (reason = "gateway stopping"): Promise<void> => {
     sockets.closing ??= closeGateway(running, reason);
     return sockets.closing;
@@ -279,6 +315,7 @@ async function listen(node: LoopgateNode, opts: GatewayOptions, owned: boolean):
     host: settings.host,
     ready: services.ready,
     consoleUrl: consoleAssets.available ? `${url.replace(/^ws:/, "http:")}/` : undefined,
+    metricsUrl,
     server,
     service,
     get connectionCount() {
@@ -343,6 +380,8 @@ interface RunningGateway {
   tick: NodeJS.Timeout;
   /** the HTTP surfaces beside the WebSocket protocol (http-routes.ts) */
   routes: HttpRoute[];
+  /** /metrics on gateway.metrics.port, when set */
+  metricsListener: MetricsListener | undefined;
 }
 
 /**
@@ -364,7 +403,7 @@ async function closeGateway(g: RunningGateway, reason: string): Promise<void> {
     logger.error("shutdown hook failed", { error: (err as Error)?.message ?? String(err) });
   }
   clearInterval(g.tick);
-  await Promise.all(g.routes.map((r) => r.close?.()));
+  await Promise.all([...g.routes.map((r) => r.close?.()), g.metricsListener?.close()]);
   g.services.detach();
   broadcaster.detach();
   await closeSockets(g.sockets, g.wss, g.server);

@@ -116,3 +116,22 @@ export function configuredTokenGrants(
   }));
   return new TokenGrants(single, resolved);
 }
+
+/**
+ * The grant of an HTTP request's `Authorization: Bearer <token>`: "missing" without one, "invalid" for a token the
+ * gateway does not accept.
+ */
+export function bearerGrant(header: string | undefined, tokens: TokenGrants): Grant | "missing" | "invalid" {
+  const m = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  if (!m) return "missing";
+  return tokens.match(m[1].trim()) ?? "invalid";
+}
+
+/**
+ * Whether a grant may read what is the whole gateway's (`/health` details, `/metrics`): every session, with
+ * operator.read or operator.admin. A token limited to some sessions is one tenant's; a write-only token reads nothing.
+ */
+export function readsWholeGateway(grant: Grant): boolean {
+  if (!grant.sessions.includes("*")) return false;
+  return grant.scopes.includes("operator.read") || grant.scopes.includes("operator.admin");
+}

@@ -14,7 +14,9 @@ import { createLogger, type Logger } from "../infra/logger.js";
 import type { SessionEvents } from "../infra/session-events.js";
 import { SpendControl } from "../limits/spend-control.js";
 import { PgSpendRelay } from "../limits/spend-relay.js";
+import type { NodeMetrics } from "../metrics/node-metrics.js";
 import { agentWorkspaceDir } from "../prompt/workspace.js";
+import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
 import type { SessionLockPort } from "../session/lock-port.js";
@@ -102,6 +104,8 @@ export interface LoopgateNode {
   readonly mcp?: McpToolSource;
   /** spend control (gateway and embedded roles): budgets before every model call, the cost ledger; flushed on close */
   readonly spend?: SpendControl;
+  /** what /metrics serves (a gateway with gateway.metrics.enabled; src/metrics/); absent, nothing is measured */
+  readonly metrics?: NodeMetrics;
   /** Whether a store error may well pass if the request is repeated (the server restarting): never on SQLite. */
   isTransientStoreError(err: unknown): boolean;
   /** Joins the cluster (beat, pointers) on Postgres; nothing else starts here. Idempotent. */
@@ -160,14 +164,24 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     if (role === "gateway" || role === "embedded") {
       mcp = await startMcp(config, { logger, env, settle: role === "embedded" });
     }
+    // a gateway's metrics (read once at start, like every gateway key): prom-client is loaded only when they are on
+    const metrics =
+      role === "gateway" && config.gateway.metrics.enabled
+        ? new (await import("../metrics/node-metrics.js")).NodeMetrics()
+        : undefined;
     if (backend.kind === "sqlite") {
-      node = assemble({ ...opts, sandboxes }, backend, sqliteParts(opts.stateDir, config, clock, logger, env), mcp);
+      node = assemble(
+        { ...opts, sandboxes, metrics },
+        backend,
+        sqliteParts(opts.stateDir, config, clock, logger, env),
+        mcp,
+      );
       return node;
     }
     if (role === "gateway") await warnOfLocalWorkspace(config, opts.stateDir, logger);
     const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
     node = assemble(
-      { ...opts, sandboxes },
+      { ...opts, sandboxes, metrics },
       backend,
       await postgresParts(backend.store, config, clock, logger, flushEvents),
       mcp,
@@ -194,19 +208,21 @@ export function composeSqliteNode(opts: SqliteNodeOptions): LoopgateNode {
 
 /** The runtime and service over the backend's parts, the audit ledger by role, and the start and close order. */
 function assemble(
-  opts: Omit<ComposeNodeOptions, "backend"> & { sandboxes?: Sandboxes },
+  opts: Omit<ComposeNodeOptions, "backend"> & { sandboxes?: Sandboxes; metrics?: NodeMetrics },
   backend: Backend,
   parts: BackendParts,
   mcp?: McpToolSource,
 ): LoopgateNode {
-  const { config, role } = opts;
+  const { config, role, metrics } = opts;
   const logger = opts.logger ?? createLogger();
+  // with metrics on, every store call of the node's parts is timed; off, they call the store itself
+  const store = metrics ? metrics.timeStore(backend.store) : backend.store;
   // the roles users run turns in meter their model calls (budgets, run caps, the cost ledger)
   const spend =
     role === "gateway" || role === "embedded"
       ? new SpendControl({
           config: config.limits,
-          store: backend.store,
+          store,
           clock: opts.clock ?? systemClock,
           logger,
           bus: parts.bus,
@@ -216,7 +232,7 @@ function assemble(
     spend,
     config,
     stateDir: opts.stateDir,
-    store: backend.store,
+    store,
     bus: parts.bus,
     sessionLocks: parts.sessionLocks,
     isTransientStoreError: parts.isTransientStoreError,
@@ -231,14 +247,22 @@ function assemble(
     // MCP tools reach a run only through its profile (agent/profile/), as one more tool source
     ...mcpRuntimeOptions(mcp, config),
     sandboxes: opts.sandboxes,
+    ...(metrics ? { modelCallMeter: metrics.modelCalls } : {}),
   });
   const service = new AgentService(rt);
   if (parts.cluster) service.attachCluster(parts.cluster);
+  metrics?.attach({
+    service,
+    lanes: rt.lanes,
+    bus: parts.bus,
+    ...(parts.cluster ? { cluster: parts.cluster } : {}),
+    version: loopgateVersion(),
+  });
   let audit: AuditLedger | undefined;
   if (role === "gateway" || role === "embedded") {
     // attached before the gateway recovers, so runs a previous process left are recorded as they are failed
     audit = new AuditLedger({
-      store: backend.store,
+      store,
       clock: rt.clock,
       logger: rt.logger,
       queueSize: config.audit.queueSize,
@@ -251,7 +275,7 @@ function assemble(
   return {
     role,
     backend,
-    store: backend.store,
+    store,
     runtime: rt,
     service,
     ...(parts.cluster ? { cluster: parts.cluster } : {}),
@@ -259,6 +283,7 @@ function assemble(
     ...(audit ? { audit } : {}),
     ...(mcp ? { mcp } : {}),
     ...(spend ? { spend } : {}),
+    ...(metrics ? { metrics } : {}),
     isTransientStoreError: parts.isTransientStoreError,
     start() {
       starting ??= parts.cluster ? parts.cluster.start() : Promise.resolve();
@@ -266,6 +291,7 @@ function assemble(
     },
     close() {
       closing ??= (async () => {
+        metrics?.detach();
         // every run has ended (drained, or aborted and recorded): their last rows are written before the store closes
         await audit?.close();
         await rt.close();

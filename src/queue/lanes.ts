@@ -440,6 +440,11 @@ export class LaneScheduler {
     return l === undefined ? undefined : { active: l.active, queued: l.queued, concurrency: l.limit };
   }
 
+  /** Calls `fn` for every lane with active or queued work (idle lanes are not kept), without copying them. */
+  forEachLane(fn: (lane: string, snapshot: LaneSnapshot) => void): void {
+    for (const l of this.#core.lanes.values()) fn(l.name, { active: l.active, queued: l.queued, concurrency: l.limit });
+  }
+
   /** Lanes currently held in memory: only those with active or queued work. */
   laneCount(): number {
     return this.#core.lanes.size;

@@ -156,6 +156,11 @@ export class SessionQueue {
     return this.ctx.recoveredOrigins.get(runId);
   }
 
+  /** The agent of a live run (accepted and not ended); undefined otherwise. */
+  agentOf(runId: string): string | undefined {
+    return this.ctx.live.get(runId)?.req.agentId;
+  }
+
   /** Resolves with the final result; for a finished run (also from before a restart) at once. */
   async final(runId: string): Promise<AgentFinal> {
     const live = this.ctx.live.get(runId);

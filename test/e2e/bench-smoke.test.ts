@@ -21,6 +21,8 @@ const EXPECTED_METRICS = [
   "gateway.turn.p50",
   "gateway.turn.p99",
   "gateway.turn.cpu",
+  "gateway.turn.metrics.p50",
+  "gateway.turn.metrics.cpu",
   "gateway.throughput.8x5",
   "gateway.throughput.100x10",
   "cli.local",

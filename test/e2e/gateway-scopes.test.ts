@@ -110,7 +110,16 @@ async function tenantGateway(): Promise<TestGateway> {
     { id: "in", schedule: "0 0 1 1 *", message: "x", sessionKey: "support-cron" },
     { id: "out", schedule: "0 0 1 1 *", message: "x" },
   ];
-  return gateway({ config: { gateway: { auth: { token: "root", tokens } }, cron: { jobs } } });
+  // the OpenAI-compatible HTTP API (SPEC 26) is one more way in: its cells sit in the same table
+  const http = { endpoints: { chatCompletions: { enabled: true }, responses: { enabled: true } } };
+  return gateway({ config: { gateway: { auth: { token: "root", tokens }, http }, cron: { jobs } } });
+}
+
+/** An HTTP answer of the OpenAI API as a cell: "ok", or the WebSocket code of the same refusal. */
+async function httpOutcome(res: Response): Promise<string> {
+  if (res.ok) return "ok";
+  const code = ((await res.json()) as { error?: { code?: string } }).error?.code;
+  return res.status === 403 && code === "missing_scope" ? "unauthorized" : `${code}`;
 }
 
 /** The outcome of one cell: "ok" or the error code. */
@@ -122,6 +131,11 @@ const outcome = (f: { ok?: boolean; error?: { code: string } }) => (f.ok ? "ok" 
  */
 const EXPECTED: Record<Scope, Record<string, string>> = {
   "operator.write": {
+    "POST /v1/chat/completions granted": "ok",
+    "POST /v1/chat/completions ungranted": "forbidden",
+    "POST /v1/responses granted": "ok",
+    "POST /v1/responses ungranted": "forbidden",
+    "GET /v1/models": "ok",
     "agent granted": "ok",
     "agent ungranted": "forbidden",
     "chat.send granted": "ok",
@@ -193,6 +207,11 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "agent.events ungranted": "forbidden",
   },
   "operator.read": {
+    "POST /v1/chat/completions granted": "unauthorized",
+    "POST /v1/chat/completions ungranted": "unauthorized",
+    "POST /v1/responses granted": "unauthorized",
+    "POST /v1/responses ungranted": "unauthorized",
+    "GET /v1/models": "ok",
     "agent granted": "unauthorized",
     "agent ungranted": "unauthorized",
     "chat.send granted": "unauthorized",
@@ -260,6 +279,11 @@ const EXPECTED: Record<Scope, Record<string, string>> = {
     "agent.events ungranted": "forbidden",
   },
   "operator.admin": {
+    "POST /v1/chat/completions granted": "ok",
+    "POST /v1/chat/completions ungranted": "forbidden",
+    "POST /v1/responses granted": "ok",
+    "POST /v1/responses ungranted": "forbidden",
+    "GET /v1/models": "ok",
     "agent granted": "ok",
     "agent ungranted": "forbidden",
     "chat.send granted": "ok",
@@ -337,7 +361,7 @@ describe("one visibility rule: method × scope × grant", () => {
   it.each(Object.keys(EXPECTED) as Scope[])(
     "%s only: every method inside and outside the token's granted sessions",
     async (scope) => {
-      const { url } = await tenantGateway();
+      const { url, gw } = await tenantGateway();
       const client = await connectedPeer(url, { token: TOKENS[scope] });
       const root = await connectedPeer(url, { token: "root" });
       const runs = { granted: ["support-a", "gr-1"], ungranted: ["sales", "un-1"] } as const;
@@ -368,6 +392,26 @@ describe("one visibility rule: method × scope × grant", () => {
         const chat = { message: "x", idempotencyKey: `c-${t}`, sessionKey };
         actual[`chat.send ${t}`] = outcome(await client.call("chat.send", chat));
       }
+      const openai = (path: string, init: RequestInit = {}) =>
+        fetch(`http://127.0.0.1:${gw.port}${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${TOKENS[scope]}`, "content-type": "application/json", ...init.headers },
+        }).then(httpOutcome);
+      for (const t of ["granted", "ungranted"] as const) {
+        const session = { "x-openclaw-session-key": t === "granted" ? "support-http" : "sales-http" };
+        const chat = { model: "loopgate/main", messages: [{ role: "user", content: "x" }] };
+        actual[`POST /v1/chat/completions ${t}`] = await openai("/v1/chat/completions", {
+          method: "POST",
+          headers: session,
+          body: JSON.stringify(chat),
+        });
+        actual[`POST /v1/responses ${t}`] = await openai("/v1/responses", {
+          method: "POST",
+          headers: session,
+          body: JSON.stringify({ model: "loopgate/main", input: "x" }),
+        });
+      }
+      actual["GET /v1/models"] = await openai("/v1/models");
       for (const t of targets) {
         actual[`agent.wait ${t}`] = outcome(await client.call("agent.wait", { runId: runOf[t], timeoutMs: 0 }));
         const abort = { sessionKey: key[t], runId: runOf[t] };

@@ -19,6 +19,7 @@ import { resolveIdleTimeoutMs, withIdleWatchdog } from "../idle-watchdog.js";
 import { type LoopOutcome, type LoopPorts, runAgentLoop } from "../loop.js";
 import type { RunProfile } from "../profile/profile.js";
 import type { ModelCallObserver } from "../runtime.js";
+import { measuredProvider } from "./measured-provider.js";
 import type { RunPorts } from "./ports.js";
 import type { PreparedRun } from "./prepare.js";
 import type { RunProjection } from "./projection.js";
@@ -38,8 +39,9 @@ export interface AttemptInput {
 }
 
 /**
- * The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call), and
- * (when the run is given) behind spend control: budgets checked before every call, usage recorded after it.
+ * The provider for a model, behind the idle watchdog (SPEC 13: no chunk within the window aborts the call), measured
+ * for /metrics when metrics are on, and (when the run is given) behind spend control: budgets checked before every
+ * call, usage recorded after it.
  */
 export async function providerFor(
   rt: RunPorts,
@@ -63,7 +65,8 @@ export async function providerFor(
     }),
     rt.clock,
   );
-  return meteredProvider(rt.spend, metered, model, watched);
+  // measured inside spend control: a call its budget refused never reached the provider, so it is not a model call
+  return meteredProvider(rt.spend, metered, model, measuredProvider(rt.modelCallMeter, model, watched));
 }
 
 /** The run as spend control meters it: who spends, and the limits its profile resolved. */

@@ -27,6 +27,7 @@ export type RunPorts = Pick<
   | "onPrivateNetwork"
   | "runBeat"
   | "modelCalls"
+  | "modelCallMeter"
   | "spend"
 >;
 
