@@ -77,6 +77,23 @@ describe.skipIf(!testPostgresUrl)("following only what is watched (three nodes, 
     expect(onB.some((e) => e.runId === "run-later")).toBe(false);
   });
 
+  it("a node that follows nothing still hears, from the pointers alone, that another node's run started and ended in a session (sessions.changed status), also for an adopted run", async () => {
+    const statuses: string[] = [];
+    const off = c.bus.onRemoteRunStatus((key) => statuses.push(key));
+    const before = c.bus.followStats().reads;
+    // an adopted input: its numbering continues after the receipt the accepting node stored (resumeSeq)
+    a.bus.resumeSeq("adopted", 1);
+    a.bus.emit("adopted", "status-session", "lifecycle", { phase: "start", startedAt: 1 });
+    await settleNodes([a, b, c]);
+    expect(statuses).toEqual(["status-session"]);
+    a.bus.emit("adopted", "status-session", "lifecycle", END);
+    a.bus.endRun("adopted");
+    await settleNodes([a, b, c]);
+    off();
+    expect(statuses).toEqual(["status-session", "status-session"]);
+    expect(c.bus.followStats().reads).toBe(before);
+  });
+
   it("a run watched by id (a client waiting for the stream of a message it sent here) is read from seq 1 even when the watch came mid-run", async () => {
     const heard: AgentEvent[] = [];
     c.bus.subscribe((ev) => ev.runId === "routed" && heard.push(ev));
