@@ -13,6 +13,22 @@ interface FileShape {
 }
 
 /**
+ * Where a process keeps the operators' skill and plugin switches: this file on one node (SQLite), the shared store on
+ * a Postgres fleet (stored-switches.ts). Reads are synchronous from what was last loaded; `refresh` loads again when
+ * another node may have written.
+ */
+export interface EnabledSwitches {
+  /** A promise when another node may have written (read again); nothing to wait for otherwise. */
+  refresh(): Promise<void> | undefined;
+  get(kind: OverrideKind, name: string): boolean | undefined;
+  all(kind: OverrideKind): Array<[string, boolean]>;
+  /** Throws (or rejects) when the switch cannot be written: nothing changed. */
+  set(kind: OverrideKind, name: string, enabled: boolean): void | Promise<void>;
+  /** where they are kept, for messages */
+  readonly path: string;
+}
+
+/**
  * What operators switched on or off from the console (`skills.update`, `plugins.setEnabled`), in
  * <stateDir>/enabled-overrides.json (0600, written through a temp file and a rename). The config file is not
  * rewritten: it is the user's JSON5 with comments, and Loopgate has no config hot reload yet, so a switch kept here
@@ -20,7 +36,7 @@ interface FileShape {
  * config switch. A skill switch reaches the next run's prompt; a plugin switch takes effect at the next start
  * (plugins are loaded once), which the answer says.
  */
-export class EnabledOverrides {
+export class EnabledOverrides implements EnabledSwitches {
   private readonly file: string;
   private data: FileShape = { version: 1, skills: {}, plugins: {} };
 
@@ -34,6 +50,11 @@ export class EnabledOverrides {
 
   get path(): string {
     return this.file;
+  }
+
+  /** One process owns the file: what it loaded is current. */
+  refresh(): undefined {
+    return undefined;
   }
 
   /** The override for one skill or plugin, undefined when nobody switched it. */

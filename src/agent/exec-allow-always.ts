@@ -8,7 +8,7 @@ import { redactText } from "../tools/sanitize.js";
 
 const FILE_NAME = "exec-approvals.json";
 
-interface Entry {
+export interface AllowAlwaysEntry {
   agentId: string;
   /** sha256 (hex) of the exact command, whitespace runs as one space, that an operator answered allow-always for */
   sha256: string;
@@ -26,7 +26,7 @@ interface Entry {
 interface FileShape {
   /** 2 since entries carry `sessions`: an older Loopgate sets a v2 file aside instead of reading it wider */
   version: 1 | 2;
-  allowAlways: Entry[];
+  allowAlways: AllowAlwaysEntry[];
   /**
    * Operators' allowlist patterns (exec.approvals.set, the console's exec policy page), matched like
    * tools.exec.allowlist and added to it. Absent in files written before it existed.
@@ -34,11 +34,29 @@ interface FileShape {
   allowlist?: string[];
 }
 
+/**
+ * Where a process keeps the operators' allow-always answers and allowlist patterns: this file on one node (SQLite),
+ * the shared store on a Postgres fleet (stored-allow-always.ts). Reads are synchronous from what was last loaded;
+ * `refresh` loads again when the source can change under the process (another node wrote it).
+ */
+export interface AllowAlwaysList {
+  /** A promise when the source may have changed under this process (read again); nothing to wait for otherwise. */
+  refresh(): Promise<void> | undefined;
+  has(agentId: string, command: string, sessionKey: string): boolean;
+  add(agentId: string, command: string, now: number, sessions?: readonly string[]): void;
+  readonly allowlist: readonly string[];
+  /** where they are kept, for messages */
+  readonly path: string;
+  view(): AllowAlwaysView;
+  /** Throws (or rejects) when they cannot be written: nothing changed. */
+  setAllowlist(patterns: readonly string[]): void | Promise<void>;
+}
+
 /** What exec.approvals.get shows of the file: the patterns, and the allow-always answers (commands masked). */
 export interface AllowAlwaysView {
   version: 2;
   allowlist: string[];
-  allowAlways: Entry[];
+  allowAlways: AllowAlwaysEntry[];
 }
 
 /**
@@ -49,10 +67,10 @@ export interface AllowAlwaysView {
  * whose token grants only some sessions holds only inside those sessions (several tenants share one gateway: one
  * tenant's approver must not widen another tenant's exec policy).
  */
-export class AllowAlwaysFile {
+export class AllowAlwaysFile implements AllowAlwaysList {
   private readonly file: string;
   /** agentId + command hash → the entries for it (one per distinct set of session globs) */
-  private readonly entries = new Map<string, Entry[]>();
+  private readonly entries = new Map<string, AllowAlwaysEntry[]>();
   private patterns: string[] = [];
 
   constructor(
@@ -61,6 +79,11 @@ export class AllowAlwaysFile {
   ) {
     this.file = path.join(stateDir, FILE_NAME);
     this.load();
+  }
+
+  /** One process owns the file: what it loaded is current. */
+  refresh(): undefined {
+    return undefined;
   }
 
   /** Whether an allow-always answer covers this command of this agent in this session. */
@@ -73,7 +96,7 @@ export class AllowAlwaysFile {
   add(agentId: string, command: string, now: number, sessions?: readonly string[]): void {
     const sha256 = commandHash(command);
     const scoped = sessions === undefined || sessions.includes("*") ? undefined : [...sessions].sort();
-    const entry: Entry = {
+    const entry: AllowAlwaysEntry = {
       agentId,
       sha256,
       command: redactText(normalizeCommand(command)),
@@ -165,7 +188,7 @@ export class AllowAlwaysFile {
   }
 }
 
-function commandHash(command: string): string {
+export function commandHash(command: string): string {
   return createHash("sha256").update(normalizeCommand(command)).digest("hex");
 }
 

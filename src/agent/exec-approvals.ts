@@ -8,7 +8,7 @@ import { decideExec, type ExecPolicy } from "../tools/exec-policy.js";
 import type { EffectiveExecPolicy } from "../tools/sandbox/exec-policy.js";
 import { redactText } from "../tools/sanitize.js";
 import type { ExecVerdict } from "../tools/types.js";
-import { AllowAlwaysFile, type AllowAlwaysView } from "./exec-allow-always.js";
+import { AllowAlwaysFile, type AllowAlwaysList, type AllowAlwaysView } from "./exec-allow-always.js";
 
 /**
  * Asks on the terminal (the CLI's embedded runs) instead of waiting for an operator. `signal` aborts when the run
@@ -29,8 +29,10 @@ export interface ExecApprovalsOptions {
   config: ExecToolConfig;
   /** the security used when tools.exec.security is not set: "full" for the CLI's own runs, "allowlist" otherwise */
   defaultSecurity: ExecSecurity;
-  /** allow-always answers are kept in <stateDir>/exec-approvals.json */
+  /** allow-always answers are kept in <stateDir>/exec-approvals.json, unless `allowAlways` keeps them elsewhere */
   stateDir: string;
+  /** where the answers and patterns are kept when not in the state dir's file: the shared store of a Postgres fleet */
+  allowAlways?: AllowAlwaysList;
   clock: Clock;
   logger?: Logger;
   newId?: () => string;
@@ -106,7 +108,7 @@ export class ExecApprovals {
   private readonly pendingById = new Map<string, Pending>();
   private readonly ended = new Map<string, ExecApprovalResolved>();
   private readonly listeners = new Set<(ev: ExecApprovalEvent) => void>();
-  private readonly allowAlways: AllowAlwaysFile;
+  private readonly allowAlways: AllowAlwaysList;
   private readonly newId: () => string;
 
   constructor(private readonly opts: ExecApprovalsOptions) {
@@ -116,7 +118,7 @@ export class ExecApprovals {
       allowlist: opts.config.allowlist,
     };
     this.timeoutMs = opts.config.approvalTimeoutSeconds * 1000;
-    this.allowAlways = new AllowAlwaysFile(opts.stateDir, opts.logger);
+    this.allowAlways = opts.allowAlways ?? new AllowAlwaysFile(opts.stateDir, opts.logger);
     this.newId = opts.newId ?? randomUUID;
   }
 
@@ -132,6 +134,10 @@ export class ExecApprovals {
 
   /** Whether exec may run the command now; waits for an answer when the policy asks. */
   async check(ctx: ExecApprovalContext): Promise<ExecVerdict> {
+    // answers and patterns other nodes stored (a fleet): read again when the last read is older than a second
+    // (a file of one process has nothing to read: no await, so the check stays in the caller's turn)
+    const fresh = this.allowAlways.refresh();
+    if (fresh) await fresh;
     const always = this.allowAlways.has(ctx.agentId, ctx.command, ctx.sessionKey);
     // the run's policy (a sandbox may lift it to "full"), with the operators' saved patterns as they are now
     const decision = decideExec(this.effectivePolicy(ctx.effective?.policy), ctx.command, always);
@@ -187,8 +193,13 @@ export class ExecApprovals {
   }
 
   /** exec.approvals.set: the operators' allowlist patterns (validated by the caller like tools.exec.allowlist). */
-  setAllowlist(patterns: readonly string[]): void {
-    this.allowAlways.setAllowlist(patterns);
+  async setAllowlist(patterns: readonly string[]): Promise<void> {
+    await this.allowAlways.setAllowlist(patterns);
+  }
+
+  /** What other nodes stored is read again (exec.approvals.get answers what holds now). */
+  async refresh(): Promise<void> {
+    await this.allowAlways.refresh();
   }
 
   /** Requests still waiting, oldest first. */

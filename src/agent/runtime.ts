@@ -33,9 +33,11 @@ import { Sandboxes } from "../tools/sandbox/sandboxes.js";
 import type { RunSandbox } from "../tools/sandbox/types.js";
 import { type ToolSource, toolsOfSource } from "../tools/source.js";
 import type { Tool } from "../tools/types.js";
-import { EnabledOverrides } from "./enabled-overrides.js";
+import { EnabledOverrides, type EnabledSwitches } from "./enabled-overrides.js";
 import { ExecApprovals, type ExecPrompt } from "./exec-approvals.js";
 import { HistoryCache } from "./history-cache.js";
+import { StoredAllowAlways } from "./stored-allow-always.js";
+import { StoredEnabledSwitches } from "./stored-switches.js";
 
 /** Hears a run's model calls start and end; must not throw. */
 export interface ModelCallObserver {
@@ -124,7 +126,7 @@ export class AgentRuntime {
   /** the tools.exec policy and the approvals runs wait for */
   readonly execApprovals: ExecApprovals;
   /** skills and plugins an operator switched on or off (skills.update, plugins.setEnabled) */
-  readonly enabledOverrides: EnabledOverrides;
+  readonly enabledOverrides: EnabledSwitches;
   /** what init loaded, and which plugins it left out (disabled) or could not load; set once init ran */
   plugins: PluginLoadReport | undefined;
   /** the auth profiles (SPEC 23), rebuilt by `applyConfig` when `auth` or a provider changes, unless handed in */
@@ -196,15 +198,20 @@ export class AgentRuntime {
       now: () => this.clock.now(),
       onWaitWarning: (info) => this.reportLaneWait(info),
     });
+    // a fleet on Postgres shares the operators' answers and switches through the store; one node keeps its files
+    const shared = this.store.kind === "postgres";
     this.execApprovals = new ExecApprovals({
       config: this.config.tools.exec,
       defaultSecurity: opts.execSecurityDefault ?? "allowlist",
       stateDir: this.stateDir,
+      ...(shared ? { allowAlways: new StoredAllowAlways(this.store, this.clock, this.stateDir, this.logger) } : {}),
       clock: this.clock,
       logger: this.logger,
       prompt: opts.execPrompt,
     });
-    this.enabledOverrides = new EnabledOverrides(this.stateDir, this.logger);
+    this.enabledOverrides = shared
+      ? new StoredEnabledSwitches(this.store, this.clock, this.stateDir, this.logger)
+      : new EnabledOverrides(this.stateDir, this.logger);
     this.ownProfiles = opts.authProfiles === undefined;
     this.profiles = opts.authProfiles ?? this.profilesFor(this.config);
     this.toolSources = opts.toolSources ?? [];
@@ -314,6 +321,7 @@ export class AgentRuntime {
       const installed = await listDirs(path.join(this.stateDir, "plugins"));
       const pluginPaths = [...plugins.load.paths, ...installed.filter((p) => !plugins.load.paths.includes(p))];
       if (pluginPaths.length > 0) {
+        await this.enabledOverrides.refresh();
         this.plugins = await loadPlugins(
           { paths: pluginPaths, entries: this.pluginEntries() },
           {

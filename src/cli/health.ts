@@ -31,7 +31,9 @@ export function formatHealth(url: string, h: HealthResult, color: boolean): stri
     ? green("ok")
     : d.reason === "mcp server failed"
       ? red(`degraded: ${d.reason}: ${d.servers.join(", ")} (see loopgate mcp list)`)
-      : red(`degraded: ${d.reason} (${d.code}) in ${d.stateDir}`);
+      : d.reason === "storage full"
+        ? red(`degraded: ${d.reason} (${d.code}) in ${d.stateDir}`)
+        : red(`degraded: ${d.reason}: ${d.message}`);
   return [
     `gateway ${url} ${state}`,
     `loopgate ${h.version}`,

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { type Clock, systemClock } from "../infra/clock.js";
+import type { ClusterDegraded } from "../protocol/payloads.js";
 import type { QueueCluster } from "../queue/types.js";
 import { NodeHeartbeat } from "../storage/postgres/node-heartbeat.js";
 import { disownRunsOfLostSessions, disownRunsOfSession } from "../storage/postgres/node-takeover.js";
@@ -28,6 +29,11 @@ export interface ClusterNodeOptions {
   leaseMs?: number;
   /** default: `<hostname>-<pid>-<random>` (a restarted process is a new node; the old one is dead to the others) */
   nodeId?: string;
+  /**
+   * The id is `cluster.nodeId`, the same across restarts: a live node with it refuses the start, and a dead earlier
+   * process's leases and runs are given up at start (NodeHeartbeat `fixedId`).
+   */
+  fixedId?: boolean;
   /** session lock waits: `session.writeLock.acquireTimeoutMs` */
   acquireTimeoutMs: number;
   /** Tests pass a ManualClock (timers and lease times); without one leases are measured on the database's clock. */
@@ -108,6 +114,7 @@ export class ClusterNode implements QueueCluster {
       nodeId: this.nodeId,
       leaseMs: this.leaseMs,
       ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.fixedId ? { fixedId: true } : {}),
       onError: (err) => opts.logger.warn("cluster: heartbeat failed; retrying", { error: err.message }),
       onRejoined: () =>
         opts.logger.warn(
@@ -134,6 +141,30 @@ export class ClusterNode implements QueueCluster {
 
   get intervalMs(): number {
     return this.heartbeat.intervalMs;
+  }
+
+  /**
+   * What `health` says of this node's membership: the store unreachable (the last heartbeat failed), or its leases
+   * lost (no heartbeat went through for a whole lease: other nodes may have taken its sessions); undefined when well.
+   */
+  degraded(): ClusterDegraded | undefined {
+    if (this.stopped) return undefined;
+    const beat = this.heartbeat.state();
+    if (beat.lapsed) {
+      const silent = this.clock.now() - beat.lastOkAt;
+      return {
+        reason: "leases lost",
+        message: `no heartbeat reached the store for ${silent} ms (storage.postgres.leaseMs is ${this.leaseMs}): this node's session leases have lapsed${beat.failing ? `; last error: ${beat.failing.error}` : ""}`,
+        since: beat.lastOkAt + this.leaseMs,
+      };
+    }
+    if (beat.failing)
+      return {
+        reason: "store unreachable",
+        message: `the heartbeat cannot reach the store: ${beat.failing.error}`,
+        since: beat.failing.since,
+      };
+    return undefined;
   }
 
   /** Registers the node, listens for pointers, and starts the beat. */

@@ -28,6 +28,19 @@ describe("the cluster node of a gateway", () => {
     expect(byDefault.intervalMs).toBe(5000);
   });
 
+  it("cluster.nodeId names the node (kept across restarts); unset, each start gets <hostname>-<pid>-<random>", () => {
+    const named = clusterNodeFor(
+      fakePostgresStore(),
+      configSchema.parse({ storage: { backend: "postgres" }, cluster: { nodeId: "gw-eu-1" } }),
+      silentLogger,
+    );
+    expect(named.nodeId).toBe("gw-eu-1");
+    const unnamed = clusterNodeFor(fakePostgresStore(), configSchema.parse({}), silentLogger);
+    expect(unnamed.nodeId).toMatch(new RegExp(`-${process.pid}-[0-9a-f]{6}$`));
+    const bad = configSchema.safeParse({ cluster: { nodeId: "has space" } });
+    expect(JSON.stringify(bad.error?.issues[0]?.path)).toBe('["cluster","nodeId"]');
+  });
+
   it("refuses a lease too short to beat in, naming the key", () => {
     const parsed = configSchema.safeParse({ storage: { postgres: { leaseMs: 50 } } });
     expect(parsed.success).toBe(false);

@@ -9,9 +9,11 @@ import type { ClusterStore } from "./types.js";
  * `AgentService.attachCluster`, then started before the gateway recovers or serves.
  */
 export function clusterNodeFor(store: ClusterStore, config: LoopgateConfig, logger: Logger): ClusterNode {
+  const nodeId = config.cluster.nodeId;
   return new ClusterNode({
     store,
     logger,
+    ...(nodeId !== undefined ? { nodeId, fixedId: true } : {}),
     leaseMs: config.storage.postgres.leaseMs,
     acquireTimeoutMs: config.session.writeLock.acquireTimeoutMs,
   });

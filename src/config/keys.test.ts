@@ -348,6 +348,14 @@ const audit: Record<string, Audit> = {
   "storage.postgres.schema": T.postgresOpen,
   "storage.postgres.poolSize": T.postgresOpen,
   "storage.postgres.statementTimeoutMs": T.postgresOpen,
+  "cluster.nodeId": pin(
+    "src/cluster/wire.test.ts",
+    "cluster.nodeId names the node (kept across restarts); unset, each start gets <hostname>-<pid>-<random>",
+  ),
+  "cluster.workspace": pin(
+    "src/cluster/workspace-layout.test.ts",
+    "no warning once cluster.workspace declares a layout, or when the workspace is on a network file system",
+  ),
   "storage.postgres.leaseMs": pin(
     "src/cluster/wire.test.ts",
     "storage.postgres.leaseMs sets the lease of a Postgres gateway's node: its heartbeat, takeover and sweep every third",

@@ -578,6 +578,24 @@ export const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  /** several gateway nodes on one Postgres (docs/scale-out.md); nothing here applies to SQLite, which is one node */
+  cluster: z
+    .strictObject({
+      nodeId: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "expected letters, digits, '.', '_', ':' or '-' (at most 128)")
+        .optional()
+        .describe(
+          "this node's id among the gateway nodes on one Postgres (logs, runs.node_id, the nodes table); unique per node. Unset: <hostname>-<pid>-<random>, a new id per start",
+        ),
+      workspace: z
+        .enum(["shared", "affinity"])
+        .optional()
+        .describe(
+          "how sessions keep their workspace when nodes share one Postgres: shared (agents' workspaces are one volume every node mounts at the same path) or affinity (the load balancer keeps each session's clients on one node). Unset on a Postgres node whose workspace is on a local disk: a warning at start",
+        ),
+    })
+    .prefault({}),
   messages: z.strictObject({ queue: queueConfig.prefault({}) }).prefault({}),
   gateway: z
     .strictObject({

@@ -46,6 +46,11 @@ export interface CronSchedulerDeps {
   newId?: () => string;
   /** see CRON_CLEANUP_MS */
   cleanupMs?: number;
+  /**
+   * A stored job was added, removed or switched here. Several nodes on Postgres: the other nodes are told, and call
+   * `reloadStored` (the cron leader schedules the change at once; the others list it).
+   */
+  onStoredChange?: () => void;
 }
 
 /**
@@ -124,7 +129,9 @@ export class CronScheduler {
    * missed runs are caught up per `catchUp`, and the timer is armed. Does nothing when cron is disabled.
    */
   async start(): Promise<void> {
-    await this.load();
+    // a node that becomes the cron leader later re-reads what other nodes stored meanwhile
+    if (this.loaded) await this.reloadStored();
+    else await this.load();
     if (!this.enabled || this.running) return;
     this.running = true;
     this.setLaneSlots();
@@ -185,6 +192,35 @@ export class CronScheduler {
     this.timerAt = undefined;
   }
 
+  /**
+   * Another node changed the stored jobs: jobs added there are scheduled here from now, removed ones are dropped,
+   * switched ones take their new state (due from now, as a local cron.update). Config jobs are this node's own.
+   */
+  async reloadStored(): Promise<void> {
+    await this.load();
+    const stored = await this.store.listCronJobs();
+    const ids = new Set(stored.map((s) => s.spec.id));
+    for (const [id, job] of this.jobs) {
+      if (job.source !== "rpc" || ids.has(id)) continue;
+      this.jobs.delete(id);
+      this.unpruned.delete(id);
+    }
+    const now = this.deps.clock.now();
+    for (const { spec } of stored) {
+      const job = this.jobs.get(spec.id);
+      if (job?.source === "config" || (job && job.spec.enabled === spec.enabled)) continue;
+      try {
+        const next = job ?? this.makeJob(spec, "rpc");
+        next.spec = spec;
+        next.nextAt = next.schedule.next(now);
+        this.jobs.set(spec.id, next);
+      } catch (err) {
+        this.deps.logger.warn("cron: a stored job cannot be scheduled", { id: spec.id, error: (err as Error).message });
+      }
+    }
+    this.arm();
+  }
+
   async list(runsPerJob = 10): Promise<CronJobInfo[]> {
     await this.load();
     const runs = await this.store.recentCronRuns([...this.jobs.keys()], runsPerJob);
@@ -215,6 +251,7 @@ export class CronScheduler {
     job.nextAt = job.schedule.next(this.deps.clock.now());
     this.jobs.set(spec.id, job);
     this.arm();
+    this.deps.onStoredChange?.();
     return this.info(job, []);
   }
 
@@ -233,6 +270,7 @@ export class CronScheduler {
     this.jobs.delete(id);
     this.unpruned.delete(id);
     this.arm();
+    this.deps.onStoredChange?.();
     return true;
   }
 
@@ -256,6 +294,7 @@ export class CronScheduler {
     // re-enabled: due from now on, never for the fire times it slept through
     job.nextAt = job.schedule.next(this.deps.clock.now());
     this.arm();
+    this.deps.onStoredChange?.();
     const runs = await this.store.recentCronRuns([id], 10);
     return this.info(job, runs.get(id) ?? []);
   }

@@ -12,8 +12,10 @@ export type AgentEventListener = (event: AgentEvent) => void;
  *   subscriber sees the same number for the same event, whenever it subscribed.
  * - A run's events reach each listener in seq order.
  * - A listener that throws is isolated: the other listeners and the emitter go on.
- * - `subscribeRun` listeners hear only their run; `subscribe` listeners hear every run, wherever it executes;
- *   `subscribeLocal` listeners hear only the runs this process emits (on one node that is every run).
+ * - `subscribeRun` listeners hear only their run, wherever it executes; `subscribe` listeners hear every run this
+ *   process emits and the runs of other nodes that something here watches (`watchRun`, `watchSession`, a
+ *   `subscribeRun` listener); `subscribeLocal` listeners hear only the runs this process emits (on one node, every
+ *   run is local and the watches cost nothing).
  * - `endRun` is the run's completion: its `onRunEnd` listeners hear it once, and the run's counter is forgotten
  *   (an emit after it starts again from 1 unless `resumeSeq` says otherwise).
  */
@@ -23,8 +25,19 @@ export interface EventBusPort {
    * that is not live here may still be running elsewhere, and its `onRunEnd` listeners hear when it ends there.
    */
   readonly spansNodes: boolean;
-  /** Hears every run's events, also those of runs executing on other nodes; returns the unsubscribe. */
+  /**
+   * Hears every run this process emits, and the runs of other nodes while they are watched (a node reads another
+   * node's events only for a client of its own that follows them); returns the unsubscribe.
+   */
   subscribe(listener: AgentEventListener): () => void;
+  /**
+   * A client here follows this run: while any watch of it is held, a run executing on another node is followed and
+   * its events reach the `subscribe` listeners, from seq 1 when the watch began mid-run. Reference-counted; returns
+   * the release. Costs nothing for a run this process emits.
+   */
+  watchRun(runId: string): () => void;
+  /** The same for every run of one session, including those that start later. Reference-counted; returns the release. */
+  watchSession(sessionKey: string): () => void;
   /**
    * Hears only the runs this process emits. For whoever acts once per event where the run executes: the run-event
    * writer (a remote event is already stored), the audit ledger, run-log lines, the stuck-session monitor.

@@ -33,6 +33,8 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
     it("numbers each run's events from 1 with no gap, each run on its own", async () => {
       const seen: AgentEvent[] = [];
       t.peer.subscribe((ev) => seen.push(ev));
+      t.peer.watchSession("s1");
+      t.peer.watchSession("s2");
       const a1 = t.bus.emit("run-a", "s1", "assistant", { delta: "a" });
       t.bus.emit("run-b", "s2", "assistant", { delta: "b" });
       const a2 = t.bus.emit("run-a", "s1", "assistant", { delta: "c" });
@@ -97,7 +99,8 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
       const there: string[] = [];
       t.bus.subscribeLocal((ev) => here.push(`${ev.runId}#${ev.seq}`));
       t.peer.subscribeLocal((ev) => there.push(`${ev.runId}#${ev.seq}`));
-      t.peer.subscribe(() => {}); // the peer follows every run: still not its local listeners' business
+      t.peer.subscribe(() => {});
+      t.peer.watchSession("s"); // the peer follows the run: still not its local listeners' business
       t.bus.emit("r", "s", "assistant", { delta: "x" });
       await t.settle();
       expect(here).toEqual(["r#1"]);
@@ -111,6 +114,7 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
         const heard: AgentEvent[] = [];
         let ended = 0;
         t.peer.subscribe((ev) => heard.push(ev));
+        t.peer.watchRun("long");
         t.peer.onRunEnd("long", () => ended++);
         const sent: AgentEvent[] = [];
         sent.push(t.bus.emit("long", "s", "lifecycle", { phase: "start", startedAt: 1 }));
@@ -134,6 +138,51 @@ export function eventBusConformance(name: string, open: () => Promise<BusUnderTe
         expect(heard.map((e) => JSON.stringify(e))).toEqual(sent.map((e) => JSON.stringify(e)));
         expect(ended).toBe(1);
         expect(t.peer.spansNodes).toBe(true);
+      },
+    );
+
+    it.runIf(caps.separateNodes)(
+      "another node's run reaches a subscriber only while it is watched: a session watch begun mid-run gets it from seq 1, in order, and nothing after its release",
+      async () => {
+        const heard: string[] = [];
+        t.peer.subscribe((ev) => heard.push(`${ev.runId}#${ev.seq}`));
+        t.bus.emit("unwatched", "other", "lifecycle", { phase: "start", startedAt: 1 });
+        t.bus.emit("mid", "watched", "lifecycle", { phase: "start", startedAt: 1 });
+        t.bus.emit("mid", "watched", "assistant", { delta: "before the watch" });
+        await t.settle();
+        expect(heard).toEqual([]);
+        const release = t.peer.watchSession("watched");
+        t.bus.emit("mid", "watched", "assistant", { delta: "after it" });
+        t.bus.emit("unwatched", "other", "assistant", { delta: "still nobody's" });
+        await t.settle();
+        expect(heard).toEqual(["mid#1", "mid#2", "mid#3"]);
+        // a second watch of the same session, released: the first still holds it
+        t.peer.watchSession("watched")();
+        t.bus.emit("mid", "watched", "assistant", { delta: "still watched" });
+        await t.settle();
+        expect(heard).toEqual(["mid#1", "mid#2", "mid#3", "mid#4"]);
+        release();
+        t.bus.emit("mid", "watched", "assistant", { delta: "released" });
+        await t.settle();
+        expect(heard).toEqual(["mid#1", "mid#2", "mid#3", "mid#4"]);
+      },
+    );
+
+    it.runIf(caps.separateNodes)(
+      "a run watched after its first events went by (its model still thinking) is delivered whole from seq 1, then ends",
+      async () => {
+        const heard: number[] = [];
+        let ended = 0;
+        t.bus.emit("done", "s", "lifecycle", { phase: "start", startedAt: 1 });
+        t.bus.emit("done", "s", "assistant", { delta: "x" });
+        await t.settle();
+        t.peer.subscribe((ev) => ev.runId === "done" && heard.push(ev.seq));
+        t.peer.onRunEnd("done", () => ended++);
+        t.peer.watchRun("done");
+        t.bus.endRun("done");
+        await t.settle();
+        expect(heard).toEqual([1, 2]);
+        expect(ended).toBe(1);
       },
     );
 

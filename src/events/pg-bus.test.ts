@@ -68,6 +68,7 @@ describe.skipIf(!testPostgresUrl)("a node whose LISTEN connection was down catch
   it("a client listener gets, from its first event, a run that started while its node could not listen", async () => {
     const heard: AgentEvent[] = [];
     b.bus.subscribe((ev) => heard.push(ev));
+    b.bus.watchSession("s");
     await cutListen();
     await a.store.acceptInput({ key: "s", agentId: "main", now: 1 }, record("new", "queued"));
     await a.store.updateRuns([{ runId: "new", patch: { status: "running", startedAt: 2 } }]);

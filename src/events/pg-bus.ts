@@ -10,9 +10,12 @@
  * and `subscribeRun` listeners, never to `subscribeLocal` ones (the writer would store it again, the audit ledger and
  * diagnostics would count it twice).
  *
- * A node follows a remote run only while it has a reason: a `subscribe` listener exists (then every announced run is
- * followed from its first pointer, read from seq 1), or a `subscribeRun` listener for that run. A follow ends at the
- * run's terminal lifecycle event, at its end notice, or when the last reason goes.
+ * A node follows a remote run only while a client of its own watches it: a `watchRun` of the run, a `watchSession` of
+ * its session (pointers name the session, so a run the node never heard of is recognised without a read), or a
+ * `subscribeRun` listener. A `subscribe` listener alone (the gateway's broadcaster, always there) follows nothing:
+ * with N nodes each stored event used to be read N - 1 times, now only by the nodes whose clients look at it. A run
+ * watched mid-flight is read from seq 1, then live. A follow ends at the run's terminal lifecycle event, at its end
+ * notice, or when the last watch goes.
  *
  * Completion: `endRun` fires this node's end listeners at once and announces `{k: "end", runId, seq}` after the
  * run's events are stored (`beforeEndNotice`, the writer's flush), and `endRun` is called once the run record is
@@ -21,8 +24,7 @@
  * no lifecycle events of their own; the end notice is what ends them.
  *
  * Missed notifications (the LISTEN connection was down) are caught up on reconnect: the follower re-reads every run
- * it follows, runs waited for are looked up in the store, and while a `subscribe` listener exists the runs the store
- * says are running are followed.
+ * it follows, runs waited for are looked up in the store, and the running runs of watched sessions are followed.
  */
 
 import { addKeyedListener } from "../infra/keyed-listeners.js";
@@ -59,6 +61,8 @@ export interface PgEventBusOptions {
 
 interface RemoteRun {
   unfollow: () => void;
+  /** the run's session when a pointer named it (a session watch may be its reason) */
+  sessionKey?: string;
   /** the highest seq delivered */
   delivered: number;
   /** from the end notice: the run is over once `delivered` reaches it */
@@ -77,10 +81,18 @@ export class PgEventBus implements EventBusPort {
   private readonly locals = new Set<AgentEventListener>();
   private readonly runListeners = new Map<string, Set<AgentEventListener>>();
   private readonly endListeners = new Map<string, Set<() => void>>();
+  /** how many watches each run and each session has (clients of this node following them) */
+  private readonly watchedRuns = new Map<string, number>();
+  private readonly watchedSessions = new Map<string, number>();
   /** this node's runs and their last seq */
   private readonly seqByRun = new Map<string, number>();
+  /** this node's runs' sessions (the end notice names it, for nodes watching the session) */
+  private readonly sessionOfLocal = new Map<string, string>();
   private readonly remote = new Map<string, RemoteRun>();
   private readonly ended = new Map<string, true>();
+  /** runs of other nodes heard of through pointers alone (not followed): their start was reported, their end will be */
+  private readonly heardOf = new Map<string, true>();
+  private readonly statusListeners = new Set<(sessionKey: string) => void>();
   private readonly now: () => number;
   private follower: RunEventFollower | undefined;
   private notify: typeof notify | undefined;
@@ -113,17 +125,47 @@ export class PgEventBus implements EventBusPort {
       notifier.subscribe((p) => this.onPointer(p)),
       notifier.onReconnect(() => void this.catchUp()),
     );
-    // runs that began before this node listened and that a listener already wants
-    for (const runId of this.runListeners.keys()) this.considerFollow(runId);
-    if (this.all.size > 0) void this.catchUp();
+    // runs that began before this node listened and that a client already watches
+    for (const runId of new Set([...this.runListeners.keys(), ...this.watchedRuns.keys()])) this.considerFollow(runId);
+    if (this.watchedSessions.size > 0) void this.catchUp();
   }
 
   subscribe(listener: AgentEventListener): () => void {
     this.all.add(listener);
-    return () => {
-      this.all.delete(listener);
-      if (this.all.size === 0) for (const runId of [...this.remote.keys()]) this.dropIfUnwanted(runId);
-    };
+    return () => this.all.delete(listener);
+  }
+
+  watchRun(runId: string): () => void {
+    this.watchedRuns.set(runId, (this.watchedRuns.get(runId) ?? 0) + 1);
+    this.considerFollow(runId);
+    return once(() => {
+      if (release(this.watchedRuns, runId)) this.dropIfUnwanted(runId);
+    });
+  }
+
+  watchSession(sessionKey: string): () => void {
+    const first = !this.watchedSessions.has(sessionKey);
+    this.watchedSessions.set(sessionKey, (this.watchedSessions.get(sessionKey) ?? 0) + 1);
+    // a run of the session already under way elsewhere is picked up now, not at its next pointer
+    if (first) void this.followRunningOf(sessionKey);
+    return once(() => {
+      if (!release(this.watchedSessions, sessionKey)) return;
+      for (const [runId, st] of [...this.remote]) if (st.sessionKey === sessionKey) this.dropIfUnwanted(runId);
+    });
+  }
+
+  /**
+   * Hears that a run of another node this node does not follow started (its first pointer) or ended (its end notice)
+   * in a session: what `sessions.changed` "status" needs, from the pointers alone. Returns the unsubscribe.
+   */
+  onRemoteRunStatus(listener: (sessionKey: string) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  /** Queries of `run_events` this node made for other nodes' runs, the events they delivered, the runs followed now. */
+  followStats(): { reads: number; events: number; following: number } {
+    return this.follower?.stats() ?? { reads: 0, events: 0, following: 0 };
   }
 
   subscribeLocal(listener: AgentEventListener): () => void {
@@ -143,6 +185,8 @@ export class PgEventBus implements EventBusPort {
     if (last === undefined) this.becomeLocal(runId);
     const seq = (last ?? 0) + 1;
     this.seqByRun.set(runId, seq);
+    // an adopted run's numbering was resumed (resumeSeq): its first emit here is not its seq 1
+    if (!this.sessionOfLocal.has(runId)) this.sessionOfLocal.set(runId, sessionKey);
     const event: AgentEventOf<S> = { runId, seq, stream, ts: this.now(), sessionKey, data };
     for (const listener of this.locals) notify1(listener, event as AgentEvent);
     for (const listener of this.all) notify1(listener, event as AgentEvent);
@@ -158,11 +202,13 @@ export class PgEventBus implements EventBusPort {
 
   endRun(runId: string): void {
     const seq = this.seqByRun.get(runId) ?? this.remote.get(runId)?.delivered ?? 0;
+    const sessionKey = this.sessionOfLocal.get(runId);
+    this.sessionOfLocal.delete(runId);
     this.seqByRun.delete(runId);
     this.stopFollowing(runId);
     this.markEnded(runId);
     this.fireEnd(runId);
-    void this.announceEnd(runId, seq);
+    void this.announceEnd(runId, seq, sessionKey);
   }
 
   onRunEnd(runId: string, listener: () => void): () => void {
@@ -189,19 +235,39 @@ export class PgEventBus implements EventBusPort {
     this.ended.delete(runId);
   }
 
-  /** Follows `runId` when it is not ours, not followed yet, not over, and someone wants it. */
-  private considerFollow(runId: string): void {
-    if (!this.follower || this.closed) return;
-    if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId)) return;
-    if (this.all.size === 0 && !this.runListeners.has(runId)) return;
-    const st: RemoteRun = { unfollow: () => {}, delivered: 0, terminal: false };
+  /** Follows `runId` (from seq 1) when it is not ours, not followed yet, not over, and a client here watches it. */
+  private considerFollow(runId: string, sessionKey?: string): RemoteRun | undefined {
+    if (!this.follower || this.closed) return undefined;
+    if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId)) return undefined;
+    if (!this.wanted(runId, sessionKey)) return undefined;
+    const st: RemoteRun = { unfollow: () => {}, delivered: 0, terminal: false, sessionKey };
     this.remote.set(runId, st);
     st.unfollow = this.follower.follow(runId, 0, (e) => this.deliverRemote(st, e));
+    return st;
+  }
+
+  private wanted(runId: string, sessionKey: string | undefined): boolean {
+    return (
+      this.runListeners.has(runId) ||
+      this.watchedRuns.has(runId) ||
+      (sessionKey !== undefined && this.watchedSessions.has(sessionKey))
+    );
   }
 
   private dropIfUnwanted(runId: string): void {
-    if (this.all.size > 0 || this.runListeners.has(runId)) return;
+    if (this.wanted(runId, this.remote.get(runId)?.sessionKey)) return;
     this.stopFollowing(runId);
+  }
+
+  /** The runs of a newly watched session that execute elsewhere now: followed from seq 1 (one indexed query). */
+  private async followRunningOf(sessionKey: string): Promise<void> {
+    if (!this.follower || this.closed) return;
+    try {
+      const running = await this.opts.store.listRuns({ sessionKey, statuses: ["running"], limit: CATCH_UP_RUNS });
+      for (const run of running) this.considerFollow(run.runId, sessionKey);
+    } catch (err) {
+      this.report(err as Error);
+    }
   }
 
   private stopFollowing(runId: string): void {
@@ -252,9 +318,12 @@ export class PgEventBus implements EventBusPort {
   private onPointer(p: NotifyPointer): void {
     if (typeof p.runId !== "string") return;
     const runId = p.runId;
+    const sessionKey = typeof p.sessionKey === "string" ? p.sessionKey : undefined;
     if (p.k === "end") {
       if (this.seqByRun.has(runId)) return;
-      const st = this.remote.get(runId);
+      // a watched run whose events all went by before the watch: read them now, then it ends
+      const st = this.remote.get(runId) ?? this.considerFollow(runId, sessionKey);
+      if (this.heardOf.delete(runId) && !st && sessionKey !== undefined) this.reportStatus(sessionKey);
       if (st) {
         st.endSeq = typeof p.seq === "number" ? p.seq : 0;
         this.settle(runId, st);
@@ -265,13 +334,27 @@ export class PgEventBus implements EventBusPort {
       return;
     }
     if (p.k !== undefined && p.k !== "ev") return;
-    // a followed run's follower reads on its own; a new run is followed if someone wants every run
-    this.considerFollow(runId);
+    // a followed run's follower reads on its own; another is followed only if a client here watches it
+    if (this.considerFollow(runId, sessionKey) || sessionKey === undefined || this.statusListeners.size === 0) return;
+    if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId) || this.heardOf.has(runId)) return;
+    this.heardOf.set(runId, true);
+    if (this.heardOf.size > MAX_ENDED) this.heardOf.delete(this.heardOf.keys().next().value as string);
+    this.reportStatus(sessionKey);
+  }
+
+  private reportStatus(sessionKey: string): void {
+    for (const listener of this.statusListeners) {
+      try {
+        listener(sessionKey);
+      } catch (err) {
+        process.emitWarning(`run status listener failed: ${(err as Error)?.message ?? String(err)}`);
+      }
+    }
   }
 
   /**
    * After a reconnect (or at start): notifications may have been missed. Runs waited for are looked up (a run whose
-   * record is final has ended); while every run is wanted, the runs the store says are running are followed.
+   * record is final has ended); the running runs of watched sessions are followed.
    */
   private async catchUp(): Promise<void> {
     try {
@@ -288,10 +371,7 @@ export class PgEventBus implements EventBusPort {
           this.fireEnd(runId);
         }
       }
-      if (this.all.size > 0) {
-        const running = await this.opts.store.listRuns({ statuses: ["running"], limit: CATCH_UP_RUNS });
-        for (const run of running) this.considerFollow(run.runId);
-      }
+      for (const sessionKey of [...this.watchedSessions.keys()]) await this.followRunningOf(sessionKey);
     } catch (err) {
       this.report(err as Error);
     }
@@ -322,7 +402,7 @@ export class PgEventBus implements EventBusPort {
    * The end notice goes out after the run's events are stored. A failed NOTIFY (the connection was lost) is tried
    * again a few times; a node that still missed it finds the end in the store at its next reconnect.
    */
-  private async announceEnd(runId: string, seq: number): Promise<void> {
+  private async announceEnd(runId: string, seq: number, sessionKey: string | undefined): Promise<void> {
     if (this.closed) return;
     const attempts = this.opts.endNoticeAttempts ?? 5;
     const later = this.opts.setTimeout ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
@@ -331,7 +411,12 @@ export class PgEventBus implements EventBusPort {
         await this.opts.beforeEndNotice?.();
         await this.started;
         if (!this.notify) return;
-        await this.notify(this.opts.source.pool, this.opts.source.channel, { k: "end", runId, seq });
+        await this.notify(this.opts.source.pool, this.opts.source.channel, {
+          k: "end",
+          runId,
+          seq,
+          ...(sessionKey !== undefined ? { sessionKey } : {}),
+        });
         return;
       } catch (err) {
         if (i === attempts - 1) {
@@ -347,6 +432,28 @@ export class PgEventBus implements EventBusPort {
     if (this.opts.onError) this.opts.onError(err);
     else process.emitWarning(`event bus: ${err.message}`);
   }
+}
+
+/** Drops one reference of `key`; true when it was the last. */
+function release(counts: Map<string, number>, key: string): boolean {
+  const n = counts.get(key);
+  if (n === undefined) return false;
+  if (n > 1) {
+    counts.set(key, n - 1);
+    return false;
+  }
+  counts.delete(key);
+  return true;
+}
+
+/** A release that counts once however often it is called. */
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }
 
 function notify1(listener: AgentEventListener, event: AgentEvent): void {

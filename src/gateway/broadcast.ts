@@ -40,6 +40,9 @@ const BUDGET_RESOLVED_PREFIX = eventPrefix("budget.approval.resolved");
 const SESSIONS_CHANGED_PREFIX = eventPrefix("sessions.changed");
 const SESSION_MESSAGE_PREFIX = eventPrefix("session.message");
 const DIAGNOSTIC_PREFIX = eventPrefix("diagnostic");
+/** how many sessions' chats (chat.history) one connection gets live from other nodes: the ones it opened last */
+export const CHAT_SESSIONS_PER_CONNECTION = 8;
+const noop = (): void => {};
 
 /**
  * The one subscriber of the runtime's event bus on the gateway side. Each event is serialized once and the same
@@ -50,6 +53,12 @@ const DIAGNOSTIC_PREFIX = eventPrefix("diagnostic");
  * An event is offered only to the connections that could see it: those that see every run, and those that started
  * it. Asking every connection would cost O(connections) per event, which at a thousand streaming clients is most
  * of the gateway's CPU. `canSee` still decides.
+ *
+ * Runs executing on other gateway nodes (Postgres) reach the bus only while a connection here follows them, so the
+ * broadcaster turns each way a client follows something into a reference-counted watch on the bus: a run it started
+ * or replays (`watchRun`: agent, chat.send, agent.events), a session whose messages it follows
+ * (sessions.messages.subscribe) or whose chat it opened (chat.history: the last CHAT_SESSIONS_PER_CONNECTION
+ * sessions of the connection). A connection that follows nothing costs its node no read of another node's run.
  */
 export class Broadcaster {
   private readonly sinks = new Set<EventSink>();
@@ -70,6 +79,14 @@ export class Broadcaster {
   private readonly messageFollowers = new Map<string, Set<EventSink>>();
   private readonly followedBy = new Map<EventSink, Set<string>>();
   private unsubscribeSessions: (() => void) | undefined;
+  private bus: EventBusPort | undefined;
+  /** runId → the sinks watching it, and the bus watch they share (released with the last of them) */
+  private readonly runWatches = new Map<string, { sinks: Set<EventSink>; release: () => void }>();
+  private readonly watchesOf = new Map<EventSink, Set<string>>();
+  /** sessionKey → the bus watch held for it, and by how many follows (message followers, chat views) */
+  private readonly sessionWatches = new Map<string, { count: number; release: () => void }>();
+  /** chat.history: the sessions each connection opened last, oldest first */
+  private readonly chatViews = new Map<EventSink, string[]>();
   private describeSession: (key: string) => Promise<SessionInfo | undefined> = async () => undefined;
   private readonly clock: Clock;
 
@@ -84,6 +101,7 @@ export class Broadcaster {
   }
 
   attach(bus: EventBusPort): void {
+    this.bus = bus;
     this.unsubscribe = bus.subscribe((ev) => this.onAgentEvent(ev));
   }
 
@@ -126,13 +144,16 @@ export class Broadcaster {
     if (!this.sinks.has(sink)) return;
     const keys = this.followedBy.get(sink);
     if (on) {
+      if (keys?.has(sessionKey)) return;
       if (keys) keys.add(sessionKey);
       else this.followedBy.set(sink, new Set([sessionKey]));
       const set = this.messageFollowers.get(sessionKey);
       if (set) set.add(sink);
       else this.messageFollowers.set(sessionKey, new Set([sink]));
+      this.holdSession(sessionKey);
       return;
     }
+    if (!keys?.has(sessionKey)) return;
     keys?.delete(sessionKey);
     this.unfollowMessages(sessionKey, sink);
   }
@@ -150,8 +171,42 @@ export class Broadcaster {
 
   private unfollowMessages(sessionKey: string, sink: EventSink): void {
     const set = this.messageFollowers.get(sessionKey);
-    set?.delete(sink);
-    if (set?.size === 0) this.messageFollowers.delete(sessionKey);
+    if (!set?.delete(sink)) return;
+    if (set.size === 0) this.messageFollowers.delete(sessionKey);
+    this.dropSession(sessionKey);
+  }
+
+  /**
+   * chat.history: the connection shows this session's chat, so it gets the session's runs live wherever they execute
+   * (only its last CHAT_SESSIONS_PER_CONNECTION sessions: a client paging through many sessions watches few).
+   */
+  viewChat(caller: object, sessionKey: string): void {
+    const sink = caller as EventSink;
+    if (!this.sinks.has(sink)) return;
+    const views = this.chatViews.get(sink) ?? [];
+    this.chatViews.set(sink, views);
+    const at = views.indexOf(sessionKey);
+    if (at >= 0) {
+      views.splice(at, 1);
+      views.push(sessionKey);
+      return;
+    }
+    views.push(sessionKey);
+    this.holdSession(sessionKey);
+    if (views.length > CHAT_SESSIONS_PER_CONNECTION) this.dropSession(views.shift() as string);
+  }
+
+  private holdSession(sessionKey: string): void {
+    const held = this.sessionWatches.get(sessionKey);
+    if (held) held.count++;
+    else this.sessionWatches.set(sessionKey, { count: 1, release: this.bus?.watchSession(sessionKey) ?? noop });
+  }
+
+  private dropSession(sessionKey: string): void {
+    const held = this.sessionWatches.get(sessionKey);
+    if (!held || --held.count > 0) return;
+    this.sessionWatches.delete(sessionKey);
+    held.release();
   }
 
   add(sink: EventSink): void {
@@ -164,9 +219,13 @@ export class Broadcaster {
     this.broad.delete(sink);
     for (const runId of this.ownedBy.get(sink) ?? []) this.unwatch(runId, sink);
     this.ownedBy.delete(sink);
+    for (const runId of this.watchesOf.get(sink) ?? []) this.unwatchRemote(runId, sink);
+    this.watchesOf.delete(sink);
     this.sessionFollowers.delete(sink);
     for (const key of this.followedBy.get(sink) ?? []) this.unfollowMessages(key, sink);
     this.followedBy.delete(sink);
+    for (const key of this.chatViews.get(sink) ?? []) this.dropSession(key);
+    this.chatViews.delete(sink);
   }
 
   /**
@@ -175,7 +234,9 @@ export class Broadcaster {
    */
   watchRun(runId: string, caller: object): void {
     const sink = caller as EventSink;
-    if (!this.sinks.has(sink) || sink.seesAllRuns) return;
+    if (!this.sinks.has(sink)) return;
+    this.watchRemote(runId, sink);
+    if (sink.seesAllRuns) return;
     const set = this.owners.get(runId);
     if (set) set.add(sink);
     else this.owners.set(runId, new Set([sink]));
@@ -190,10 +251,50 @@ export class Broadcaster {
     if (set?.size === 0) this.owners.delete(runId);
   }
 
-  /** A run's terminal event was delivered: nothing of it follows, its owners are forgotten. */
+  /** The bus follows the run (when another node runs it) while at least one sink watches it. */
+  private watchRemote(runId: string, sink: EventSink): void {
+    const mine = this.watchesOf.get(sink) ?? new Set<string>();
+    if (mine.has(runId)) return;
+    this.watchesOf.set(sink, mine);
+    mine.add(runId);
+    const w = this.runWatches.get(runId);
+    if (w) {
+      w.sinks.add(sink);
+      return;
+    }
+    const bus = this.bus;
+    if (!bus) {
+      this.runWatches.set(runId, { sinks: new Set([sink]), release: noop });
+      return;
+    }
+    const offWatch = bus.watchRun(runId);
+    // a message merged into another turn has no terminal event of its own: its end releases the watch
+    const offEnd = bus.onRunEnd(runId, () => this.forgetRun(runId));
+    this.runWatches.set(runId, {
+      sinks: new Set([sink]),
+      release: () => {
+        offWatch();
+        offEnd();
+      },
+    });
+  }
+
+  private unwatchRemote(runId: string, sink: EventSink): void {
+    const w = this.runWatches.get(runId);
+    if (!w?.sinks.delete(sink) || w.sinks.size > 0) return;
+    this.runWatches.delete(runId);
+    w.release();
+  }
+
+  /** A run's terminal event was delivered: nothing of it follows, its owners and watches are forgotten. */
   private forgetRun(runId: string): void {
     for (const sink of this.owners.get(runId) ?? []) this.ownedBy.get(sink)?.delete(runId);
     this.owners.delete(runId);
+    const w = this.runWatches.get(runId);
+    if (!w) return;
+    this.runWatches.delete(runId);
+    for (const sink of w.sinks) this.watchesOf.get(sink)?.delete(runId);
+    w.release();
   }
 
   /** Sends to every sink that may see the run: the broad ones and the run's owners. */
@@ -222,6 +323,14 @@ export class Broadcaster {
     for (const ev of held.events) this.deliver(ev);
   }
 
+  /**
+   * A run of another node that nobody here follows started or ended in this session (heard from its pointers, no
+   * event read): `sessions.changed` "status" for the clients that follow every session.
+   */
+  remoteRunStatus(sessionKey: string): void {
+    this.sessionChanged(sessionKey, "status");
+  }
+
   /** Runs in progress in a session, as seen on the bus (lifecycle start → end/error). */
   activeRuns(sessionKey: string): string[] {
     const set = this.activeBySession.get(sessionKey);
@@ -238,6 +347,12 @@ export class Broadcaster {
   detach(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    for (const w of this.runWatches.values()) w.release();
+    this.runWatches.clear();
+    this.watchesOf.clear();
+    for (const w of this.sessionWatches.values()) w.release();
+    this.sessionWatches.clear();
+    this.chatViews.clear();
     this.unsubscribeApprovals?.();
     this.unsubscribeApprovals = undefined;
     this.unsubscribeSessions?.();

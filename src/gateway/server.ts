@@ -9,7 +9,7 @@ import type { Logger } from "../infra/logger.js";
 import { Semaphore } from "../infra/semaphore.js";
 import { composeNode, type LoopgateNode } from "../node/compose.js";
 import { PRE_AUTH_MAX_BYTES, PROTOCOL_VERSION } from "../protocol/frames.js";
-import type { ShutdownEvent } from "../protocol/payloads.js";
+import type { HealthResult, ShutdownEvent } from "../protocol/payloads.js";
 import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
 import { CorruptDatabaseError } from "../storage/integrity.js";
@@ -113,6 +113,11 @@ export interface GatewayHandle {
 }
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** A Postgres node without its store: `/health` answers 503 so a load balancer's check takes it out. */
+function unservable(h: HealthResult): boolean {
+  return h.degraded?.reason === "store unreachable" || h.degraded?.reason === "leases lost";
+}
 export const DEFAULT_CHAT_DELTA_INTERVAL_MS = 75;
 /** How long closing sockets may take to answer the close handshake before they are cut. */
 const CLOSE_HANDSHAKE_MS = 1000;
@@ -492,8 +497,11 @@ function httpHandler(
       const details = healthDetailsAllowed(req.headers.authorization, settings.tokens);
       void gw.health().then(
         (h) => {
-          if (!details) send(status, { ok: closing ? false : h.ok });
-          else send(status, closing ? { ...h, ok: false, draining: true } : h);
+          // a node that cannot reach its store (or lost its leases) is out of a load balancer's rotation until it can;
+          // other degradations (one MCP server down) still serve
+          const code = unservable(h) ? 503 : status;
+          if (!details) send(code, { ok: closing ? false : h.ok });
+          else send(code, closing ? { ...h, ok: false, draining: true } : h);
         },
         (err: unknown) => send(503, { ok: false, error: (err as Error)?.message ?? String(err) }),
       );

@@ -8,7 +8,7 @@ import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
 import { startCostPruning } from "../limits/ledger-retention.js";
 import type { LoopgateNode } from "../node/compose.js";
-import type { HealthResult } from "../protocol/payloads.js";
+import type { HealthDegraded, HealthResult } from "../protocol/payloads.js";
 import { logExecApprovals } from "./approval-log.js";
 import type { Broadcaster } from "./broadcast.js";
 import { GatewayStartError } from "./errors.js";
@@ -60,6 +60,8 @@ export async function attachGatewayServices(
     wantsMessages: (key) => broadcaster.followsMessages(key),
     onError: (err) => logger.warn("session notices across nodes", { error: err.message }),
   });
+  // run status of other nodes' runs this node does not follow, from their pointers (sessions.changed "status")
+  const offRemoteStatus = node.crossNode?.onRemoteRunStatus((key) => broadcaster.remoteRunStatus(key));
   // budgets and token rate limits across nodes: each node announces its calls and runs, and hears the others'
   const spendRelay = rt.spend
     ? await node.crossNode?.relaySpend(rt.spend, (err) =>
@@ -68,7 +70,24 @@ export async function attachGatewayServices(
     : undefined;
   const runLog = new RunLog(logger, service);
   runLog.attach(rt.bus);
-  const cron = new CronScheduler({ service, config: rt.config.cron, clock, logger });
+  // several nodes: a job stored on any node reaches the cron leader at once
+  let cronNotices: { announce(): void; close(): void } | undefined;
+  const cron = new CronScheduler({
+    service,
+    config: rt.config.cron,
+    clock,
+    logger,
+    onStoredChange: () => cronNotices?.announce(),
+  });
+  cronNotices = await node.crossNode?.relayCronChanges(
+    () =>
+      void cron
+        .reloadStored()
+        .catch((err: Error) =>
+          logger.warn("cron: re-reading jobs another node changed failed", { error: err.message }),
+        ),
+    (err) => logger.warn("cron notices across nodes", { error: err.message }),
+  );
   let diagnostics = startDiagnostics(service, clock, logger, broadcaster);
   // a reloaded config (SPEC 26): cron's jobs and settings apply from now, the stuck-session monitor restarts with
   // its new thresholds (or stops, or starts)
@@ -92,7 +111,11 @@ export async function attachGatewayServices(
       return diagnostics;
     },
     health: (startedAt, version) =>
-      healthOf(service, { audit, cron, diagnostics }, { uptimeMs: clock.now() - startedAt, version }),
+      healthOf(
+        service,
+        { audit, cron, diagnostics, cluster: node.cluster, clock },
+        { uptimeMs: clock.now() - startedAt, version },
+      ),
     get ready() {
       return initializing;
     },
@@ -137,6 +160,8 @@ export async function attachGatewayServices(
       stopLiveConfig();
       diagnostics?.stop();
       relay?.close();
+      offRemoteStatus?.();
+      cronNotices?.close();
       spendRelay?.close();
       runLog.detach();
       stopApprovalLog();
@@ -147,11 +172,31 @@ export async function attachGatewayServices(
 /** `health`: the store's fault state, counts, the audit ledger's and cron's state, stuck sessions, MCP servers. */
 async function healthOf(
   service: AgentService,
-  parts: { audit: AuditLedger; cron: CronScheduler; diagnostics: DiagnosticsMonitor | undefined },
+  parts: {
+    audit: AuditLedger;
+    cron: CronScheduler;
+    diagnostics: DiagnosticsMonitor | undefined;
+    /** a Postgres node's membership: its heartbeat says whether the store answers and its leases hold */
+    cluster: Pick<NonNullable<LoopgateNode["cluster"]>, "degraded"> | undefined;
+    clock: Clock;
+  },
   about: { uptimeMs: number; version: string },
 ): Promise<HealthResult> {
-  const degraded = service.sessions.storageFault();
-  const sessions = await service.sessions.count();
+  let degraded: HealthDegraded | undefined = service.sessions.storageFault() ?? parts.cluster?.degraded();
+  let sessions: number | undefined;
+  try {
+    // a node whose heartbeat already fails does not wait for the store's connect timeout to say so
+    if (degraded?.reason !== "store unreachable" && degraded?.reason !== "leases lost")
+      sessions = await service.sessions.count();
+  } catch (err) {
+    // SQLite's count does not fail; a Postgres store that does not answer is this node's health, not an error
+    if (!parts.cluster) throw err;
+    degraded ??= {
+      reason: "store unreachable",
+      message: `reading the store failed: ${(err as Error)?.message ?? String(err)}`,
+      since: parts.clock.now(),
+    };
+  }
   // a configured MCP server that failed degrades health, naming it (mcp-health.ts)
   return withMcpHealth(
     {
@@ -160,7 +205,7 @@ async function healthOf(
       version: about.version,
       uptimeMs: about.uptimeMs,
       activeRuns: service.activeRunCount,
-      sessions,
+      ...(sessions !== undefined ? { sessions } : {}),
       audit: parts.audit.state(),
       ...(parts.cron.enabled ? { cron: await parts.cron.health() } : {}),
       queueDepth: service.queueDepth,

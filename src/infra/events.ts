@@ -33,6 +33,15 @@ export class AgentEventBus implements EventBusPort {
     return this.subscribe(listener);
   }
 
+  /** One process: every run is local and already heard by `subscribe`, so there is nothing to follow. */
+  watchRun(_runId: string): () => void {
+    return noop;
+  }
+
+  watchSession(_sessionKey: string): () => void {
+    return noop;
+  }
+
   /**
    * Listens to one run's events only. A run that watches its own events this way costs nothing per event of the
    * other runs (a `subscribe` per run would make every event cost O(concurrent runs)).
@@ -70,6 +79,8 @@ export class AgentEventBus implements EventBusPort {
     return addKeyedListener(this.endListeners, runId, listener);
   }
 }
+
+const noop = (): void => {};
 
 function notifyEnd(listener: () => void): void {
   try {

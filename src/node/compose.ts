@@ -2,6 +2,7 @@ import type { ExecPrompt } from "../agent/exec-approvals.js";
 import { AgentRuntime, type RuntimeOptions } from "../agent/runtime.js";
 import { AgentService } from "../agent/service.js";
 import type { ClusterNode } from "../cluster/node.js";
+import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/schema.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import type { EventBusPort } from "../events/bus-port.js";
@@ -14,6 +15,7 @@ import type { SessionEvents } from "../infra/session-events.js";
 import { SpendControl } from "../limits/spend-control.js";
 import { PgSpendRelay } from "../limits/spend-relay.js";
 import type { NodeMetrics } from "../metrics/node-metrics.js";
+import { agentWorkspaceDir } from "../prompt/workspace.js";
 import { loopgateVersion } from "../protocol/version.js";
 import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
@@ -78,6 +80,13 @@ export interface CrossNode {
   }): Promise<{ close(): void }>;
   /** Relays spend notices (calls, token runs) between the nodes, for budgets and rate limits; closed by the caller. */
   relaySpend(spend: SpendControl, onError: (err: Error) => void): Promise<{ close(): void }>;
+  /**
+   * Hears that a run of another node started or ended in a session, from its pointers alone (nothing read): for
+   * `sessions.changed` "status" to clients that follow every session but none of its runs. Returns the unsubscribe.
+   */
+  onRemoteRunStatus(listener: (sessionKey: string) => void): () => void;
+  /** Tells the other nodes when this node's stored cron jobs change, and calls `onChange` when theirs do. */
+  relayCronChanges(onChange: () => void, onError: (err: Error) => void): Promise<{ announce(): void; close(): void }>;
 }
 
 export interface LoopgateNode {
@@ -174,6 +183,7 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
       );
       return node;
     }
+    if (role === "gateway") await warnOfLocalWorkspace(config, opts.stateDir, logger);
     const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
     node = assemble(
       { ...opts, sandboxes, metrics },
@@ -380,10 +390,24 @@ async function postgresParts(
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
       relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
+      onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
+      relayCronChanges: async (onChange, onError) => {
+        const { CronNotices } = await import("../cluster/cron-notices.js");
+        return CronNotices.start(store, onChange, onError);
+      },
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),
   };
+}
+
+/** A gateway node on Postgres whose workspace is this machine's disk, with no layout declared: said once at start. */
+async function warnOfLocalWorkspace(config: LoopgateConfig, stateDir: string, logger: Logger): Promise<void> {
+  // loaded only here, like the rest of the cluster layer
+  const { workspaceLayoutWarning } = await import("../cluster/workspace-layout.js");
+  const dir = agentWorkspaceDir(config, stateDir, defaultAgentId(config));
+  const warning = workspaceLayoutWarning(config.cluster.workspace, dir);
+  if (warning) logger.warn(`cluster: ${warning}`);
 }
 
 /**

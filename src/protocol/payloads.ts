@@ -87,7 +87,19 @@ export interface ShutdownEvent {
 
 /** Why the gateway serves with limits: its store cannot write (new input is refused until it can again). */
 /** Why `health` says ok: false: the store cannot write, or an enabled MCP server has failed. */
-export type HealthDegraded = StorageDegraded | McpDegraded;
+export type HealthDegraded = StorageDegraded | McpDegraded | ClusterDegraded;
+
+/**
+ * A gateway node on Postgres that cannot reach the store (its heartbeat or a read failed), or whose heartbeat has not
+ * gone through for a whole lease, so its session leases have lapsed and other nodes may take its sessions.
+ */
+export interface ClusterDegraded {
+  reason: "store unreachable" | "leases lost";
+  /** what failed, in words (the driver's error; never the URL's password) */
+  message: string;
+  /** when it began (ms since the epoch, this node's clock) */
+  since: number;
+}
 
 /** An enabled MCP server failed to start, timed out or crashed: its tools fail until it reconnects. */
 export interface McpDegraded {

@@ -306,7 +306,15 @@ export function enqueue(ctx: QueueContext, s: SessionState, run: LiveRun, route:
   } else if (route.mode === "interrupt") interrupt(ctx, s, run);
   else {
     const { cap, drop } = ctx.deps.config();
-    if (s.pending.length >= cap) applyCap(ctx, s, drop);
+    if (s.pending.length >= cap) {
+      // drop "new" refuses the newcomer, also one stored before this node saw the queue full: an input another node
+      // accepted and this node adopted, or one accepted here while the queue filled. Its sender hears it in the final.
+      if (drop === "new") {
+        dropRun(ctx, run, new QueueFullError(run.sessionKey, cap).message);
+        return;
+      }
+      applyCap(ctx, s, drop);
+    }
     s.pending.push(run);
     ctx.schedule(s);
   }

@@ -208,6 +208,19 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
       CREATE INDEX cost_ledger_token ON cost_ledger (token, ts);
     `,
   },
+  {
+    version: 10,
+    name: "operator settings",
+    // What operators switch at run time and every node must see (issue 33): exec allow-always answers and allowlist
+    // patterns, skill and plugin switches; one row per setting under a dotted key, the value JSON.
+    sql: `
+      CREATE TABLE operator_settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 type Migration = (typeof migrations)[number];

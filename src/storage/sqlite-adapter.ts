@@ -12,6 +12,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  OperatorSetting,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -204,6 +205,14 @@ export class SqliteStoreAdapter implements Store {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
   ): Promise<void> {
     return this.db.updateRuns(patches);
+  }
+
+  async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {
+    return this.db.listOperatorSettings(prefix);
+  }
+
+  async putOperatorSetting(setting: OperatorSetting): Promise<void> {
+    this.db.putOperatorSetting(setting);
   }
 
   async listAuthHealth(): Promise<AuthHealthRow[]> {

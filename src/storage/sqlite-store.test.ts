@@ -80,6 +80,7 @@ describe("schema and migrations", () => {
         "cost_ledger",
         "cron_jobs",
         "cron_runs",
+        "operator_settings",
         "run_events",
         "runs",
         "sessions",

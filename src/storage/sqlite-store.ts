@@ -36,6 +36,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  OperatorSetting,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -732,6 +733,23 @@ export class SqliteStore {
     return problems.length === 1 && problems[0] === "ok" ? [] : problems;
   }
 
+  /** Store.listOperatorSettings */
+  listOperatorSettings(prefix: string): OperatorSetting[] {
+    // a range of the primary key: keys from the prefix up to the prefix with its last character's successor
+    const rows = this.prep(
+      "SELECT key, value, updated_at FROM operator_settings WHERE key >= ? AND key < ? ORDER BY key",
+    ).all(prefix, prefixEnd(prefix)) as Array<{ key: string; value: string; updated_at: number }>;
+    return rows.map((r) => ({ key: r.key, value: r.value, updatedAt: r.updated_at }));
+  }
+
+  /** Store.putOperatorSetting */
+  putOperatorSetting(setting: OperatorSetting): void {
+    this.prep(
+      `INSERT INTO operator_settings (key, value, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    ).run(setting.key, setting.value, setting.updatedAt);
+  }
+
   /** Store.listAuthHealth */
   listAuthHealth(): AuthHealthRow[] {
     return (this.prep("SELECT * FROM auth_health ORDER BY profile_id, model").all() as Row[]).map(toAuthHealth);
@@ -797,4 +815,10 @@ function retryWhileBusy<T>(fn: () => T, timeoutMs: number): T {
       Atomics.wait(nap, 0, 0, waitMs);
     }
   }
+}
+
+/** The first string after every string that starts with `prefix` ("" → past everything). */
+export function prefixEnd(prefix: string): string {
+  if (prefix === "") return "\u{10FFFF}";
+  return prefix.slice(0, -1) + String.fromCodePoint((prefix.codePointAt(prefix.length - 1) ?? 0) + 1);
 }

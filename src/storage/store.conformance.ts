@@ -430,6 +430,27 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
       });
     });
 
+    describe("operator settings", () => {
+      it("a setting written by one store is read by another under its prefix, in key order; a second write replaces it", async () => {
+        await store.putOperatorSetting({ key: "skills.weather", value: '{"enabled":false}', updatedAt: 1 });
+        await store.putOperatorSetting({ key: "exec.allowAlways.main.bb", value: '{"n":2}', updatedAt: 2 });
+        await store.putOperatorSetting({ key: "exec.allowAlways.main.aa", value: '{"n":1}', updatedAt: 3 });
+        await store.putOperatorSetting({ key: "exec.allowAlwaysX", value: "{}", updatedAt: 4 });
+        const other = await t.openAnother();
+        expect(
+          (await other.listOperatorSettings("exec.allowAlways.")).map((r) => [r.key, r.value, r.updatedAt]),
+        ).toEqual([
+          ["exec.allowAlways.main.aa", '{"n":1}', 3],
+          ["exec.allowAlways.main.bb", '{"n":2}', 2],
+        ]);
+        await other.putOperatorSetting({ key: "skills.weather", value: '{"enabled":true}', updatedAt: 9 });
+        expect(await store.listOperatorSettings("skills.")).toEqual([
+          { key: "skills.weather", value: '{"enabled":true}', updatedAt: 9 },
+        ]);
+        expect(await store.listOperatorSettings("plugins.")).toEqual([]);
+      });
+    });
+
     describe("auth profile health", () => {
       it("a cooldown written by one store is read by another; clearing one model keeps the other and lastUsed", async () => {
         await store.putAuthHealth({

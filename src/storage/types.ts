@@ -50,6 +50,17 @@ export interface SessionRecord {
  * (the profile stays usable for its other models), or "" for what holds for the whole profile (billing and
  * permanent auth failures, and when the profile was last used).
  */
+/**
+ * One setting operators change at run time that every gateway node must see (exec allow-always answers and allowlist
+ * patterns, skill and plugin switches): a dotted key (`exec.allowAlways.<agent>.<hash>…`, `skills.<name>`), its value
+ * as JSON text, and when it was last written.
+ */
+export interface OperatorSetting {
+  key: string;
+  value: string;
+  updatedAt: number;
+}
+
 export interface AuthHealthRow {
   profileId: string;
   model: string;
@@ -317,6 +328,11 @@ export interface Store {
   clearAuthHealth(profileId: string, model?: string): Promise<number>;
   /** records a successful use of a profile (its "" row's lastUsed, never moved back) */
   touchAuthProfile(profileId: string, at: number): Promise<void>;
+
+  /** The operator settings whose key starts with `prefix`, by key. */
+  listOperatorSettings(prefix: string): Promise<OperatorSetting[]>;
+  /** Writes one operator setting (a new key, or a new value for it). */
+  putOperatorSetting(setting: OperatorSetting): Promise<void>;
   close(): Promise<void>;
 }
 

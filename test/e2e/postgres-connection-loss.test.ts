@@ -103,6 +103,17 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     return rows.length;
   }
 
+  /**
+   * B's client opens the sessions it watches, as a chat view does (chat.history): a node follows another node's runs
+   * only for a client of its own that follows them (issue 33).
+   */
+  async function followSessions(watcher: RawPeer, names: string[]): Promise<void> {
+    for (const m of names) {
+      const opened = await watcher.call("chat.history", { sessionKey: `s-${m}` });
+      expect(opened.ok, JSON.stringify(opened.error)).toBe(true);
+    }
+  }
+
   it("connections cut again and again while runs stream and write: every run ends (completed, or failed with its error), and B gets every stored event in order", {
     timeout: 90_000,
   }, async () => {
@@ -116,6 +127,7 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     const sender = await connectedPeer(nodeA.url);
     peers.push(watcher, sender);
     const runs = ["w1", "w2", "w3", "w4"];
+    await followSessions(watcher, runs);
     for (const m of runs) {
       const r = await sender.call("chat.send", { sessionKey: `s-${m}`, message: m, idempotencyKey: `run-${m}` });
       expect(r.ok, JSON.stringify(r.error)).toBe(true);
@@ -151,6 +163,7 @@ describe.skipIf(!testPostgresUrl)("Postgres connections lost under two gateway n
     peers.push(watcher, sender);
 
     const runs = ["m1", "m2", "m3"];
+    await followSessions(watcher, [...runs, "after"]);
     for (const m of runs) gates.set(m, deferred());
     for (const m of runs) {
       const r = await sender.call("chat.send", { sessionKey: `s-${m}`, message: m, idempotencyKey: `run-${m}` });

@@ -5,6 +5,7 @@
  * bounded (the harness's WAIT_MS); nothing here asserts how long anything took.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PgEventBus } from "../../src/events/pg-bus.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../src/testing/postgres-schema.js";
 import {
   carriesChunk,
@@ -26,6 +27,8 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
   let ts: TestSchema;
   let nodeA: TestGateway;
   let nodeB: TestGateway;
+  /** a third node whose only client follows nothing: it must read none of node A's run events */
+  let nodeC: TestGateway;
   const peers: RawPeer[] = [];
 
   const onNode = async (node: TestGateway, scopes?: string[]) => {
@@ -40,19 +43,25 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
     // both nodes up before any run: a node's start-up recovery must not meet the other's runs (one pid here)
     nodeA = await startTestGateway({ config: { storage } });
     nodeB = await startTestGateway({ config: { storage } });
+    nodeC = await startTestGateway({ config: { storage } });
   });
   afterAll(async () => {
     for (const p of peers) p.close();
     await nodeA?.gw.close();
     await nodeB?.gw.close();
+    await nodeC?.gw.close();
     await ts?.drop();
     removeTempDirs();
   });
 
-  it("a client on node B sees a run executing on node A live (every agent event in seq order, the chat final), waits for it, replays it, and hears the session change and its messages", async () => {
+  it("a client on node B that follows the session sees a run executing on node A live (every agent event in seq order, the chat final), waits for it, replays it, and hears the session change and its messages; node C, whose client follows nothing, reads none of it", async () => {
     const gate = deferred();
     nodeA.provider.script = () => ({ before: ["one ", "two "], gate: gate.promise, after: ["three ", "four"] });
     const watcher = await onNode(nodeB, ["operator.read"]);
+    // an operator on node C that sees every run but follows none of them
+    const idle = await onNode(nodeC, ["operator.read"]);
+    // it hears that sessions change (a run's status among them) without following any run
+    expect((await idle.call("sessions.subscribe", {})).ok).toBe(true);
     expect((await watcher.call("sessions.subscribe", {})).ok).toBe(true);
     expect((await watcher.call("sessions.messages.subscribe", { key: "main" })).ok).toBe(true);
     const sender = await onNode(nodeA);
@@ -93,6 +102,20 @@ describe.skipIf(!testPostgresUrl)("two gateway nodes on one Postgres", () => {
         .map((e) => e.data.delta)
         .join(""),
     ).toBe("one two three four");
+
+    // node C's client followed nothing: C read no event of A's run, and its client got none live
+    const cBus = nodeC.gw.service.rt.bus as PgEventBus;
+    await cBus.idle();
+    expect(cBus.followStats()).toMatchObject({ reads: 0, events: 0 });
+    expect(idle.all((f) => f.event === "agent" || f.event === "chat")).toEqual([]);
+    await idle.seen(
+      (f) =>
+        f.event === "sessions.changed" && f.payload?.sessionKey === "agent:main:main" && f.payload?.reason === "status",
+      "the run's status change on node C, from its pointers",
+    );
+    expect((nodeB.gw.service.rt.bus as PgEventBus).followStats().events).toBeGreaterThanOrEqual(onA.length);
+    // and the node running it read nothing back for its own client: a local run takes the in-process path
+    expect((nodeA.gw.service.rt.bus as PgEventBus).followStats()).toMatchObject({ reads: 0, events: 0 });
 
     // replay from node B reads the store
     const replay = await watcher.call("agent.events", { runId: "run-ab-1", afterSeq: 0 });

@@ -347,7 +347,9 @@ async function sessionSkills(
     for (const w of snapshot.warnings) rt.logger.warn(w);
     await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
   }
-  // an operator's switch (skills.update) acts on the next run without retaking the snapshot
+  // an operator's switch (skills.update) acts on the next run without retaking the snapshot (a fleet: whichever node)
+  const fresh = rt.enabledOverrides.refresh();
+  if (fresh) await fresh;
   const enabled = snapshot.skills.filter((s) => rt.enabledOverrides.get("skills", s.name) !== false);
   return enabled.length === snapshot.skills.length ? snapshot : { ...snapshot, skills: enabled };
 }

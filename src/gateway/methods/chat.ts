@@ -43,6 +43,8 @@ export const chatHistoryMethod = defineMethod({
     const sessions = gw.service.sessions;
     const key = normalizeSessionKey(params.sessionKey, params.agentId ?? gw.service.rt.defaultAgentId).key;
     conn.access.requireRead(key);
+    // a chat view: the session's runs reach this connection live wherever they execute
+    gw.broadcaster.viewChat(conn, key);
     const session = await sessions.get(key);
     if (!session) {
       // a chat UI opening a session that has no messages yet gets an empty history, not an error

@@ -33,9 +33,10 @@ export const execApprovalsGetMethod = defineMethod({
   name: "exec.approvals.get",
   scope: "admin",
   params: looseEmptyParamsSchema,
-  handle({ gw, conn, reply }) {
+  async handle({ gw, conn, reply }) {
     // allow-always answers of every tenant are listed
     conn.access.requireWholeGateway("read the exec policy");
+    await gw.service.rt.execApprovals.refresh();
     reply.ok(current(gw));
   },
 });
@@ -50,8 +51,9 @@ export const execApprovalsSetMethod = defineMethod({
   name: "exec.approvals.set",
   scope: "admin",
   params: execApprovalsSetParamsSchema,
-  handle({ params, gw, conn, reply }) {
+  async handle({ params, gw, conn, reply }) {
     conn.access.requireWholeGateway("change the exec allowlist");
+    await gw.service.rt.execApprovals.refresh();
     const before = current(gw);
     if (params.baseHash !== undefined && params.baseHash !== before.hash) {
       throw new GatewayError({
@@ -60,11 +62,11 @@ export const execApprovalsSetMethod = defineMethod({
       });
     }
     try {
-      gw.service.rt.execApprovals.setAllowlist(params.file.allowlist);
+      await gw.service.rt.execApprovals.setAllowlist(params.file.allowlist);
     } catch (err) {
       throw new GatewayError({
         code: ErrorCodes.unavailable,
-        message: `exec-approvals.json could not be written (${before.path}): ${(err as Error).message}`,
+        message: `the exec allowlist could not be saved (${before.path}): ${(err as Error).message}`,
       });
     }
     gw.logger.info("exec allowlist changed", { patterns: params.file.allowlist.length, by: conn.actor });

@@ -44,6 +44,8 @@ export const skillsStatusMethod = defineMethod({
     const rt = gw.service.rt;
     const agentId = agentOf(gw, params.agentId);
     const { skills, warnings } = await skillsOf(gw, agentId);
+    // switches other nodes of a fleet stored
+    await rt.enabledOverrides.refresh();
     const result: SkillsStatusResult = {
       agentId,
       skills: skills.map((s) => ({
@@ -60,9 +62,14 @@ export const skillsStatusMethod = defineMethod({
 });
 
 /** Writes the switch; a file that cannot be written is the gateway's trouble (unavailable), nothing changed. */
-function writeSwitch(gw: GatewayContext, kind: "skills" | "plugins", name: string, enabled: boolean): void {
+async function writeSwitch(
+  gw: GatewayContext,
+  kind: "skills" | "plugins",
+  name: string,
+  enabled: boolean,
+): Promise<void> {
   try {
-    gw.service.rt.enabledOverrides.set(kind, name, enabled);
+    await gw.service.rt.enabledOverrides.set(kind, name, enabled);
   } catch (err) {
     gw.logger.warn(`${kind} switch could not be saved`, { name, error: (err as Error).message });
     throw new GatewayError({
@@ -89,7 +96,7 @@ export const skillsUpdateMethod = defineMethod({
         message: `params.skillKey: no skill "${params.skillKey}" (see skills.status)`,
       });
     }
-    writeSwitch(gw, "skills", params.skillKey, params.enabled);
+    await writeSwitch(gw, "skills", params.skillKey, params.enabled);
     gw.logger.info(`skill ${params.enabled ? "enabled" : "disabled"}`, { skill: params.skillKey, by: conn.actor });
     const result: ToggleResult = { ok: true, enabled: params.enabled, appliesAt: "next run" };
     reply.ok(result);
@@ -123,6 +130,7 @@ export const pluginsListMethod = defineMethod({
   async handle({ gw, conn, reply }) {
     conn.access.requireRead(undefined);
     await gw.service.rt.init();
+    await gw.service.rt.enabledOverrides.refresh();
     const result: PluginsListResult = { plugins: pluginEntries(gw) };
     reply.ok(result);
   },
@@ -141,7 +149,7 @@ export const pluginsSetEnabledMethod = defineMethod({
         message: `params.pluginId: no plugin "${params.pluginId}" (see plugins.list)`,
       });
     }
-    writeSwitch(gw, "plugins", params.pluginId, params.enabled);
+    await writeSwitch(gw, "plugins", params.pluginId, params.enabled);
     gw.logger.info(`plugin ${params.enabled ? "enabled" : "disabled"} from the next start`, {
       plugin: params.pluginId,
       by: conn.actor,

@@ -25,6 +25,7 @@ export const COPIED_TABLES: ReadonlyArray<{ table: string; order: string }> = [
   { table: "cron_jobs", order: "rowid" },
   { table: "cron_runs", order: "id" },
   { table: "auth_health", order: "profile_id, model" },
+  { table: "operator_settings", order: "key" },
 ];
 
 /** Postgres-only tables of cluster state; emptied with `force` too, never copied (SQLite has no nodes). */

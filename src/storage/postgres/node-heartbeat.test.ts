@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
 import { migratePostgres } from "./migrate.js";
-import { listDeadNodes, NodeHeartbeat } from "./node-heartbeat.js";
+import { listDeadNodes, NodeHeartbeat, NodeJoinError } from "./node-heartbeat.js";
 import { forgetDeadNodes } from "./node-takeover.js";
 import { createPostgresPool } from "./pool.js";
 import { SessionLeases } from "./session-leases.js";
@@ -157,5 +157,54 @@ describe.skipIf(!testPostgresUrl)("node heartbeats and dead-node detection", () 
     const { rows } = await poolA.query("SELECT heartbeat_at FROM nodes WHERE id = 'node-d'");
     expect(rows[0].heartbeat_at).toBe(clock.now());
     await hb.stop();
+  });
+
+  it("a node whose storage.postgres.leaseMs differs from the live nodes' refuses to join, naming both values; a dead node's does not count", async () => {
+    await poolA.query("DELETE FROM nodes"); // the earlier cases' nodes
+    const live = new NodeHeartbeat(poolA, { nodeId: "lease-live", leaseMs: LEASE, clock });
+    await live.start();
+    const odd = new NodeHeartbeat(poolB, { nodeId: "lease-odd", leaseMs: 3000, clock });
+    const refused = await odd.start().then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(refused).toBeInstanceOf(NodeJoinError);
+    expect(refused?.message).toContain(
+      "storage.postgres.leaseMs is 3000 on this node but 15000 on the live node lease-live",
+    );
+    expect((await poolB.query("SELECT 1 FROM nodes WHERE id = 'lease-odd'")).rowCount).toBe(0);
+    // the other node dies: one lease later nobody live disagrees
+    await live.stop();
+    clock.advance(LEASE + 1);
+    await odd.start();
+    await odd.stop({ leave: true });
+    await poolA.query("DELETE FROM nodes WHERE id = 'lease-live'");
+  });
+
+  it("cluster.nodeId: a fixed id in use by a live node is refused; after a crash and a lease, its leases and runs are given up at start", async () => {
+    const first = new NodeHeartbeat(poolA, { nodeId: "fixed-1", leaseMs: LEASE, clock, fixedId: true });
+    await first.start();
+    const twin = new NodeHeartbeat(poolB, { nodeId: "fixed-1", leaseMs: LEASE, clock, fixedId: true });
+    await expect(twin.start()).rejects.toThrow('cluster.nodeId "fixed-1" is in use by a live node');
+    // the first process holds a session and runs in it, then dies (kill -9: no leave)
+    const leases = new SessionLeases(poolA, { nodeId: "fixed-1", leaseMs: LEASE, clock });
+    expect(await leases.acquire("s-fixed")).toBeDefined();
+    await poolA.query(
+      `INSERT INTO runs (run_id, session_key, status, accepted_at, params, node_id)
+       VALUES ('fx-running', 's-fixed', 'running', 1, '{}', 'fixed-1'), ('fx-adopted', 's-fixed', 'queued', 2, '{}', 'fixed-1')`,
+    );
+    await first.stop();
+    clock.advance(LEASE + 1);
+    await twin.start(); // the restarted process, same id
+    const { rows } = await poolB.query(
+      "SELECT run_id, node_id FROM runs WHERE session_key = 's-fixed' ORDER BY run_id",
+    );
+    expect(rows).toEqual([
+      { run_id: "fx-adopted", node_id: null },
+      { run_id: "fx-running", node_id: null },
+    ]);
+    expect((await poolB.query("SELECT 1 FROM session_leases WHERE node_id = 'fixed-1'")).rowCount).toBe(0);
+    await twin.stop({ leave: true });
+    await poolA.query("DELETE FROM runs WHERE session_key = 's-fixed'");
   });
 });

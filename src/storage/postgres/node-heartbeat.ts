@@ -26,6 +26,20 @@ export interface NodeHeartbeatOptions {
    * partition) and took over its sessions. The beat registered it again; reported, since its runs then were lost.
    */
   onRejoined?: () => void;
+  /**
+   * The id is the operator's (`cluster.nodeId`), so it outlives the process: a live node with this id refuses the
+   * start (two processes with one id would share leases), and what a dead earlier process of this id left (its leases,
+   * its running and adopted runs) is given up before it registers, to be ended and adopted as any dead node's are.
+   */
+  fixedId?: boolean;
+}
+
+/** Another node's settings do not match this one's, or its id is taken: the node must not join. */
+export class NodeJoinError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NodeJoinError";
+  }
 }
 
 /**
@@ -41,6 +55,9 @@ export class NodeHeartbeat {
   private timer: unknown;
   private inFlight: Promise<void> = Promise.resolve();
   private stopped = true;
+  /** when a beat last went through, and the error of the beats failing since (this node's timer clock) */
+  private lastOkAt = Number.NEGATIVE_INFINITY;
+  private failing: { error: string; since: number } | undefined;
 
   constructor(
     private readonly db: Queryable,
@@ -62,15 +79,61 @@ export class NodeHeartbeat {
     return this.fixedClock ? this.fixedClock.now() : null;
   }
 
-  /** Registers the node (a restarted node with the same id starts afresh) and starts beating. */
+  /**
+   * Registers the node (a restarted node with the same id starts afresh) and starts beating. Refused (NodeJoinError)
+   * when a live node uses another lease length: each node judges the others dead by its own, so nodes that disagree
+   * would take each other's sessions from live owners.
+   */
   async start(): Promise<void> {
+    await this.checkJoin();
+    if (this.opts.fixedId) {
+      await this.db.query(
+        `WITH gone AS (DELETE FROM session_leases WHERE node_id = $1)
+         UPDATE runs SET node_id = NULL WHERE node_id = $1 AND status IN ('running', 'queued')`,
+        [this.nodeId],
+      );
+    }
     await this.db.query(
-      `INSERT INTO nodes (id, started_at, heartbeat_at) SELECT $1, t.now, t.now FROM (SELECT ${nowSql(2)} AS now) t
-       ON CONFLICT (id) DO UPDATE SET started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at`,
-      [this.nodeId, this.now()],
+      `INSERT INTO nodes (id, started_at, heartbeat_at, lease_ms) SELECT $1, t.now, t.now, $3
+       FROM (SELECT ${nowSql(2)} AS now) t
+       ON CONFLICT (id) DO UPDATE SET started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at,
+         lease_ms = EXCLUDED.lease_ms`,
+      [this.nodeId, this.now(), this.leaseMs],
     );
+    this.lastOkAt = this.timers.now();
     this.stopped = false;
     this.schedule();
+  }
+
+  /** The live nodes (silent for less than their own lease) must use this node's lease length; a fixed id must be free. */
+  private async checkJoin(): Promise<void> {
+    const { rows } = await this.db.query<{ id: string; lease_ms: number | null; silent_ms: number }>(
+      `SELECT id, lease_ms, (${nowSql(1)} - heartbeat_at)::bigint AS silent_ms FROM nodes
+       WHERE heartbeat_at >= ${nowSql(1)} - COALESCE(lease_ms, $2) ORDER BY id`,
+      [this.now(), this.leaseMs],
+    );
+    const other = rows.filter((r) => r.lease_ms !== null && Number(r.lease_ms) !== this.leaseMs);
+    if (other.length > 0) {
+      const theirs = [...new Set(other.map((r) => Number(r.lease_ms)))].join(" / ");
+      throw new NodeJoinError(
+        `storage.postgres.leaseMs is ${this.leaseMs} on this node but ${theirs} on the live node${other.length === 1 ? "" : "s"} ${other.map((r) => r.id).join(", ")}: every node of a deployment must use the same value (each judges the others dead by its own); this node does not join`,
+      );
+    }
+    const twin = this.opts.fixedId ? rows.find((r) => r.id === this.nodeId) : undefined;
+    if (twin) {
+      throw new NodeJoinError(
+        `cluster.nodeId "${this.nodeId}" is in use by a live node (its last heartbeat ${Number(twin.silent_ms)} ms ago): give each node its own id; if that was this node before a crash, it can start again once storage.postgres.leaseMs (${this.leaseMs} ms) has passed`,
+      );
+    }
+  }
+
+  /**
+   * Whether the beat goes through: `failing` while the last beat failed (the store is unreachable); `lapsed` once no
+   * beat went through for a whole lease, so this node's leases have expired and other nodes may take its sessions.
+   */
+  state(): { lastOkAt: number; failing?: { error: string; since: number }; lapsed: boolean } {
+    const lapsed = this.timers.now() - this.lastOkAt > this.leaseMs;
+    return { lastOkAt: this.lastOkAt, ...(this.failing ? { failing: { ...this.failing } } : {}), lapsed };
   }
 
   /**
@@ -83,7 +146,7 @@ export class NodeHeartbeat {
     const { rows } = await this.db.query<{ rejoined: boolean }>(
       `WITH t AS (SELECT ${nowSql(2)} AS now),
             leases AS (UPDATE session_leases SET expires_at = (SELECT now FROM t) + $3 WHERE node_id = $1)
-       INSERT INTO nodes (id, started_at, heartbeat_at) SELECT $1, t.now, t.now FROM t
+       INSERT INTO nodes (id, started_at, heartbeat_at, lease_ms) SELECT $1, t.now, t.now, $3 FROM t
        ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at
        RETURNING (xmax = 0) AS rejoined`,
       [this.nodeId, this.now(), this.leaseMs],
@@ -101,9 +164,15 @@ export class NodeHeartbeat {
     this.timer = this.timers.setTimeout(() => {
       this.inFlight = this.beat()
         .then((rejoined) => {
+          this.lastOkAt = this.timers.now();
+          this.failing = undefined;
           if (rejoined) this.opts.onRejoined?.();
         })
-        .catch((err: Error) => this.opts.onError?.(err))
+        .catch((err: Error) => {
+          this.failing ??= { error: err.message, since: this.timers.now() };
+          this.failing.error = err.message;
+          this.opts.onError?.(err);
+        })
         .finally(() => this.schedule());
     }, this.intervalMs);
   }

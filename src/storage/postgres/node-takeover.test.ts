@@ -12,7 +12,7 @@ import {
   NODE_LOST_ERROR,
 } from "./node-takeover.js";
 import { createPostgresPool } from "./pool.js";
-import { claimQueuedInputs } from "./queue-claim.js";
+import { adoptQueuedInputs } from "./queue-adopt.js";
 import { fencePredicate, SessionLeases } from "./session-leases.js";
 
 // Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
@@ -51,11 +51,8 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
     const leasesB = new SessionLeases(poolB, { nodeId: "node-b", leaseMs: LEASE, clock });
     const leaseA = await leasesA.acquire("main");
     if (!leaseA) throw new Error("node A should own the free session");
-    const first = await claimQueuedInputs(poolA, {
-      nodeId: "node-a",
-      session: { key: "main", token: leaseA.token },
-    });
-    expect(first.map((c) => c.runId)).toEqual(["r1"]);
+    const first = await startNext(poolA, "node-a", { key: "main", token: leaseA.token });
+    expect(first).toEqual(["r1"]);
 
     // kill -9 of node A: no more beats. B keeps beating; after one lease A is dead.
     await hbA.stop();
@@ -81,10 +78,10 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
     // B runs the queue, in order, one at a time
     const order: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const got = await claimQueuedInputs(poolB, { nodeId: "node-b", session: { key: "main", token: lease.token } });
+      const got = await startNext(poolB, "node-b", { key: "main", token: lease.token });
       if (got.length === 0) break;
-      order.push(...got.map((c) => c.runId));
-      await poolB.query("UPDATE runs SET status = 'ok' WHERE run_id = $1", [got[0].runId]);
+      order.push(...got);
+      await poolB.query("UPDATE runs SET status = 'ok' WHERE run_id = $1", [got[0]]);
     }
     expect(order).toEqual(["r2", "r3"]);
 
@@ -94,7 +91,7 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
       ["main", leaseA.token],
     );
     expect(zombie.rowCount).toBe(0);
-    expect(await claimQueuedInputs(poolA, { nodeId: "node-a", session: { key: "main", token: leaseA.token } })).toEqual(
+    expect(await adoptQueuedInputs(poolA, { nodeId: "node-a", session: { key: "main", token: leaseA.token } })).toEqual(
       [],
     );
     const { rows } = await poolB.query("SELECT run_id, status, node_id FROM runs ORDER BY run_id");
@@ -144,3 +141,19 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
     ]);
   });
 });
+
+/**
+ * What a node does to run a session's next input (cluster/intake.ts, then its queue): adopt the session's queued
+ * inputs under its lease, then start the oldest of its own. Empty when its lease is stale or nothing waits.
+ */
+async function startNext(pool: pg.Pool, nodeId: string, session: { key: string; token: number }): Promise<string[]> {
+  await adoptQueuedInputs(pool, { nodeId, session });
+  const { rows } = await pool.query<{ run_id: string }>(
+    `UPDATE runs SET status = 'running' WHERE run_id = (
+       SELECT run_id FROM runs WHERE session_key = $1 AND status = 'queued' AND node_id = $2
+         AND ${fencePredicate(1, 3)} ORDER BY queue_seq LIMIT 1)
+     RETURNING run_id`,
+    [session.key, nodeId, session.token],
+  );
+  return rows.map((r) => r.run_id);
+}

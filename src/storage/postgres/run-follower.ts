@@ -10,10 +10,15 @@ export interface FollowedEvent {
 
 /**
  * The pointer to a run's stored events up to `seq`. The notifier's channel is shared with other announcements (session
- * ownership, ...), so every pointer names its kind: `k: "ev"` for run events.
+ * ownership, ...), so every pointer names its kind: `k: "ev"` for run events. It names the run's session, so a node
+ * whose clients watch that session starts following a run it never heard of without reading anything first.
  */
-export function runEventPointer(runId: string, seq: number): { k: "ev"; runId: string; seq: number } {
-  return { k: "ev", runId, seq };
+export function runEventPointer(
+  runId: string,
+  seq: number,
+  sessionKey?: string,
+): { k: "ev"; runId: string; seq: number; sessionKey?: string } {
+  return sessionKey === undefined ? { k: "ev", runId, seq } : { k: "ev", runId, seq, sessionKey };
 }
 
 /**
@@ -23,11 +28,21 @@ export function runEventPointer(runId: string, seq: number): { k: "ev"; runId: s
 export async function notifyRunEvents(
   db: Queryable,
   channel: string,
-  events: ReadonlyArray<{ runId: string; seq: number }>,
+  events: ReadonlyArray<{ runId: string; seq: number; sessionKey?: string }>,
 ): Promise<void> {
-  const highest = new Map<string, number>();
-  for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
-  for (const [runId, seq] of highest) await notify(db, channel, runEventPointer(runId, seq));
+  for (const p of highestPerRun(events)) await notify(db, channel, runEventPointer(p.runId, p.seq, p.sessionKey));
+}
+
+/** One entry per run of a batch: its highest seq and its session. */
+export function highestPerRun(
+  events: ReadonlyArray<{ runId: string; seq: number; sessionKey?: string }>,
+): Array<{ runId: string; seq: number; sessionKey?: string }> {
+  const highest = new Map<string, { runId: string; seq: number; sessionKey?: string }>();
+  for (const e of events) {
+    const had = highest.get(e.runId);
+    if (!had || e.seq > had.seq) highest.set(e.runId, { runId: e.runId, seq: e.seq, sessionKey: e.sessionKey });
+  }
+  return [...highest.values()];
 }
 
 interface Follow {
@@ -59,6 +74,8 @@ export class RunEventFollower {
   /** reads in progress, and who waits for there to be none (tests settle on it; a bus reports it) */
   private reading = 0;
   private idleWaiters: Array<() => void> = [];
+  /** `run_events` queries made and rows delivered since start (what following other nodes' runs costs this node) */
+  private readonly counts = { reads: 0, events: 0 };
 
   constructor(
     private readonly db: Queryable,
@@ -93,6 +110,11 @@ export class RunEventFollower {
   idle(): Promise<void> {
     if (this.reading === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Queries of `run_events` made so far, the events they delivered, and the runs followed now. */
+  stats(): { reads: number; events: number; following: number } {
+    return { ...this.counts, following: this.follows.size };
   }
 
   /** Stops listening to the notifier (the notifier itself is the caller's). */
@@ -166,6 +188,8 @@ export class RunEventFollower {
         "SELECT seq, event FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
         [runId, f.lastSeq, this.pageSize],
       );
+      this.counts.reads++;
+      this.counts.events += rows.length;
       for (const r of rows) {
         if (f.closed) return;
         f.lastSeq = r.seq;

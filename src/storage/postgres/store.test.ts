@@ -186,7 +186,7 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
   });
 
   describe("the shared LISTEN connection", () => {
-    it("appendRunEvents announces one {k: 'ev', runId, seq} pointer per run, after the rows are readable", async () => {
+    it("appendRunEvents announces one {k: 'ev', runId, seq, sessionKey} pointer per run, after the rows are readable", async () => {
       const writer = await store();
       const reader = await store();
       const notifier = await reader.notifier();
@@ -210,8 +210,8 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
       await arrived;
       const pointers = seen.map((s) => s.pointer).sort((a, b) => String(a.runId).localeCompare(String(b.runId)));
       expect(pointers).toEqual([
-        { k: "ev", runId: "run-x", seq: 3 },
-        { k: "ev", runId: "run-y", seq: 1 },
+        { k: "ev", runId: "run-x", seq: 3, sessionKey: "agent:main:ev" },
+        { k: "ev", runId: "run-y", seq: 1, sessionKey: "agent:main:ev" },
       ]);
       expect(await Promise.all(seen.map((s) => s.readable))).toEqual(seen.map((s) => s.pointer.seq));
     });

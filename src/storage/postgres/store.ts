@@ -32,6 +32,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  OperatorSetting,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -44,7 +45,7 @@ import type {
 import { migratePostgres } from "./migrate.js";
 import { type NotifierOptions, notifyChannel, PgNotifier } from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
-import { runEventPointer } from "./run-follower.js";
+import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
 
 type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
@@ -807,9 +808,7 @@ export class PostgresStore implements Store {
   async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
     if (events.length === 0) return { ignored: 0 };
     // one pointer per run (its highest seq in the batch), sent by the same statement, so at its commit
-    const highest = new Map<string, number>();
-    for (const e of events) highest.set(e.runId, Math.max(highest.get(e.runId) ?? 0, e.seq));
-    const pointers = [...highest].map(([runId, seq]) => JSON.stringify(runEventPointer(runId, seq)));
+    const pointers = highestPerRun(events).map((p) => JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
     const { rows } = await this.pool.query<{ inserted: number }>(
       `WITH ins AS (
          INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
@@ -893,6 +892,23 @@ export class PostgresStore implements Store {
     await this.fenced(
       rows.map((r) => r.session_key),
       (db) => db.query(sql, values),
+    );
+  }
+
+  async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {
+    // starts_with is a range scan of the primary key under the C collation too; LIKE would need the prefix escaped
+    const { rows } = await this.pool.query<{ key: string; value: string; updated_at: number }>(
+      'SELECT key, value, updated_at FROM operator_settings WHERE starts_with(key, $1) ORDER BY key COLLATE "C"',
+      [prefix],
+    );
+    return rows.map((r) => ({ key: r.key, value: r.value, updatedAt: Number(r.updated_at) }));
+  }
+
+  async putOperatorSetting(setting: OperatorSetting): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO operator_settings (key, value, updated_at) VALUES ($1, $2, $3)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+      [setting.key, setting.value, setting.updatedAt],
     );
   }
 
