@@ -321,8 +321,8 @@ async function postgresParts(
     cluster,
     crossNode: {
       ready: () => bus.ready(),
-      relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
-      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
+      relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, messagePointers: store, ...o }),
+      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError, clock),
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),
