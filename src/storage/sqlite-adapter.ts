@@ -99,6 +99,16 @@ export class SqliteStoreAdapter implements Store {
     return this.db.getRun(runId);
   }
 
+  async readIntake(
+    runId: string,
+    session: { key: string } | { sessionId: string },
+  ): Promise<{ run?: RunRecord; session?: SessionRecord }> {
+    // two indexed reads of the local file, no round trip to save
+    const run = this.db.getRun(runId);
+    const found = "key" in session ? this.db.getSession(session.key) : this.db.getSessionById(session.sessionId);
+    return { ...(run ? { run } : {}), ...(found ? { session: found } : {}) };
+  }
+
   async updateRun(
     runId: string,
     patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>,

@@ -232,6 +232,14 @@ export interface Store {
 
   createRun(run: RunRecord): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
+  /**
+   * What intake needs before its durable write, in one read (one round trip on a server): the run of an
+   * idempotency key, if any, and the session a message goes to, named by key or by session id.
+   */
+  readIntake(
+    runId: string,
+    session: { key: string } | { sessionId: string },
+  ): Promise<{ run?: RunRecord; session?: SessionRecord }>;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): Promise<void>;
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): Promise<RunRecord[]>;
   /**
