@@ -32,9 +32,10 @@ let recording = false;
 const open = new WeakMap(); // client → its transaction's statements while BEGIN … COMMIT
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function (config, ...rest) {
-  let text = (typeof config === "string" ? config : config?.text ?? "").replace(/\s+/g, " ").trim();
+  let text = (typeof config === "string" ? config : (config?.text ?? "")).replace(/\s+/g, " ").trim();
   // a notification's payload says what it is ({k: "sm"}: a session message, "end": a run's end, …)
-  if (/^SELECT pg_notify/i.test(text)) text += ` ${String((Array.isArray(rest[0]) ? rest[0] : config.values)?.[1]).slice(0, 9)}`;
+  if (/^SELECT pg_notify/i.test(text))
+    text += ` ${String((Array.isArray(rest[0]) ? rest[0] : config.values)?.[1]).slice(0, 9)}`;
   if (recording && !/^LISTEN|^UNLISTEN/i.test(text)) {
     if (/^BEGIN/i.test(text)) open.set(this, []);
     else if (/^(COMMIT|ROLLBACK)/i.test(text)) {
@@ -90,7 +91,9 @@ emitResult({
   transactions: log.length / turns,
   writes: writes / turns,
   reads: (log.length - writes) / turns,
-  perTurn: [...groups].map(([k, c]) => `${(c / turns).toFixed(2)}  ${k}`).sort((a, b) => a.slice(6).localeCompare(b.slice(6))),
+  perTurn: [...groups]
+    .map(([k, c]) => `${(c / turns).toFixed(2)}  ${k}`)
+    .sort((a, b) => a.slice(6).localeCompare(b.slice(6))),
   ...(opts.list ? { list: log.slice(0, opts.list) } : {}),
 });
 await client.close();

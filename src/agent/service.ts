@@ -30,7 +30,17 @@ export interface SessionSettingsPatch {
 }
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
-export type { AcceptedRun, AgentFinal, AgentRequest, IntakeGate, IntakeSight, Receipt, RunOrigin, WaitResult, WireStatus };
+export type {
+  AcceptedRun,
+  AgentFinal,
+  AgentRequest,
+  IntakeGate,
+  IntakeSight,
+  Receipt,
+  RunOrigin,
+  WaitResult,
+  WireStatus,
+};
 
 /**
  * Slash commands are never steered into a running turn as text: /new and /reset wait their turn (followup);

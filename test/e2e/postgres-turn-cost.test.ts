@@ -85,8 +85,7 @@ const flushesWal = (tx: Transaction) => tx.statements.some((s) => isWrite(s.text
  * audit rows and cost rows every 100 ms, model-call spend notices every 50 ms): their share of a turn falls as more
  * turns run at once. Here, one turn at a time, each is about one statement per turn.
  */
-const BATCHED =
-  /INSERT INTO run_events|INSERT INTO audit_events|INSERT INTO cost_ledger|count\(pg_notify\(\$1, p\)\)/i;
+const BATCHED = /INSERT INTO run_events|INSERT INTO audit_events|INSERT INTO cost_ledger|count\(pg_notify\(\$1, p\)\)/i;
 const isBatched = (tx: Transaction) => tx.statements.some((s) => BATCHED.test(s.text));
 
 const noop: Tool = {

@@ -136,5 +136,3 @@ function refuseDeniedControl(conn: CallerConnection, req: AgentRequest): void {
   if (slash) throw deny("message", `"/${slash.command}"`, "; chat.abort stops the runs this client started");
   if (req.queueMode === "interrupt") throw deny("queueMode", '"interrupt"');
 }
-
-

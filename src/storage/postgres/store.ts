@@ -636,7 +636,10 @@ export class PostgresStore implements Store {
     session: { key: string } | { sessionId: string },
   ): Promise<{ run?: RunRecord; session?: SessionRecord }> {
     // one statement, so one round trip: each row as JSON (BIGINTs arrive as JSON numbers, as the pool parses them)
-    const { rows } = await this.pool.query<{ run: Record<string, unknown> | null; session: Record<string, unknown> | null }>(
+    const { rows } = await this.pool.query<{
+      run: Record<string, unknown> | null;
+      session: Record<string, unknown> | null;
+    }>(
       `SELECT (SELECT row_to_json(r) FROM runs r WHERE r.run_id = $1) AS run,
               (SELECT row_to_json(s) FROM sessions s WHERE ${"key" in session ? "s.key" : "s.session_id"} = $2) AS session`,
       [runId, "key" in session ? session.key : session.sessionId],
