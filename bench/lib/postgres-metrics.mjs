@@ -194,7 +194,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     else out.turnP50 = lat.turnMs.p50;
 
     const probe = postgres ? await startNotifyProbe(postgres.url, postgres.schema).catch(() => undefined) : undefined;
-    const pgstats = () => Promise.all(hosts.map((h) => h.command("pgstats").then((l) => JSON.parse(l).pg)));
+    const pgstats = () => Promise.all(hosts.map((h) => h.command("pgstats").then((l) => l.pg)));
     const stats0 = postgres ? await pgstats() : undefined;
     const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
     const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
