@@ -156,7 +156,7 @@ describe.skipIf(!testPostgresUrl)("what a turn costs Postgres", () => {
     if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it("a warm turn with one tool call commits at most 10 writes of its own, beside the batched writers' share", {
+  it("a warm turn with one tool call commits at most 10 writes of its own (the batched writers' share aside)", {
     timeout: 60_000,
   }, async () => {
     for (let i = 0; i < 3; i++) await turn("agent:main:cost");
@@ -173,8 +173,7 @@ describe.skipIf(!testPostgresUrl)("what a turn costs Postgres", () => {
     // the input, its adoption, running, the user's message, the tool call with its result, the answer, the session's
     // usage, the run's end and its notice to the other nodes (before issue 33: 24.3 writes, 36.4 transactions)
     expect(own.length / turns, what).toBeLessThanOrEqual(10);
-    // one at a time each batched writer writes about once a turn; together never more than a statement a turn each
-    expect((writes.length - own.length) / turns).toBeLessThanOrEqual(5);
+    // the batched writers' share is not asserted: it depends on how the turns fall against their timers
     // none rolled back: a session's transcript appends no longer race each other for seqs (0.7 a turn before)
     expect(log.rolledBack).toBe(0);
   });
