@@ -16,6 +16,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  SessionUsageAdd,
   Store,
   StoredRunEvent,
   TranscriptReadOptions,
@@ -212,8 +213,9 @@ export class SqliteStoreAdapter implements Store {
 
   async updateRuns(
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+    usage?: SessionUsageAdd,
   ): Promise<void> {
-    return this.db.updateRuns(patches);
+    return this.db.updateRuns(patches, usage);
   }
 
   async listAuthHealth(): Promise<AuthHealthRow[]> {

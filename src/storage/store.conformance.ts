@@ -325,6 +325,29 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect((await other.getRun("untouched"))?.status).toBe("queued");
       });
 
+      it("updateRuns with a turn's usage adds it to the session's counters in the same write", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("t1"));
+        await store.createRun(run("t2"));
+        const usage = (total: number, at: number) => ({
+          sessionKey: KEY,
+          input: total - 1,
+          output: 1,
+          total,
+          updatedAt: at,
+        });
+        await store.updateRuns([{ runId: "t1", patch: { status: "ok", endedAt: 5 } }], usage(10, 5));
+        await store.updateRuns([{ runId: "t2", patch: { status: "ok", endedAt: 9 } }], usage(7, 9));
+        const other = await t.openAnother();
+        expect(await other.getSession(KEY)).toMatchObject({
+          inputTokens: 15,
+          outputTokens: 2,
+          totalTokens: 17,
+          updatedAt: 9,
+        });
+        expect((await other.getRun("t2"))?.status).toBe("ok");
+      });
+
       it("recent runs come newest accepted first, of one session when asked", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.ensureSession(OTHER, "main", 1);

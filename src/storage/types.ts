@@ -185,6 +185,16 @@ export interface CostTotals {
   unpricedCalls: number;
 }
 
+/** What a turn used, added to its session's counters with the turn's end (`Store.updateRuns`). */
+export interface SessionUsageAdd {
+  sessionKey: string;
+  input: number;
+  output: number;
+  total: number;
+  /** the session's new updatedAt (the turn's end) */
+  updatedAt: number;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -309,9 +319,14 @@ export interface Store {
    * neither. Rejects when a run with that id exists already (the first record is kept): run ids are idempotency keys.
    */
   acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void>;
-  /** Applies each patch to its run record, all or none (a turn's host and the messages merged into it end together). */
+  /**
+   * Applies each patch to its run record, all or none (a turn's host and the messages merged into it end together);
+   * with `usage`, the turn's tokens are added to its session's counters (and its updatedAt set) in the same
+   * transaction, so a turn's end is one commit.
+   */
   updateRuns(
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+    usage?: SessionUsageAdd,
   ): Promise<void>;
 
   /** every stored auth profile health row (a few per profile) */

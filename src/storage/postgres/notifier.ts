@@ -37,7 +37,6 @@ export async function notify(db: Queryable, channel: string, pointer: NotifyPoin
 
 /** Several pointers in one statement (so one commit), sent in the order given. */
 export async function notifyAll(db: Queryable, channel: string, pointers: readonly NotifyPointer[]): Promise<void> {
-  if (pointers.length === 1) return notify(db, channel, pointers[0]);
   const payloads = pointers.map((p) => JSON.stringify(p));
   const tooBig = payloads.find((p) => Buffer.byteLength(p) > MAX_PAYLOAD_BYTES);
   if (tooBig !== undefined) {

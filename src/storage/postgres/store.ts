@@ -36,6 +36,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  SessionUsageAdd,
   Store,
   StoredRunEvent,
   TranscriptReadOptions,
@@ -974,7 +975,7 @@ export class PostgresStore implements Store {
     this.rememberRunSession(run.runId, run.sessionKey);
   }
 
-  async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>): Promise<void> {
+  async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>, usage?: SessionUsageAdd): Promise<void> {
     // patches of one run merged in order (a later field wins, as applying them one after another would do)
     const merged = new Map<string, Record<string, unknown>>();
     for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
@@ -985,6 +986,14 @@ export class PostgresStore implements Store {
       if (!sets) continue;
       values.push(runId);
       updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
+    }
+    if (usage) {
+      values.push(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+      const n = values.length;
+      updates.push(
+        `UPDATE sessions SET input_tokens = input_tokens + $${n - 4}, output_tokens = output_tokens + $${n - 3},
+           total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}`,
+      );
     }
     if (updates.length === 0) return;
     // one statement, so all or none: each update a CTE of its own (they touch different rows)
@@ -1000,7 +1009,7 @@ export class PostgresStore implements Store {
       return;
     }
     // fenced: the runs' sessions decide the tokens (a run's session never changes, so reading it first is safe)
-    const keys = new Set<string>();
+    const keys = new Set<string>(usage ? [usage.sessionKey] : []);
     const unknown: string[] = [];
     for (const runId of merged.keys()) {
       const key = this.runSessions.get(runId);
