@@ -6,19 +6,16 @@
  * minute or the run is over. Pointer keys are short and never `runId` / `sessionKey`, which the event bus and the
  * session relay read on the same channel.
  *
- * Model-call notices are gathered for up to GATHER_MS and sent in one statement: a turn makes a model call or more,
- * each notice on its own would be a commit (a WAL flush) per call, and the other nodes' sums can be that much late.
- * Run notices (a token's run started or ended: concurrency caps) go at once.
+ * A notice goes at once (another node must refuse over a budget as soon as this node's call crossed it); notices
+ * that come while one is being sent are gathered and go together in the next statement, so under load the calls of
+ * many turns share a commit instead of each making one.
  */
 import { randomUUID } from "node:crypto";
 import type { PgBusSource } from "../events/pg-bus.js";
-import type { Clock } from "../infra/clock.js";
 import type { NotifyPointer, notifyAll as notifyAllFn } from "../storage/postgres/notifier.js";
 import type { SpendControl, SpendNotice } from "./spend-control.js";
 
 const KIND = "spend";
-/** how long a model call's notice may wait for others to share its statement */
-export const GATHER_MS = 50;
 
 export class PgSpendRelay {
   private readonly node = randomUUID();
@@ -26,23 +23,17 @@ export class PgSpendRelay {
   private sending: Promise<void> = Promise.resolve();
   private closed = false;
   private gathered: NotifyPointer[] = [];
-  private timer: unknown;
+  private inFlight = false;
 
   private constructor(
     private readonly source: PgBusSource,
     private readonly notifyAll: typeof notifyAllFn,
     private readonly onError: (err: Error) => void,
-    private readonly clock: Clock,
   ) {}
 
-  static async start(
-    source: PgBusSource,
-    spend: SpendControl,
-    onError: (err: Error) => void,
-    clock: Clock,
-  ): Promise<PgSpendRelay> {
+  static async start(source: PgBusSource, spend: SpendControl, onError: (err: Error) => void): Promise<PgSpendRelay> {
     const { notifyAll } = await import("../storage/postgres/notifier.js");
-    const relay = new PgSpendRelay(source, notifyAll, onError, clock);
+    const relay = new PgSpendRelay(source, notifyAll, onError);
     const hear = spend.connectRelay((n) => relay.announce(n));
     const notifier = await source.notifier();
     relay.off = notifier.subscribe((p) => {
@@ -53,15 +44,12 @@ export class PgSpendRelay {
     return relay;
   }
 
-  /** Resolves once every notice announced so far has been sent (or failed); gathered ones are sent now. */
-  flushed(): Promise<void> {
-    this.send();
-    return this.sending;
+  /** Resolves once every notice announced so far has been sent (or failed). */
+  async flushed(): Promise<void> {
+    while (this.inFlight || this.gathered.length > 0) await this.sending;
   }
 
-  /** Stops hearing the other nodes; what was gathered is still sent. */
   close(): void {
-    this.send();
     this.closed = true;
     this.off?.();
   }
@@ -69,20 +57,24 @@ export class PgSpendRelay {
   private announce(n: SpendNotice): void {
     if (this.closed) return;
     this.gathered.push(toPointer(n, this.node));
-    if (n.type !== "call") this.send();
-    else this.timer ??= this.clock.setTimeout(() => this.send(), GATHER_MS);
+    if (!this.inFlight) this.sending = this.sendGathered();
   }
 
-  private send(): void {
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.gathered.length === 0) return;
-    const pointers = this.gathered;
-    this.gathered = [];
+  /** Sends what is gathered, then what was gathered meanwhile, until nothing is left; one statement each time. */
+  private async sendGathered(): Promise<void> {
+    this.inFlight = true;
     const { pool, channel } = this.source;
-    this.sending = this.sending
-      .then(() => this.notifyAll(pool, channel, pointers))
-      .catch((err: Error) => this.onError(new Error(`spend notice not announced: ${err.message}`)));
+    try {
+      while (this.gathered.length > 0) {
+        const pointers = this.gathered;
+        this.gathered = [];
+        await this.notifyAll(pool, channel, pointers).catch((err: Error) =>
+          this.onError(new Error(`spend notice not announced: ${err.message}`)),
+        );
+      }
+    } finally {
+      this.inFlight = false;
+    }
   }
 }
 

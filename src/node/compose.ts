@@ -322,7 +322,7 @@ async function postgresParts(
     crossNode: {
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, messagePointers: store, ...o }),
-      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError, clock),
+      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
     },
     isTransientStoreError: isTransientPostgresError,
     closeBus: () => bus.close(),

@@ -81,8 +81,8 @@ const isWrite = (text: string) => /\b(INSERT|UPDATE|DELETE)\b|pg_notify/i.test(t
 const flushesWal = (tx: Transaction) => tx.statements.some((s) => isWrite(s.text));
 
 /**
- * The writers that gather rows from every run on a timer and write them in one statement (run events every 50 ms,
- * audit rows and cost rows every 100 ms, model-call spend notices every 50 ms): their share of a turn falls as more
+ * The writers that gather rows from every run and write them in one statement (run events every 50 ms, audit rows
+ * and cost rows every 100 ms, spend notices with those that came while one was being sent): their share of a turn falls as more
  * turns run at once. Here, one turn at a time, each is about one statement per turn.
  */
 const BATCHED = /INSERT INTO run_events|INSERT INTO audit_events|INSERT INTO cost_ledger|count\(pg_notify\(\$1, p\)\)/i;
