@@ -3,10 +3,12 @@
 // gateway nodes (real processes, one fresh schema per configuration, the throughput clients spread over the nodes,
 // each on its own session). Per configuration: turns/s, p50 warm turn, CPU per turn of each node (process CPU time /
 // turns it ran) and of the Postgres backends serving the nodes (from /proc, when the server runs on this machine).
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import path from "node:path";
 import pg from "pg";
-import { runMetricChild } from "./child.mjs";
+import { BENCH_DIR, runMetricChild } from "./child.mjs";
 import { cpuMsOf } from "./gateway.mjs";
 import { startGatewayHost } from "./gateway-metrics.mjs";
 import { median, round } from "./stats.mjs";
@@ -111,6 +113,41 @@ async function commitsSoFar(adminUrl, database, waitMs) {
   return rows[0]?.n;
 }
 
+/**
+ * Starts metrics/notify-probe.mjs on the configuration's channel; resolves once it listens, with `stop()`, which
+ * resolves with its figures (notifications/s, its CPU per notification, the LISTEN connection's lag).
+ */
+function startNotifyProbe(url, schema) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(BENCH_DIR, "metrics", "notify-probe.mjs"),
+        JSON.stringify({ url, channel: `loopgate_events_${schema}` }),
+      ],
+      { stdio: ["pipe", "pipe", "inherit"] },
+    );
+    let out = "";
+    let started = false;
+    const done = new Promise((res) => child.on("exit", () => res(out)));
+    child.on("error", reject);
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      if (!started && out.includes("\n")) {
+        started = true;
+        resolve({
+          stop: async () => {
+            child.stdin.end();
+            const text = await done;
+            const last = text.trim().split("\n").pop();
+            return JSON.parse(last);
+          },
+        });
+      }
+    });
+  });
+}
+
 /** CPU used between two snapshots; a backend started in between counts from zero. */
 function cpuBetween(before, after) {
   if (!before || !after) return undefined;
@@ -156,6 +193,9 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     if (lat.error) out.error = lat.error;
     else out.turnP50 = lat.turnMs.p50;
 
+    const probe = postgres ? await startNotifyProbe(postgres.url, postgres.schema).catch(() => undefined) : undefined;
+    const pgstats = () => Promise.all(hosts.map((h) => h.command("pgstats").then((l) => l.pg)));
+    const stats0 = postgres ? await pgstats() : undefined;
     const cpu0 = hosts.map((h) => cpuMsOf(h.pid));
     const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
@@ -173,11 +213,14 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
         { verbose, timeoutMs: 600_000 },
       );
     } catch (err) {
+      await probe?.stop().catch(() => {});
       out.error ??= throughputFailure(label, err);
       progress(out.error);
       return out;
     }
     const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
+    const stats1 = postgres ? await pgstats() : undefined;
+    const notify = await probe?.stop().catch(() => undefined);
     const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
     const commits1 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     // connection i went to node i % nodes; each connection ran one warm-up turn, then `turns` per repeat
@@ -190,6 +233,15 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     out.nodeCpuMsPerTurn = hosts.map((_, n) => cpuMs[n] / turnsOf(n));
     out.cpuMsPerTurn = cpuMs.reduce((a, b) => a + b, 0) / totalTurns;
     if (commits0 !== undefined && commits1 !== undefined) out.commitsPerTurn = (commits1 - commits0) / totalTurns;
+    if (stats0 && stats1) {
+      const sum = (k) => stats1.reduce((a, s, i) => a + s[k] - stats0[i][k], 0);
+      // what the nodes themselves committed (pg_stat_database's count also has the bench's own and the probe's)
+      out.nodeTransactionsPerTurn = sum("transactions") / totalTurns;
+      out.nodeWritesPerTurn = sum("writes") / totalTurns;
+    }
+    if (notify) {
+      out.notify = { ...notify, perTurn: notify.notifications / totalTurns };
+    }
     if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
     else if (postgres)
       out.postgresCpuUnavailable = db?.name
@@ -317,6 +369,24 @@ export function postgresRows(res, row) {
       reason: why ?? c.postgresCpuUnavailable,
     });
     row({
+      id: `postgres.n${n}.writes`,
+      metric: `${nodes}: transactions the nodes committed per turn with a write or NOTIFY in them (each waits for a WAL flush; all transactions, reads too, in the JSON)`,
+      value: c.nodeWritesPerTurn,
+      unit: "commits",
+      digits: 1,
+      reason: why,
+    });
+    row({
+      id: `postgres.n${n}.notify`,
+      metric: `${nodes}: NOTIFY per turn (the pointers every node's LISTEN connection receives; per second, a listener's CPU per notification and the lag in the text)`,
+      value: c.notify?.perTurn,
+      unit: c.notify
+        ? `notifications (${Math.round(c.notify.perSecond)}/s, ${round(c.notify.cpuUsPerNotification, 0)} µs CPU each, LISTEN lag p50 ${round(c.notify.lagMs.p50, 2)} ms p99 ${round(c.notify.lagMs.p99, 2)} ms)`
+        : "notifications",
+      digits: 1,
+      reason: why ?? (c.notify ? undefined : "the probe did not run"),
+    });
+    row({
       id: `postgres.n${n}.commits`,
       metric: `${nodes}: Postgres commits per turn (each waits for a WAL flush: × floor (p) is the turn's share of it)`,
       value: c.commitsPerTurn,
@@ -355,6 +425,33 @@ export function postgresScalingLines(res) {
     );
   }
   const last = cfgs[cfgs.length - 1][1];
+  if (last.postgresCpuMsPerTurn) {
+    // the projection: per-node CPU from the configuration with the most nodes measured (it includes what a node does
+    // for the others), Postgres CPU per turn likewise; 8 nodes assume per-node cost stays at the largest measured
+    const nodeCpu = median(last.nodeCpuMsPerTurn);
+    const pg = last.postgresCpuMsPerTurn;
+    const perNode = 1000 / nodeCpu;
+    const perPgCore = 1000 / pg;
+    lines.push(
+      "",
+      `Projected on separate machines, single-core nodes at ${round(nodeCpu, 2)} ms per turn and Postgres at ${round(pg, 2)} ms per turn (the ${cfgs[cfgs.length - 1][0]}-node figures):`,
+      "",
+      "| nodes | turns/s the nodes serve | Postgres cores they need | with 1 Postgres core | with 2 | with 4 | with 8 |",
+      "|---|---|---|---|---|---|---|",
+    );
+    for (const n of [1, 2, 3, 8]) {
+      const nodes = n * perNode;
+      const cells = [1, 2, 4, 8].map((k) => {
+        const t = Math.min(nodes, k * perPgCore);
+        return `~${Math.round(t)}${t < nodes ? " (Postgres-bound)" : ""}`;
+      });
+      lines.push(`| ${n} | ~${Math.round(nodes)} | ${round(nodes / perPgCore, 1)} | ${cells.join(" | ")} |`);
+    }
+    lines.push(
+      "",
+      `- Postgres saturates when nodes × ${round(pg / nodeCpu, 2)} exceeds its cores: one Postgres core carries about ${round(nodeCpu / pg, 1)} single-core nodes (~${Math.round(perPgCore)} turns/s), eight about ${round((8 * nodeCpu) / pg, 1)}`,
+    );
+  }
   if (last.postgresCpuMsPerTurn) {
     const ratio = last.postgresCpuMsPerTurn / median(last.nodeCpuMsPerTurn);
     lines.push(

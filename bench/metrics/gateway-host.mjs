@@ -19,6 +19,32 @@ import { benchConfig, noopTool } from "../lib/model.mjs";
 import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const opts = childOptions();
+// On Postgres, every transaction this process commits is counted (the driver's query method wrapped, where
+// node-postgres sends from): all of them, and those with a write or a NOTIFY (each waits for a WAL flush). Read by
+// the "pgstats" command. Per statement: a regex test and two counters.
+const pgCount = { transactions: 0, writes: 0 };
+if (opts.postgres) {
+  const { default: pg } = await import("pg");
+  const query = pg.Client.prototype.query;
+  const open = new WeakMap();
+  const WRITE = /\b(INSERT|UPDATE|DELETE)\b|pg_notify/i;
+  pg.Client.prototype.query = function (config, ...rest) {
+    const text = typeof config === "string" ? config : (config?.text ?? "");
+    if (/^\s*BEGIN/i.test(text)) open.set(this, false);
+    else if (/^\s*COMMIT/i.test(text)) {
+      pgCount.transactions++;
+      if (open.get(this)) pgCount.writes++;
+      open.delete(this);
+    } else if (/^\s*ROLLBACK/i.test(text)) open.delete(this);
+    else if (open.has(this)) {
+      if (WRITE.test(text)) open.set(this, true);
+    } else if (!/^\s*(UN)?LISTEN/i.test(text)) {
+      pgCount.transactions++;
+      if (WRITE.test(text)) pgCount.writes++;
+    }
+    return query.call(this, config, ...rest);
+  };
+}
 const stateDir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-bench-gw-"));
 const config = benchConfig(opts.baseUrl);
 config.agents.defaults = { ...config.agents.defaults, ...opts.agentDefaults };
@@ -66,7 +92,9 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
   for (let nl = input.indexOf("\n"); nl >= 0; nl = input.indexOf("\n")) {
     const line = input.slice(0, nl).trim();
     input = input.slice(nl + 1);
-    if (line === "mem") {
+    if (line === "pgstats") {
+      answer({ pg: { ...pgCount } });
+    } else if (line === "mem") {
       globalThis.gc?.();
       void node.store
         .listSessions({ limit: 1e9 })

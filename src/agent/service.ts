@@ -10,7 +10,7 @@ import { RunParamError } from "../queue/errors.js";
 import { originOfRecord } from "../queue/intake.js";
 import type { QueueMode } from "../queue/modes.js";
 import { SessionQueue } from "../queue/session-queue.js";
-import type { AcceptedRun, QueueSessionView, RunOrigin } from "../queue/types.js";
+import type { AcceptedRun, IntakeGate, IntakeSight, QueueSessionView, RunOrigin } from "../queue/types.js";
 import type { RunRecord, SessionRecord } from "../storage/types.js";
 import { parseSlashCommand, runTurn } from "./run/index.js";
 import type { AgentRuntime } from "./runtime.js";
@@ -30,7 +30,17 @@ export interface SessionSettingsPatch {
 }
 
 export { QueueFullError, RunNotFoundError, RunParamError, ServiceDrainingError } from "../queue/errors.js";
-export type { AcceptedRun, AgentFinal, AgentRequest, Receipt, RunOrigin, WaitResult, WireStatus };
+export type {
+  AcceptedRun,
+  AgentFinal,
+  AgentRequest,
+  IntakeGate,
+  IntakeSight,
+  Receipt,
+  RunOrigin,
+  WaitResult,
+  WireStatus,
+};
 
 /**
  * Slash commands are never steered into a running turn as text: /new and /reset wait their turn (followup);
@@ -132,8 +142,12 @@ export class AgentService {
    * Durable: the message is a queued run record in the store before this returns; nothing runs before it does.
    * `origin` says who started the run (the audit ledger's actor); the run record keeps it across a restart.
    */
-  accept(req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
-    return this.queue.accept(req, origin);
+  /**
+   * Durable intake (queue/intake.ts): one resolution of the session and one store read, `gate` (the caller's access
+   * and spend checks) between that read and the write. The answer names the session and whether the message made it.
+   */
+  accept(req: AgentRequest, origin?: RunOrigin, gate?: IntakeGate): Promise<AcceptedRun> {
+    return this.queue.accept(req, origin, gate);
   }
 
   /**

@@ -320,9 +320,9 @@ export class ClusterNode implements QueueCluster {
         runIds: disowned,
       });
     }
-    for (const key of await this.ownership.releaseUnused()) {
-      logger.warn("cluster: gave back a session lease nothing here used (an earlier step failed)", { sessionKey: key });
-    }
+    // leases of sessions whose queue went idle since the last beat (kept for their next message), and any a step
+    // took and then failed to use, go back
+    await this.intake.releaseIdle();
     const failed = await takeOverLostRuns(store, this.ownership, this.intake, queue, logger, {
       leaseMs: this.leaseMs,
       ...(this.fixedClock ? { clock: this.fixedClock } : {}),

@@ -4,8 +4,9 @@ import type { SessionLease, SessionLeases } from "../storage/postgres/session-le
 /**
  * Which sessions this node owns: "the owner of a session is the node whose in-memory session queue runs it". The
  * node holds the session's lease row (storage/postgres/session-leases.ts) from the moment it adopts the session's
- * first input until its local queue has nothing left for it and no lock handle is held (a run's, a reset's), not per
- * turn: a busy session costs no lease round trip per message or turn, only one acquire and one release per busy spell.
+ * first input until the first beat (ClusterIntake.releaseIdle) that finds its local queue with nothing left for it
+ * and no lock handle held (a run's, a reset's), not per turn: a session in use costs no lease round trip per message
+ * or turn, only one acquire and one release per busy spell and the beat after it.
  * The heartbeat renews every lease of the node in its one statement.
  *
  * The lease's token is the fence of the store's writes for the session (`tokenOf`). A lease another node took (this
@@ -118,23 +119,6 @@ export class SessionOwnership {
       onLost?.(key);
     }
     return gone;
-  }
-
-  /**
-   * Gives back every lease held with nothing here needing it: a step that took a lease and then failed (an adoption
-   * that did not reach the server) would otherwise keep it, renewed by every beat, with its inputs never run. Each
-   * check runs in the session's order, so a step that takes a lease and adopts is never cut in between.
-   */
-  async releaseUnused(): Promise<string[]> {
-    const released: string[] = [];
-    await Promise.all(
-      [...this.owned.keys()].map((key) =>
-        this.serial.run(key, async () => {
-          if (await this.releaseIfIdle(key)) released.push(key);
-        }),
-      ),
-    );
-    return released;
   }
 
   /** Forgets a lost session once its local work is gone (its writes need no fence any more: there are none). */

@@ -4,7 +4,8 @@
  * `session.message`).
  *
  * A local notice is announced as a pointer on the store's channel after the change is stored (SessionEvents are
- * emitted after the write): `{k: "sc", sessionKey, reason, node}` or `{k: "sm", sessionKey, generation, seq, node}`.
+ * emitted after the write): `{k: "sc", sessionKey, reason, node}` or `{k: "sm", sessionKey, generation, seq, node}`;
+ * with `messagePointers` (the Postgres store) the `sm` pointers go out in the transcript's INSERT statement instead.
  * Another node re-emits it into its own SessionEvents marked `remote`, so this relay does not announce it again. A
  * message is read back from the transcript (rows can be large; pointers stay small), and only when a client of that
  * node follows the session's messages (`wantsMessages`); nothing is read otherwise.
@@ -26,6 +27,11 @@ export interface PgSessionRelayOptions {
   source: PgBusSource;
   events: SessionEvents;
   store: Pick<Store, "readTranscript">;
+  /**
+   * The store, when it can announce transcript messages in the statement that appends them (PostgresStore): then this
+   * relay announces session changes only, and a message costs no NOTIFY transaction of its own.
+   */
+  messagePointers?: { announceMessages(node: string | undefined): void };
   /** whether a client of this node follows the session's messages (the broadcaster knows) */
   wantsMessages: (sessionKey: string) => boolean;
   onError?: (err: Error) => void;
@@ -47,6 +53,7 @@ export class PgSessionRelay {
       opts.events.subscribe((ev) => this.announce(ev)),
       notifier.subscribe((p) => this.onPointer(p)),
     );
+    opts.messagePointers?.announceMessages(this.node);
   }
 
   static async start(opts: PgSessionRelayOptions): Promise<PgSessionRelay> {
@@ -61,11 +68,12 @@ export class PgSessionRelay {
 
   close(): void {
     this.closed = true;
+    this.opts.messagePointers?.announceMessages(undefined);
     for (const off of this.offs.splice(0)) off();
   }
 
   private announce(ev: SessionEvent): void {
-    if (ev.remote || this.closed) return;
+    if (ev.remote || this.closed || (ev.type === "message" && this.opts.messagePointers)) return;
     const pointer: NotifyPointer =
       ev.type === "changed"
         ? { k: "sc", sessionKey: ev.sessionKey, reason: ev.reason, node: this.node }

@@ -5,10 +5,14 @@
  * by the next sync of the window sums from the ledger (limits.syncIntervalMs); a lost run notice only until the
  * minute or the run is over. Pointer keys are short and never `runId` / `sessionKey`, which the event bus and the
  * session relay read on the same channel.
+ *
+ * A notice goes at once (another node must refuse over a budget as soon as this node's call crossed it); notices
+ * that come while one is being sent are gathered and go together in the next statement, so under load the calls of
+ * many turns share a commit instead of each making one.
  */
 import { randomUUID } from "node:crypto";
 import type { PgBusSource } from "../events/pg-bus.js";
-import type { NotifyPointer, notify as notifyFn } from "../storage/postgres/notifier.js";
+import type { NotifyPointer, notifyAll as notifyAllFn } from "../storage/postgres/notifier.js";
 import type { SpendControl, SpendNotice } from "./spend-control.js";
 
 const KIND = "spend";
@@ -18,16 +22,18 @@ export class PgSpendRelay {
   private off: (() => void) | undefined;
   private sending: Promise<void> = Promise.resolve();
   private closed = false;
+  private gathered: NotifyPointer[] = [];
+  private inFlight = false;
 
   private constructor(
     private readonly source: PgBusSource,
-    private readonly notify: typeof notifyFn,
+    private readonly notifyAll: typeof notifyAllFn,
     private readonly onError: (err: Error) => void,
   ) {}
 
   static async start(source: PgBusSource, spend: SpendControl, onError: (err: Error) => void): Promise<PgSpendRelay> {
-    const { notify } = await import("../storage/postgres/notifier.js");
-    const relay = new PgSpendRelay(source, notify, onError);
+    const { notifyAll } = await import("../storage/postgres/notifier.js");
+    const relay = new PgSpendRelay(source, notifyAll, onError);
     const hear = spend.connectRelay((n) => relay.announce(n));
     const notifier = await source.notifier();
     relay.off = notifier.subscribe((p) => {
@@ -39,8 +45,8 @@ export class PgSpendRelay {
   }
 
   /** Resolves once every notice announced so far has been sent (or failed). */
-  flushed(): Promise<void> {
-    return this.sending;
+  async flushed(): Promise<void> {
+    while (this.inFlight || this.gathered.length > 0) await this.sending;
   }
 
   close(): void {
@@ -50,11 +56,25 @@ export class PgSpendRelay {
 
   private announce(n: SpendNotice): void {
     if (this.closed) return;
-    const pointer = toPointer(n, this.node);
+    this.gathered.push(toPointer(n, this.node));
+    if (!this.inFlight) this.sending = this.sendGathered();
+  }
+
+  /** Sends what is gathered, then what was gathered meanwhile, until nothing is left; one statement each time. */
+  private async sendGathered(): Promise<void> {
+    this.inFlight = true;
     const { pool, channel } = this.source;
-    this.sending = this.sending
-      .then(() => this.notify(pool, channel, pointer))
-      .catch((err: Error) => this.onError(new Error(`spend notice not announced: ${err.message}`)));
+    try {
+      while (this.gathered.length > 0) {
+        const pointers = this.gathered;
+        this.gathered = [];
+        await this.notifyAll(pool, channel, pointers).catch((err: Error) =>
+          this.onError(new Error(`spend notice not announced: ${err.message}`)),
+        );
+      }
+    } finally {
+      this.inFlight = false;
+    }
   }
 }
 

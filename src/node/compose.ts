@@ -388,7 +388,7 @@ async function postgresParts(
     cluster,
     crossNode: {
       ready: () => bus.ready(),
-      relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, ...o }),
+      relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, messagePointers: store, ...o }),
       relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
       onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
       relayCronChanges: async (onChange, onError) => {

@@ -1,5 +1,5 @@
 import { enqueue, ORIGIN_PARAM, receiptOf, routeOf } from "./intake.js";
-import { addLiveRun, sessionState, setReceipt } from "./live-runs.js";
+import { addLiveRun, announceReceipt, sessionState, setReceipt } from "./live-runs.js";
 import type { AdoptedRun, QueueContext, ResolvedRequest } from "./types.js";
 
 /**
@@ -29,7 +29,10 @@ export function adoptRuns(ctx: QueueContext, runs: readonly AdoptedRun[]): numbe
     });
     ctx.deps.bus.resumeSeq(run.runId, input.lastEventSeq);
     s.lastEnqueueAt = ctx.deps.clock.now();
-    setReceipt(ctx, run, receiptOf(ctx, route, s, { message: req.message, origin: run.origin }));
+    const receipt = receiptOf(ctx, route, s, { message: req.message, origin: run.origin });
+    // the usual case, adopted where it was accepted with nothing changed between: the stored receipt stands
+    if (input.storedReceipt === JSON.stringify(receipt)) announceReceipt(ctx, run, receipt);
+    else setReceipt(ctx, run, receipt);
     enqueue(ctx, s, run, route);
     joined++;
   }

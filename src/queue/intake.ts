@@ -11,6 +11,7 @@ import { applyCap } from "./overflow.js";
 import { launchTurn } from "./turn.js";
 import type {
   AcceptedRun,
+  IntakeGate,
   LiveRun,
   QueueCluster,
   QueueContext,
@@ -52,33 +53,89 @@ function keptOrigin(origin: RunOrigin): RunOrigin {
   return { actor: origin.actor, ...(origin.token !== undefined ? { token: origin.token } : {}) };
 }
 
-export function acceptMessage(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
-  return ctx.accepting.run(acceptLaneOf(ctx, req), () => acceptOne(ctx, req, origin));
+/**
+ * One resolution of the session the message names and one read (`readIntake`: the idempotency key's run and the
+ * session row) before the durable write; `gate` (the caller's access and spend checks) runs in between. The answer
+ * says whether the message created its session.
+ */
+export function acceptMessage(
+  ctx: QueueContext,
+  req: AgentRequest,
+  origin?: RunOrigin,
+  gate?: IntakeGate,
+): Promise<AcceptedRun> {
+  const target = targetOf(ctx, req);
+  return ctx.accepting.run(laneOf(req, target), () => acceptOne(ctx, req, target, origin, gate));
+}
+
+/**
+ * The session a request names, resolved once, without the store: a key (normalized), a session id (looked up by
+ * the intake's read), or the params error accept refuses it with.
+ */
+type Target = { key: string; agentId: string } | { sessionId: string } | { error: Error };
+
+function targetOf(ctx: QueueContext, req: AgentRequest): Target {
+  if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
+    return { error: new RunParamError("queueMode", "expected steer, followup, collect or interrupt") };
+  }
+  const askedFor = req.agentId !== undefined ? ctx.deps.agentProblem(req.agentId) : undefined;
+  if (askedFor) return { error: new RunParamError("agentId", askedFor) };
+  if (req.sessionId && !req.sessionKey) return { sessionId: req.sessionId };
+  try {
+    const parsed = normalizeSessionKey(req.sessionKey, req.agentId ?? ctx.deps.defaultAgentId());
+    return { key: parsed.key, agentId: parsed.agentId };
+  } catch (err) {
+    return { error: err as Error }; // a bad key or agent id, reported as normalizeSessionKey words it
+  }
 }
 
 /**
  * The key accepts are serialized by: the session as the request names it (a request naming its session by id
- * waits behind the other requests naming that id). Computed without the store.
+ * waits behind the other requests naming that id).
  */
-function acceptLaneOf(ctx: QueueContext, req: AgentRequest): string {
-  if (req.sessionId && !req.sessionKey) return `id:${req.sessionId}`;
-  try {
-    return normalizeSessionKey(req.sessionKey, req.agentId ?? ctx.deps.defaultAgentId()).key;
-  } catch {
-    return `raw:${req.sessionKey ?? ""}`; // accept refuses it with the param's name
-  }
+function laneOf(req: AgentRequest, target: Target): string {
+  if ("key" in target) return target.key;
+  if ("sessionId" in target) return `id:${target.sessionId}`;
+  return `raw:${req.sessionKey ?? ""}`;
 }
 
-async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
+async function acceptOne(
+  ctx: QueueContext,
+  given: AgentRequest,
+  target: Target,
+  origin?: RunOrigin,
+  gate?: IntakeGate,
+): Promise<AcceptedRun> {
   const { store } = ctx.deps;
-  const live = ctx.live.get(req.idempotencyKey);
-  if (live) return liveAnswer(live);
-  const existing = await store.getRun(req.idempotencyKey);
-  if (existing) return existingAnswer(existing);
+  const live = ctx.live.get(given.idempotencyKey);
+  if (live) {
+    await gate?.({ sessionKey: live.sessionKey, existing: live, newSession: false });
+    return liveAnswer(live);
+  }
+  if ("error" in target) {
+    // a repeat of a stored run answers as the run, whatever these params say; anything else is refused
+    const existing = await store.getRun(given.idempotencyKey);
+    if (!existing) throw target.error;
+    await gate?.({ sessionKey: existing.sessionKey, existing, newSession: false });
+    return existingAnswer(existing);
+  }
+  const seen = await store.readIntake(given.idempotencyKey, "key" in target ? { key: target.key } : target);
+  if (seen.run) {
+    await gate?.({ sessionKey: seen.run.sessionKey, existing: seen.run, newSession: false });
+    return existingAnswer(seen.run);
+  }
   if (ctx.draining) throw new ServiceDrainingError();
   refuseWhileStorageFails(ctx);
-  const { sessionKey, full } = await resolveRequest(ctx, req);
-  const sessionMode = (await store.getSession(sessionKey))?.queueMode;
+  const sessionKey = "key" in target ? target.key : seen.session?.key;
+  if (sessionKey === undefined) throw new RunParamError("sessionId", `unknown session id "${given.sessionId}"`);
+  const newSession = seen.session === undefined;
+  const parsed = "key" in target ? target : normalizeSessionKey(sessionKey, given.agentId ?? ctx.deps.defaultAgentId());
+  // checked before anything is stored: an unknown agent gets no session row and no workspace
+  const keyAgent = ctx.deps.agentProblem(parsed.agentId);
+  if (keyAgent) throw new RunParamError("sessionKey", keyAgent);
+  const req = (await gate?.({ sessionKey, newSession })) ?? given;
+  const full = resolveRequest(ctx, req, parsed.agentId);
+  const sessionMode = seen.session?.queueMode;
   const acceptedAt = ctx.deps.clock.now();
   const before = ctx.sessions.get(sessionKey);
   const route = routeOf(ctx, full, sessionMode, before, origin);
@@ -92,7 +149,10 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
     if (first) return existingAnswer(first);
     throw err;
   }
-  if (ctx.cluster) return routeInCluster(ctx, ctx.cluster, full, sessionKey, acceptedAt, receipt);
+  if (ctx.cluster) {
+    const routed = await routeInCluster(ctx, ctx.cluster, full, sessionKey, acceptedAt, receipt);
+    return { ...routed, newSession };
+  }
   // Stored. What ran meanwhile (a turn ended, a loop stopped taking steered messages) is handled by enqueue: it
   // looks at the session as it is now.
   const state = ctx.sessions.get(sessionKey);
@@ -118,6 +178,7 @@ async function acceptOne(ctx: QueueContext, req: AgentRequest, origin?: RunOrigi
     status: "accepted",
     acceptedAt,
     existing: false,
+    newSession,
     receipt: run.receipt ?? receipt,
   };
 }
@@ -172,35 +233,14 @@ function existingAnswer(existing: RunRecord): AcceptedRun {
   };
 }
 
-/** Checks the params the RPC schema cannot, and resolves the session and the agent it belongs to. */
-async function resolveRequest(
-  ctx: QueueContext,
-  req: AgentRequest,
-): Promise<{ sessionKey: string; full: ResolvedRequest }> {
-  if (req.queueMode !== undefined && !isQueueMode(req.queueMode)) {
-    throw new RunParamError("queueMode", "expected steer, followup, collect or interrupt");
-  }
+/** Checks the params the RPC schema cannot (the model, the auth profile) and names the run's agent. */
+function resolveRequest(ctx: QueueContext, req: AgentRequest, agentId: string): ResolvedRequest {
   const { deps } = ctx;
-  const askedFor = req.agentId !== undefined ? deps.agentProblem(req.agentId) : undefined;
-  if (askedFor) throw new RunParamError("agentId", askedFor);
-  const agentId = req.agentId ?? deps.defaultAgentId();
-  let sessionKey: string;
-  if (req.sessionId && !req.sessionKey) {
-    const s = await ctx.deps.store.getSessionById(req.sessionId);
-    if (!s) throw new RunParamError("sessionId", `unknown session id "${req.sessionId}"`);
-    sessionKey = s.key;
-  } else {
-    sessionKey = normalizeSessionKey(req.sessionKey, agentId).key;
-  }
-  const parsed = normalizeSessionKey(sessionKey, agentId);
-  // checked before anything is stored: an unknown agent gets no session row and no workspace
-  const keyAgent = deps.agentProblem(parsed.agentId);
-  if (keyAgent) throw new RunParamError("sessionKey", keyAgent);
   const named = req.provider && req.model && !req.model.includes("/") ? `${req.provider}/${req.model}` : req.model;
   const model = named !== undefined && deps.chooseModel ? chosenModel(deps.chooseModel, named) : named;
   const authProblem = req.authProfile !== undefined ? deps.authProfileProblem?.(req.authProfile) : undefined;
   if (authProblem) throw new RunParamError("authProfile", authProblem);
-  return { sessionKey, full: { ...req, agentId: parsed.agentId, model } };
+  return { ...req, agentId, model };
 }
 
 /** An alias or bare id made "provider/model"; a model that cannot be chosen is refused before anything is stored. */

@@ -66,6 +66,12 @@ export function setReceipt(ctx: QueueContext, run: LiveRun, receipt: Receipt): v
   afterWrite(write, () => ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt }));
 }
 
+/** The receipt the run's record already holds: kept in memory and sent as its `queue` event, nothing written. */
+export function announceReceipt(ctx: QueueContext, run: LiveRun, receipt: Receipt): void {
+  run.receipt = receipt;
+  ctx.deps.bus.emit(run.runId, run.sessionKey, "queue", { receipt });
+}
+
 export function finishRun(ctx: QueueContext, run: LiveRun, final: AgentFinal): void {
   ctx.live.delete(run.runId);
   ctx.deps.bus.endRun(run.runId);

@@ -16,6 +16,7 @@ import { abortStalledRun, releaseStaleSession } from "./session-recovery.js";
 import type {
   AcceptedRun,
   AdoptedRun,
+  IntakeGate,
   QueueCluster,
   QueueContext,
   QueueDeps,
@@ -142,8 +143,8 @@ export class SessionQueue {
   }
 
   /** Validates, stores the session and run record, then routes by queue mode; resolves once stored and routed. */
-  accept(req: AgentRequest, origin?: RunOrigin): Promise<AcceptedRun> {
-    return acceptMessage(this.ctx, req, origin);
+  accept(req: AgentRequest, origin?: RunOrigin, gate?: IntakeGate): Promise<AcceptedRun> {
+    return acceptMessage(this.ctx, req, origin, gate);
   }
 
   /**

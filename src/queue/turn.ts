@@ -165,8 +165,16 @@ export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome
       patch: { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> },
     })),
   ];
+  // the turn's tokens go to its session in the same transaction: a turn's end is one commit
+  const usage = {
+    sessionKey: host.sessionKey,
+    input: outcome.usage.input,
+    output: outcome.usage.output,
+    total: outcome.usage.total,
+    updatedAt: outcome.endedAt,
+  };
   try {
-    await ctx.deps.store.updateRuns(patches);
+    await ctx.deps.store.updateRuns(patches, usage);
   } catch (err) {
     try {
       await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);

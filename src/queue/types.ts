@@ -36,7 +36,26 @@ export type ResolvedRequest = AgentRequest & { agentId: string };
 export type AcceptedRun = Required<AgentAccepted> & {
   /** true when the idempotency key named a run that already existed: nothing new was started */
   existing: boolean;
+  /** true when this message created its session (it had no row before) */
+  newSession?: boolean;
 };
+
+/** What intake found in its one read, shown to the caller's checks before anything is stored (IntakeGate). */
+export interface IntakeSight {
+  /** the session the message goes to, resolved once */
+  sessionKey: string;
+  /** the run this idempotency key already names: nothing new will be stored, its first answer is given */
+  existing?: { runId: string; sessionKey: string };
+  /** no session row yet: this message will create it */
+  newSession: boolean;
+}
+
+/**
+ * A caller's checks between intake's read and its durable write (the gateway's access and spend rules): throwing
+ * refuses the message with nothing stored; a request returned is stored instead of the one given (attachments made
+ * ready). Not called back for an existing run's repeat with a request to store.
+ */
+export type IntakeGate = (sight: IntakeSight) => Promise<AgentRequest | undefined> | AgentRequest | undefined;
 
 /** Lets a running turn take messages steered into it, before its next model call. */
 export interface TurnSteering {
@@ -250,6 +269,8 @@ export interface AdoptedRun {
   params: Record<string, unknown>;
   sessionQueueMode?: string;
   lastEventSeq: number;
+  /** the receipt stored with the input (JSON text): not written again when this node issues the same one */
+  storedReceipt?: string;
 }
 
 /** Who started a run, told to `AgentService.accept` by the entry point. */

@@ -17,6 +17,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  SessionUsageAdd,
   Store,
   StoredRunEvent,
   TranscriptReadOptions,
@@ -98,6 +99,16 @@ export class SqliteStoreAdapter implements Store {
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     return this.db.getRun(runId);
+  }
+
+  async readIntake(
+    runId: string,
+    session: { key: string } | { sessionId: string },
+  ): Promise<{ run?: RunRecord; session?: SessionRecord }> {
+    // two indexed reads of the local file, no round trip to save
+    const run = this.db.getRun(runId);
+    const found = "key" in session ? this.db.getSession(session.key) : this.db.getSessionById(session.sessionId);
+    return { ...(run ? { run } : {}), ...(found ? { session: found } : {}) };
   }
 
   async updateRun(
@@ -203,8 +214,9 @@ export class SqliteStoreAdapter implements Store {
 
   async updateRuns(
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+    usage?: SessionUsageAdd,
   ): Promise<void> {
-    return this.db.updateRuns(patches);
+    return this.db.updateRuns(patches, usage);
   }
 
   async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {

@@ -41,6 +41,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  SessionUsageAdd,
   StoredRunEvent,
   TranscriptReadOptions,
   TranscriptRow,
@@ -86,6 +87,9 @@ export class SqliteStore {
     const db = this.db;
     this.stmts = {
       getSession: db.prepare("SELECT * FROM sessions WHERE key = ?"),
+      addSessionUsage: db.prepare(
+        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, total_tokens = total_tokens + ?, updated_at = ? WHERE key = ?",
+      ),
       getSessionById: db.prepare("SELECT * FROM sessions WHERE session_id = ?"),
       insertSession: db.prepare(
         "INSERT OR IGNORE INTO sessions (key, session_id, agent_id, generation, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)",
@@ -187,12 +191,16 @@ export class SqliteStore {
     });
   }
 
-  /** Store.updateRuns: every patch in one transaction. */
+  /** Store.updateRuns: every patch, and the session's usage when given, in one transaction. */
   updateRuns(
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+    usage?: SessionUsageAdd,
   ): void {
     this.transaction(() => {
       for (const { runId, patch } of patches) this.updateRun(runId, patch);
+      if (usage) {
+        this.stmts.addSessionUsage.run(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+      }
     });
   }
 

@@ -293,6 +293,19 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await store.getSession(OTHER)).toBeUndefined();
       });
 
+      it("readIntake reads an idempotency key's run and the target session (by key or by id) together", async () => {
+        expect(await store.readIntake("in1", { key: KEY })).toEqual({});
+        await store.acceptInput({ key: KEY, agentId: "main", now: 7 }, run("in1", { acceptedAt: 7 }));
+        const session = await store.getSession(KEY);
+        const seen = await store.readIntake("in1", { key: KEY });
+        expect(seen.run).toEqual(await store.getRun("in1"));
+        expect(seen.session).toEqual(session);
+        // a new run id in a known session, named by id; an unknown session
+        expect(await store.readIntake("in2", { sessionId: session?.sessionId ?? "" })).toEqual({ session });
+        expect(await store.readIntake("in1", { key: OTHER })).toEqual({ run: seen.run });
+        expect(await store.readIntake("in2", { sessionId: "no-such-id" })).toEqual({});
+      });
+
       it("updateRuns applies every patch, each to its own record, and another store sees them all", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.createRun(run("host"));
@@ -310,6 +323,29 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await other.getRun("host")).toMatchObject({ status: "ok", startedAt: 4, endedAt: 8 });
         expect(await other.getRun("merged")).toMatchObject({ status: "ok", result: { mergedInto: "host" } });
         expect((await other.getRun("untouched"))?.status).toBe("queued");
+      });
+
+      it("updateRuns with a turn's usage adds it to the session's counters in the same write", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("t1"));
+        await store.createRun(run("t2"));
+        const usage = (total: number, at: number) => ({
+          sessionKey: KEY,
+          input: total - 1,
+          output: 1,
+          total,
+          updatedAt: at,
+        });
+        await store.updateRuns([{ runId: "t1", patch: { status: "ok", endedAt: 5 } }], usage(10, 5));
+        await store.updateRuns([{ runId: "t2", patch: { status: "ok", endedAt: 9 } }], usage(7, 9));
+        const other = await t.openAnother();
+        expect(await other.getSession(KEY)).toMatchObject({
+          inputTokens: 15,
+          outputTokens: 2,
+          totalTokens: 17,
+          updatedAt: 9,
+        });
+        expect((await other.getRun("t2"))?.status).toBe("ok");
       });
 
       it("recent runs come newest accepted first, of one session when asked", async () => {
@@ -607,6 +643,16 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
           const a = String(rows[i].message?.content);
           expect(rows[i + 1].message?.content).toBe(a.replace(/-a$/, "-b"));
         }
+      });
+
+      it("one store's appends to one session, issued without waiting, are stored in call order", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        const appended = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => store.appendTranscript([msgRow(KEY, `c${i}`)])),
+        );
+        expect(appended.map(([r]) => r.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+        const rows = await store.readTranscript(KEY);
+        expect(rows.map((r) => r.message?.content)).toEqual(Array.from({ length: 12 }, (_, i) => `c${i}`));
       });
 
       it("audit sequences from two stores never collide", async () => {

@@ -196,6 +196,16 @@ export interface CostTotals {
   unpricedCalls: number;
 }
 
+/** What a turn used, added to its session's counters with the turn's end (`Store.updateRuns`). */
+export interface SessionUsageAdd {
+  sessionKey: string;
+  input: number;
+  output: number;
+  total: number;
+  /** the session's new updatedAt (the turn's end) */
+  updatedAt: number;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -243,6 +253,14 @@ export interface Store {
 
   createRun(run: RunRecord): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
+  /**
+   * What intake needs before its durable write, in one read (one round trip on a server): the run of an
+   * idempotency key, if any, and the session a message goes to, named by key or by session id.
+   */
+  readIntake(
+    runId: string,
+    session: { key: string } | { sessionId: string },
+  ): Promise<{ run?: RunRecord; session?: SessionRecord }>;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>): Promise<void>;
   listRuns(opts: { statuses?: RunStatus[]; sessionKey?: string; limit?: number }): Promise<RunRecord[]>;
   /**
@@ -312,9 +330,14 @@ export interface Store {
    * neither. Rejects when a run with that id exists already (the first record is kept): run ids are idempotency keys.
    */
   acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void>;
-  /** Applies each patch to its run record, all or none (a turn's host and the messages merged into it end together). */
+  /**
+   * Applies each patch to its run record, all or none (a turn's host and the messages merged into it end together);
+   * with `usage`, the turn's tokens are added to its session's counters (and its updatedAt set) in the same
+   * transaction, so a turn's end is one commit.
+   */
   updateRuns(
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
+    usage?: SessionUsageAdd,
   ): Promise<void>;
 
   /** every stored auth profile health row (a few per profile) */

@@ -56,7 +56,9 @@ const EXPECTED_METRICS = [
   "postgres.sqlite.cpu",
   "postgres.commit",
   ...[1, 2, 3].flatMap((n) =>
-    ["throughput", "turn.p50", "cpu", "cpu.node", "pg.cpu", "commits"].map((m) => `postgres.n${n}.${m}`),
+    ["throughput", "turn.p50", "cpu", "cpu.node", "pg.cpu", "writes", "notify", "commits"].map(
+      (m) => `postgres.n${n}.${m}`,
+    ),
   ),
 ];
 

@@ -81,7 +81,7 @@ export interface FinishInput {
   deliveredByBlocks?: string;
 }
 
-/** Finish: classify, shape the reply, count usage, agent_end, the terminal lifecycle event. */
+/** Finish: classify, shape the reply, agent_end, the terminal lifecycle event (usage is stored with the run's end). */
 export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishInput): Promise<RunResult> {
   const { spec, exec } = input;
   const endedAt = rt.clock.now();
@@ -106,7 +106,7 @@ export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishI
     }),
     ctx,
   );
-  await recordUsage(rt, spec.sessionKey, usage, endedAt);
+  // the session's token counts are written with the run's end, in its transaction (queue/turn.ts recordOutcome)
   const result: RunResult = {
     runId: spec.runId,
     sessionKey: spec.sessionKey,
@@ -199,25 +199,6 @@ function modelFacts(
     ...(entry.name ? { modelName: entry.name } : {}),
     ...(entry.cost ? { costUsd: estimateCostUsd(usage, entry.cost) } : {}),
   };
-}
-
-async function recordUsage(
-  rt: RunPorts,
-  sessionKey: string,
-  usage: RunResult["usage"],
-  endedAt: number,
-): Promise<void> {
-  const s = usage.total > 0 ? await rt.store.getSession(sessionKey) : undefined;
-  if (!s) {
-    await rt.store.updateSession(sessionKey, { updatedAt: endedAt });
-    return;
-  }
-  await rt.store.updateSession(sessionKey, {
-    inputTokens: s.inputTokens + usage.input,
-    outputTokens: s.outputTokens + usage.output,
-    totalTokens: s.totalTokens + usage.total,
-    updatedAt: endedAt,
-  });
 }
 
 /**

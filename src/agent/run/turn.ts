@@ -61,7 +61,10 @@ async function turnBody(
 ): Promise<RunResult> {
   const hooks = rt.pluginHooks;
   const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
-  const session = await rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt);
+  // intake stored the session with the input; a run from elsewhere (cron, a test) may be its first
+  const session =
+    (await rt.store.getSession(spec.sessionKey)) ??
+    (await rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt));
   spans?.conversation(session.sessionId);
   let message = spec.message;
   let reset = false;

@@ -1,19 +1,20 @@
 import { prepareAttachments } from "../../agent/attachments.js";
 import { parseSlashCommand } from "../../agent/run/index.js";
-import type { AcceptedRun } from "../../agent/service.js";
+import type { AcceptedRun, IntakeSight } from "../../agent/service.js";
 import { ErrorCodes } from "../../protocol/frames.js";
 import type { AgentAccepted } from "../../protocol/payloads.js";
 import type { AgentRequest } from "../../protocol/run.js";
-import { normalizeSessionKey } from "../../session/keys.js";
 import { formatBytes } from "../../tools/image-prepare.js";
 import type { CallerConnection, GatewayContext, Reply } from "../context.js";
 import { GatewayError } from "../errors.js";
 import { countAcceptedRun, refuseOverSpendLimits } from "../spend-intake.js";
 
 /**
- * The shared intake of `agent` and `chat.send`: attachments made ready (agent/attachments.ts), durable accept, subscribe the caller to the session, answer
- * `accepted` — all before any event of the run is delivered and before any model work starts (the run itself
- * begins after the current tick).
+ * The shared intake of `agent` and `chat.send`: the caller's checks (`admit`), attachments made ready
+ * (agent/attachments.ts), durable accept, subscribe the caller to the session, answer `accepted` — all before any
+ * event of the run is delivered and before any model work starts (the run itself begins after the current tick).
+ * The session is resolved once and the store read once, by the queue's intake; `admit` runs between that read and
+ * the durable write, and the answer says whether the message created its session.
  */
 export async function acceptRun(
   gw: GatewayContext,
@@ -21,19 +22,9 @@ export async function acceptRun(
   params: AgentRequest,
   reply: Reply,
 ): Promise<AcceptedRun> {
-  const existing = await checkSendAccess(gw, conn, params);
-  refuseDeniedControl(conn, params);
-  // an idempotent repeat starts nothing: it is not counted or refused by the spend limits
-  if (!existing) await refuseOverSpendLimits(gw, conn, params, await targetSessionKey(gw, params));
-  // images are scaled and text files inlined before the durable accept, so the stored row is what the model gets
-  const req = await withAttachmentBytes(gw, conn, params, () =>
-    prepareAttachments(params, { imageWork: gw.imageWork }),
-  );
   // the run id is the idempotency key: its events wait until the answer is sent and the caller watches it
-  gw.broadcaster.hold(req.idempotencyKey);
+  gw.broadcaster.hold(params.idempotencyKey);
   try {
-    // a first message creates its session: followers of sessions.changed hear of it (looked up only for them)
-    const newSession = gw.service.sessionEvents.active && (await isNewSession(gw, req));
     // a client denied in-band control never interrupts, even where the session's queue mode is "interrupt"
     const token = conn.access.tokenIdentity;
     const origin = {
@@ -42,15 +33,16 @@ export async function acceptRun(
       // the run's spend counts against its token's budgets, and the cost ledger names it
       ...(token !== undefined ? { token } : {}),
     };
-    const accepted = await gw.service.accept(req, origin);
+    const accepted = await gw.service.accept(params, origin, (sight) => admit(gw, conn, params, sight));
     // OpenClaw's `agent` label names the run's session (as sessions.patch label does); sessions.resolve finds it
-    if (!accepted.existing && req.label !== undefined)
-      await gw.service.patchSession(accepted.sessionKey, { label: req.label });
+    if (!accepted.existing && params.label !== undefined)
+      await gw.service.patchSession(accepted.sessionKey, { label: params.label });
     if (!accepted.existing) {
       countAcceptedRun(gw, conn, accepted.runId);
       conn.access.recordStarted(accepted.runId, accepted.sessionKey);
       gw.broadcaster.watchRun(accepted.runId, conn);
-      if (newSession) gw.service.sessionChanged(accepted.sessionKey, "created");
+      // a first message creates its session: followers of sessions.changed hear of it
+      if (accepted.newSession) gw.service.sessionChanged(accepted.sessionKey, "created");
     }
     const payload: AgentAccepted = {
       runId: accepted.runId,
@@ -60,10 +52,10 @@ export async function acceptRun(
       receipt: accepted.receipt,
     };
     reply.ok(payload);
-    gw.runLog.accepted(accepted, req);
+    gw.runLog.accepted(accepted, params);
     return accepted;
   } finally {
-    gw.broadcaster.release(req.idempotencyKey);
+    gw.broadcaster.release(params.idempotencyKey);
   }
 }
 
@@ -104,18 +96,27 @@ async function withAttachmentBytes<T>(
 }
 
 /**
- * SPEC 21, before anything is stored: the target session must be granted, and an idempotent repeat of an existing
- * run answers with that run's status and final, so it needs the right to see that run.
+ * The gateway's checks, between the intake's read and its durable write (SPEC 21, SPEC 25): the target session must
+ * be granted, and an idempotent repeat of an existing run answers with that run's status and final, so it needs the
+ * right to see that run; then in-band control, the spend limits (a repeat starts nothing: it is not counted or
+ * refused by them), and the attachments: images are scaled and text files inlined before the durable accept, so the
+ * stored row is what the model gets.
  */
-async function checkSendAccess(gw: GatewayContext, conn: CallerConnection, req: AgentRequest): Promise<boolean> {
-  const existing = await gw.service.sessions.run(req.idempotencyKey);
-  if (existing) {
-    conn.access.requireRunVisible(existing.runId, existing.sessionKey);
-    return true;
+async function admit(
+  gw: GatewayContext,
+  conn: CallerConnection,
+  params: AgentRequest,
+  sight: IntakeSight,
+): Promise<AgentRequest | undefined> {
+  if (sight.existing) {
+    conn.access.requireRunVisible(sight.existing.runId, sight.existing.sessionKey);
+    refuseDeniedControl(conn, params);
+    return undefined;
   }
-  const key = await targetSessionKey(gw, req);
-  if (key !== undefined) conn.access.requireSend(key);
-  return false;
+  conn.access.requireSend(sight.sessionKey);
+  refuseDeniedControl(conn, params);
+  await refuseOverSpendLimits(gw, conn, params, sight.sessionKey);
+  return withAttachmentBytes(gw, conn, params, () => prepareAttachments(params, { imageWork: gw.imageWork }));
 }
 
 /**
@@ -134,20 +135,4 @@ function refuseDeniedControl(conn: CallerConnection, req: AgentRequest): void {
   const slash = parseSlashCommand(req.message ?? "");
   if (slash) throw deny("message", `"/${slash.command}"`, "; chat.abort stops the runs this client started");
   if (req.queueMode === "interrupt") throw deny("queueMode", '"interrupt"');
-}
-
-async function isNewSession(gw: GatewayContext, req: AgentRequest): Promise<boolean> {
-  const key = await targetSessionKey(gw, req);
-  return key !== undefined && (await gw.service.sessions.get(key)) === undefined;
-}
-
-/** The session a message goes to, as accept will resolve it; undefined when accept will refuse the params anyway. */
-async function targetSessionKey(gw: GatewayContext, req: AgentRequest): Promise<string | undefined> {
-  if (req.sessionId && !req.sessionKey) return gw.service.sessions.keyOfSessionId(req.sessionId);
-  try {
-    return normalizeSessionKey(req.sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).key;
-  } catch {
-    // accept reports a bad key or agent id with the param it came from
-    return undefined;
-  }
 }

@@ -35,6 +35,16 @@ export async function notify(db: Queryable, channel: string, pointer: NotifyPoin
   await db.query("SELECT pg_notify($1, $2)", [channel, payload]);
 }
 
+/** Several pointers in one statement (so one commit), sent in the order given. */
+export async function notifyAll(db: Queryable, channel: string, pointers: readonly NotifyPointer[]): Promise<void> {
+  const payloads = pointers.map((p) => JSON.stringify(p));
+  const tooBig = payloads.find((p) => Buffer.byteLength(p) > MAX_PAYLOAD_BYTES);
+  if (tooBig !== undefined) {
+    throw new Error(`notify: a pointer must stay under 8000 bytes of JSON (got ${Buffer.byteLength(tooBig)})`);
+  }
+  await db.query("SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) p", [channel, payloads]);
+}
+
 export interface NotifierOptions {
   connection: PostgresOptions;
   channel: string;

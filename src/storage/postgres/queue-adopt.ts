@@ -21,6 +21,8 @@ export interface AdoptedInput {
   sessionQueueMode?: string;
   /** the highest stored event seq of the run (its receipt, written by the accepting node): events go on after it */
   lastEventSeq: number;
+  /** the receipt stored with the input (JSON), as the accepting node saw the session */
+  receipt?: string;
 }
 
 type AdoptRow = {
@@ -31,6 +33,7 @@ type AdoptRow = {
   params: string;
   queue_mode: string | null;
   last_seq: number;
+  receipt: string | null;
 };
 
 /**
@@ -52,7 +55,7 @@ export async function adoptQueuedInputs(
        FOR UPDATE OF r SKIP LOCKED
      )
      UPDATE runs SET node_id = $1 FROM picked WHERE runs.run_id = picked.run_id AND runs.status = 'queued'
-     RETURNING runs.run_id, runs.session_key, runs.queue_seq, runs.accepted_at, runs.params,
+     RETURNING runs.run_id, runs.session_key, runs.queue_seq, runs.accepted_at, runs.params, runs.receipt,
        (SELECT s.queue_mode FROM sessions s WHERE s.key = runs.session_key) AS queue_mode,
        (SELECT COALESCE(max(e.seq), 0) FROM run_events e WHERE e.run_id = runs.run_id) AS last_seq`,
     [opts.nodeId, opts.session.key, opts.session.token],
@@ -66,6 +69,7 @@ export async function adoptQueuedInputs(
       params: r.params,
       ...(r.queue_mode ? { sessionQueueMode: r.queue_mode } : {}),
       lastEventSeq: Number(r.last_seq),
+      ...(r.receipt ? { receipt: r.receipt } : {}),
     }))
     .sort((a, b) => a.queueSeq - b.queueSeq);
 }

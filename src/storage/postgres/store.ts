@@ -37,6 +37,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  SessionUsageAdd,
   Store,
   StoredRunEvent,
   TranscriptReadOptions,
@@ -61,6 +62,8 @@ export interface PostgresStoreOptions extends PostgresOptions {
 }
 
 const UNIQUE_VIOLATION = "23505";
+/** runs whose session a node remembers (PostgresStore.runSessions); more are read when updated */
+const RUN_SESSIONS_KEPT = 10_000;
 /**
  * Appends compute the next seq from the rows committed when their statement starts; two writers on one session at
  * the same moment pick the same seq, and the loser's insert fails on the primary key with nothing written. It then
@@ -68,6 +71,13 @@ const UNIQUE_VIOLATION = "23505";
  * a deployment has per session (one, under the session write lock; a few in tests that race on purpose).
  */
 const MAX_SEQ_RACES = 64;
+
+/** An append waiting for the one in flight for its session (PostgresStore.appendTranscript). */
+interface PendingAppend {
+  rows: NewTranscriptRow[];
+  resolve: (rows: TranscriptRow[]) => void;
+  reject: (err: unknown) => void;
+}
 
 /** The JSON `data` column of a transcript row, as SQLite writes it: the message, or the text (and firstKeptSeq). */
 function rowData(row: NewTranscriptRow, message: ChatMessage | undefined): string {
@@ -115,6 +125,15 @@ export class PostgresStore implements Store {
   private fence: FenceTokens | undefined;
   private notifierStart: Promise<PgNotifier> | undefined;
   private closed = false;
+  /** set by the session relay (announceMessages): the tag its message pointers carry */
+  private messagePointerNode: string | undefined;
+  /**
+   * The session of each run this node wrote or read and that is not over, so a fenced run update need not read it
+   * first (a run's session never changes). Bounded: a run it forgot is read again.
+   */
+  private readonly runSessions = new Map<string, string>();
+  /** per session, the appends that came while one of the session's was in flight: sent next, together, in order */
+  private readonly appendsWaiting = new Map<string, PendingAppend[]>();
 
   constructor(
     readonly pool: pg.Pool,
@@ -132,6 +151,15 @@ export class PostgresStore implements Store {
    */
   setFence(fn: FenceTokens | undefined): void {
     this.fence = fn;
+  }
+
+  /**
+   * While set, every transcript append announces its rows to the other nodes in its own statement (`{k: "sm",
+   * sessionKey, generation, seq, node}` per row, sent at its commit), so a message costs no NOTIFY transaction of its
+   * own. `node` tells the announcing relay's pointers apart (events/pg-session-relay.ts).
+   */
+  announceMessages(node: string | undefined): void {
+    this.messagePointerNode = node;
   }
 
   /** The node's one LISTEN connection on `channel`, started by the first call and stopped by close(). */
@@ -276,8 +304,48 @@ export class PostgresStore implements Store {
     return rows[0].generation;
   }
 
-  async appendTranscript(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
-    if (rows.length === 0) return [];
+  /**
+   * A session's appends are applied in call order, one statement at a time: one that comes while another of the
+   * session's is in flight waits, and every append waiting when it ends goes in the next statement, together (one
+   * commit for several messages; concurrent statements would race for the same seqs, and the loser's retry could
+   * land after a later message). The first append of a quiet session goes at once, so nothing waits that would not.
+   */
+  appendTranscript(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
+    if (rows.length === 0) return Promise.resolve([]);
+    const key = rows[0].sessionKey;
+    if (rows.some((r) => r.sessionKey !== key)) return this.appendTranscriptNow(rows);
+    return new Promise((resolve, reject) => {
+      const waiting = this.appendsWaiting.get(key);
+      if (waiting) waiting.push({ rows, resolve, reject });
+      else {
+        this.appendsWaiting.set(key, []);
+        void this.appendInTurn(key, [{ rows, resolve, reject }]);
+      }
+    });
+  }
+
+  private async appendInTurn(key: string, batch: PendingAppend[]): Promise<void> {
+    for (;;) {
+      try {
+        const stored = await this.appendTranscriptNow(batch.flatMap((b) => b.rows));
+        let at = 0;
+        for (const b of batch) {
+          b.resolve(stored.slice(at, at + b.rows.length));
+          at += b.rows.length;
+        }
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+      const next = this.appendsWaiting.get(key) ?? [];
+      if (next.length === 0) {
+        this.appendsWaiting.delete(key);
+        return;
+      }
+      batch = next.splice(0);
+    }
+  }
+
+  private async appendTranscriptNow(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
     const keys = new Array<string>(rows.length);
     const kinds = new Array<string>(rows.length);
     const runIds = new Array<string | null>(rows.length);
@@ -348,6 +416,15 @@ export class PostgresStore implements Store {
         SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bytea[])
         ON CONFLICT (session_key, sha256) DO NOTHING)`;
     }
+    // the rows' pointers for the other nodes, sent by this statement (so at its commit) when a relay asked for them
+    const announce = this.messagePointerNode;
+    let pointers = "";
+    if (announce !== undefined) {
+      args.push(this.channel, announce);
+      const ch = args.length - 1;
+      pointers = `, pg_notify($${ch}, json_build_object('k', 'sm', 'sessionKey', session_key, 'generation', generation,
+          'seq', seq, 'node', $${ch + 1}::text)::text) AS notified`;
+    }
     const sql = `
       WITH r AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
@@ -357,12 +434,14 @@ export class PostgresStore implements Store {
                coalesce((SELECT max(t.seq) FROM transcript t
                          WHERE t.session_key = k.session_key AND t.generation = s.generation), 0) AS last
         FROM (SELECT DISTINCT session_key FROM r) k LEFT JOIN sessions s ON s.key = k.session_key)${blobCte}
+      , ins AS (
       INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
       SELECT r.session_key, pos.generation,
              pos.last + row_number() OVER (PARTITION BY r.session_key ORDER BY r.ord), r.kind, r.run_id, r.created_at, r.data
       FROM r JOIN pos ON pos.session_key = r.session_key
       ORDER BY r.ord
-      RETURNING session_key, generation, seq`;
+      RETURNING session_key, generation, seq)
+      SELECT session_key, generation, seq${pointers} FROM ins`;
     try {
       const { rows } = await db.query<{ session_key: string; generation: number; seq: number }>(sql, args);
       return rows;
@@ -528,17 +607,52 @@ export class PostgresStore implements Store {
     return this.toTranscriptRows(key, rows, true);
   }
 
+  private rememberRunSession(runId: string, sessionKey: string): void {
+    if (this.runSessions.size >= RUN_SESSIONS_KEPT) {
+      // the oldest goes first (a Map iterates in insertion order)
+      const oldest = this.runSessions.keys().next().value;
+      if (oldest !== undefined) this.runSessions.delete(oldest);
+    }
+    this.runSessions.set(runId, sessionKey);
+  }
+
   async createRun(run: RunRecord): Promise<void> {
     await this.pool.query(
       `INSERT INTO runs (run_id, session_key, status, accepted_at, started_at, ended_at, stop_reason, error, params, result, receipt)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       runValues(run),
     );
+    this.rememberRunSession(run.runId, run.sessionKey);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const { rows } = await this.pool.query("SELECT * FROM runs WHERE run_id = $1", [runId]);
-    return rows[0] ? toRun(rows[0]) : undefined;
+    if (!rows[0]) return undefined;
+    const run = toRun(rows[0]);
+    if (run.status === "queued" || run.status === "running") this.rememberRunSession(run.runId, run.sessionKey);
+    return run;
+  }
+
+  async readIntake(
+    runId: string,
+    session: { key: string } | { sessionId: string },
+  ): Promise<{ run?: RunRecord; session?: SessionRecord }> {
+    // one statement, so one round trip: each row as JSON (BIGINTs arrive as JSON numbers, as the pool parses them)
+    const { rows } = await this.pool.query<{
+      run: Record<string, unknown> | null;
+      session: Record<string, unknown> | null;
+    }>(
+      `SELECT (SELECT row_to_json(r) FROM runs r WHERE r.run_id = $1) AS run,
+              (SELECT row_to_json(s) FROM sessions s WHERE ${"key" in session ? "s.key" : "s.session_id"} = $2) AS session`,
+      [runId, "key" in session ? session.key : session.sessionId],
+    );
+    const { run, session: found } = rows[0];
+    if (run) {
+      const record = toRun(run);
+      if (record.status === "queued" || record.status === "running") this.rememberRunSession(runId, record.sessionKey);
+      return { run: record, ...(found ? { session: toSession(found) } : {}) };
+    }
+    return found ? { session: toSession(found) } : {};
   }
 
   async updateRun(runId: string, patch: RunPatch): Promise<void> {
@@ -857,9 +971,10 @@ export class PostgresStore implements Store {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [...runValues(run), session.key, randomUUID(), session.agentId, session.now],
     );
+    this.rememberRunSession(run.runId, run.sessionKey);
   }
 
-  async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>): Promise<void> {
+  async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>, usage?: SessionUsageAdd): Promise<void> {
     // patches of one run merged in order (a later field wins, as applying them one after another would do)
     const merged = new Map<string, Record<string, unknown>>();
     for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
@@ -870,6 +985,14 @@ export class PostgresStore implements Store {
       if (!sets) continue;
       values.push(runId);
       updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
+    }
+    if (usage) {
+      values.push(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+      const n = values.length;
+      updates.push(
+        `UPDATE sessions SET input_tokens = input_tokens + $${n - 4}, output_tokens = output_tokens + $${n - 3},
+           total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}`,
+      );
     }
     if (updates.length === 0) return;
     // one statement, so all or none: each update a CTE of its own (they touch different rows)
@@ -885,14 +1008,26 @@ export class PostgresStore implements Store {
       return;
     }
     // fenced: the runs' sessions decide the tokens (a run's session never changes, so reading it first is safe)
-    const { rows } = await this.pool.query<{ session_key: string }>(
-      "SELECT DISTINCT session_key FROM runs WHERE run_id = ANY($1::text[])",
-      [[...merged.keys()]],
-    );
-    await this.fenced(
-      rows.map((r) => r.session_key),
-      (db) => db.query(sql, values),
-    );
+    const keys = new Set<string>(usage ? [usage.sessionKey] : []);
+    const unknown: string[] = [];
+    for (const runId of merged.keys()) {
+      const key = this.runSessions.get(runId);
+      if (key === undefined) unknown.push(runId);
+      else keys.add(key);
+    }
+    if (unknown.length > 0) {
+      const { rows } = await this.pool.query<{ session_key: string }>(
+        "SELECT DISTINCT session_key FROM runs WHERE run_id = ANY($1::text[])",
+        [unknown],
+      );
+      for (const r of rows) keys.add(r.session_key);
+    }
+    await this.fenced(keys, (db) => db.query(sql, values));
+    for (const [runId, patch] of merged) {
+      if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
+        this.runSessions.delete(runId);
+      }
+    }
   }
 
   async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {
