@@ -189,11 +189,13 @@ describe("image attachments", () => {
     expect(bytes).toBeGreaterThan(5 * MiB);
     expect(bytes).toBeLessThan(10 * MiB);
     const peer = await connectedPeer(g.url);
+    // two sessions: a session's messages are admitted one at a time (the intake's per-session lane), so a second
+    // message of the same session waits for the first instead of preparing beside it; the cap is per connection
     const send = (i: number) =>
       peer.send("agent", {
         message: `picture ${i}`,
         idempotencyKey: `pic-${i}`,
-        sessionKey: "pics",
+        sessionKey: `pics-${i}`,
         attachments: [{ type: "image", mimeType: "image/png", content: image }],
       });
     const first = send(1);
