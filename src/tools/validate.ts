@@ -1,5 +1,6 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { createRequire } from "node:module";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
+import type { Ajv2020 } from "ajv/dist/2020.js";
 import type { z } from "zod";
 import type { JsonSchema } from "../providers/types.js";
 import type { Tool } from "./types.js";
@@ -90,6 +91,14 @@ function describeZodIssue(issue: z.core.$ZodIssue, args: unknown): string {
 const ajvOptions = { strict: false, allErrors: true };
 let draft7: Ajv | undefined;
 let draft2020: Ajv2020 | undefined;
+/**
+ * ajv (91 modules, ~40-50 ms of its own top-level code on a cold start: bench/README.md, issue 34) is loaded on the
+ * first JSON-Schema-only tool, never by a process whose tools are all zod-declared (the built-ins, `agent --local`
+ * without MCP servers or plugins). A synchronous require, since a tool call's check is synchronous; ajv is CommonJS.
+ */
+const load = createRequire(import.meta.url);
+const ajvModule = () => load("ajv") as typeof import("ajv");
+const ajv2020Module = () => load("ajv/dist/2020.js") as typeof import("ajv/dist/2020.js");
 /** by schema object: a tool copied for tracing keeps its `parameters`, so it keeps its compiled validator too */
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 
@@ -97,10 +106,10 @@ function validatorFor(schema: JsonSchema): ValidateFunction {
   let validate = compiled.get(schema);
   if (validate) return validate;
   if (typeof schema.$schema === "string" && schema.$schema.includes("2020-12")) {
-    draft2020 ??= new Ajv2020(ajvOptions);
+    draft2020 ??= new (ajv2020Module().Ajv2020)(ajvOptions);
     validate = draft2020.compile(schema);
   } else {
-    draft7 ??= new Ajv(ajvOptions);
+    draft7 ??= new (ajvModule().Ajv)(ajvOptions);
     validate = draft7.compile(schema);
   }
   compiled.set(schema, validate);
