@@ -209,6 +209,22 @@ function idempotencyKey(req: http.IncomingMessage): string | undefined {
   return key ? `openai-${key}` : undefined;
 }
 
+/** A turn answered in one body (no `stream`): run to its end; a failed run is the request's error. */
+async function completedTurn(
+  gw: GatewayContext,
+  caller: HttpCaller,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  turn: TurnRequest,
+  target: RunTarget,
+  runId: string,
+) {
+  const done = await runHttpTurn(gw, caller, { req, res }, turn, target, { runId });
+  const failed = runFailure(done.final);
+  if (failed) throw failed;
+  return done;
+}
+
 function sseLimits(gw: GatewayContext) {
   return {
     maxBufferedBytes: gw.limits.maxBufferedBytes,
@@ -228,9 +244,7 @@ async function chat(
   const model = turn.model;
   try {
     if (!turn.stream) {
-      const done = await runHttpTurn(gw, caller, { req, res }, turn, target, { runId });
-      const failed = runFailure(done.final);
-      if (failed) throw failed;
+      const done = await completedTurn(gw, caller, req, res, turn, target, runId);
       return sendJson(
         res,
         200,
@@ -271,9 +285,7 @@ async function responses(
   const model = turn.model;
   try {
     if (!turn.stream) {
-      const done = await runHttpTurn(gw, caller, { req, res }, turn, target, { runId });
-      const failed = runFailure(done.final);
-      if (failed) throw failed;
+      const done = await completedTurn(gw, caller, req, res, turn, target, runId);
       const text = finalText(done.final);
       return sendJson(
         res,
