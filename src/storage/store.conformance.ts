@@ -655,6 +655,27 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(rows.map((r) => r.message?.content)).toEqual(Array.from({ length: 12 }, (_, i) => `c${i}`));
       });
 
+      it("appends after another process wrote or reset the session continue its seq in its current generation", async () => {
+        const first = (await store.ensureSession(KEY, "main", 1)).generation;
+        const other = await t.openAnother();
+        await store.appendTranscript([msgRow(KEY, "mine-1")]);
+        await other.appendTranscript([msgRow(KEY, "theirs-1"), msgRow(KEY, "theirs-2")]);
+        const [next] = await store.appendTranscript([msgRow(KEY, "mine-2")]);
+        expect([next.generation, next.seq]).toEqual([first, 4]);
+        const generation = await other.resetSession(KEY, 5, "sessions.reset");
+        const [afterReset] = await store.appendTranscript([msgRow(KEY, "mine-3")]);
+        expect([afterReset.generation, afterReset.seq]).toEqual([generation, 1]);
+        expect((await other.readTranscript(KEY)).map((r) => r.message?.content)).toEqual(["mine-3"]);
+      });
+
+      it("an append naming an unknown session stores none of its rows", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await expect(
+          store.appendTranscript([msgRow(KEY, "kept out"), msgRow("agent:main:nobody", "x")]),
+        ).rejects.toThrow(/unknown session agent:main:nobody/);
+        expect(await store.readTranscript(KEY)).toEqual([]);
+      });
+
       it("audit sequences from two stores never collide", async () => {
         const other = await t.openAnother();
         await Promise.all(
