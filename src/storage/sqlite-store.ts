@@ -53,6 +53,9 @@ function rowData(row: Omit<TranscriptRow, "seq" | "generation">): Record<string,
   return row.firstKeptSeq !== undefined ? { text: row.text, firstKeptSeq: row.firstKeptSeq } : { text: row.text };
 }
 
+/** Run events per multi-row INSERT: 6 parameters each, far below SQLite's limit of 32,766. */
+const RUN_EVENTS_PER_INSERT = 64;
+
 /**
  * The SQLite engine (better-sqlite3, WAL): synchronous, as better-sqlite3 is. Statements are prepared once; every
  * multi-row write is one transaction so a crash never leaves half a turn. Several processes may open the same file:
@@ -548,14 +551,28 @@ export class SqliteStore {
 
   appendRunEvents(events: readonly StoredRunEvent[]): { ignored: number } {
     if (events.length === 0) return { ignored: 0 };
-    const insert = this.stmts.insertRunEvent;
     return this.transaction(() => {
-      let ignored = 0;
-      for (const e of events) {
-        if (insert.run(e.runId, e.seq, e.ts, e.sessionKey, e.stream, e.json).changes === 0) ignored++;
+      // a batch goes in as multi-row INSERTs (one statement per RUN_EVENTS_PER_INSERT events instead of one each);
+      // a (run_id, seq) already stored inserts nothing, so what was not inserted is what was ignored
+      let inserted = 0;
+      for (let at = 0; at < events.length; at += RUN_EVENTS_PER_INSERT) {
+        const chunk = events.slice(at, at + RUN_EVENTS_PER_INSERT);
+        const args: unknown[] = [];
+        for (const e of chunk) args.push(e.runId, e.seq, e.ts, e.sessionKey, e.stream, e.json);
+        inserted += this.runEventsInsert(chunk.length).run(...args).changes;
       }
-      return { ignored };
+      return { ignored: events.length - inserted };
     });
+  }
+
+  /** The INSERT of `n` run events (prepared once per size; at most RUN_EVENTS_PER_INSERT sizes). */
+  private runEventsInsert(n: number): Database.Statement {
+    if (n === 1) return this.stmts.insertRunEvent;
+    const values = Array.from({ length: n }, () => "(?, ?, ?, ?, ?, ?)").join(", ");
+    // only a (run_id, seq) already stored is skipped; OR IGNORE would also swallow a NOT NULL violation
+    return this.prep(
+      `INSERT INTO run_events (run_id, seq, ts, session_key, stream, event) VALUES ${values} ON CONFLICT (run_id, seq) DO NOTHING`,
+    );
   }
 
   readRunEvents(runId: string, opts: { afterSeq?: number; limit?: number } = {}): StoredRunEvent[] {

@@ -409,6 +409,18 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await store.lastRunEventSeq("r1")).toBe(4);
         expect(await store.lastRunEventSeq("nobody")).toBe(0);
       });
+
+      it("a batch of hundreds of events, some stored already, stores each new one once and counts the rest", async () => {
+        await store.appendRunEvents([event("big", 5), event("big", 70), event("big", 200)]);
+        const batch = Array.from({ length: 300 }, (_, i) => event("big", 300 - i));
+        // the first write wins: a stored event's JSON is kept even when a later batch carries other JSON
+        batch[100] = { ...batch[100], json: "{}" };
+        const { ignored } = await store.appendRunEvents(batch);
+        expect(ignored).toBe(3);
+        const stored = await store.readRunEvents("big");
+        expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+        expect(stored[199].json).toBe(event("big", 200).json);
+      });
     });
 
     describe("audit rows", () => {
