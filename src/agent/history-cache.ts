@@ -1,5 +1,5 @@
 import type { ChatMessage } from "../providers/types.js";
-import type { Store, TranscriptRow } from "../storage/types.js";
+import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
 import { isContextRow, messagesFromContextRows } from "./run/compaction-summary.js";
 
 interface CachedHistory {
@@ -19,6 +19,8 @@ export interface LoadedHistory {
   messages: ChatMessage[];
   seqs: number[];
   chars: number;
+  /** the session row the load read (under the caller's write lock); absent for a session not stored */
+  session?: SessionRecord;
 }
 
 /**
@@ -54,7 +56,13 @@ export class HistoryCache {
       if (oldest !== undefined) this.entries.delete(oldest);
     }
     // copies: the loop appends to what it is given
-    return { messages: entry.messages.slice(), seqs: entry.seqs.slice(), chars: entry.chars };
+    // the row goes back too: the run takes what else it needs of it (its auth pins) without reading it again
+    return {
+      messages: entry.messages.slice(),
+      seqs: entry.seqs.slice(),
+      chars: entry.chars,
+      ...(session ? { session } : {}),
+    };
   }
 
   forget(sessionKey: string): void {

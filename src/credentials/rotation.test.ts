@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentService } from "../agent/service.js";
 import { parseConfig } from "../config/load.js";
 import { silentLogger } from "../infra/logger.js";
@@ -153,6 +153,20 @@ describe("rotation inside a run", () => {
       model: "m1",
       errorCount: 0,
     });
+  });
+
+  it("a user pin written between turns by another writer is honoured, taken from the session row the turn loads under its lock", async () => {
+    const h = harness();
+    expect((await h.run()).keys).toEqual(["one"]);
+    // another writer of the same file (sessions.patch on another process) pins the second key
+    const other = new SqliteStore(h.store.file);
+    stores.push(other);
+    other.updateSession("agent:main:main", { authProfileOverride: "fake:two" });
+    const reads = vi.spyOn(h.store, "getSession");
+    expect((await h.run()).keys).toEqual(["two"]);
+    // intake's lookup, the durable accept, the turn's options, and the history load under the write lock: the key
+    // chooser reads no row of its own
+    expect(reads).toHaveBeenCalledTimes(4);
   });
 
   it("a rate limit cools one model of a profile: a sibling model of the same key stays usable", async () => {

@@ -127,6 +127,15 @@ export class RunCredentials {
     this.onProfile.clear();
   }
 
+  /**
+   * The session row the run loaded under its session write lock (agent/history-cache.ts): its pins are the ones
+   * this run starts from, so the first call reads no session row of its own. While the lock is held only this run
+   * moves them (each move is written and kept here too). Ignored once the pins were read.
+   */
+  knowSession(session: { authProfile?: string; authProfileOverride?: string }): void {
+    this.pins ??= Promise.resolve({ session: session.authProfile, user: session.authProfileOverride });
+  }
+
   private sessionPins(): Promise<SessionPins> {
     this.pins ??= this.store.getSession(this.run.sessionKey).then(
       (s) => ({ session: s?.authProfile, user: s?.authProfileOverride }),

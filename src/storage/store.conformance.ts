@@ -409,6 +409,18 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await store.lastRunEventSeq("r1")).toBe(4);
         expect(await store.lastRunEventSeq("nobody")).toBe(0);
       });
+
+      it("a batch of hundreds of events, some stored already, stores each new one once and counts the rest", async () => {
+        await store.appendRunEvents([event("big", 5), event("big", 70), event("big", 200)]);
+        const batch = Array.from({ length: 300 }, (_, i) => event("big", 300 - i));
+        // the first write wins: a stored event's JSON is kept even when a later batch carries other JSON
+        batch[100] = { ...batch[100], json: "{}" };
+        const { ignored } = await store.appendRunEvents(batch);
+        expect(ignored).toBe(3);
+        const stored = await store.readRunEvents("big");
+        expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+        expect(stored[199].json).toBe(event("big", 200).json);
+      });
     });
 
     describe("audit rows", () => {
@@ -653,6 +665,27 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(appended.map(([r]) => r.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
         const rows = await store.readTranscript(KEY);
         expect(rows.map((r) => r.message?.content)).toEqual(Array.from({ length: 12 }, (_, i) => `c${i}`));
+      });
+
+      it("appends after another process wrote or reset the session continue its seq in its current generation", async () => {
+        const first = (await store.ensureSession(KEY, "main", 1)).generation;
+        const other = await t.openAnother();
+        await store.appendTranscript([msgRow(KEY, "mine-1")]);
+        await other.appendTranscript([msgRow(KEY, "theirs-1"), msgRow(KEY, "theirs-2")]);
+        const [next] = await store.appendTranscript([msgRow(KEY, "mine-2")]);
+        expect([next.generation, next.seq]).toEqual([first, 4]);
+        const generation = await other.resetSession(KEY, 5, "sessions.reset");
+        const [afterReset] = await store.appendTranscript([msgRow(KEY, "mine-3")]);
+        expect([afterReset.generation, afterReset.seq]).toEqual([generation, 1]);
+        expect((await other.readTranscript(KEY)).map((r) => r.message?.content)).toEqual(["mine-3"]);
+      });
+
+      it("an append naming an unknown session stores none of its rows", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await expect(
+          store.appendTranscript([msgRow(KEY, "kept out"), msgRow("agent:main:nobody", "x")]),
+        ).rejects.toThrow(/unknown session agent:main:nobody/);
+        expect(await store.readTranscript(KEY)).toEqual([]);
       });
 
       it("audit sequences from two stores never collide", async () => {

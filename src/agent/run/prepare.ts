@@ -107,7 +107,9 @@ export async function prepareRun(
   });
   run.onLock(lock);
   if (waited) run.events.emit("lifecycle", { phase: "waiting", for: "model", model: model.ref });
-  const { messages: history, seqs: historySeqs } = await rt.history.load(rt.store, spec.sessionKey);
+  const { messages: history, seqs: historySeqs, session } = await rt.history.load(rt.store, spec.sessionKey);
+  // the row was read under the write lock just taken: the key chooser starts from its pins (no second read)
+  if (session) profile.credentials?.knowSession(session);
   const hookCtx = {
     agentId: spec.agentId,
     sessionKey: spec.sessionKey,
