@@ -45,7 +45,11 @@ export function schedOf(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  // read and write system calls (writev and pwrite count as writes): per token, a count that does not move with load
+  const io = fs.readFileSync(`/proc/${pid}/io`, "utf8");
   return {
+    readCalls: Number(io.match(/^syscr:\s+(\d+)/m)?.[1] ?? 0),
+    writeCalls: Number(io.match(/^syscw:\s+(\d+)/m)?.[1] ?? 0),
     userMs: Number(fields[11]) * 10,
     sysMs: Number(fields[12]) * 10,
     voluntary: Number(status.match(/^voluntary_ctxt_switches:\s+(\d+)/m)?.[1] ?? 0),

@@ -104,7 +104,15 @@ async function startRelay(modelUrl, verbose) {
     relay.send(cmd);
     return relay.line();
   };
-  return { url, pid: relay.pid, command, stop: async () => relay.stop() };
+  const profile = async (file, load) => {
+    await command(`profile ${file}`);
+    try {
+      return await load();
+    } finally {
+      await command("profile-stop");
+    }
+  };
+  return { url, pid: relay.pid, command, profile, stop: async () => relay.stop() };
 }
 
 /** One level: `n` runs streaming at once; the figures of a window in the middle of their streams. */
@@ -210,6 +218,9 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
         sysShare: round((sched1.sysMs - sched0.sysMs) / Math.max(1, cpuMs), 2),
         voluntaryPerS: round(((sched1.voluntary - sched0.voluntary) * 1000) / (t1 - t0), 0),
         involuntaryPerS: round(((sched1.involuntary - sched0.involuntary) * 1000) / (t1 - t0), 0),
+        // system calls per token (/proc/<pid>/io): socket reads; socket writes plus the store's file writes
+        readCallsPerToken: tokens ? round((sched1.readCalls - sched0.readCalls) / tokens, 3) : null,
+        writeCallsPerToken: tokens ? round((sched1.writeCalls - sched0.writeCalls) / tokens, 3) : null,
       },
       modelCores: round((others1.model - others0.model) / (t1 - t0), 3),
       clientCores: round((others1.clients - others0.clients) / (t1 - t0), 3),
@@ -244,7 +255,7 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
       level.gatewayCores <= 1 && gaps === 0 && failed === 0 && level.tokensPerRunPerSecond >= 0.9 * s.rate;
     level.pass = level.withinCore && level.lagP99Ms <= 100;
     progress(
-      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, sys ${level.gatewaySched.sysShare}, switches ${level.gatewaySched.voluntaryPerS}+${level.gatewaySched.involuntaryPerS}/s, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms${s.pin ? `, pinned (CPU ${GATEWAY_CPUS} | load ${loadCpus()})` : ""} → ${level.pass ? "ok" : "over"}`,
+      `stream: N=${n}${floor ? " floor (s)" : ""}: gateway ${level.gatewayCores} cores (model ${level.modelCores}, clients ${level.clientCores}, load ${level.loadavg[0]}), ${level.cpuUsPerToken} µs/token, ${level.bytesPerToken} B/token, lag p50/p99 ${level.lagP50Ms}/${level.lagP99Ms} ms, sys ${level.gatewaySched.sysShare}, switches ${level.gatewaySched.voluntaryPerS}+${level.gatewaySched.involuntaryPerS}/s, syscalls/token read ${level.gatewaySched.readCallsPerToken} write ${level.gatewaySched.writeCallsPerToken}, loop delay p50/p99/max ${level.loopDelayMs?.p50}/${level.loopDelayMs?.p99}/${level.loopDelayMs?.max} ms${level.gc ? `, GC ${level.gc.ms} ms (max ${level.gc.maxMs})` : ""}, ${level.tokensPerRunPerSecond} tokens/s per run, all streaming after ${level.readyAfterMs} ms${s.pin ? `, pinned (CPU ${GATEWAY_CPUS} | load ${loadCpus()})` : ""} → ${level.pass ? "ok" : "over"}`,
     );
     return level;
   } finally {

@@ -8,6 +8,7 @@
 import { request } from "node:http";
 import { WebSocketServer } from "ws";
 import { childOptions } from "../lib/child.mjs";
+import { startProfile } from "../lib/inspector-profile.mjs";
 import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
 const { baseUrl } = childOptions();
@@ -60,8 +61,11 @@ wss.on("connection", (ws) => {
 wss.on("listening", () => {
   process.stdout.write(`${JSON.stringify({ url: `ws://127.0.0.1:${wss.address().port}` })}\n`);
 });
-// "loop-start" / "loop-stop" on stdin: the event loop's delay in between, as gateway-host.mjs answers it
+// "loop-start" / "loop-stop" on stdin: the event loop's delay in between, as gateway-host.mjs answers it;
+// "profile <file>" / "profile-stop": a CPU profile of the load in between, so the floor's profile compares with the
+// gateway's (bench/lib/stream-phases.mjs)
 let stopLoopProbe;
+let stopProfile = async () => {};
 let input = "";
 process.stdin.setEncoding("utf8").on("data", (d) => {
   input += d;
@@ -75,6 +79,13 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       const loopDelayMs = stopLoopProbe?.() ?? null;
       stopLoopProbe = undefined;
       process.stdout.write(`${JSON.stringify({ loopDelayMs })}\n`);
+    } else if (line.startsWith("profile ")) {
+      void startProfile(line.slice("profile ".length)).then((stop) => {
+        stopProfile = stop;
+        process.stdout.write(`${JSON.stringify({ profiling: true })}\n`);
+      });
+    } else if (line === "profile-stop") {
+      void stopProfile().then(() => process.stdout.write(`${JSON.stringify({ profiled: true })}\n`));
     }
   }
 });

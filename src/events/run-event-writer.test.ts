@@ -45,7 +45,8 @@ function recordingLogger() {
   return { logger, lines };
 }
 
-function setup(opts: Partial<RunEventWriterOptions> = {}) {
+/** `storePace`: the writer's own pace for the store's kind; else the tests' 50 ms (timings below are written for it) */
+function setup(opts: Partial<RunEventWriterOptions> = {}, storePace = false) {
   const clock = new ManualClock();
   const bus = new AgentEventBus({ now: () => clock.now() });
   const soon: Array<() => void> = [];
@@ -57,6 +58,7 @@ function setup(opts: Partial<RunEventWriterOptions> = {}) {
     defer: (fn) => soon.push(fn),
     // SQLite's rule (node/compose.ts): no store error is a server outage
     isTransientStoreError: () => false,
+    ...(storePace ? {} : { flushDelayMs: 50 }),
     ...opts,
   });
   writer.attach(bus);
@@ -84,6 +86,27 @@ describe("writing run events off the hot path", () => {
     expect(append).toHaveBeenCalledTimes(1);
     expect(seqs("r1")).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     expect(writer.stats).toMatchObject({ stored: 100, buffered: 0, dropped: 0 });
+  });
+
+  // Streaming at scale: a SQLite commit rewrites every index page it touched, one per streaming run, so fewer and
+  // fuller commits cost less CPU per event; on Postgres the commit is how other nodes hear the run, so it stays prompt.
+  it("a single node's stream is stored every 200 ms, while a Postgres node's still reaches the other nodes in 50 ms", async () => {
+    const sqlite = setup({}, true);
+    const append = vi.spyOn(store, "appendRunEvents");
+    sqlite.stream("r1", 30);
+    sqlite.clock.advance(50);
+    await settle();
+    expect(append).not.toHaveBeenCalled();
+    sqlite.clock.advance(150);
+    await settle();
+    expect(seqs("r1")).toHaveLength(30);
+
+    const adapter = new SqliteStoreAdapter(store);
+    const shared = setup({ store: Object.assign(Object.create(adapter), { kind: "postgres" }) }, true);
+    shared.stream("r2", 30);
+    shared.clock.advance(50);
+    await settle();
+    expect(seqs("r2")).toHaveLength(30);
   });
 
   it("a full batch is written on the next turn of the event loop without waiting for the delay", async () => {
