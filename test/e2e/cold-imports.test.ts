@@ -12,9 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-// the bench's fake model (an OpenAI chat-completions server in its own process) and its config
-import { startFakeModelProcess } from "../../bench/lib/child.mjs";
-import { prepareStateDir } from "../../bench/lib/model.mjs";
+import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const validate = path.join(root, "dist/tools/validate.js");
@@ -49,21 +47,39 @@ console.log(JSON.stringify({ zodOk: zodCheck.ok, afterZod, afterJsonSchema: ajvL
   expect(out.refused).toEqual({ ok: false, error: "invalid arguments for lookup: word: is required" });
 });
 
-let model: { baseUrl: string; stop(): Promise<void> };
+let model: FakeModelServer;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-cold-imports-"));
 beforeAll(async () => {
-  model = await startFakeModelProcess();
-}, 30_000);
+  // the bench's turn: the first call asks for `read`, the call after the tool result answers
+  model = await startFakeModelServer({
+    respond: (req) => {
+      const messages = (req.body.messages ?? []) as { role: string }[];
+      return messages.at(-1)?.role === "tool"
+        ? { text: "Done." }
+        : { toolCalls: [{ name: "read", arguments: { path: "notes.txt" } }] };
+    },
+  });
+});
 afterAll(async () => {
-  await model?.stop();
+  await model?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 /** One `loopgate agent --local` turn under the recorder: its exit, output, and the modules it loaded. */
 async function recordedLocalTurn(name: string, configText?: (plain: string) => string) {
   const dir = path.join(tmp, name);
-  const { configPath } = await prepareStateDir(dir, model.baseUrl);
-  if (configText) fs.writeFileSync(configPath, configText(fs.readFileSync(configPath, "utf8")));
+  fs.mkdirSync(dir, { recursive: true });
+  const configPath = path.join(dir, "loopgate.json5");
+  const config = {
+    models: {
+      providers: {
+        fake: { api: "openai-completions", baseUrl: model.baseUrl, apiKey: "x", models: [{ id: "fake-model" }] },
+      },
+    },
+    agents: { defaults: { model: { primary: "fake/fake-model" } } },
+  };
+  const plain = JSON.stringify(config, null, 2);
+  fs.writeFileSync(configPath, configText ? configText(plain) : plain);
   const out = path.join(dir, "modules.json");
   const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1", LOOPGATE_RECORD_MODULES_OUT: out };
   const args = ["--import", recorder, cli, "agent", "--local", "-m", "hello", "--config", configPath, "-s", name];
