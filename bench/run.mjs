@@ -623,6 +623,16 @@ if (runs("gateway")) {
     reason: na ?? g.cliRemoteError,
   });
   row({
+    id: "cli.remote.bare",
+    metric: "the same connect + `agent` + wait by a bare `ws` client process (lower bound of cli.remote)",
+    value: g.cliRemoteBareMs,
+    unit: "ms",
+    digits: 0,
+    floorValue: floor.startMs,
+    floorName: "b",
+    reason: na ?? g.cliRemoteBareError,
+  });
+  row({
     id: "gateway.start",
     metric: "gateway start until it answers `health`",
     value: g.startMs,

@@ -333,7 +333,10 @@ export async function runGatewayMetrics({
   if (remote.error) out.cliRemoteError = remote.error;
   else {
     const args = (s) => [CLI, "agent", "-m", "hello", "--url", remote.url, "--config", configPath, "-s", s];
+    // the same connect + agent + wait by a bare `ws` client (bench/metrics/bare-remote-client.mjs): the lower bound
+    const bareArgs = (s) => [path.join(BENCH_DIR, "metrics", "bare-remote-client.mjs"), remote.url, s];
     const samples = [];
+    const bareSamples = [];
     const first = await timeProcess(process.execPath, args("bench-remote-warm"), { env });
     if (first.code !== 0)
       out.cliRemoteError = `loopgate agent exited ${first.code}: ${first.stderr.trim().slice(0, 300)}`;
@@ -342,9 +345,15 @@ export async function runGatewayMetrics({
       const r = await timeProcess(process.execPath, args(`bench-remote-${i}`), { env });
       if (r.code !== 0) out.cliRemoteError = `loopgate agent exited ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
       else samples.push(r.ms);
+      if (out.cliRemoteBareError) continue;
+      const b = await timeProcess(process.execPath, bareArgs(`bench-bare-${i}`), { env });
+      if (b.code !== 0) out.cliRemoteBareError = `the bare client exited ${b.code}: ${b.stderr.trim().slice(0, 300)}`;
+      else bareSamples.push(b.ms);
     }
     out.cliRemoteSamples = samples;
+    out.cliRemoteBareSamples = bareSamples;
     if (samples.length && !out.cliRemoteError) out.cliRemoteMs = median(samples);
+    if (bareSamples.length && !out.cliRemoteBareError) out.cliRemoteBareMs = median(bareSamples);
     await remote.stop();
   }
 

@@ -8,7 +8,7 @@ import { RunEventWriter } from "../events/run-event-writer.js";
 import { discoverInternalHooks, InternalHookRegistry, registerInternalHooksFromConfig } from "../hooks/internal.js";
 import type { HookLogger } from "../hooks/logger.js";
 import { PluginHookRunner } from "../hooks/plugin-hooks.js";
-import { loadPlugins, type PluginLoadReport } from "../hooks/plugins.js";
+import type { PluginLoadReport } from "../hooks/plugins.js";
 import { type Beat, Cadence } from "../infra/cadence.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { createLogger, type Logger } from "../infra/logger.js";
@@ -322,6 +322,8 @@ export class AgentRuntime {
       const pluginPaths = [...plugins.load.paths, ...installed.filter((p) => !plugins.load.paths.includes(p))];
       if (pluginPaths.length > 0) {
         await this.enabledOverrides.refresh();
+        // the plugin loader's module only for a process that has plugins (a one-shot CLI run mostly has none)
+        const { loadPlugins } = await import("../hooks/plugins.js");
         this.plugins = await loadPlugins(
           { paths: pluginPaths, entries: this.pluginEntries() },
           {

@@ -1,5 +1,5 @@
-import JSON5 from "json5";
 import { ConfigError } from "./errors.js";
+import { parseJson5Text } from "./json5-text.js";
 import { locateConfigFile, readConfigText } from "./source.js";
 
 /**
@@ -15,7 +15,7 @@ export function peekGatewayConfig(opts: { configPath?: string; env?: NodeJS.Proc
   const { file, explicit } = locateConfigFile(opts);
   let raw: unknown;
   try {
-    raw = JSON5.parse(readConfigText(file));
+    raw = parseJson5Text(readConfigText(file));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT" && !explicit) return { file };
     if (err instanceof ConfigError) throw err;

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import JSON5 from "json5";
 import { ConfigError } from "./errors.js";
+import { parseJson5Text } from "./json5-text.js";
 import type { LoopgateConfig } from "./schema.js";
 import { expandHome, resolveStateDir } from "./state-dir.js";
 
@@ -108,7 +108,7 @@ export function readConfigSource(opts: { configPath?: string; env?: NodeJS.Proce
 export function parseConfigText(text: string, file: string | undefined): Record<string, unknown> {
   let raw: unknown;
   try {
-    raw = JSON5.parse(text);
+    raw = parseJson5Text(text);
   } catch (err) {
     const e = err as Error & { lineNumber?: number; columnNumber?: number };
     const where = e.lineNumber ? ` at line ${e.lineNumber}, column ${e.columnNumber}` : "";

@@ -6,14 +6,11 @@ import { defaultAgentId } from "../config/agents.js";
 import type { LoopgateConfig } from "../config/schema.js";
 import { AuditLedger } from "../events/audit-ledger.js";
 import type { EventBusPort } from "../events/bus-port.js";
-import { PgEventBus } from "../events/pg-bus.js";
-import { PgSessionRelay } from "../events/pg-session-relay.js";
 import { type Clock, systemClock } from "../infra/clock.js";
 import { AgentEventBus } from "../infra/events.js";
 import { createLogger, type Logger } from "../infra/logger.js";
 import type { SessionEvents } from "../infra/session-events.js";
 import { SpendControl } from "../limits/spend-control.js";
-import { PgSpendRelay } from "../limits/spend-relay.js";
 import type { NodeMetrics } from "../metrics/node-metrics.js";
 import { agentWorkspaceDir } from "../prompt/workspace.js";
 import { loopgateVersion } from "../protocol/version.js";
@@ -21,11 +18,9 @@ import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
 import type { SessionLockPort } from "../session/lock-port.js";
 import type { PostgresStore } from "../storage/postgres/store.js";
-import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import type { Store } from "../storage/types.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpToolSource } from "../tools/mcp/source.js";
-import { startMcp } from "../tools/mcp/start.js";
 import { liveMcpRuntimeOptions, type McpSlot } from "../tools/mcp/tool-source.js";
 import { type Sandboxes, startSandboxes } from "../tools/sandbox/start.js";
 import type { Tool } from "../tools/types.js";
@@ -168,7 +163,7 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
   // the bus's end notice waits for the writer the runtime owns: bound once the runtime exists
   let node: LoopgateNode | undefined;
   try {
-    if (mcp) mcp.current = await startMcp(config, { logger, env, settle: role === "embedded" });
+    if (mcp) mcp.current = await startConfiguredMcp(config, { logger, env, settle: role === "embedded" });
     // a gateway's metrics (read once at start, like every gateway key): prom-client is loaded only when they are on
     const metrics =
       role === "gateway" && config.gateway.metrics.enabled
@@ -333,10 +328,23 @@ function liveConfigOf(rt: AgentRuntime, mcp: McpSlot | undefined, env: NodeJS.Pr
       if (mcp.current) {
         const touched = await mcp.current.reconfigure(next.mcp.servers);
         if (touched.length > 0) rt.logger.info("mcp servers reconfigured", { servers: touched.join(", ") });
-      } else mcp.current = await startMcp(next, { logger: rt.logger, env });
+      } else mcp.current = await startConfiguredMcp(next, { logger: rt.logger, env });
     });
   }
   return live;
+}
+
+/**
+ * `startMcp` (tools/mcp/start.ts), its module loaded only when mcp.servers names a server: a one-shot CLI run
+ * without MCP servers does not load it.
+ */
+async function startConfiguredMcp(
+  config: LoopgateConfig,
+  opts: Parameters<typeof import("../tools/mcp/start.js").startMcp>[1],
+): Promise<McpToolSource | undefined> {
+  if (Object.keys(config.mcp.servers).length === 0) return undefined;
+  const { startMcp } = await import("../tools/mcp/start.js");
+  return startMcp(config, opts);
 }
 
 /** One process on one file: the in-process bus, the file write lock (SPEC 3); no store error is worth a retry. */
@@ -371,8 +379,15 @@ async function postgresParts(
   logger: Logger,
   flushEvents: () => Promise<unknown>,
 ): Promise<BackendParts> {
-  // loaded only here: a SQLite process never loads the cluster layer
-  const { clusterNodeFor } = await import("../cluster/wire.js");
+  // loaded only here: a SQLite process never loads the cluster layer, the Postgres bus or its relays
+  const [{ clusterNodeFor }, { PgEventBus }, { PgSessionRelay }, { PgSpendRelay }, { isTransientPostgresError }] =
+    await Promise.all([
+      import("../cluster/wire.js"),
+      import("../events/pg-bus.js"),
+      import("../events/pg-session-relay.js"),
+      import("../limits/spend-relay.js"),
+      import("../storage/postgres/transient-errors.js"),
+    ]);
   const cluster = clusterNodeFor(store, config, logger);
   const bus = new PgEventBus({
     source: store,

@@ -27,6 +27,7 @@ const EXPECTED_METRICS = [
   "gateway.throughput.100x10",
   "cli.local",
   "cli.remote",
+  "cli.remote.bare",
   "gateway.start",
   "gateway.start.script",
   "gateway.rss.start",

@@ -1,17 +1,24 @@
 /*
  * The cold CLI imports only what the invocation needs (issue 34): a process whose tools are all declared in zod (the
  * built-ins, `loopgate agent --local` without MCP servers or plugins) never loads ajv, which validates only
- * JSON-Schema-only tools (plugin and MCP tools); the first such tool loads it. Run against the built dist/ in a child
- * process, so the module cache is that process's own and nothing vitest loaded counts.
+ * JSON-Schema-only tools (plugin and MCP tools); the first such tool loads it. A one-shot `agent --local` turn against
+ * an http: model, with a plain-JSON config, no Postgres, MCP servers, plugins or compaction, loads none of their
+ * modules. Run against the built dist/ in child processes, so the module cache is that process's own and nothing
+ * vitest loaded counts.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const validate = path.join(root, "dist/tools/validate.js");
 const builtins = path.join(root, "dist/tools/builtin.js");
+const cli = path.join(root, "dist/cli/main.js");
+const recorder = path.join(root, "test/fixtures/cold-imports/record-modules.mjs");
 
 /** Runs `body` as an ES module in a fresh node and returns what it printed as JSON. */
 function inChild(body: string): Record<string, unknown> {
@@ -39,3 +46,84 @@ console.log(JSON.stringify({ zodOk: zodCheck.ok, afterZod, afterJsonSchema: ajvL
   expect(out.afterJsonSchema).toBe(true);
   expect(out.refused).toEqual({ ok: false, error: "invalid arguments for lookup: word: is required" });
 });
+
+let model: FakeModelServer;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-cold-imports-"));
+beforeAll(async () => {
+  // the bench's turn: the first call asks for `read`, the call after the tool result answers
+  model = await startFakeModelServer({
+    respond: (req) => {
+      const messages = (req.body.messages ?? []) as { role: string }[];
+      return messages.at(-1)?.role === "tool"
+        ? { text: "Done." }
+        : { toolCalls: [{ name: "read", arguments: { path: "notes.txt" } }] };
+    },
+  });
+});
+afterAll(async () => {
+  await model?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** One `loopgate agent --local` turn under the recorder: its exit, output, and the modules it loaded. */
+async function recordedLocalTurn(name: string, configText?: (plain: string) => string) {
+  const dir = path.join(tmp, name);
+  fs.mkdirSync(dir, { recursive: true });
+  const configPath = path.join(dir, "loopgate.json5");
+  const config = {
+    models: {
+      providers: {
+        fake: { api: "openai-completions", baseUrl: model.baseUrl, apiKey: "x", models: [{ id: "fake-model" }] },
+      },
+    },
+    agents: { defaults: { model: { primary: "fake/fake-model" } } },
+  };
+  const plain = JSON.stringify(config, null, 2);
+  fs.writeFileSync(configPath, configText ? configText(plain) : plain);
+  const out = path.join(dir, "modules.json");
+  const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1", LOOPGATE_RECORD_MODULES_OUT: out };
+  const args = ["--import", recorder, cli, "agent", "--local", "-m", "hello", "--config", configPath, "-s", name];
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      child.on("error", reject);
+      child.on("close", (c) => resolve({ code: c, stdout, stderr }));
+    },
+  );
+  const loaded = JSON.parse(fs.readFileSync(out, "utf8")) as { files: string[]; builtins: string[] };
+  const files = loaded.files.map((u) => path.relative(root, fileURLToPath(u)).replace(/^.*node_modules\//, ""));
+  return { code, stdout, stderr, files, builtins: loaded.builtins };
+}
+
+it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: model with a plain-JSON config loads no Postgres bus or relay, MCP starter, plugin loader, compaction, json5, node:https, node:zlib or undici", async () => {
+  const turn = await recordedLocalTurn("plain");
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  // the recorder saw the CLI's own modules: an empty list would pass every check below
+  expect(turn.files).toContain("dist/node/compose.js");
+  expect(turn.builtins).toContain("http");
+  const unused = [
+    "dist/events/pg-bus.js",
+    "dist/events/pg-session-relay.js",
+    "dist/limits/spend-relay.js",
+    "dist/storage/postgres/transient-errors.js",
+    "dist/tools/mcp/start.js",
+    "dist/hooks/plugins.js",
+    "dist/agent/run/compaction.js",
+  ];
+  expect(turn.files.filter((f) => unused.includes(f))).toEqual([]);
+  expect(turn.files.filter((f) => f.startsWith("json5/"))).toEqual([]);
+  // an ES import of node:http alone loads undici and zlib (its lazy WebSocket getters): the wire client must not
+  expect(turn.builtins.filter((b) => b === "https" || b === "zlib" || b.includes("undici"))).toEqual([]);
+}, 90_000);
+
+it("json5-config-still-loads: a config with comments and trailing commas runs the same turn, loading json5 for it", async () => {
+  const turn = await recordedLocalTurn("json5", (plain) => `// written by hand\n${plain.replace(/\n}\s*$/, ",\n}\n")}`);
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  expect(turn.files.some((f) => f.startsWith("json5/"))).toBe(true);
+}, 90_000);

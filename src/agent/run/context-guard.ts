@@ -3,7 +3,7 @@ import type { ResolvedModel } from "../../providers/registry.js";
 import { type ChatMessage, ProviderError, type ToolSpec } from "../../providers/types.js";
 import type { ContextInfo } from "../loop.js";
 import { providerFor } from "./attempt.js";
-import { type CompactionReason, type CompactionResult, compactContext } from "./compaction.js";
+import type { CompactionReason, CompactionResult, compactContext } from "./compaction.js";
 import { compactionReserve, needsCompaction, oversizedMessageLimit } from "./context-budget-check.js";
 import type { RunEmitter } from "./events.js";
 import type { ContextGuard } from "./execute.js";
@@ -143,6 +143,8 @@ export class RunContextGuard implements ContextGuard {
     input: Parameters<typeof compactContext>[0],
   ): Promise<CompactionResult> {
     try {
+      // the compaction modules load on the first compaction: most runs (every short one-shot CLI turn) never compact
+      const { compactContext } = await import("./compaction.js");
       return await compactContext(input);
     } catch (err) {
       this.c.events.emit("compaction", {
