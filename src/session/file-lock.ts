@@ -39,8 +39,17 @@ export class FileSessionLock implements SessionLockPort {
 
   constructor(private readonly opts: FileSessionLockOptions) {}
 
+  /** sessionLockFile per key, remembered: a hash and a regex per turn otherwise (bounded like any per-key cache) */
+  private readonly paths = new Map<string, string>();
+
   lockPath(sessionKey: string): string {
-    return sessionLockFile(this.opts.stateDir, sessionKey);
+    let file = this.paths.get(sessionKey);
+    if (file === undefined) {
+      if (this.paths.size >= 10_000) this.paths.clear();
+      file = sessionLockFile(this.opts.stateDir, sessionKey);
+      this.paths.set(sessionKey, file);
+    }
+    return file;
   }
 
   async acquire(sessionKey: string, opts: SessionLockOptions = {}): Promise<SessionLockHandle> {

@@ -583,10 +583,11 @@ function reuseKept(resolved: string, entry: HeldLock, payload: WriteLockPayload)
   entry.idle?.();
   entry.idle = undefined;
   try {
-    const data = Buffer.from(serializePayload(payload));
-    fs.writeSync(entry.fd!, data, 0, data.length, 0);
+    // the payload is ASCII (JSON of numbers and a decimal starttime), so its length is its size in bytes
+    const data = serializePayload(payload);
+    fs.writeSync(entry.fd!, data, 0);
     // A shorter payload (a smaller maxHoldMs) would leave the old tail behind; one more syscall only then.
-    if (data.length < Buffer.byteLength(serializePayload(entry.payload))) fs.ftruncateSync(entry.fd!, data.length);
+    if (data.length < serializePayload(entry.payload).length) fs.ftruncateSync(entry.fd!, data.length);
     if (fs.statSync(entry.lockPath).ino === entry.ino) {
       entry.payload = payload;
       entry.refs = 1;
