@@ -14,7 +14,7 @@ import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
 import { composeNode } from "../../dist/node/compose.js";
 import { childOptions } from "../lib/child.mjs";
-import { startProfile } from "../lib/inspector-profile.mjs";
+import { startHeapSampling, startProfile } from "../lib/inspector-profile.mjs";
 import { benchConfig, noopTool } from "../lib/model.mjs";
 import { startLoopProbe } from "../lib/stream-loop-probe.mjs";
 
@@ -115,6 +115,14 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       stopLoopProbe = undefined;
       gcObserver.disconnect();
       answer({ loopDelayMs, gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 } });
+    } else if (line.startsWith("heap ")) {
+      // "heap <file>" / "heap-stop": allocation sampling of the load in between (metrics/turn-allocations.mjs)
+      void startHeapSampling(line.slice("heap ".length)).then((stopIt) => {
+        stopProfile = stopIt;
+        answer({ sampling: true });
+      });
+    } else if (line === "heap-stop") {
+      void stopProfile().then(() => answer({ sampled: true }));
     } else if (line === "profile-stop") {
       void stopProfile().then(() => answer({ profiled: true }));
     }

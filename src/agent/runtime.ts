@@ -306,6 +306,7 @@ export class AgentRuntime {
    */
   close(): Promise<void> {
     this.sandboxes.close();
+    this.bootstrap.clear();
     this.closing ??= this.runEvents.close();
     return this.closing;
   }

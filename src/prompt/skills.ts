@@ -276,9 +276,12 @@ export async function resolveSkillSnapshot(input: {
   /** True right after `/new` or `/reset`. */
   reset?: boolean;
   now?: Date;
+  /** the dirs' current fingerprint; default skillsFingerprint (a process passes its cached one, prompt/bootstrap-cache.ts) */
+  fingerprint?: (dirs: string[]) => Promise<string>;
 }): Promise<{ snapshot: SkillSnapshot; reused: boolean }> {
   const { previous, dirs } = input;
-  if (previous && !input.reset && !(await isSkillSnapshotStale(previous, dirs))) {
+  const current = input.fingerprint ?? skillsFingerprint;
+  if (previous && !input.reset && (await current(dirs)) === previous.fingerprint) {
     return { snapshot: previous, reused: true };
   }
   return { snapshot: await createSkillSnapshot(dirs, { now: input.now }), reused: false };

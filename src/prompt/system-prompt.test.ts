@@ -225,3 +225,22 @@ describe("prompt size with the starter workspace", () => {
     expect(bytes).toBeLessThan(6 * 1024);
   });
 });
+
+describe("the prompt of turn after turn", () => {
+  it("a workspace file edited, a file's list edited in place, or a tool added shows in the next turn's prompt", () => {
+    const list = files.map((f) => ({ ...f }));
+    const tools = builtinTools.slice(0, 2);
+    buildSystemPrompt({ ...base, bootstrapFiles: list, tools });
+
+    list[0] = { ...list[0], content: "# Rules\nBe very brief.\n" };
+    expect(buildSystemPrompt({ ...base, bootstrapFiles: list, tools })).toContain("Be very brief.");
+    // the same array edited in place (an agent:bootstrap hook's way)
+    list[1].content = "Ada likes coffee now.";
+    expect(buildSystemPrompt({ ...base, bootstrapFiles: list, tools })).toContain("Ada likes coffee now.");
+    tools.push(builtinTools[3]);
+    expect(buildSystemPrompt({ ...base, bootstrapFiles: list, tools })).toContain("- exec: Run a shell command");
+    // and back: nothing of the later turns stays
+    expect(buildSystemPrompt(base)).toBe(buildSystemPrompt({ ...base, bootstrapFiles: files.map((f) => ({ ...f })) }));
+    expect(buildSystemPrompt(base)).toContain("Ada likes tea.");
+  });
+});

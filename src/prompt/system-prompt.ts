@@ -56,7 +56,30 @@ function firstLine(text: string): string {
   return line.length > MAX_TOOL_LINE_CHARS ? `${line.slice(0, MAX_TOOL_LINE_CHARS - 1)}…` : line;
 }
 
-function tooling(tools: SystemPromptInput["tools"]): string {
+/**
+ * The last input and output of a section builder whose input is a list: a process builds the same tools and
+ * workspace-files sections turn after turn, so the section is rebuilt only when an item changed (compared field by
+ * field with ===, which is a pointer check for the same strings: no key is built). One entry: a second agent or
+ * workspace alternating with the first only costs what building it always cost.
+ */
+function lastOf<T>(same: (a: T, b: T) => boolean, build: (items: T[]) => string): (items: T[]) => string {
+  let lastItems: T[] | undefined;
+  let lastText = "";
+  return (items) => {
+    if (lastItems?.length === items.length && items.every((item, i) => same(item, lastItems![i]))) return lastText;
+    lastText = build(items);
+    // copied: a caller (the agent:bootstrap hook) may edit its own list after the turn
+    lastItems = items.map((item) => ({ ...item }));
+    return lastText;
+  };
+}
+
+const tooling = lastOf<SystemPromptInput["tools"][number]>(
+  (a, b) => a.name === b.name && a.description === b.description,
+  buildTooling,
+);
+
+function buildTooling(tools: SystemPromptInput["tools"]): string {
   if (tools.length === 0) return "## Tools\nNo tools are available in this run; answer from what you know.";
   const lines = tools.map((t) => {
     const d = firstLine(t.description);
@@ -79,7 +102,9 @@ function workspace(dir: string, withFiles: boolean): string {
 const SILENT_REPLY = `## Silent replies
 When nothing should be sent (e.g. a heartbeat with nothing to report), reply with exactly ${SILENT_REPLY_TOKEN} and nothing else. Never add ${SILENT_REPLY_TOKEN} to a real reply.`;
 
-function bootstrapContext(files: BootstrapFile[]): string {
+const bootstrapContext = lastOf<BootstrapFile>((a, b) => a.name === b.name && a.content === b.content, buildBootstrap);
+
+function buildBootstrap(files: BootstrapFile[]): string {
   if (files.length === 0) return "";
   const parts = ["# Workspace files"];
   // Only name files that are actually present: pointing the model at a missing SOUL.md invites it to invent one.

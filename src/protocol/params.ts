@@ -12,6 +12,7 @@ import { queueModes, reasoningLevels, thinkingLevels, verboseLevels } from "./en
 import { EXEC_APPROVAL_DECISIONS } from "./exec-approvals.js";
 import { ErrorCodes, type ErrorShape } from "./frames.js";
 import { ATTACHMENT_LIMITS, CRON_JOB_LIMITS, MAX_REPORTED_ISSUES } from "./limits.js";
+import { commonAgentParams, commonRequestFrame } from "./params-fast.js";
 import { AUDIT_ACTIONS, AUDIT_STATUSES } from "./payloads.js";
 
 const nonEmpty = z.string().min(1);
@@ -416,6 +417,15 @@ export function paramIssues(
   return { issues: out, more };
 }
 
+/**
+ * Schemas with a precompiled check of their common shape (protocol/params-fast.ts): what it accepts skips zod;
+ * everything else, and every error, goes through zod.
+ */
+const fastChecks = new Map<z.ZodType, (value: unknown) => unknown>([
+  [agentParamsSchema, commonAgentParams],
+  [requestFrameSchema, commonRequestFrame],
+]);
+
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: ErrorShape };
 
 /** Absent params mean `{}`: `health` and `sessions.list` need none. */
@@ -424,6 +434,8 @@ export function parseParams<S extends z.ZodType>(schema: S, raw: unknown): Parse
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: string): ParseResult<z.output<S>> {
+  const fast = fastChecks.get(schema)?.(value);
+  if (fast !== undefined) return { ok: true, value: fast as z.output<S> };
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return { ok: true, value: result.data };
   const { issues, more } = paramIssues(result.error, root);

@@ -11,7 +11,15 @@ export interface FileSessionLockOptions {
   /** where an invalid env override is reported */
   warn?: (message: string) => void;
   clock?: WriteLockClock;
+  /**
+   * How long a session's lock file outlives its last turn in this process, so back-to-back or queued turns of
+   * one session create and remove it once instead of per turn (another process waits up to this much longer).
+   */
+  keepIdleMs?: number;
 }
+
+/** Longer than a client's round trip between two turns, short enough that another process barely notices. */
+export const DEFAULT_KEEP_IDLE_MS = 50;
 
 /** The lock file of a session: beside the session data, one per session key, named so any key is a safe name. */
 export function sessionLockFile(stateDir: string, sessionKey: string): string {
@@ -31,8 +39,17 @@ export class FileSessionLock implements SessionLockPort {
 
   constructor(private readonly opts: FileSessionLockOptions) {}
 
+  /** sessionLockFile per key, remembered: a hash and a regex per turn otherwise (bounded like any per-key cache) */
+  private readonly paths = new Map<string, string>();
+
   lockPath(sessionKey: string): string {
-    return sessionLockFile(this.opts.stateDir, sessionKey);
+    let file = this.paths.get(sessionKey);
+    if (file === undefined) {
+      if (this.paths.size >= 10_000) this.paths.clear();
+      file = sessionLockFile(this.opts.stateDir, sessionKey);
+      this.paths.set(sessionKey, file);
+    }
+    return file;
   }
 
   async acquire(sessionKey: string, opts: SessionLockOptions = {}): Promise<SessionLockHandle> {
@@ -44,6 +61,7 @@ export class FileSessionLock implements SessionLockPort {
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.onWait ? { onWait: ({ holderPid }) => opts.onWait?.({ holderPid }) } : {}),
       ...(this.opts.clock ? { clock: this.opts.clock } : {}),
+      keepIdleMs: this.opts.keepIdleMs ?? DEFAULT_KEEP_IDLE_MS,
     });
     return { sessionKey, fencingToken: ++this.tokens, release: () => file.release() };
   }

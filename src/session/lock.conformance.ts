@@ -66,6 +66,19 @@ export function sessionLockConformance(
       await expect(t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 })).rejects.toThrow();
     });
 
+    it("back-to-back holds of one session by its owner each keep it exclusive, and it is free once idle", async () => {
+      const first = await t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 });
+      await first.release();
+      const second = await take(t.locks, "agent:main:one", 0);
+      await expect(t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 })).rejects.toThrow();
+      // the earlier turn's handle frees nothing of the later one's
+      await first.release();
+      await expect(t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 })).rejects.toThrow();
+      await second.release();
+      const third = await take(t.locks, "agent:main:one", 0);
+      expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
+    });
+
     // Skipped for a backend with no second owner in this process (the file lock: its other owner is another process,
     // and write-lock.test.ts covers these cases with real child processes).
     const twoOwners = (title: string, fn: (peer: SessionLockPort) => Promise<void>) =>
@@ -99,6 +112,21 @@ export function sessionLockConformance(
       held.push(b);
       expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
     });
+
+    twoOwners(
+      "a peer waiting through the owner's back-to-back holds gets the session once the owner is idle",
+      async (peer) => {
+        const a = await t.locks.acquire("agent:main:one");
+        const waiting = peer.acquire("agent:main:one", { acquireTimeoutMs: 60_000 });
+        await a.release();
+        // the owner's next turn, if the peer has not got in first
+        const b = await t.locks.acquire("agent:main:one", { acquireTimeoutMs: 0 }).catch(() => undefined);
+        await b?.release();
+        const c = await waiting;
+        held.push(c);
+        expect(c.sessionKey).toBe("agent:main:one");
+      },
+    );
 
     twoOwners("release is idempotent: a second release does not free the session for a third owner", async (peer) => {
       const a = await t.locks.acquire("agent:main:one");

@@ -493,6 +493,45 @@ describe("process exit and signals", () => {
   });
 });
 
+describe("a lock kept idle between turns", () => {
+  it("a process waiting for a session gets it once the holder has stayed idle, while the holder lives on", async () => {
+    const holder = await startHolder("hold", { KEEP_IDLE_MS: "200" });
+    holder.proc.stdin!.write("release\n");
+    expect(await holder.next()).toBe("released");
+    // released by its turn but kept: still the holder's file
+    expect(readPayload().pid).toBe(holder.proc.pid);
+
+    const handle = await acquireSessionWriteLock(lockPath, { acquireTimeoutMs: 10_000 });
+
+    expect(readPayload().pid).toBe(process.pid);
+    expect(holder.proc.exitCode).toBeNull();
+    await handle.release();
+  });
+
+  it("kill -9 of a process keeping its lock idle: the next writer takes it at once", async () => {
+    const holder = await startHolder("hold", { KEEP_IDLE_MS: "600000" });
+    holder.proc.stdin!.write("release\n");
+    expect(await holder.next()).toBe("released");
+    holder.proc.kill("SIGKILL");
+    await holder.exited;
+    expect(readPayload().pid).toBe(holder.proc.pid);
+
+    const handle = await acquireSessionWriteLock(lockPath, { acquireTimeoutMs: 0 });
+
+    expect(readPayload().pid).toBe(process.pid);
+    await handle.release();
+  });
+
+  it("a holder that exits while keeping its lock idle leaves no lock behind", async () => {
+    const holder = await startHolder("hold", { KEEP_IDLE_MS: "600000" });
+    holder.proc.stdin!.write("release\n");
+    expect(await holder.next()).toBe("released");
+    holder.proc.kill("SIGTERM");
+    await holder.exited;
+    expect(fs.existsSync(lockPath)).toBe(false);
+  });
+});
+
 describe("lock payload", () => {
   it.runIf(hasProc)("records pid, process start time, createdAt and maxHoldMs", async () => {
     const clock = fakeClock();

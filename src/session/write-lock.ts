@@ -32,6 +32,11 @@ export interface WriteLockClock {
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Runs `fn` after `ms` without keeping the process alive (the idle release of a kept lock); returns a cancel.
+   * Without it a kept lock is released at once, as if `keepIdleMs` were 0.
+   */
+  defer?(fn: () => void, ms: number): () => void;
 }
 
 export interface WriteLockOptions {
@@ -51,6 +56,12 @@ export interface WriteLockOptions {
   signal?: AbortSignal;
   /** Called once, the first time the lock is found held by someone else (so a caller can say what it waits for). */
   onWait?: (info: { holderPid?: number; lockPath: string }) => void;
+  /**
+   * After the last release, keep the file this long (on the clock's `defer`) so that this process's next acquire
+   * of the same path reuses it instead of creating and removing a file per turn. Another process waits that much
+   * longer for a session this one just finished with; the process's exit and signal cleanup still removes it.
+   */
+  keepIdleMs?: number;
 }
 
 export interface WriteLockHandle {
@@ -116,6 +127,11 @@ export const systemWriteLockClock: WriteLockClock = {
       }, ms);
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
+  defer: (fn, ms) => {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
 };
 
 function parseTimeoutValue(raw: string): number | undefined {
@@ -220,6 +236,11 @@ interface HeldLock {
   lockPath: string;
   payload: WriteLockPayload;
   refs: number;
+  /** Open on the lock file while it may be kept idle: a reuse rewrites the payload through it, never another's file. */
+  fd?: number;
+  ino?: number;
+  /** Set while no handle holds the lock and the file is kept for a next acquire: cancels the idle release. */
+  idle?: () => void;
 }
 
 const held = new Map<string, HeldLock>();
@@ -267,6 +288,9 @@ function releaseAllSync(): void {
   held.clear();
   syncHandlers();
   for (const entry of entries) {
+    entry.idle?.();
+    entry.idle = undefined;
+    closeKept(entry);
     const guard = guardPath(entry.lockPath);
     let haveGuard = false;
     try {
@@ -406,7 +430,12 @@ function staleReason(
 
 // ---- acquire / release ---------------------------------------------------------------------------------------
 
-async function tryCreate(lockPath: string, resolved: string, payload: WriteLockPayload): Promise<boolean> {
+async function tryCreate(
+  lockPath: string,
+  resolved: string,
+  payload: WriteLockPayload,
+  keep: boolean,
+): Promise<boolean> {
   // Synchronous on purpose: this runs on every turn, and three tiny syscalls cost far less than three thread-pool
   // round trips. No fsync: other processes read the payload through the page cache, and after a machine crash
   // every recorded pid is dead, so the lock is reclaimable whether or not the payload reached the disk.
@@ -427,11 +456,15 @@ async function tryCreate(lockPath: string, resolved: string, payload: WriteLockP
   }
   // Registered before the payload is written: another acquire in this process must already see it as held,
   // and our own staleness check must not mistake the file for an unregistered leftover.
-  held.set(resolved, { lockPath, payload, refs: 1 });
+  const entry: HeldLock = { lockPath, payload, refs: 1 };
+  held.set(resolved, entry);
   syncHandlers();
   try {
     fs.writeSync(fd, serializePayload(payload));
-    fs.closeSync(fd);
+    if (keep) {
+      entry.fd = fd;
+      entry.ino = fs.fstatSync(fd).ino;
+    } else fs.closeSync(fd);
   } catch (err) {
     try {
       fs.closeSync(fd);
@@ -482,6 +515,7 @@ function makeHandle(
   entry: HeldLock,
   clock: WriteLockClock,
   staleMalformedMs: number,
+  keepIdleMs: number,
 ) {
   let released = false;
   const handle: WriteLockHandle = {
@@ -491,12 +525,81 @@ function makeHandle(
       released = true;
       entry.refs -= 1;
       if (entry.refs > 0) return;
-      if (held.get(resolved) === entry) held.delete(resolved);
-      syncHandlers();
-      if (!removeOwnSync(entry)) await removeOwn(entry, clock, staleMalformedMs);
+      const idleFor = keepIdleFor(entry, clock, keepIdleMs);
+      if (idleFor > 0 && clock.defer && entry.fd !== undefined) {
+        // Kept for the next turn of this session; released for good once it has stayed idle.
+        entry.idle = clock.defer(() => {
+          if (entry.idle === undefined) return;
+          entry.idle = undefined;
+          void releaseFile(resolved, entry, clock, staleMalformedMs).catch(() => {});
+        }, idleFor);
+        return;
+      }
+      await releaseFile(resolved, entry, clock, staleMalformedMs);
     },
   };
   return handle;
+}
+
+/** Margin kept below the file's hold bound: a kept lock must never look overdue to a waiter in another process. */
+const KEEP_MARGIN_MS = 1_000;
+
+/** How long a released lock may stay kept: never to within KEEP_MARGIN_MS of the bound its file records. */
+function keepIdleFor(entry: HeldLock, clock: WriteLockClock, keepIdleMs: number): number {
+  if (!(keepIdleMs > 0)) return 0;
+  if (entry.payload.maxHoldMs === null) return keepIdleMs;
+  const left = entry.payload.createdAt + entry.payload.maxHoldMs - KEEP_MARGIN_MS - clock.now();
+  return Math.min(keepIdleMs, left);
+}
+
+async function releaseFile(
+  resolved: string,
+  entry: HeldLock,
+  clock: WriteLockClock,
+  staleMalformedMs: number,
+): Promise<void> {
+  if (held.get(resolved) === entry) held.delete(resolved);
+  syncHandlers();
+  closeKept(entry);
+  if (!removeOwnSync(entry)) await removeOwn(entry, clock, staleMalformedMs);
+}
+
+function closeKept(entry: HeldLock): void {
+  if (entry.fd === undefined) return;
+  try {
+    fs.closeSync(entry.fd);
+  } catch {
+    // already closed; nothing held by it any more
+  }
+  entry.fd = undefined;
+}
+
+/**
+ * A kept (idle) lock taken again by this process: its payload is rewritten through the descriptor with the new
+ * hold's start and bound, then the path is checked to still name that file. Returns false, having dropped the
+ * entry, when the file is no longer ours (removed or replaced); the caller then acquires as usual.
+ */
+function reuseKept(resolved: string, entry: HeldLock, payload: WriteLockPayload): boolean {
+  entry.idle?.();
+  entry.idle = undefined;
+  try {
+    // the payload is ASCII (JSON of numbers and a decimal starttime), so its length is its size in bytes
+    const data = serializePayload(payload);
+    fs.writeSync(entry.fd!, data, 0);
+    // A shorter payload (a smaller maxHoldMs) would leave the old tail behind; one more syscall only then.
+    if (data.length < serializePayload(entry.payload).length) fs.ftruncateSync(entry.fd!, data.length);
+    if (fs.statSync(entry.lockPath).ino === entry.ino) {
+      entry.payload = payload;
+      entry.refs = 1;
+      return true;
+    }
+  } catch {
+    // removed under us (the state dir wiped): fall through to a fresh acquire
+  }
+  closeKept(entry);
+  if (held.get(resolved) === entry) held.delete(resolved);
+  syncHandlers();
+  return false;
 }
 
 async function removeOwn(entry: HeldLock, clock: WriteLockClock, staleMalformedMs: number): Promise<void> {
@@ -518,14 +621,25 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
   const staleMalformedMs = opts.staleMalformedMs ?? DEFAULT_STALE_MALFORMED_MS;
   const acquireTimeoutMs = opts.acquireTimeoutMs ?? resolveAcquireTimeoutMs();
   const maxHoldMs = opts.maxHoldMs ?? DEFAULT_MAX_HOLD_MS;
+  const keepIdleMs = opts.keepIdleMs ?? 0;
   const resolved = path.resolve(lockPath);
+  const newPayload = (): WriteLockPayload => ({
+    pid: process.pid,
+    starttime: currentProcessIdentity().starttime,
+    createdAt: clock.now(),
+    maxHoldMs: Number.isFinite(maxHoldMs) ? maxHoldMs : null,
+  });
 
+  const kept = held.get(resolved);
+  if (kept?.idle !== undefined && reuseKept(resolved, kept, newPayload())) {
+    return makeHandle(lockPath, resolved, kept, clock, staleMalformedMs, keepIdleMs);
+  }
   const existing = held.get(resolved);
   if (existing !== undefined) {
     // Waiting would deadlock: the holder is (typically) our own caller further up the stack.
     if (!opts.allowReentrant) throw new ReentrantLockError(lockPath);
     existing.refs += 1;
-    return makeHandle(lockPath, resolved, existing, clock, staleMalformedMs);
+    return makeHandle(lockPath, resolved, existing, clock, staleMalformedMs, keepIdleMs);
   }
 
   const dir = path.dirname(resolved);
@@ -540,14 +654,8 @@ export async function acquireSessionWriteLock(lockPath: string, opts: WriteLockO
 
   for (;;) {
     opts.signal?.throwIfAborted();
-    const payload: WriteLockPayload = {
-      pid: process.pid,
-      starttime: currentProcessIdentity().starttime,
-      createdAt: clock.now(),
-      maxHoldMs: Number.isFinite(maxHoldMs) ? maxHoldMs : null,
-    };
-    if (await tryCreate(lockPath, resolved, payload)) {
-      return makeHandle(lockPath, resolved, held.get(resolved)!, clock, staleMalformedMs);
+    if (await tryCreate(lockPath, resolved, newPayload(), keepIdleMs > 0 && clock.defer !== undefined)) {
+      return makeHandle(lockPath, resolved, held.get(resolved)!, clock, staleMalformedMs, keepIdleMs);
     }
     if (held.has(resolved)) {
       // Another task of this process got it while we were waiting. It is a concurrent writer, not our
@@ -588,7 +696,17 @@ export async function withSessionWriteLock<T>(
   }
 }
 
-/** Paths this process holds right now; for diagnostics. */
+/** Paths this process holds right now, kept idle ones included (their files exist); for diagnostics. */
 export function heldSessionWriteLocks(): string[] {
   return [...held.values()].map((entry) => entry.lockPath);
+}
+
+/** Releases now every lock kept idle (a runtime closing, a test's cleanup); held ones stay with their holders. */
+export async function releaseIdleSessionWriteLocks(clock: WriteLockClock = systemWriteLockClock): Promise<void> {
+  for (const [resolved, entry] of [...held]) {
+    if (entry.idle === undefined) continue;
+    entry.idle();
+    entry.idle = undefined;
+    await releaseFile(resolved, entry, clock, DEFAULT_STALE_MALFORMED_MS);
+  }
 }

@@ -345,7 +345,13 @@ async function sessionSkills(
       previous = undefined;
     }
   }
-  const { snapshot, reused } = await resolveSkillSnapshot({ previous, dirs, reset, now: new Date(rt.clock.now()) });
+  const { snapshot, reused } = await resolveSkillSnapshot({
+    previous,
+    dirs,
+    reset,
+    now: new Date(rt.clock.now()),
+    fingerprint: (d) => rt.bootstrap.skillsFingerprint(d),
+  });
   if (!reused) {
     for (const w of snapshot.warnings) rt.logger.warn(w);
     await rt.store.updateSession(sessionKey, { skillsSnapshot: JSON.stringify(snapshot) });
