@@ -880,6 +880,9 @@ describe("runs and providers", () => {
       createdAt: Date.now(),
       maxHoldMs: null,
     };
+    // Another process takes a lock by creating a new file (this process may still keep its own for a moment after
+    // the first run: session/write-lock.ts keepIdleMs), so the holder's file replaces ours rather than overwriting it.
+    fs.rmSync(lockPath, { force: true });
     fs.writeFileSync(lockPath, JSON.stringify(holder));
     const { final } = await h.run();
     expect(final.status).toBe("error");
