@@ -1,5 +1,5 @@
 // Where a gateway's memory goes between turn 0 and turn 1,000 (100 sessions × 10 turns, as the gateway.rss row).
-//   node bench/metrics/gateway-memory.mjs [dir]     (after `npm run build`; starts its own fake model and gateway host)
+//   node bench/metrics/gateway-memory.mjs [dir] [--no-diff]   (after `npm run build`; starts its own fake model and gateway host)
 // Prints, for a gateway host after its first turn and after the 1,000, RSS split into V8's heap (by space), external / array buffers and the rest
 // (code, native: SQLite's page cache, malloc arenas), the RSS's anonymous / file-backed split from /proc, and the top
 // of the heap diff by constructor (bench/lib/heap-diff.mjs) of snapshots a second host writes at the same two points
@@ -12,7 +12,10 @@ import { rssOf } from "../lib/gateway.mjs";
 import { startGatewayHost } from "../lib/gateway-metrics.mjs";
 import { heapDiff } from "../lib/heap-diff.mjs";
 
-const dir = process.argv[2] ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-gw-mem-"));
+// --no-diff: the split only (one gateway), for comparing settings
+const noDiff = process.argv.includes("--no-diff");
+const dir =
+  process.argv.slice(2).find((a) => !a.startsWith("--")) ?? fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-gw-mem-"));
 fs.mkdirSync(dir, { recursive: true });
 const sessions = 100;
 const turns = 10;
@@ -113,19 +116,21 @@ try {
     await host.stop();
   }
   // 2. the heap diff, on a second gateway doing the same turns
-  const snap = await startGatewayHost(model.baseUrl, { execArgv: ["--expose-gc"] });
-  try {
-    await runTurns(snap.url, 1, 1);
-    await snap.command(`heap ${path.join(dir, "turn0.heapsnapshot")}`);
-    await runTurns(snap.url, sessions, turns);
-    await snap.command(`heap ${path.join(dir, "turn1000.heapsnapshot")}`);
-  } finally {
-    await snap.stop();
+  if (!noDiff) {
+    const snap = await startGatewayHost(model.baseUrl, { execArgv: ["--expose-gc"] });
+    try {
+      await runTurns(snap.url, 1, 1);
+      await snap.command(`heap ${path.join(dir, "turn0.heapsnapshot")}`);
+      await runTurns(snap.url, sessions, turns);
+      await snap.command(`heap ${path.join(dir, "turn1000.heapsnapshot")}`);
+    } finally {
+      await snap.stop();
+    }
+    console.log(`heap diff, top 20 by bytes (turn 0 → turn ${sessions * turns}; snapshots in ${dir}):`);
+    const diff = heapDiff(path.join(dir, "turn0.heapsnapshot"), path.join(dir, "turn1000.heapsnapshot"));
+    for (const r of diff.slice(0, 20))
+      console.log(`${String(r.bytes).padStart(10)} B ${String(r.count).padStart(8)}  ${r.name}`);
   }
-  console.log(`heap diff, top 20 by bytes (turn 0 → turn ${sessions * turns}; snapshots in ${dir}):`);
-  const diff = heapDiff(path.join(dir, "turn0.heapsnapshot"), path.join(dir, "turn1000.heapsnapshot"));
-  for (const r of diff.slice(0, 20))
-    console.log(`${String(r.bytes).padStart(10)} B ${String(r.count).padStart(8)}  ${r.name}`);
 } finally {
   await model.stop();
 }
