@@ -9,6 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
+import v8 from "node:v8";
 import { parseConfig } from "../../dist/config/index.js";
 import { startGateway } from "../../dist/gateway/index.js";
 import { createLogger } from "../../dist/infra/logger.js";
@@ -72,7 +73,8 @@ async function stop() {
   process.exit(0);
 }
 // Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
-// full GC if exposed. "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
+// full GC if exposed. "heap <file>": write a heap snapshot there.
+// "spaces" / "spaces-nogc": the memory split and V8's heap by space (after a full GC / without one). "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
 // "loop-start" / "loop-stop": how late the event loop ran a 5 ms timer (stream-loop-probe.mjs) and the time spent
 // in GC between the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
 let input = "";
@@ -99,6 +101,18 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       void node.store
         .listSessions({ limit: 1e9 })
         .then((s) => answer({ mem: process.memoryUsage(), sessions: s.length }));
+    } else if (line.startsWith("heap ")) {
+      // a heap snapshot, to compare two with bench/lib/heap-diff.mjs
+      globalThis.gc?.();
+      v8.writeHeapSnapshot(line.slice("heap ".length));
+      answer({ heap: true });
+    } else if (line === "spaces" || line === "spaces-nogc") {
+      // V8's heap by space beside the process's split, after a full GC unless told not to
+      if (line === "spaces") globalThis.gc?.();
+      const spaces = Object.fromEntries(
+        v8.getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]),
+      );
+      answer({ mem: process.memoryUsage(), spaces });
     } else if (line.startsWith("profile ")) {
       void startProfile(line.slice("profile ".length)).then((stopIt) => {
         stopProfile = stopIt;

@@ -69,4 +69,67 @@ describe("session history between turns", () => {
     (await cache.load(new SqliteStoreAdapter(s), "k")).messages.push({ role: "user", content: "not stored" });
     expect((await cache.load(new SqliteStoreAdapter(s), "k")).messages).toHaveLength(1);
   });
+
+  it("holds a bounded number of sessions and characters however many sessions a gateway serves, each history still whole", async () => {
+    const s = open(file());
+    const store = new SqliteStoreAdapter(s);
+    const cache = new HistoryCache({ maxSessions: 20, maxChars: 2_000 });
+    for (let turn = 0; turn < 3; turn++) {
+      for (let i = 0; i < 200; i++) {
+        const key = `s-${i}`;
+        if (turn === 0) s.ensureSession(key, "main", 1);
+        user(s, key, `turn ${turn} of session ${i}`);
+        const loaded = await cache.load(store, key);
+        expect(loaded.messages.map((m) => m.content)).toEqual(
+          Array.from({ length: turn + 1 }, (_, t) => `turn ${t} of session ${i}`),
+        );
+        expect(cache.size.sessions).toBeLessThanOrEqual(20);
+        expect(cache.size.chars).toBeLessThanOrEqual(2_000);
+      }
+    }
+    // the bound is reached, not just never approached
+    expect(cache.size.sessions).toBeGreaterThan(10);
+  });
+
+  it("lets go of a session's history once it sat idle, and reads it whole again on its next turn", async () => {
+    const s = open(file());
+    const store = new SqliteStoreAdapter(s);
+    let now = 1_000;
+    const cache = new HistoryCache({ idleMs: 60_000, clock: { now: () => now } });
+    s.ensureSession("idle", "main", 1);
+    s.ensureSession("busy", "main", 1);
+    user(s, "idle", "one");
+    await cache.load(store, "idle");
+    now += 30_000;
+    user(s, "busy", "b");
+    await cache.load(store, "busy");
+    expect(cache.size.sessions).toBe(2);
+    now += 30_000;
+    // "idle" was last used 60 s ago: another session's turn drops it, "busy" (30 s) stays
+    await cache.load(store, "busy");
+    expect(cache.size.sessions).toBe(1);
+    user(s, "idle", "two");
+    expect((await cache.load(store, "idle")).messages.map((m) => m.content)).toEqual(["one", "two"]);
+    expect(cache.size.sessions).toBe(2);
+  });
+
+  it("keeps the character count right when a session is forgotten or reset", async () => {
+    const s = open(file());
+    const store = new SqliteStoreAdapter(s);
+    const cache = new HistoryCache();
+    s.ensureSession("k", "main", 1);
+    user(s, "k", "some text");
+    await cache.load(store, "k");
+    user(s, "k", "more text");
+    await cache.load(store, "k");
+    const chars = cache.size.chars;
+    expect(chars).toBeGreaterThan(0);
+    s.resetSession("k", 2, "/new");
+    await cache.load(store, "k");
+    expect(cache.size.chars).toBe(0);
+    user(s, "k", "again");
+    await cache.load(store, "k");
+    cache.forget("k");
+    expect(cache.size).toEqual({ sessions: 0, chars: 0 });
+  });
 });

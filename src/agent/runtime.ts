@@ -152,10 +152,11 @@ export class AgentRuntime {
   readonly internalHooks: InternalHookRegistry;
   readonly hookLogger: HookLogger;
   private initialized?: Promise<void>;
-  /** Per-session history between turns (reads only new rows) and stat-checked bootstrap files. */
-  readonly history = new HistoryCache();
+  /** Per-session history between turns (reads only new rows), bounded and evicted on idle by the runtime's clock. */
+  readonly history: HistoryCache;
   /** session created / reset / deleted / patched, transcript messages appended (infra/session-events.ts) */
   readonly sessionEvents = new SessionEvents();
+  /** stat-checked bootstrap files, per workspace */
   readonly bootstrap = new BootstrapCache();
   /** new / reset / delete of a session, for /new and /reset, the sessions.* methods and cron alike */
   readonly sessionLifecycle: SessionLifecycle;
@@ -183,6 +184,7 @@ export class AgentRuntime {
     this.stateDir = opts.stateDir;
     this.store = opts.store;
     this.clock = opts.clock ?? systemClock;
+    this.history = new HistoryCache({ clock: this.clock });
     const coalesceMs = this.config.agents.defaults.streamCoalesceMs;
     // about one phase per 10 ms of the period: at the default 40 ms, four bursts a period of a quarter of the runs
     this.streamBeat =
