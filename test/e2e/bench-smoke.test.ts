@@ -60,6 +60,8 @@ const EXPECTED_METRICS = [
       (m) => `postgres.n${n}.${m}`,
     ),
   ),
+  "postgres.cpu.node.growth",
+  "postgres.cpu.node.net.growth",
 ];
 
 interface MetricRow {
