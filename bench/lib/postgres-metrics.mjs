@@ -256,7 +256,23 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
       out.notify = { ...notify, perTurn: notify.notifications / totalTurns };
     }
     if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
-    else if (postgres)
+    if (postgres && nodes === POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1]) {
+      // issue 33: what a node spends on the other nodes' turns alone. Every session on node 1 (fresh sessions, so
+      // node 1 owns them): the other nodes have no client, and their CPU over the run is what the fleet costs them
+      const by0 = hosts.map((h) => cpuMsOf(h.pid));
+      const by = await runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "throughput", urls: [hosts[0].url], sessions: work.sessions, turns: work.turns, repeats: 1 },
+        { verbose, timeoutMs: 600_000 },
+      ).catch((err) => ({ error: err.message.split("\n")[0] }));
+      const fleetTurns = work.sessions * (1 + work.turns);
+      if (by.error) out.bystanderError = by.error;
+      else {
+        const used = hosts.map((h, i) => cpuMsOf(h.pid) - by0[i]);
+        out.busyNodeCpuMsPerTurn = used[0] / fleetTurns;
+        out.bystanderCpuMsPerFleetTurn = used.slice(1).map((ms) => ms / fleetTurns);
+      }
+    } else if (postgres)
       out.postgresCpuUnavailable = db?.name
         ? "the server's processes are not readable in /proc here"
         : "no database of the bench's own (CREATEDB refused)";
@@ -431,6 +447,14 @@ export function postgresRows(res, row) {
     unit: `× (${round(many, 2)} / ${round(one, 2)} ms)`,
     digits: 2,
     reason: na ?? (one && many ? undefined : "a configuration failed"),
+  });
+  const last = res.configs?.[most] ?? {};
+  row({
+    id: "postgres.bystander",
+    metric: `Postgres, ${most} nodes, every client on node 1: CPU a node with no client spends per turn of node 1 (what it does for the others' runs; the highest shown)`,
+    value: last.bystanderCpuMsPerFleetTurn ? Math.max(...last.bystanderCpuMsPerFleetTurn) : undefined,
+    unit: `ms (node 1: ${round(last.busyNodeCpuMsPerTurn, 2)} ms per turn)`,
+    reason: na ?? last.error ?? last.bystanderError,
   });
   row({
     id: "postgres.cpu.node.net.growth",

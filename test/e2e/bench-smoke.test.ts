@@ -62,6 +62,7 @@ const EXPECTED_METRICS = [
   ),
   "postgres.cpu.node.growth",
   "postgres.cpu.node.net.growth",
+  "postgres.bystander",
 ];
 
 interface MetricRow {
