@@ -89,7 +89,16 @@ const plan = quick
       gwThroughputRepeats: 1,
       gwBig: { sessions: 10, turns: 3 },
       gwRss: { sessions: 10, turns: 10 },
-      postgres: { sessions: 6, turns: 2, repeats: 1, latencyTurns: 10, warmup: 3, commitProbes: 20, statsWaitMs: 1200 },
+      postgres: {
+        sessions: 6,
+        turns: 2,
+        repeats: 1,
+        latencyTurns: 10,
+        warmup: 3,
+        commitProbes: 20,
+        statsWaitMs: 1200,
+        idleMs: 500,
+      },
       stream: {
         levels: [5, 20],
         tokens: 400,

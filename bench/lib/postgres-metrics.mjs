@@ -193,6 +193,13 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     if (lat.error) out.error = lat.error;
     else out.turnP50 = lat.turnMs.p50;
 
+    // each node's CPU with no turn running (beats, lease renewals, sweeps): a fixed cost per second, which the
+    // per-turn figures spread over fewer turns per node as nodes are added on this shared machine
+    const idleMs = work.idleMs ?? 3000;
+    const idle0 = hosts.map((h) => cpuMsOf(h.pid));
+    await new Promise((r) => setTimeout(r, idleMs));
+    out.nodeIdleCpuMsPerSecond = hosts.map((h, i) => ((cpuMsOf(h.pid) - idle0[i]) * 1000) / idleMs);
+
     const probe = postgres ? await startNotifyProbe(postgres.url, postgres.schema).catch(() => undefined) : undefined;
     const pgstats = () => Promise.all(hosts.map((h) => h.command("pgstats").then((l) => l.pg)));
     const stats0 = postgres ? await pgstats() : undefined;
@@ -200,6 +207,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     const commits0 = postgres ? await commitsSoFar(adminUrl, db?.name, work.statsWaitMs) : undefined;
     const pg0 = postgres ? await backendCpu(adminUrl, db?.name) : undefined;
     let tp;
+    const tpStart = performance.now();
     try {
       tp = await runMetricChild(
         "metrics/gateway-client.mjs",
@@ -219,6 +227,7 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
       return out;
     }
     const cpuMs = hosts.map((h, i) => cpuMsOf(h.pid) - cpu0[i]);
+    const tpSeconds = (performance.now() - tpStart) / 1000;
     const stats1 = postgres ? await pgstats() : undefined;
     const notify = await probe?.stop().catch(() => undefined);
     const pgMs = postgres ? cpuBetween(pg0, await backendCpu(adminUrl, db?.name)) : undefined;
@@ -231,6 +240,10 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
     out.turnsPerSecond = tp.turnsPerSecond;
     out.rates = tp.rates;
     out.nodeCpuMsPerTurn = hosts.map((_, n) => cpuMs[n] / turnsOf(n));
+    // what the turns themselves cost a node: its CPU over the run less its idle rate over the run's length
+    out.nodeNetCpuMsPerTurn = hosts.map(
+      (_, n) => Math.max(0, cpuMs[n] - out.nodeIdleCpuMsPerSecond[n] * tpSeconds) / turnsOf(n),
+    );
     out.cpuMsPerTurn = cpuMs.reduce((a, b) => a + b, 0) / totalTurns;
     if (commits0 !== undefined && commits1 !== undefined) out.commitsPerTurn = (commits1 - commits0) / totalTurns;
     if (stats0 && stats1) {
@@ -243,7 +256,23 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
       out.notify = { ...notify, perTurn: notify.notifications / totalTurns };
     }
     if (pgMs !== undefined) out.postgresCpuMsPerTurn = pgMs / totalTurns;
-    else if (postgres)
+    if (postgres && nodes === POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1]) {
+      // issue 33: what a node spends on the other nodes' turns alone. Every session on node 1 (fresh sessions, so
+      // node 1 owns them): the other nodes have no client, and their CPU over the run is what the fleet costs them
+      const by0 = hosts.map((h) => cpuMsOf(h.pid));
+      const by = await runMetricChild(
+        "metrics/gateway-client.mjs",
+        { mode: "throughput", urls: [hosts[0].url], sessions: work.sessions, turns: work.turns, repeats: 1 },
+        { verbose, timeoutMs: 600_000 },
+      ).catch((err) => ({ error: err.message.split("\n")[0] }));
+      const fleetTurns = work.sessions * (1 + work.turns);
+      if (by.error) out.bystanderError = by.error;
+      else {
+        const used = hosts.map((h, i) => cpuMsOf(h.pid) - by0[i]);
+        out.busyNodeCpuMsPerTurn = used[0] / fleetTurns;
+        out.bystanderCpuMsPerFleetTurn = used.slice(1).map((ms) => ms / fleetTurns);
+      }
+    } else if (postgres)
       out.postgresCpuUnavailable = db?.name
         ? "the server's processes are not readable in /proc here"
         : "no database of the bench's own (CREATEDB refused)";
@@ -378,7 +407,7 @@ export function postgresRows(res, row) {
     });
     row({
       id: `postgres.n${n}.notify`,
-      metric: `${nodes}: NOTIFY per turn (the pointers every node's LISTEN connection receives; per second, a listener's CPU per notification and the lag in the text)`,
+      metric: `${nodes}: NOTIFY per turn on the node-level channel (what every node receives, also one whose clients follow nothing; session channels not counted; per second, a listener's CPU per notification and the lag in the text)`,
       value: c.notify?.perTurn,
       unit: c.notify
         ? `notifications (${Math.round(c.notify.perSecond)}/s, ${round(c.notify.cpuUsPerNotification, 0)} µs CPU each, LISTEN lag p50 ${round(c.notify.lagMs.p50, 2)} ms p99 ${round(c.notify.lagMs.p99, 2)} ms)`
@@ -395,6 +424,46 @@ export function postgresRows(res, row) {
       reason: why ?? (c.commitsPerTurn === undefined ? "no database of the bench's own (CREATEDB refused)" : undefined),
     });
   }
+  // issue 33: a node's cost per turn must not grow with the fleet (what it does for the other nodes' runs)
+  const most = POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1];
+  const highest = (n) => {
+    const per = res.configs?.[n]?.nodeCpuMsPerTurn;
+    return per?.length ? Math.max(...per) : undefined;
+  };
+  const [one, many] = [highest(1), highest(most)];
+  const highestNet = (n) => {
+    const per = res.configs?.[n]?.nodeNetCpuMsPerTurn;
+    return per?.length ? Math.max(...per) : undefined;
+  };
+  const idle = (n) => {
+    const per = res.configs?.[n]?.nodeIdleCpuMsPerSecond;
+    return per?.length ? Math.max(...per) : undefined;
+  };
+  const [oneNet, manyNet] = [highestNet(1), highestNet(most)];
+  row({
+    id: "postgres.cpu.node.growth",
+    metric: `Postgres: highest node CPU per turn at ${most} nodes ÷ at 1 node (issue 33 target ≤ 1.2)`,
+    value: one && many ? many / one : undefined,
+    unit: `× (${round(many, 2)} / ${round(one, 2)} ms)`,
+    digits: 2,
+    reason: na ?? (one && many ? undefined : "a configuration failed"),
+  });
+  const last = res.configs?.[most] ?? {};
+  row({
+    id: "postgres.bystander",
+    metric: `Postgres, ${most} nodes, every client on node 1: CPU a node with no client spends per turn of node 1 (what it does for the others' runs; the highest shown)`,
+    value: last.bystanderCpuMsPerFleetTurn ? Math.max(...last.bystanderCpuMsPerFleetTurn) : undefined,
+    unit: `ms (node 1: ${round(last.busyNodeCpuMsPerTurn, 2)} ms per turn)`,
+    reason: na ?? last.error ?? last.bystanderError,
+  });
+  row({
+    id: "postgres.cpu.node.net.growth",
+    metric: `Postgres: the same, each node's idle CPU (beats, leases, sweeps; measured before the load) taken out (issue 33 target ≤ 1.2)`,
+    value: oneNet && manyNet ? manyNet / oneNet : undefined,
+    unit: `× (${round(manyNet, 2)} / ${round(oneNet, 2)} ms; idle ${round(idle(most), 1)} / ${round(idle(1), 1)} ms CPU per second)`,
+    digits: 2,
+    reason: na ?? (oneNet && manyNet ? undefined : "a configuration failed"),
+  });
 }
 
 /**

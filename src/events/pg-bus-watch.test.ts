@@ -50,6 +50,9 @@ describe.skipIf(!testPostgresUrl)("following only what is watched (three nodes, 
   it("a node whose clients follow nothing reads no event of another node's run; a node whose client watches the session gets every event in order", async () => {
     const onB: AgentEvent[] = [];
     const onC: AgentEvent[] = [];
+    // what C's LISTEN connection receives at all (the test's own settle markers aside)
+    const receivedByC: string[] = [];
+    const offC = c.notifier.subscribe((p) => p.k !== "sync" && receivedByC.push(`${p.k} ${p.runId}`));
     b.bus.subscribe((ev) => onB.push(ev));
     c.bus.subscribe((ev) => onC.push(ev)); // the gateway's broadcaster: always there, follows nothing by itself
     const releaseB = b.bus.watchSession("watched");
@@ -65,16 +68,22 @@ describe.skipIf(!testPostgresUrl)("following only what is watched (three nodes, 
     );
     expect(cStats).toEqual({ reads: 0, events: 0, following: 0 });
     expect(onC).toEqual([]);
+    // not one pointer per stored batch: the run's start and end notices only (the batches go to the session's channel)
+    offC();
+    expect(receivedByC).toEqual(["rs run-watched", "end run-watched", "rs run-other", "end run-other"]);
+    expect(c.bus.listenedSessions()).toBe(0);
 
     expect(onB.map((e) => JSON.stringify(e))).toEqual(watched.map((e) => JSON.stringify(e)));
     expect(bStats.events).toBe(watched.length);
     expect(bStats.following).toBe(0); // the run ended: nothing is read for it any more
 
-    // the watch released, a new run of that session is not read either
+    // the watch released, a new run of that session is not read either, and B stops listening to its channel
+    expect(b.bus.listenedSessions()).toBe(1);
     releaseB();
     await runOnA("run-later", "watched", 2);
     expect(b.bus.followStats().reads).toBe(bStats.reads);
     expect(onB.some((e) => e.runId === "run-later")).toBe(false);
+    expect(b.bus.listenedSessions()).toBe(0);
   });
 
   it("a node that follows nothing still hears, from the pointers alone, that another node's run started and ended in a session (sessions.changed status), also for an adopted run", async () => {

@@ -53,6 +53,8 @@ export async function openBusNode(
  */
 export async function settleNodes(nodes: BusNode[]): Promise<void> {
   for (const n of nodes) await n.writer.flush();
+  // the end notices of runs ended so far go out after their flush: before the marker, so it comes after them
+  for (const n of nodes) await n.bus.idle();
   const id = `${Date.now()}-${Math.random()}`;
   const heard = nodes.map(
     (n) =>

@@ -3,7 +3,13 @@
  *
  * Local runs (the ones this node emits) behave exactly as on the in-process bus: numbered here, delivered
  * synchronously to every listener. Their events reach the other nodes through the store: the run-event writer stores
- * them in batches and `appendRunEvents` announces each batch with a pointer `{k: "ev", runId, seq}` at COMMIT.
+ * them in batches and `appendRunEvents` announces each batch with a pointer `{k: "ev", runId, seq, sessionKey}` at
+ * COMMIT on the session's own channel (notifier.ts `sessionChannel`), and the run's first batch once more with
+ * `{k: "rs", ...}` on the node-level channel that every node hears.
+ *
+ * Channels (issue 33): a node LISTENs to a session's channel only while it follows one of the session's runs or a
+ * client here watches the session, so a node whose clients follow nothing receives one `rs` and one `end` per run of
+ * the fleet, not every batch; its CPU per turn does not grow with the number of nodes.
  *
  * Runs executing on other nodes are heard through those pointers: the node reads `run_events` after the last seq it
  * delivered (RunEventFollower) and hands each event, with its original seq and stored wire JSON, to the `subscribe`
@@ -30,14 +36,14 @@
 import { addKeyedListener } from "../infra/keyed-listeners.js";
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
 // types only at load: the driver (pg) is loaded by start(), so a SQLite process that loads the runtime never pays for it
-import type { NotifyPointer, notify, PgNotifier } from "../storage/postgres/notifier.js";
+import type { NotifyPointer, notify, PgNotifier, sessionChannel } from "../storage/postgres/notifier.js";
 import type { Queryable } from "../storage/postgres/pool.js";
 import type { FollowedEvent, RunEventFollower } from "../storage/postgres/run-follower.js";
 import type { Store } from "../storage/types.js";
 import type { AgentEventListener, EventBusPort } from "./bus-port.js";
 import { rememberAgentEventJson } from "./event-json.js";
 
-/** What the bus needs of the Postgres store: its pool, its NOTIFY channel and the node's one LISTEN connection. */
+/** What the bus needs of the Postgres store: its pool, its node-level NOTIFY channel and the node's one LISTEN connection. */
 export interface PgBusSource {
   readonly pool: Queryable;
   readonly channel: string;
@@ -60,7 +66,12 @@ export interface PgEventBusOptions {
 }
 
 interface RemoteRun {
-  unfollow: () => void;
+  /** the follower's unfollow, once the session's channel is listened to and the first read started */
+  followOff?: () => void;
+  /** releases this run's hold on its session's channel */
+  channelOff?: () => void;
+  /** stopped following: a LISTEN or lookup finishing later releases what it got */
+  dropped: boolean;
   /** the run's session when a pointer named it (a session watch may be its reason) */
   sessionKey?: string;
   /** the highest seq delivered */
@@ -95,7 +106,13 @@ export class PgEventBus implements EventBusPort {
   private readonly statusListeners = new Set<(sessionKey: string) => void>();
   private readonly now: () => number;
   private follower: RunEventFollower | undefined;
+  private notifier: PgNotifier | undefined;
   private notify: typeof notify | undefined;
+  private sessionChannel: typeof sessionChannel | undefined;
+  /** the watched sessions' holds on their channels (resolved once the LISTEN is in place) */
+  private readonly sessionChannels = new Map<string, Promise<(() => void) | undefined>>();
+  /** lookups and LISTENs under way before a follow starts, end notices being sent (idle() waits for them) */
+  private readonly attaching = new Set<Promise<void>>();
   private readonly offs: Array<() => void> = [];
   private readonly started: Promise<void>;
   private closed = false;
@@ -119,6 +136,8 @@ export class PgEventBus implements EventBusPort {
       this.opts.source.notifier(),
     ]);
     this.notify = notifierModule.notify;
+    this.sessionChannel = notifierModule.sessionChannel;
+    this.notifier = notifier;
     if (this.closed) return;
     this.follower = new RunEventFollower(this.opts.source.pool, notifier, { onError: (err) => this.report(err) });
     this.offs.push(
@@ -127,6 +146,7 @@ export class PgEventBus implements EventBusPort {
     );
     // runs that began before this node listened and that a client already watches
     for (const runId of new Set([...this.runListeners.keys(), ...this.watchedRuns.keys()])) this.considerFollow(runId);
+    for (const sessionKey of this.watchedSessions.keys()) this.holdSessionChannel(sessionKey);
     if (this.watchedSessions.size > 0) void this.catchUp();
   }
 
@@ -146,10 +166,16 @@ export class PgEventBus implements EventBusPort {
   watchSession(sessionKey: string): () => void {
     const first = !this.watchedSessions.has(sessionKey);
     this.watchedSessions.set(sessionKey, (this.watchedSessions.get(sessionKey) ?? 0) + 1);
-    // a run of the session already under way elsewhere is picked up now, not at its next pointer
-    if (first) void this.followRunningOf(sessionKey);
+    // the session's channel first (its pointers from now on), then a run already under way elsewhere is picked up now
+    if (first) {
+      const held = this.holdSessionChannel(sessionKey);
+      void held?.then(() => this.followRunningOf(sessionKey));
+    }
     return once(() => {
       if (!release(this.watchedSessions, sessionKey)) return;
+      const held = this.sessionChannels.get(sessionKey);
+      this.sessionChannels.delete(sessionKey);
+      void held?.then((off) => off?.());
       for (const [runId, st] of [...this.remote]) if (st.sessionKey === sessionKey) this.dropIfUnwanted(runId);
     });
   }
@@ -208,25 +234,33 @@ export class PgEventBus implements EventBusPort {
     this.stopFollowing(runId);
     this.markEnded(runId);
     this.fireEnd(runId);
-    void this.announceEnd(runId, seq, sessionKey);
+    this.track(this.announceEnd(runId, seq, sessionKey));
   }
 
   onRunEnd(runId: string, listener: () => void): () => void {
     return addKeyedListener(this.endListeners, runId, listener);
   }
 
-  /** Resolves once every read started so far has delivered its events (tests settle on it). */
+  /** Resolves once every read started so far has delivered its events and every end notice is out (tests settle on it). */
   async idle(): Promise<void> {
     await this.started.catch(() => {});
+    while (this.attaching.size > 0) await Promise.all(this.attaching);
     await this.follower?.idle();
+  }
+
+  /** How many sessions' channels this node listens to now (what its clients follow; tests and stats). */
+  listenedSessions(): number {
+    return this.notifier?.extraChannels ?? 0;
   }
 
   /** Stops following and listening (the notifier and pool are the store's). */
   close(): void {
     this.closed = true;
     for (const off of this.offs.splice(0)) off();
-    for (const st of this.remote.values()) st.unfollow();
+    for (const st of this.remote.values()) unfollow(st);
     this.remote.clear();
+    for (const held of this.sessionChannels.values()) void held.then((off) => off?.());
+    this.sessionChannels.clear();
     this.follower?.close();
   }
 
@@ -240,10 +274,60 @@ export class PgEventBus implements EventBusPort {
     if (!this.follower || this.closed) return undefined;
     if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId)) return undefined;
     if (!this.wanted(runId, sessionKey)) return undefined;
-    const st: RemoteRun = { unfollow: () => {}, delivered: 0, terminal: false, sessionKey };
+    const st: RemoteRun = { dropped: false, delivered: 0, terminal: false, sessionKey };
     this.remote.set(runId, st);
-    st.unfollow = this.follower.follow(runId, 0, (e) => this.deliverRemote(st, e));
+    this.track(this.attach(runId, st));
     return st;
+  }
+
+  /**
+   * Listens to the run's session's channel (its session looked up when no pointer named it), then reads from seq 1:
+   * in that order, so no pointer falls between the read and the LISTEN. A run whose session is not known yet (no
+   * record) is read now and at its `rs`/`end` notices, which name the session (then its channel is listened to).
+   */
+  private async attach(runId: string, st: RemoteRun): Promise<void> {
+    if (st.sessionKey === undefined) {
+      try {
+        st.sessionKey = (await this.opts.store.getRun(runId))?.sessionKey;
+      } catch (err) {
+        this.report(err as Error);
+      }
+    }
+    if (st.sessionKey !== undefined) await this.listenFor(st, st.sessionKey);
+    if (st.dropped || !this.follower) return;
+    st.followOff = this.follower.follow(runId, st.delivered, (e) => this.deliverRemote(st, e));
+  }
+
+  private async listenFor(st: RemoteRun, sessionKey: string): Promise<void> {
+    if (st.channelOff || !this.notifier || !this.sessionChannel) return;
+    const channel = this.sessionChannel(this.opts.source.channel, sessionKey);
+    let off: (() => void) | undefined;
+    try {
+      off = await this.notifier.listen(channel);
+    } catch (err) {
+      this.report(err as Error);
+      return;
+    }
+    if (st.dropped || st.channelOff) off();
+    else st.channelOff = off;
+  }
+
+  /** The session's channel, held while a client here watches the session. */
+  private holdSessionChannel(sessionKey: string): Promise<(() => void) | undefined> | undefined {
+    const notifier = this.notifier;
+    if (!notifier || !this.sessionChannel || this.closed) return undefined;
+    const held = notifier.listen(this.sessionChannel(this.opts.source.channel, sessionKey)).catch((err: Error) => {
+      this.report(err);
+      return undefined;
+    });
+    this.sessionChannels.set(sessionKey, held);
+    this.track(held.then(() => {}));
+    return held;
+  }
+
+  private track(p: Promise<void>): void {
+    this.attaching.add(p);
+    void p.finally(() => this.attaching.delete(p));
   }
 
   private wanted(runId: string, sessionKey: string | undefined): boolean {
@@ -273,7 +357,7 @@ export class PgEventBus implements EventBusPort {
   private stopFollowing(runId: string): void {
     const st = this.remote.get(runId);
     if (!st) return;
-    st.unfollow();
+    unfollow(st);
     this.remote.delete(runId);
   }
 
@@ -319,10 +403,16 @@ export class PgEventBus implements EventBusPort {
     if (typeof p.runId !== "string") return;
     const runId = p.runId;
     const sessionKey = typeof p.sessionKey === "string" ? p.sessionKey : undefined;
+    // a run followed before its session was known: its start or end notice names it
+    const known = this.remote.get(runId);
+    if (known && known.sessionKey === undefined && sessionKey !== undefined) {
+      known.sessionKey = sessionKey;
+      this.track(this.listenFor(known, sessionKey));
+    }
     if (p.k === "end") {
       if (this.seqByRun.has(runId)) return;
       // a watched run whose events all went by before the watch: read them now, then it ends
-      const st = this.remote.get(runId) ?? this.considerFollow(runId, sessionKey);
+      const st = known ?? this.considerFollow(runId, sessionKey);
       if (this.heardOf.delete(runId) && !st && sessionKey !== undefined) this.reportStatus(sessionKey);
       if (st) {
         st.endSeq = typeof p.seq === "number" ? p.seq : 0;
@@ -333,7 +423,7 @@ export class PgEventBus implements EventBusPort {
       this.fireEnd(runId);
       return;
     }
-    if (p.k !== undefined && p.k !== "ev") return;
+    if (p.k !== undefined && p.k !== "ev" && p.k !== "rs") return;
     // a followed run's follower reads on its own; another is followed only if a client here watches it
     if (this.considerFollow(runId, sessionKey) || sessionKey === undefined || this.statusListeners.size === 0) return;
     if (this.seqByRun.has(runId) || this.remote.has(runId) || this.ended.has(runId) || this.heardOf.has(runId)) return;
@@ -432,6 +522,15 @@ export class PgEventBus implements EventBusPort {
     if (this.opts.onError) this.opts.onError(err);
     else process.emitWarning(`event bus: ${err.message}`);
   }
+}
+
+/** Stops reading a remote run and releases its hold on its session's channel (now or when the LISTEN comes back). */
+function unfollow(st: RemoteRun): void {
+  st.dropped = true;
+  st.followOff?.();
+  st.channelOff?.();
+  st.followOff = undefined;
+  st.channelOff = undefined;
 }
 
 /** Drops one reference of `key`; true when it was the last. */

@@ -3,9 +3,11 @@
  * reset, deleted or patched; a transcript message appended) reaches the clients of every node (`sessions.changed`,
  * `session.message`).
  *
- * A local notice is announced as a pointer on the store's channel after the change is stored (SessionEvents are
- * emitted after the write): `{k: "sc", sessionKey, reason, node}` or `{k: "sm", sessionKey, generation, seq, node}`;
- * with `messagePointers` (the Postgres store) the `sm` pointers go out in the transcript's INSERT statement instead.
+ * A local notice is announced as a pointer after the change is stored (SessionEvents are emitted after the write):
+ * `{k: "sc", sessionKey, reason, node}` on the store's channel (every node's clients may list sessions), `{k: "sm",
+ * sessionKey, generation, seq, node}` on the session's channel, which a node listens to only while its clients follow
+ * the session (the broadcaster's session watch); with `messagePointers` (the Postgres store) the `sm` pointers go out
+ * in the transcript's INSERT statement instead.
  * Another node re-emits it into its own SessionEvents marked `remote`, so this relay does not announce it again. A
  * message is read back from the transcript (rows can be large; pointers stay small), and only when a client of that
  * node follows the session's messages (`wantsMessages`); nothing is read otherwise.
@@ -17,7 +19,12 @@
 import { randomUUID } from "node:crypto";
 import type { SessionEvent, SessionEvents } from "../infra/session-events.js";
 // types only at load: start() loads the driver, so the gateway's SQLite path never does
-import type { NotifyPointer, notify as notifyFn, PgNotifier } from "../storage/postgres/notifier.js";
+import type {
+  NotifyPointer,
+  notify as notifyFn,
+  PgNotifier,
+  sessionChannel as sessionChannelFn,
+} from "../storage/postgres/notifier.js";
 import type { Store } from "../storage/types.js";
 import type { PgBusSource } from "./pg-bus.js";
 
@@ -48,6 +55,7 @@ export class PgSessionRelay {
     private readonly opts: PgSessionRelayOptions,
     notifier: PgNotifier,
     private readonly notify: typeof notifyFn,
+    private readonly sessionChannel: typeof sessionChannelFn,
   ) {
     this.offs.push(
       opts.events.subscribe((ev) => this.announce(ev)),
@@ -57,8 +65,8 @@ export class PgSessionRelay {
   }
 
   static async start(opts: PgSessionRelayOptions): Promise<PgSessionRelay> {
-    const { notify } = await import("../storage/postgres/notifier.js");
-    return new PgSessionRelay(opts, await opts.source.notifier(), notify);
+    const { notify, sessionChannel } = await import("../storage/postgres/notifier.js");
+    return new PgSessionRelay(opts, await opts.source.notifier(), notify, sessionChannel);
   }
 
   /** Resolves once every notice announced so far has been sent (or failed). */
@@ -79,8 +87,9 @@ export class PgSessionRelay {
         ? { k: "sc", sessionKey: ev.sessionKey, reason: ev.reason, node: this.node }
         : { k: "sm", sessionKey: ev.sessionKey, generation: ev.row.generation, seq: ev.row.seq, node: this.node };
     const { pool, channel } = this.opts.source;
+    const to = ev.type === "changed" ? channel : this.sessionChannel(channel, ev.sessionKey);
     this.sending = this.sending
-      .then(() => this.notify(pool, channel, pointer))
+      .then(() => this.notify(pool, to, pointer))
       .catch((err: Error) => this.opts.onError?.(new Error(`session notice not announced: ${err.message}`)));
   }
 

@@ -61,6 +61,9 @@ const EXPECTED_METRICS = [
       (m) => `postgres.n${n}.${m}`,
     ),
   ),
+  "postgres.cpu.node.growth",
+  "postgres.cpu.node.net.growth",
+  "postgres.bystander",
 ];
 
 interface MetricRow {

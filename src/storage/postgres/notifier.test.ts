@@ -2,7 +2,14 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
 import { migratePostgres } from "./migrate.js";
-import { type NotifyPointer, notify, notifyChannel, PgNotifier } from "./notifier.js";
+import {
+  type NotifyPointer,
+  notify,
+  notifyChannel,
+  PgNotifier,
+  sessionChannel,
+  sessionChannelSql,
+} from "./notifier.js";
 import { createPostgresPool, inTransaction } from "./pool.js";
 
 describe("notifier inputs", () => {
@@ -137,5 +144,37 @@ describe.skipIf(!testPostgresUrl)("LISTEN/NOTIFY pointers across nodes", () => {
     await marker;
     off();
     expect(seen).toEqual([{ marker: true }]);
+  });
+
+  it("hears a session's channel only while someone holds it, and again after its connection is killed", async () => {
+    const session = sessionChannel(channel, `a session key longer than a channel name may be: ${"k".repeat(80)}`);
+    const { rows } = await writer.query<{ c: string }>(`SELECT ${sessionChannelSql("$1::text", "$2::text")} AS c`, [
+      channel,
+      `a session key longer than a channel name may be: ${"k".repeat(80)}`,
+    ]);
+    expect(rows[0].c).toBe(session); // the statements that announce their own rows name the same channel
+    const seen: NotifyPointer[] = [];
+    const off = listener.subscribe((p) => seen.push(p));
+    async function sendAndMark(n: number): Promise<void> {
+      await notify(writer, session, { n });
+      const marker = next<NotifyPointer>((fn) => listener.subscribe(fn), "marker");
+      await notify(writer, channel, { marker: n });
+      await marker;
+    }
+    await sendAndMark(1); // nobody holds it
+    const first = await listener.listen(session);
+    const second = await listener.listen(session);
+    await sendAndMark(2);
+    first();
+    await sendAndMark(3); // one holder left
+    const reconnected = next<void>((fn) => listener.onReconnect(fn), "reconnect");
+    await admin.query("SELECT pg_terminate_backend($1)", [listener.backendPid]);
+    await reconnected;
+    await sendAndMark(4); // listened to again on the new connection
+    second();
+    await sendAndMark(5); // the last holder let go: UNLISTEN
+    off();
+    expect(seen.filter((p) => p.n !== undefined).map((p) => p.n)).toEqual([2, 3, 4]);
+    expect(listener.extraChannels).toBe(0);
   });
 });

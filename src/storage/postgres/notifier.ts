@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { type Clock, systemClock } from "../../infra/clock.js";
 import { connectionConfig, type PostgresOptions, type Queryable } from "./pool.js";
@@ -18,6 +19,22 @@ export type NotifyPointer = Readonly<Record<string, string | number | boolean | 
 /** NOTIFY is database-wide, not per schema: deployments (and test files) that share a database get their own channel. */
 export function notifyChannel(schema?: string): string {
   return schema ? `loopgate_events_${schema}` : "loopgate_events";
+}
+
+/**
+ * The channel of one session's run-event and transcript pointers: LISTENed to only by nodes whose clients follow the
+ * session or one of its runs, so the other nodes of a fleet never receive them. Channel names stop at 63 bytes and a
+ * session key can be longer, so the key is hashed (md5: a name, not a secret; SQL computes the same one with
+ * `'lgs_' || md5(channel || ':' || session_key)`, see SESSION_CHANNEL_SQL). Derived from the node-level channel, so
+ * deployments sharing a database stay apart here too.
+ */
+export function sessionChannel(channel: string, sessionKey: string): string {
+  return `lgs_${createHash("md5").update(`${channel}:${sessionKey}`).digest("hex")}`;
+}
+
+/** `sessionChannel` in SQL, for statements that announce their rows themselves ($n: the node-level channel). */
+export function sessionChannelSql(channelParam: string, sessionKeyExpr: string): string {
+  return `'lgs_' || md5(${channelParam} || ':' || ${sessionKeyExpr})`;
 }
 
 /** Postgres refuses payloads of 8000 bytes or more; pointers are far smaller, so a big one is a caller's mistake. */
@@ -58,9 +75,21 @@ export interface NotifierOptions {
 
 type Listener<T> = (value: T) => void;
 
-/** One dedicated LISTEN connection per node (not a pooled one: a pooled connection would be handed to others). */
+/** A channel name LISTEN takes unquoted: a plain lower-case identifier of at most 63 bytes. */
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * One dedicated LISTEN connection per node (not a pooled one: a pooled connection would be handed to others). It
+ * always listens on the node-level channel (what every node must hear: run starts and ends, session changes, intake,
+ * cron, aborts); `listen` adds a channel while someone here wants it (reference counted: LISTEN on the first, UNLISTEN
+ * after the last), and every such channel is listened to again after a reconnect.
+ */
 export class PgNotifier {
   private client: pg.Client | undefined;
+  /** the extra channels and how many holders each has */
+  private readonly extra = new Map<string, number>();
+  /** LISTEN/UNLISTEN statements go out one after another, in the order asked */
+  private channelOps: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<Listener<NotifyPointer>>();
   private readonly reconnectListeners = new Set<Listener<void>>();
   private readonly clock: Clock;
@@ -69,7 +98,7 @@ export class PgNotifier {
   private retryTimer: unknown;
 
   constructor(private readonly opts: NotifierOptions) {
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(opts.channel)) {
+    if (!CHANNEL.test(opts.channel)) {
       throw new Error(`notifier channel: "${opts.channel}" is not a plain identifier`);
     }
     this.clock = opts.clock ?? systemClock;
@@ -103,10 +132,55 @@ export class PgNotifier {
     return (this.client as (pg.Client & { processID?: number }) | undefined)?.processID;
   }
 
+  /**
+   * Listens on `channel` too until the returned release is called (reference counted). Resolves once the LISTEN is in
+   * place, so a read made after it misses no pointer; while the connection is down it resolves at once (the reconnect
+   * listens again and its listeners catch up).
+   */
+  async listen(channel: string): Promise<() => void> {
+    if (!CHANNEL.test(channel)) throw new Error(`notifier channel: "${channel}" is not a plain identifier`);
+    const n = this.extra.get(channel) ?? 0;
+    this.extra.set(channel, n + 1);
+    if (n === 0) await this.channelOp(`LISTEN ${channel}`);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.extra.get(channel) ?? 1) - 1;
+      if (left > 0) {
+        this.extra.set(channel, left);
+        return;
+      }
+      this.extra.delete(channel);
+      void this.channelOp(`UNLISTEN ${channel}`);
+    };
+  }
+
+  /** How many extra channels are listened to now (tests, stats). */
+  get extraChannels(): number {
+    return this.extra.size;
+  }
+
+  /** A failed LISTEN/UNLISTEN means the connection is going: its reconnect listens to what is held then. */
+  private channelOp(sql: string): Promise<void> {
+    const run = this.channelOps.then(async () => {
+      const client = this.client;
+      if (!client) return;
+      try {
+        await client.query(sql);
+      } catch (err) {
+        this.opts.onError?.(err as Error);
+      }
+    });
+    this.channelOps = run;
+    return run;
+  }
+
   private async connect(): Promise<void> {
     const client = new pg.Client(connectionConfig(this.opts.connection));
     // only an established connection reconnects when lost; a failed attempt is handled by whoever awaited it
     let gone = false;
+    const listened = new Set<string>();
     const onLost = (err?: Error) => {
       gone = true;
       if (this.client !== client) return;
@@ -119,7 +193,7 @@ export class PgNotifier {
     client.on("error", (err) => onLost(err));
     client.on("end", () => onLost());
     client.on("notification", (msg) => {
-      if (msg.channel !== this.opts.channel || msg.payload === undefined) return;
+      if (msg.payload === undefined || (msg.channel !== this.opts.channel && !this.extra.has(msg.channel))) return;
       let pointer: unknown;
       try {
         pointer = JSON.parse(msg.payload);
@@ -132,6 +206,11 @@ export class PgNotifier {
     try {
       await client.connect();
       await client.query(`LISTEN ${this.opts.channel}`);
+      // the channels held while the connection was down (their pointers are caught up by the reconnect listeners)
+      for (const ch of this.extra.keys()) {
+        await client.query(`LISTEN ${ch}`);
+        listened.add(ch);
+      }
     } catch (err) {
       client.removeAllListeners();
       client.on("error", () => {});
@@ -144,6 +223,8 @@ export class PgNotifier {
     }
     this.client = client;
     this.failures = 0;
+    // a channel asked for while this connection was being made (its LISTEN found no connection to go on)
+    for (const ch of this.extra.keys()) if (!listened.has(ch)) void this.channelOp(`LISTEN ${ch}`);
     // lost between LISTEN's reply and here: nobody would notice (the handler saw no established connection yet)
     if (gone) onLost();
   }

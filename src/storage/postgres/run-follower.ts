@@ -130,8 +130,9 @@ export class RunEventFollower {
   }
 
   private onPointer(p: NotifyPointer): void {
-    // other kinds of pointer share the channel
-    if (p.k !== "ev" || typeof p.runId !== "string") return;
+    // other kinds of pointer share the channels; a run's start and end notices (node-level channel) say "up to seq"
+    // too, which is how a run followed before its session's channel was known still gets read
+    if ((p.k !== "ev" && p.k !== "rs" && p.k !== "end") || typeof p.runId !== "string") return;
     const set = this.follows.get(p.runId);
     if (!set) return;
     for (const f of set) if (typeof p.seq !== "number" || p.seq > f.lastSeq) this.read(p.runId, f);

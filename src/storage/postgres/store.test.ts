@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../providers/types.js";
 import { ManualClock } from "../../testing/manual-clock.js";
 import { createTestSchema, type TestSchema, testPostgresUrl } from "../../testing/postgres-schema.js";
-import type { NotifyPointer } from "./notifier.js";
+import { type NotifyPointer, sessionChannel } from "./notifier.js";
 import { FencedError, SessionLeases } from "./session-leases.js";
 import { openPostgresStore, type PostgresStore } from "./store.js";
 
@@ -186,18 +186,19 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
   });
 
   describe("the shared LISTEN connection", () => {
-    it("appendRunEvents announces one {k: 'ev', runId, seq, sessionKey} pointer per run, after the rows are readable", async () => {
+    it("appendRunEvents announces one {k: 'ev', runId, seq, sessionKey} pointer per run on the session's channel, a run's first batch also on the node-level one, after the rows are readable", async () => {
       const writer = await store();
       const reader = await store();
       const notifier = await reader.notifier();
       expect(await reader.notifier()).toBe(notifier);
       const seen: Array<{ pointer: NotifyPointer; readable: Promise<number> }> = [];
-      const arrived = new Promise<void>((resolve) => {
-        notifier.subscribe((pointer) => {
-          seen.push({ pointer, readable: reader.lastRunEventSeq(String(pointer.runId)) });
-          if (seen.length === 2) resolve();
-        });
+      let expected = 4;
+      let arrived!: () => void;
+      notifier.subscribe((pointer) => {
+        seen.push({ pointer, readable: reader.lastRunEventSeq(String(pointer.runId)) });
+        if (seen.length === expected) arrived();
       });
+      const release = await notifier.listen(sessionChannel(reader.channel, "agent:main:ev"));
       const ev = (runId: string, seq: number) => ({
         runId,
         seq,
@@ -206,14 +207,29 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
         stream: "assistant",
         json: JSON.stringify({ runId, seq }),
       });
+      let all = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
       await writer.appendRunEvents([ev("run-x", 1), ev("run-x", 3), ev("run-y", 1), ev("run-x", 2)]);
-      await arrived;
-      const pointers = seen.map((s) => s.pointer).sort((a, b) => String(a.runId).localeCompare(String(b.runId)));
-      expect(pointers).toEqual([
+      await all;
+      const byRun = (list: typeof seen) =>
+        list.map((s) => s.pointer).sort((a, b) => `${a.runId}${a.k}`.localeCompare(`${b.runId}${b.k}`));
+      expect(byRun(seen)).toEqual([
         { k: "ev", runId: "run-x", seq: 3, sessionKey: "agent:main:ev" },
+        { k: "rs", runId: "run-x", seq: 3, sessionKey: "agent:main:ev" },
         { k: "ev", runId: "run-y", seq: 1, sessionKey: "agent:main:ev" },
+        { k: "rs", runId: "run-y", seq: 1, sessionKey: "agent:main:ev" },
       ]);
       expect(await Promise.all(seen.map((s) => s.readable))).toEqual(seen.map((s) => s.pointer.seq));
+      // a later batch of a run already announced: its session's channel only
+      expected = 5;
+      all = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      await writer.appendRunEvents([ev("run-x", 4)]);
+      await all;
+      expect(seen[4].pointer).toEqual({ k: "ev", runId: "run-x", seq: 4, sessionKey: "agent:main:ev" });
+      release();
     });
 
     it("closing the store stops its LISTEN connection", async () => {

@@ -44,7 +44,7 @@ import type {
   TranscriptRow,
 } from "../types.js";
 import { migratePostgres } from "./migrate.js";
-import { type NotifierOptions, notifyChannel, PgNotifier } from "./notifier.js";
+import { type NotifierOptions, notifyChannel, PgNotifier, sessionChannel, sessionChannelSql } from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
@@ -132,6 +132,8 @@ export class PostgresStore implements Store {
    * first (a run's session never changes). Bounded: a run it forgot is read again.
    */
   private readonly runSessions = new Map<string, string>();
+  /** runs whose start this node announced (bounded: a forgotten one is announced again, which listeners tolerate) */
+  private readonly startedRuns = new Map<string, true>();
   /** per session, the appends that came while one of the session's was in flight: sent next, together, in order */
   private readonly appendsWaiting = new Map<string, PendingAppend[]>();
 
@@ -155,8 +157,8 @@ export class PostgresStore implements Store {
 
   /**
    * While set, every transcript append announces its rows to the other nodes in its own statement (`{k: "sm",
-   * sessionKey, generation, seq, node}` per row, sent at its commit), so a message costs no NOTIFY transaction of its
-   * own. `node` tells the announcing relay's pointers apart (events/pg-session-relay.ts).
+   * sessionKey, generation, seq, node}` per row, sent at its commit, on the session's channel: only nodes following
+   * the session hear it), so a message costs no NOTIFY transaction of its own. `node` tells the announcing relay's pointers apart (events/pg-session-relay.ts).
    */
   announceMessages(node: string | undefined): void {
     this.messagePointerNode = node;
@@ -422,7 +424,7 @@ export class PostgresStore implements Store {
     if (announce !== undefined) {
       args.push(this.channel, announce);
       const ch = args.length - 1;
-      pointers = `, pg_notify($${ch}, json_build_object('k', 'sm', 'sessionKey', session_key, 'generation', generation,
+      pointers = `, pg_notify(${sessionChannelSql(`$${ch}::text`, "session_key")}, json_build_object('k', 'sm', 'sessionKey', session_key, 'generation', generation,
           'seq', seq, 'node', $${ch + 1}::text)::text) AS notified`;
     }
     const sql = `
@@ -921,8 +923,19 @@ export class PostgresStore implements Store {
 
   async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
     if (events.length === 0) return { ignored: 0 };
-    // one pointer per run (its highest seq in the batch), sent by the same statement, so at its commit
-    const pointers = highestPerRun(events).map((p) => JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
+    // one pointer per run (its highest seq in the batch) on its session's channel, sent by the same statement, so at
+    // its commit; the first batch this node stores of a run also goes to every node ({k: "rs"}): a run started
+    const channels: string[] = [];
+    const pointers: string[] = [];
+    for (const p of highestPerRun(events)) {
+      if (!this.startedRuns.has(p.runId)) {
+        remember(this.startedRuns, p.runId);
+        channels.push(this.channel);
+        pointers.push(JSON.stringify({ k: "rs", runId: p.runId, seq: p.seq, sessionKey: p.sessionKey }));
+      }
+      channels.push(p.sessionKey === undefined ? this.channel : sessionChannel(this.channel, p.sessionKey));
+      pointers.push(JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
+    }
     const { rows } = await this.pool.query<{ inserted: number }>(
       `WITH ins AS (
          INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
@@ -930,7 +943,7 @@ export class PostgresStore implements Store {
          ON CONFLICT (run_id, seq) DO NOTHING
          RETURNING 1)
        SELECT (SELECT count(*) FROM ins)::int AS inserted,
-              (SELECT count(pg_notify($7, p)) FROM unnest($8::text[]) p)::int AS notified`,
+              (SELECT count(pg_notify(n.c, n.p)) FROM unnest($7::text[], $8::text[]) AS n(c, p))::int AS notified`,
       [
         events.map((e) => e.runId),
         events.map((e) => e.seq),
@@ -938,7 +951,7 @@ export class PostgresStore implements Store {
         events.map((e) => e.sessionKey),
         events.map((e) => e.stream),
         events.map((e) => e.json),
-        this.channel,
+        channels,
         pointers,
       ],
     );
@@ -1130,4 +1143,13 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 async function ensureSchema(pool: pg.Pool, schema: string): Promise<void> {
   const { rowCount } = await pool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
   if (!rowCount) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+}
+
+/** How many run ids `startedRuns` keeps. */
+const MAX_STARTED_RUNS = 10_000;
+
+/** Adds `runId`, dropping the oldest past MAX_STARTED_RUNS. */
+function remember(runs: Map<string, true>, runId: string): void {
+  runs.set(runId, true);
+  if (runs.size > MAX_STARTED_RUNS) runs.delete(runs.keys().next().value as string);
 }
