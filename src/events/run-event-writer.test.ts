@@ -167,6 +167,89 @@ describe("writing run events off the hot path", () => {
   });
 });
 
+describe("waiting for a run's events to be written (the end notice on Postgres)", () => {
+  it("runs that end within the delay share one transaction: waiting for their events does not write them early", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    let firstWritten = false;
+    stream("r1", 3);
+    void writer.written().then(() => {
+      firstWritten = true;
+    });
+    clock.advance(10);
+    stream("r2", 2);
+    const secondWritten = writer.written();
+    await settle();
+    expect(append).not.toHaveBeenCalled();
+    expect(firstWritten).toBe(false);
+    clock.advance(40);
+    await secondWritten;
+    expect(firstWritten).toBe(true);
+    expect(append).toHaveBeenCalledTimes(1);
+    expect([seqs("r1"), seqs("r2")]).toEqual([
+      [1, 2, 3],
+      [1, 2],
+    ]);
+  });
+
+  it("resolves at once when nothing waits to be written, and only for the events taken in before it was asked", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    await writer.written();
+    stream("r1", 2);
+    clock.advance(50);
+    await settle();
+    stream("r1", 1); // a later event does not hold back the wait for the earlier ones
+    let done = false;
+    void writer.written().then(() => {
+      done = true;
+    });
+    await settle();
+    expect(done).toBe(false);
+    clock.advance(50);
+    await settle();
+    expect(done).toBe(true);
+  });
+
+  it("keeps waiting while the disk is full, and resolves once the retry wrote the events", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
+      throw diskFull();
+    });
+    stream("r1", 2);
+    let done = false;
+    void writer.written().then(() => {
+      done = true;
+    });
+    clock.advance(50);
+    await settle();
+    expect(done).toBe(false);
+    clock.advance(100);
+    await settle();
+    expect(done).toBe(true);
+    expect(seqs("r1")).toEqual([1, 2]);
+  });
+
+  it("resolves when the events are dropped instead (a batch the store refuses, or the store closing)", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw new Error("something unexpected");
+    });
+    stream("r1", 2);
+    const refused = writer.written();
+    clock.advance(50);
+    await refused;
+    expect(writer.stats.dropped).toBe(2);
+    vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw diskFull();
+    });
+    stream("r1", 1);
+    const closing = writer.written();
+    await writer.close();
+    await closing;
+    expect(writer.stats.dropped).toBe(3);
+  });
+});
+
 describe("a store that fails", () => {
   it("a full disk keeps the events in memory and retries; the run's emits never fail and nothing is lost", async () => {
     const { clock, bus, writer, lines, stream } = setup({ flushDelayMs: 50 });
