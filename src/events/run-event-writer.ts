@@ -29,7 +29,7 @@ import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
-import type { Store, StoredRunEvent } from "../storage/types.js";
+import type { LedgerBatch, Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
 import { agentEventJson } from "./event-json.js";
 
@@ -50,6 +50,18 @@ export interface RunEventWriterOptions {
   maxBuffered?: number;
   /** runs `fn` soon, outside the current call stack (default setImmediate) */
   defer?: (fn: () => void) => void;
+}
+
+/**
+ * Another ledger whose rows ride a run-event batch's transaction (the audit and cost ledgers): they cost no commit
+ * of their own while runs stream events. A rider keeps its own semantics: rows of a batch that failed go back to it
+ * and it writes them alone (dropping them if that fails too), while the events are retried as usual.
+ */
+export interface LedgerRider {
+  /** the rows waiting now (none while the rider's own write is under way, so its order holds) */
+  take(): Partial<Pick<LedgerBatch, "audit" | "cost">>;
+  /** the batch that carried them committed (true), or failed (false: the rider writes them itself) */
+  settle(committed: boolean): void;
 }
 
 export interface RunEventWriterStats {
@@ -102,6 +114,7 @@ export class RunEventWriter {
   private taken = 0;
   private left = 0;
   private waiters: Array<{ until: number; resolve: () => void }> = [];
+  private readonly riders: LedgerRider[] = [];
 
   constructor(opts: RunEventWriterOptions) {
     this.store = opts.store;
@@ -118,6 +131,11 @@ export class RunEventWriter {
   attach(bus: EventBusPort): void {
     this.unsubscribe?.();
     this.unsubscribe = bus.subscribeLocal((ev) => this.add(ev));
+  }
+
+  /** Lets `rider`'s rows ride every batch written from now on (Store.appendLedgerBatch). */
+  carry(rider: LedgerRider): void {
+    this.riders.push(rider);
   }
 
   /** The hot path: one push, and a timer armed once per batch. */
@@ -288,8 +306,22 @@ export class RunEventWriter {
 
   /** Writes one batch; false when it must be retried later (the batch is back at the head of the buffer). */
   private async write(batch: StoredRunEvent[]): Promise<boolean> {
+    const audit: LedgerBatch["audit"] = [];
+    const cost: Array<LedgerBatch["cost"][number]> = [];
+    const riding: LedgerRider[] = [];
+    for (const rider of this.riders) {
+      const rows = rider.take();
+      if (!rows.audit?.length && !rows.cost?.length) continue;
+      riding.push(rider);
+      if (rows.audit) audit.push(...rows.audit);
+      if (rows.cost) cost.push(...rows.cost);
+    }
     try {
-      const { ignored } = await this.store.appendRunEvents(batch);
+      const { ignored } =
+        riding.length > 0
+          ? await this.store.appendLedgerBatch({ runEvents: batch, audit, cost })
+          : await this.store.appendRunEvents(batch);
+      for (const rider of riding) rider.settle(true);
       this.counts.stored += batch.length - ignored;
       if (ignored > 0) this.noteDuplicates(ignored);
       this.settled(batch.length);
@@ -299,6 +331,7 @@ export class RunEventWriter {
       }
       return true;
     } catch (err) {
+      for (const rider of riding) rider.settle(false);
       this.counts.failedWrites++;
       if (retryable(err, this.isTransientStoreError)) {
         if (this.retryDelayMs === 0) {

@@ -279,7 +279,10 @@ function assemble(
       actorOf: (runId) => service.originOf(runId)?.actor,
     });
     audit.attach(rt.bus);
+    // the audit and cost rows ride the run-event batches: one commit for the three ledgers instead of three
+    rt.runEvents.carry(audit.rider());
   }
+  if (spend) rt.runEvents.carry(spend.ledger.rider());
   let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   return {
