@@ -13,6 +13,7 @@ import { AUDIT_SCHEMA_VERSION, type AuditLedgerState } from "../protocol/payload
 import type { AuditEventInput, Store } from "../storage/types.js";
 import { auditRowOf } from "./audit-projection.js";
 import type { EventBusPort } from "./bus-port.js";
+import type { LedgerRider } from "./run-event-writer.js";
 
 /** Rows wait this long for more to join their batch (a run's start, its tool calls and its end usually do). */
 export const AUDIT_FLUSH_DELAY_MS = 100;
@@ -58,7 +59,40 @@ export class AuditLedger {
 
   /** Rows waiting to be written, and rows lost since this ledger started. */
   state(): AuditLedgerState {
-    return { backlog: this.queue.length, dropped: this.droppedTotal };
+    return { backlog: this.queue.length + (this.riding?.length ?? 0), dropped: this.droppedTotal };
+  }
+
+  /**
+   * Lets the rows ride the run-event writer's batches (one commit for both): the rows come from the same events, so
+   * a batch of events is due within the writer's delay of each row, before this ledger's own timer. The timer stays
+   * for the rows no batch took. A ride is taken only while no write of the ledger's own is under way, and the
+   * ledger's later writes wait for it, so the rows keep the order they were offered in.
+   */
+  rider(): LedgerRider {
+    let settled: () => void = () => {};
+    return {
+      take: () => {
+        if (this.riding || this.ownWrites > 0 || this.queue.length === 0) return {};
+        const rows = this.queue.splice(0, AUDIT_BATCH_ROWS);
+        if (this.queue.length === 0) this.cancelTimer();
+        this.riding = rows;
+        const done = new Promise<void>((resolve) => {
+          settled = resolve;
+        });
+        this.writing = this.writing.then(() => done);
+        return { audit: rows };
+      },
+      settle: (committed) => {
+        const rows = this.riding ?? [];
+        this.riding = undefined;
+        settled();
+        if (committed) return;
+        // the batch failed: the rows are written alone, and dropped (counted) if the store refuses them again
+        this.queue.unshift(...rows);
+        this.cancelTimer();
+        this.writeBatch();
+      },
+    };
   }
 
   /** Takes one event: a row for the queue if the ledger records it, or nothing. Never blocks, never throws. */
@@ -126,11 +160,14 @@ export class AuditLedger {
   private writeOne(): Promise<void> {
     const batch = this.queue.splice(0, AUDIT_BATCH_ROWS);
     if (batch.length === 0) return this.writing;
+    this.ownWrites++;
     this.writing = this.writing.then(async () => {
       try {
         await this.opts.store.appendAuditEvents(batch);
       } catch (err) {
         this.drop(batch.length, `the store refused the write: ${(err as Error)?.message ?? String(err)}`);
+      } finally {
+        this.ownWrites--;
       }
     });
     return this.writing;
@@ -138,6 +175,10 @@ export class AuditLedger {
 
   /** the last batch write issued; each starts after the one before it settles */
   private writing: Promise<void> = Promise.resolve();
+  /** this ledger's own writes issued and not settled */
+  private ownWrites = 0;
+  /** the rows riding a run-event batch now (LedgerRider) */
+  private riding: AuditEventInput[] | undefined;
 
   private cancelTimer(): void {
     if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);

@@ -30,7 +30,7 @@ export async function openBusNode(
     flushDelayMs: 5,
     isTransientStoreError: isTransientPostgresError,
   });
-  const bus = new PgEventBus({ source: store, store, beforeEndNotice: () => writer.flush() });
+  const bus = new PgEventBus({ source: store, store, beforeEndNotice: () => writer.written() });
   writer.attach(bus);
   await bus.ready();
   return {

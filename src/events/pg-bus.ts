@@ -24,7 +24,7 @@
  * notice, or when the last watch goes.
  *
  * Completion: `endRun` fires this node's end listeners at once and announces `{k: "end", runId, seq}` after the
- * run's events are stored (`beforeEndNotice`, the writer's flush), and `endRun` is called once the run record is
+ * run's events are stored (`beforeEndNotice`: the writer's `written()`, at its batch pace), and `endRun` is called once the run record is
  * written. So a remote `onRunEnd` listener (agent.wait, a repeated idempotency key) that reads the record on the
  * notice finds it final, and a follower that delivered up to `seq` has every event. Messages merged into a turn have
  * no lifecycle events of their own; the end notice is what ends them.

@@ -9,10 +9,13 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentEventBus } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
+import { CostLedger } from "../limits/cost-ledger.js";
 import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
+import type { CostRow } from "../storage/types.js";
 import { ManualClock } from "../testing/manual-clock.js";
+import { AuditLedger } from "./audit-ledger.js";
 import { agentEventJson } from "./event-json.js";
 import { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer.js";
 
@@ -187,6 +190,177 @@ describe("writing run events off the hot path", () => {
     expect(seqs("r1")).toEqual([1, 2, 3, 4]);
     bus.emit("r1", "agent:main:main", "assistant", { delta: "after close" });
     expect(writer.stats.buffered).toBe(0);
+  });
+});
+
+describe("waiting for a run's events to be written (the end notice on Postgres)", () => {
+  it("runs that end within the delay share one transaction: waiting for their events does not write them early", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    const append = vi.spyOn(store, "appendRunEvents");
+    let firstWritten = false;
+    stream("r1", 3);
+    void writer.written().then(() => {
+      firstWritten = true;
+    });
+    clock.advance(10);
+    stream("r2", 2);
+    const secondWritten = writer.written();
+    await settle();
+    expect(append).not.toHaveBeenCalled();
+    expect(firstWritten).toBe(false);
+    clock.advance(40);
+    await secondWritten;
+    expect(firstWritten).toBe(true);
+    expect(append).toHaveBeenCalledTimes(1);
+    expect([seqs("r1"), seqs("r2")]).toEqual([
+      [1, 2, 3],
+      [1, 2],
+    ]);
+  });
+
+  it("resolves at once when nothing waits to be written, and only for the events taken in before it was asked", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    await writer.written();
+    stream("r1", 2);
+    clock.advance(50);
+    await settle();
+    stream("r1", 1); // a later event does not hold back the wait for the earlier ones
+    let done = false;
+    void writer.written().then(() => {
+      done = true;
+    });
+    await settle();
+    expect(done).toBe(false);
+    clock.advance(50);
+    await settle();
+    expect(done).toBe(true);
+  });
+
+  it("keeps waiting while the disk is full, and resolves once the retry wrote the events", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    vi.spyOn(store, "appendRunEvents").mockImplementationOnce(() => {
+      throw diskFull();
+    });
+    stream("r1", 2);
+    let done = false;
+    void writer.written().then(() => {
+      done = true;
+    });
+    clock.advance(50);
+    await settle();
+    expect(done).toBe(false);
+    clock.advance(100);
+    await settle();
+    expect(done).toBe(true);
+    expect(seqs("r1")).toEqual([1, 2]);
+  });
+
+  it("resolves when the events are dropped instead (a batch the store refuses, or the store closing)", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw new Error("something unexpected");
+    });
+    stream("r1", 2);
+    const refused = writer.written();
+    clock.advance(50);
+    await refused;
+    expect(writer.stats.dropped).toBe(2);
+    vi.spyOn(store, "appendRunEvents").mockImplementation(() => {
+      throw diskFull();
+    });
+    stream("r1", 1);
+    const closing = writer.written();
+    await writer.close();
+    await closing;
+    expect(writer.stats.dropped).toBe(3);
+  });
+});
+
+describe("audit and cost rows riding the event batches", () => {
+  function withLedgers() {
+    const adapter = new SqliteStoreAdapter(store);
+    const parts = setup({ flushDelayMs: 50, store: adapter });
+    const audit = new AuditLedger({
+      store: adapter,
+      clock: parts.clock,
+      logger: recordingLogger().logger,
+      queueSize: 100,
+      actorOf: () => "cli",
+      newId: (() => {
+        let n = 0;
+        return () => `a${++n}`;
+      })(),
+    });
+    audit.attach(parts.bus);
+    const cost = new CostLedger({
+      store: adapter,
+      clock: parts.clock,
+      logger: recordingLogger().logger,
+      queueSize: 100,
+    });
+    parts.writer.carry(audit.rider());
+    parts.writer.carry(cost.rider());
+    const row: CostRow = {
+      id: "c1",
+      ts: 5,
+      runId: "r1",
+      sessionKey: "agent:main:main",
+      agentId: "main",
+      provider: "fake",
+      model: "m",
+      inputTokens: 1,
+      outputTokens: 2,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      totalTokens: 3,
+    };
+    const start = () => {
+      parts.bus.emit("r1", "agent:main:main", "lifecycle", { phase: "start", startedAt: 5 });
+      cost.add(row);
+      parts.stream("r1", 3);
+    };
+    return { ...parts, adapter, audit, cost, start };
+  }
+
+  it("a run's events, its audit row and its cost row are stored in one transaction, not three", async () => {
+    const { clock, adapter, audit, cost, start } = withLedgers();
+    const calls = ["appendLedgerBatch", "appendRunEvents", "appendAuditEvents", "appendCostRows"] as const;
+    const spies = calls.map((m) => vi.spyOn(adapter, m));
+    start();
+    expect(cost.unwritten().map((r) => r.id)).toEqual(["c1"]);
+    clock.advance(50);
+    await settle();
+    expect(spies.map((s) => s.mock.calls.length)).toEqual([1, 0, 0, 0]);
+    expect(seqs("r1")).toEqual([1, 2, 3, 4]);
+    expect(store.listAuditEvents({ limit: 10 }).map((r) => r.action)).toEqual(["agent.run.started"]);
+    expect(store.listCostRows({ limit: 10 }).map((r) => r.id)).toEqual(["c1"]);
+    expect(cost.unwritten()).toEqual([]);
+    // their own timers find nothing left to write
+    clock.advance(200);
+    await audit.flush();
+    await cost.flush();
+    expect(spies.map((s) => s.mock.calls.length)).toEqual([1, 0, 0, 0]);
+    expect(audit.state()).toEqual({ backlog: 0, dropped: 0 });
+  });
+
+  it("a batch the disk refuses gives the rows back: the ledgers write theirs alone, the events are retried", async () => {
+    const { clock, adapter, audit, cost, writer, start } = withLedgers();
+    vi.spyOn(adapter, "appendLedgerBatch").mockImplementationOnce(async () => {
+      throw diskFull();
+    });
+    start();
+    clock.advance(50);
+    await settle();
+    await audit.flush();
+    await cost.flush();
+    expect(store.listAuditEvents({ limit: 10 }).map((r) => r.action)).toEqual(["agent.run.started"]);
+    expect(store.listCostRows({ limit: 10 }).map((r) => r.id)).toEqual(["c1"]);
+    expect(seqs("r1")).toEqual([]);
+    expect(writer.stats).toMatchObject({ buffered: 4, failedWrites: 1 });
+    clock.advance(100);
+    await settle();
+    expect(seqs("r1")).toEqual([1, 2, 3, 4]);
+    expect(audit.state().dropped).toBe(0);
   });
 });
 

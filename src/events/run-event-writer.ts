@@ -20,12 +20,16 @@
  *
  * Events not written yet are still readable: `read` returns the stored events followed by the buffered ones, which
  * is what `agent.events` replays.
+ *
+ * A run's end does not hurry the batch: on Postgres the end notice waits for `written()` (the events emitted so far
+ * have left the buffer), not for a `flush()`, so a batch spans the turns that end within its delay. A flush per end
+ * cost every turn at least one run-event commit of its own, however short the turn.
  */
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
-import type { Store, StoredRunEvent } from "../storage/types.js";
+import type { LedgerBatch, Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
 import { agentEventJson } from "./event-json.js";
 
@@ -46,6 +50,18 @@ export interface RunEventWriterOptions {
   maxBuffered?: number;
   /** runs `fn` soon, outside the current call stack (default setImmediate) */
   defer?: (fn: () => void) => void;
+}
+
+/**
+ * Another ledger whose rows ride a run-event batch's transaction (the audit and cost ledgers): they cost no commit
+ * of their own while runs stream events. A rider keeps its own semantics: rows of a batch that failed go back to it
+ * and it writes them alone (dropping them if that fails too), while the events are retried as usual.
+ */
+export interface LedgerRider {
+  /** the rows waiting now (none while the rider's own write is under way, so its order holds) */
+  take(): Partial<Pick<LedgerBatch, "audit" | "cost">>;
+  /** the batch that carried them committed (true), or failed (false: the rider writes them itself) */
+  settle(committed: boolean): void;
 }
 
 export interface RunEventWriterStats {
@@ -103,6 +119,14 @@ export class RunEventWriter {
   private closed = false;
   private closing = false;
   private readonly counts = { stored: 0, dropped: 0, duplicates: 0, failedWrites: 0 };
+  /**
+   * Events taken in, and events that left (written, found stored already, or dropped), since the start: the buffer
+   * is a FIFO, so `written()` waits for `left` to reach the count of events taken in when it was asked.
+   */
+  private taken = 0;
+  private left = 0;
+  private waiters: Array<{ until: number; resolve: () => void }> = [];
+  private readonly riders: LedgerRider[] = [];
 
   constructor(opts: RunEventWriterOptions) {
     this.store = opts.store;
@@ -122,10 +146,16 @@ export class RunEventWriter {
     this.unsubscribe = bus.subscribeLocal((ev) => this.add(ev));
   }
 
+  /** Lets `rider`'s rows ride every batch written from now on (Store.appendLedgerBatch). */
+  carry(rider: LedgerRider): void {
+    this.riders.push(rider);
+  }
+
   /** The hot path: one push, and a timer armed once per batch. */
   add(event: AgentEvent): void {
     if (this.closed) return;
     this.buffer.push(toStored(event));
+    this.taken++;
     if (this.buffer.length - this.head > this.maxBuffered) this.dropOldest();
     if (!this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
     if (this.buffer.length - this.head >= this.batchSize && !this.soon && this.retryDelayMs === 0) {
@@ -149,6 +179,25 @@ export class RunEventWriter {
       () => {},
     );
     return next;
+  }
+
+  /**
+   * Resolves once every event taken in so far has left the buffer (written, or dropped), at the batch's own pace:
+   * nothing is written earlier for it. While writes fail it waits for the retries. Never rejects.
+   */
+  written(): Promise<void> {
+    if (this.left >= this.taken || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ until: this.taken, resolve }));
+  }
+
+  /** `count` more events left the buffer: wakes the `written()` callers they were waited for by. */
+  private settled(count: number): void {
+    this.left += count;
+    if (this.waiters.length === 0) return;
+    const due = this.waiters.filter((w) => w.until <= this.left);
+    if (due.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.until > this.left);
+    for (const w of due) w.resolve();
   }
 
   private async flushNow(): Promise<number> {
@@ -257,6 +306,7 @@ export class RunEventWriter {
     if (left > 0) this.drop(left, "the store closed while writes were failing");
     this.buffer = [];
     this.head = 0;
+    this.settled(this.taken - this.left);
   }
 
   private arm(delayMs: number): void {
@@ -269,16 +319,32 @@ export class RunEventWriter {
 
   /** Writes one batch; false when it must be retried later (the batch is back at the head of the buffer). */
   private async write(batch: StoredRunEvent[]): Promise<boolean> {
+    const audit: LedgerBatch["audit"] = [];
+    const cost: Array<LedgerBatch["cost"][number]> = [];
+    const riding: LedgerRider[] = [];
+    for (const rider of this.riders) {
+      const rows = rider.take();
+      if (!rows.audit?.length && !rows.cost?.length) continue;
+      riding.push(rider);
+      if (rows.audit) audit.push(...rows.audit);
+      if (rows.cost) cost.push(...rows.cost);
+    }
     try {
-      const { ignored } = await this.store.appendRunEvents(batch);
+      const { ignored } =
+        riding.length > 0
+          ? await this.store.appendLedgerBatch({ runEvents: batch, audit, cost })
+          : await this.store.appendRunEvents(batch);
+      for (const rider of riding) rider.settle(true);
       this.counts.stored += batch.length - ignored;
       if (ignored > 0) this.noteDuplicates(ignored);
+      this.settled(batch.length);
       if (this.retryDelayMs > 0) {
         this.retryDelayMs = 0;
         this.logger.info("run events: the store takes writes again", { buffered: this.buffer.length - this.head });
       }
       return true;
     } catch (err) {
+      for (const rider of riding) rider.settle(false);
       this.counts.failedWrites++;
       if (retryable(err, this.isTransientStoreError)) {
         if (this.retryDelayMs === 0) {
@@ -293,6 +359,7 @@ export class RunEventWriter {
         return false;
       }
       this.drop(batch.length, `writing them failed: ${(err as Error)?.message ?? String(err)}`);
+      this.settled(batch.length);
       return true;
     }
   }
@@ -302,6 +369,7 @@ export class RunEventWriter {
     // O(1): the front is skipped, not spliced out (one splice per event made a full buffer cost O(n) per event)
     this.head += excess;
     this.compact();
+    this.settled(excess);
     // logged once per 1,000 so a long fault does not flood the log
     const before = this.counts.dropped;
     this.counts.dropped += excess;

@@ -5,6 +5,8 @@
  * per minute at most. Rows not written yet stay visible to `unwritten()`, so a budget that loads its window's sum
  * from the store adds them and misses nothing.
  */
+
+import type { LedgerRider } from "../events/run-event-writer.js";
 import type { Clock } from "../infra/clock.js";
 import type { Logger } from "../infra/logger.js";
 import type { CostRow, Store } from "../storage/types.js";
@@ -27,6 +29,8 @@ export class CostLedger {
   private inFlight: CostRow[] = [];
   private timer: unknown;
   private writing: Promise<void> = Promise.resolve();
+  /** this ledger's own writes issued and not settled */
+  private ownWrites = 0;
   private dropped = 0;
   private lastDropLog: number | undefined;
 
@@ -48,6 +52,40 @@ export class CostLedger {
     }
     this.queue.push(row);
     this.timer ??= this.opts.clock.setTimeout(() => this.writeBatch(), COST_FLUSH_DELAY_MS);
+  }
+
+  /**
+   * Lets the rows ride the run-event writer's batches (one commit for both; a model call's events are due within the
+   * writer's delay of its row). Like the audit ledger's rider: taken only while no write of its own is under way,
+   * later writes wait for the ride, and a failed ride's rows are written alone (dropped if refused again).
+   */
+  rider(): LedgerRider {
+    let settled: () => void = () => {};
+    return {
+      take: () => {
+        if (this.inFlight.length > 0 || this.ownWrites > 0 || this.queue.length === 0) return {};
+        const rows = this.queue.splice(0, COST_BATCH_ROWS);
+        if (this.queue.length === 0 && this.timer !== undefined) {
+          this.opts.clock.clearTimeout(this.timer);
+          this.timer = undefined;
+        }
+        // still unwritten for the budgets until the batch commits
+        this.inFlight = rows;
+        const done = new Promise<void>((resolve) => {
+          settled = resolve;
+        });
+        this.writing = this.writing.then(() => done);
+        return { cost: rows };
+      },
+      settle: (committed) => {
+        const rows = this.inFlight;
+        this.inFlight = [];
+        settled();
+        if (committed) return;
+        this.queue.unshift(...rows);
+        void this.writeOne();
+      },
+    };
   }
 
   /** Rows queued or being written: not in the store yet (or not known to be). */
@@ -75,9 +113,13 @@ export class CostLedger {
   }
 
   private writeOne(): Promise<void> {
+    this.ownWrites++;
     this.writing = this.writing.then(async () => {
       const batch = this.queue.splice(0, COST_BATCH_ROWS);
-      if (batch.length === 0) return;
+      if (batch.length === 0) {
+        this.ownWrites--;
+        return;
+      }
       this.inFlight = batch;
       try {
         await this.opts.store.appendCostRows(batch);
@@ -86,6 +128,7 @@ export class CostLedger {
         this.opts.logger.warn(`cost ledger: the store refused ${batch.length} row(s): ${(err as Error).message}`);
       } finally {
         this.inFlight = [];
+        this.ownWrites--;
       }
     });
     return this.writing;

@@ -179,11 +179,12 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
       return node;
     }
     if (role === "gateway") await warnOfLocalWorkspace(config, opts.stateDir, logger);
-    const flushEvents = () => node?.runtime.runEvents.flush() ?? Promise.resolve();
+    // a run's end notice waits for its events to be written at the writer's pace (a flush per end cost a commit)
+    const eventsWritten = () => node?.runtime.runEvents.written() ?? Promise.resolve();
     node = assemble(
       { ...opts, sandboxes, metrics },
       backend,
-      await postgresParts(backend.store, config, clock, logger, flushEvents),
+      await postgresParts(backend.store, config, clock, logger, eventsWritten),
       mcp,
     );
     return node;
@@ -273,7 +274,10 @@ function assemble(
       actorOf: (runId) => service.originOf(runId)?.actor,
     });
     audit.attach(rt.bus);
+    // the audit and cost rows ride the run-event batches: one commit for the three ledgers instead of three
+    rt.runEvents.carry(audit.rider());
   }
+  if (spend) rt.runEvents.carry(spend.ledger.rider());
   let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   return {
@@ -377,7 +381,7 @@ async function postgresParts(
   config: LoopgateConfig,
   clock: Clock,
   logger: Logger,
-  flushEvents: () => Promise<unknown>,
+  eventsWritten: () => Promise<unknown>,
 ): Promise<BackendParts> {
   // loaded only here: a SQLite process never loads the cluster layer, the Postgres bus or its relays
   const [{ clusterNodeFor }, { PgEventBus }, { PgSessionRelay }, { PgSpendRelay }, { isTransientPostgresError }] =
@@ -394,7 +398,7 @@ async function postgresParts(
     store,
     now: () => clock.now(),
     // a run's end is announced to the other nodes once its events are written
-    beforeEndNotice: flushEvents,
+    beforeEndNotice: eventsWritten,
     onError: (err) => logger.warn("event bus: reading another node's events failed", { error: err.message }),
   });
   return {

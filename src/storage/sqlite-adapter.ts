@@ -12,6 +12,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  LedgerBatch,
   OperatorSetting,
   RunRecord,
   RunStatus,
@@ -198,6 +199,10 @@ export class SqliteStoreAdapter implements Store {
 
   async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
     return this.db.appendRunEvents(events);
+  }
+
+  async appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }> {
+    return this.db.appendLedgerBatch(batch);
   }
 
   async readRunEvents(runId: string, opts?: { afterSeq?: number; limit?: number }): Promise<StoredRunEvent[]> {

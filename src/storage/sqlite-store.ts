@@ -36,6 +36,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  LedgerBatch,
   OperatorSetting,
   RunRecord,
   RunStatus,
@@ -562,6 +563,16 @@ export class SqliteStore {
         inserted += this.runEventsInsert(chunk.length).run(...args).changes;
       }
       return { ignored: events.length - inserted };
+    });
+  }
+
+  appendLedgerBatch(batch: LedgerBatch): { ignored: number } {
+    // the inner appends' transactions nest (savepoints): one commit for the three
+    return this.transaction(() => {
+      const result = this.appendRunEvents(batch.runEvents);
+      this.appendAuditEvents(batch.audit);
+      this.appendCostRows(batch.cost);
+      return result;
     });
   }
 

@@ -421,6 +421,31 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
         expect(stored[199].json).toBe(event("big", 200).json);
       });
+
+      it("one ledger batch stores run events, audit rows and cost rows together, as their own appends would", async () => {
+        await store.appendRunEvents([event("r1", 1)]);
+        const row = cost({ runId: "r1" });
+        const { ignored } = await store.appendLedgerBatch({
+          runEvents: [event("r1", 1), event("r1", 2)],
+          audit: [audit({ occurredAt: 10 }), audit({ occurredAt: 20 })],
+          cost: [row],
+        });
+        expect(ignored).toBe(1);
+        expect((await store.readRunEvents("r1")).map((e) => e.seq)).toEqual([1, 2]);
+        expect((await store.listAuditEvents({ limit: 10 })).map((r) => r.occurredAt)).toEqual([20, 10]);
+        expect((await store.listCostRows({ limit: 10 })).map((r) => r.id)).toEqual([row.id]);
+      });
+
+      it("a ledger batch the store refuses stores none of its parts", async () => {
+        // an audit row without its actor breaks NOT NULL: the events and the cost row before it are not kept either
+        const broken = { ...audit(), actor: null } as unknown as AuditEventInput;
+        await refused(() =>
+          store.appendLedgerBatch({ runEvents: [event("r9", 1)], audit: [broken], cost: [cost({ runId: "r9" })] }),
+        );
+        expect(await store.readRunEvents("r9")).toEqual([]);
+        expect(await store.listCostRows({ limit: 10 })).toEqual([]);
+        expect(await store.listAuditEvents({ limit: 10 })).toEqual([]);
+      });
     });
 
     describe("audit rows", () => {

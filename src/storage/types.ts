@@ -138,6 +138,13 @@ export interface RunRecord {
 /** An audit row before the ledger numbers it (the store assigns `sequence`; `kind` follows from `action`). */
 export type AuditEventInput = Omit<AuditEvent, "sequence" | "kind">;
 
+/** What one ledger transaction stores (Store.appendLedgerBatch); `ignored` counts run events stored already. */
+export interface LedgerBatch {
+  runEvents: readonly StoredRunEvent[];
+  audit: AuditEventInput[];
+  cost: readonly CostRow[];
+}
+
 /** Which audit rows to list: every filter given must match; newest first. */
 export interface AuditQuery {
   sessionKey?: string;
@@ -320,6 +327,11 @@ export interface Store {
    * Events need not belong to one run nor come in order.
    */
   appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }>;
+  /**
+   * Run events, audit rows and cost rows in one transaction, all or none, each as its own append call would store
+   * it (the run-event writer's batch carries the other ledgers' rows, so they cost no commit of their own).
+   */
+  appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }>;
   /** A run's stored events with a seq above `afterSeq` (default 0), in seq order, at most `limit` of them. */
   readRunEvents(runId: string, opts?: { afterSeq?: number; limit?: number }): Promise<StoredRunEvent[]>;
   /** The highest stored seq of the run; 0 when none is stored. */

@@ -32,6 +32,7 @@ import type {
   CostTotals,
   CronJobRecord,
   CronRunRecord,
+  LedgerBatch,
   OperatorSetting,
   RunRecord,
   RunStatus,
@@ -712,11 +713,11 @@ export class PostgresStore implements Store {
     return rowCount ?? 0;
   }
 
-  async appendAuditEvents(events: AuditEventInput[]): Promise<void> {
+  async appendAuditEvents(events: AuditEventInput[], db: Queryable = this.pool): Promise<void> {
     if (events.length === 0) return;
     const col = <T>(f: (e: AuditEventInput) => T) => events.map(f);
     // one statement; ORDER BY ord makes the identity hand out sequences in the order given
-    await this.pool.query(
+    await db.query(
       `INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
                                  tool_call_fp, schema_version, redaction)
        SELECT id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp,
@@ -772,11 +773,11 @@ export class PostgresStore implements Store {
     return rowCount ?? 0;
   }
 
-  async appendCostRows(rows: readonly CostRow[]): Promise<void> {
+  async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
     const col = (i: number) => rows.map((r) => costColumns(r)[i]);
     // one statement, in the order given (the identity hands out seqs by ord)
-    await this.pool.query(
+    await db.query(
       `INSERT INTO cost_ledger (${COST_COLUMNS})
        SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
               cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
@@ -921,7 +922,18 @@ export class PostgresStore implements Store {
     return rowCount ?? 0;
   }
 
-  async appendRunEvents(events: readonly StoredRunEvent[]): Promise<{ ignored: number }> {
+  async appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }> {
+    if (batch.audit.length === 0 && batch.cost.length === 0) return this.appendRunEvents(batch.runEvents);
+    // the pointers of the events go out at this transaction's commit, with the other ledgers' rows stored
+    return inTransaction(this.pool, async (tx) => {
+      const result = await this.appendRunEvents(batch.runEvents, tx);
+      await this.appendAuditEvents(batch.audit, tx);
+      await this.appendCostRows(batch.cost, tx);
+      return result;
+    });
+  }
+
+  async appendRunEvents(events: readonly StoredRunEvent[], db: Queryable = this.pool): Promise<{ ignored: number }> {
     if (events.length === 0) return { ignored: 0 };
     // one pointer per run (its highest seq in the batch) on its session's channel, sent by the same statement, so at
     // its commit; the first batch this node stores of a run also goes to every node ({k: "rs"}): a run started
@@ -936,7 +948,7 @@ export class PostgresStore implements Store {
       channels.push(p.sessionKey === undefined ? this.channel : sessionChannel(this.channel, p.sessionKey));
       pointers.push(JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
     }
-    const { rows } = await this.pool.query<{ inserted: number }>(
+    const { rows } = await db.query<{ inserted: number }>(
       `WITH ins AS (
          INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
          SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[])
