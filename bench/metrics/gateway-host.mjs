@@ -74,7 +74,9 @@ async function stop() {
 }
 // Commands on stdin, one a line. "mem": answer with this process's memory split (heap, external, RSS), after a
 // full GC if exposed. "heap <file>": write a heap snapshot there.
-// "spaces" / "spaces-nogc": the memory split and V8's heap by space (after a full GC / without one). "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up.
+// "spaces" / "spaces-nogc": the memory split and V8's heap by space (after a full GC / without one).
+// "profile <file>" / "profile-stop": CPU-profile just the load in between, not start-up. "heap-sample <file>" /
+// "heap-stop": allocation sampling of the load in between.
 // "loop-start" / "loop-stop": how late the event loop ran a 5 ms timer (stream-loop-probe.mjs) and the time spent
 // in GC between the two, so a lag the gateway caused by stalling its loop shows apart from one the machine caused.
 let input = "";
@@ -129,9 +131,9 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       stopLoopProbe = undefined;
       gcObserver.disconnect();
       answer({ loopDelayMs, gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 } });
-    } else if (line.startsWith("heap ")) {
-      // "heap <file>" / "heap-stop": allocation sampling of the load in between (metrics/turn-allocations.mjs)
-      void startHeapSampling(line.slice("heap ".length)).then((stopIt) => {
+    } else if (line.startsWith("heap-sample ")) {
+      // "heap-sample <file>" / "heap-stop": allocation sampling of the load in between (metrics/turn-allocations.mjs)
+      void startHeapSampling(line.slice("heap-sample ".length)).then((stopIt) => {
         stopProfile = stopIt;
         answer({ sampling: true });
       });

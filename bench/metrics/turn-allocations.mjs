@@ -27,7 +27,7 @@ try {
   const turn = (i) =>
     client.agent({ message: "hello", idempotencyKey: `ta-${n++}`, sessionKey: `ta-${Math.floor(i / 10)}` });
   for (let i = 0; i < 50; i++) await turn(i);
-  await host.command(`heap ${file}`);
+  await host.command(`heap-sample ${file}`);
   for (let i = 50; i < 50 + turns; i++) await turn(i);
   await host.command("heap-stop");
   await client.close();
