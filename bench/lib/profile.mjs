@@ -132,8 +132,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   process.stdout.write(`${formatProfile(agg, Number(process.argv[3] ?? 25))}\n`);
 }
 
-/** Self time of functions whose name matches `pattern`, split by the chain of their callers (depth levels up). */
-export function callersOf(profile, pattern, depth = 4) {
+/** A CPU profile's nodes by id, each node's parent, and each node's self time in µs (its samples' deltas). */
+export function profileIndex(profile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -141,6 +141,18 @@ export function callersOf(profile, pattern, depth = 4) {
   for (let i = 0; i < profile.samples.length; i++) {
     self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
+  return { byId, parent, self };
+}
+
+/** The first phase of `phases` ([name, regex] over "file function") that a frame falls in, or undefined. */
+export function phaseOf(phases, file, fn) {
+  for (const [name, re] of phases) if (re.test(`${file} ${fn || "(anonymous)"}`)) return name;
+  return undefined;
+}
+
+/** Self time of functions whose name matches `pattern`, split by the chain of their callers (depth levels up). */
+export function callersOf(profile, pattern, depth = 4) {
+  const { byId, parent, self } = profileIndex(profile);
   const out = new Map();
   for (const [id, us] of self) {
     const node = byId.get(id);

@@ -4,7 +4,7 @@
 // such frame keep their package or VM state (socket reads run from the event loop: "node internals").
 //   node bench/lib/stream-phases.mjs <gateway.cpuprofile> <tokens> [<relay.cpuprofile> <tokens>] [--files]
 import fs from "node:fs";
-import { shortUrl } from "./profile.mjs";
+import { phaseOf, profileIndex, shortUrl } from "./profile.mjs";
 
 // first match wins, on "<file> <function>"
 const PHASES = [
@@ -26,20 +26,9 @@ const PHASES = [
   ["relay: its own code (split, parse, frame)", /^bench\/metrics\/stream-relay/],
 ];
 
-function phaseOf(file, fn) {
-  for (const [name, re] of PHASES) if (re.test(`${file} ${fn || "(anonymous)"}`)) return name;
-  return undefined;
-}
-
 /** µs of CPU by phase (and by file), idle left out. */
 export function streamPhases(profile) {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const self = new Map();
-  for (let i = 0; i < profile.samples.length; i++) {
-    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
+  const { byId, parent, self } = profileIndex(profile);
   const phases = new Map();
   const files = new Map();
   const add = (m, k, us) => m.set(k, (m.get(k) ?? 0) + us);
@@ -51,7 +40,7 @@ export function streamPhases(profile) {
     for (let n = id; n !== undefined && !phase; n = parent.get(n)) {
       const cf = byId.get(n).callFrame;
       const u = shortUrl(cf.url);
-      phase = phaseOf(u, cf.functionName);
+      phase = phaseOf(PHASES, u, cf.functionName);
       if (phase) add(files, `${u} ${cf.functionName || "(anonymous)"}`, us);
       else if (!pkg && u.includes("node_modules/"))
         pkg = `npm ${u.slice(u.lastIndexOf("node_modules/") + 13).split("/")[0]}`;

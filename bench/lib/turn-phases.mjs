@@ -4,7 +4,7 @@
 // comes from the table below. Samples with no Loopgate frame keep their VM state or their package.
 //   node bench/lib/turn-phases.mjs <measured.cpuprofile> <turns> [<floor.cpuprofile> <floor turns>] [--files]
 import fs from "node:fs";
-import { shortUrl } from "./profile.mjs";
+import { phaseOf, profileIndex, shortUrl } from "./profile.mjs";
 
 // first match wins: the phase of "<file> <function>" for a dist/ (or bench/) frame
 const PHASES = [
@@ -40,20 +40,9 @@ const PHASES = [
   ["other Loopgate", /^dist\//],
 ];
 
-function phaseOf(file, fn) {
-  for (const [name, re] of PHASES) if (re.test(`${file} ${fn || "(anonymous)"}`)) return name;
-  return undefined;
-}
-
 /** ms per turn by phase (and by Loopgate file, for --files), idle time left out. */
 export function turnPhases(profile, turns) {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const self = new Map();
-  for (let i = 0; i < profile.samples.length; i++) {
-    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
+  const { byId, parent, self } = profileIndex(profile);
   const phases = new Map();
   const files = new Map();
   const leaves = new Map(); // phase -> Map(leaf function -> us)
@@ -66,7 +55,7 @@ export function turnPhases(profile, turns) {
     for (let n = id; n !== undefined && !phase; n = parent.get(n)) {
       const cf = byId.get(n).callFrame;
       const u = shortUrl(cf.url);
-      const p = phaseOf(u, cf.functionName);
+      const p = phaseOf(PHASES, u, cf.functionName);
       if (p) {
         phase = p;
         add(files, u, us);
