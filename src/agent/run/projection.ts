@@ -64,7 +64,7 @@ export class RunProjection {
    * before anything that follows it (another message, a compaction: `storedAll()`); the one the run ends with is
    * taken by `takeAnswer` and stored with the run's end (one commit for both).
    */
-  private heldAnswer?: { message: ChatMessage; contextCopy?: ChatMessage };
+  private heldAnswer?: { message: ChatMessage; contextCopy?: ChatMessage; createdAt: number };
   /** the answer `takeAnswer` handed over, until `answerStored` says where it went */
   private answerTaken?: { message: ChatMessage; contextCopy?: ChatMessage };
   /** the last append issued (each settles after the ones before it) */
@@ -219,7 +219,7 @@ export class RunProjection {
     const held = this.heldAnswer;
     if (!held) return;
     this.heldAnswer = undefined;
-    this.append(held.message, held.contextCopy);
+    this.append(held.message, held.contextCopy, held.createdAt);
   }
 
   /** The row of the answer the run ends with, for the run's end to store; none when there is no held answer. */
@@ -228,7 +228,7 @@ export class RunProjection {
     if (!held) return [];
     this.heldAnswer = undefined;
     this.answerTaken = held;
-    return [this.rowOf(held.message)];
+    return [this.rowOf(held.message, held.createdAt)];
   }
 
   /** The taken answer is stored (`rows`: as stored; none when it could not be): announced as an append is. */
@@ -240,9 +240,10 @@ export class RunProjection {
     this.stored(taken.message, row, taken.contextCopy);
   }
 
-  private rowOf(message: ChatMessage): NewTranscriptRow {
+  /** `createdAt`: when the message came (a held answer keeps its time) */
+  private rowOf(message: ChatMessage, createdAt: number): NewTranscriptRow {
     const { sessionKey } = this.prepared.hookCtx;
-    return { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message };
+    return { sessionKey, kind: "message", runId: this.runId, createdAt, message };
   }
 
   private stored(message: ChatMessage, row: TranscriptRow, contextCopy: ChatMessage | undefined): void {
@@ -253,8 +254,8 @@ export class RunProjection {
     if (contextCopy) this.sameRow(message, contextCopy);
   }
 
-  private append(message: ChatMessage, contextCopy?: ChatMessage): void {
-    const appended = this.rt.store.appendTranscript([this.rowOf(message)]);
+  private append(message: ChatMessage, contextCopy?: ChatMessage, createdAt = this.rt.clock.now()): void {
+    const appended = this.rt.store.appendTranscript([this.rowOf(message, createdAt)]);
     // chained on the appends before it: rows are remembered (and announced) in the order they were written
     this.writes = this.writes
       .then(() =>
@@ -418,7 +419,7 @@ export class RunProjection {
     if (this.holdAnswer && isAnswer(row)) {
       this.written.push(row);
       this.releaseAnswer();
-      this.heldAnswer = { message: row, contextCopy: message };
+      this.heldAnswer = { message: row, contextCopy: message, createdAt: this.rt.clock.now() };
       return;
     }
     this.write(row, message);
