@@ -146,20 +146,26 @@ function numberedAsStored(
 
 /**
  * The runs' patches (those of one run merged in order: a later field wins, as applying them one after another
- * would) and the session's usage as one statement, each update a CTE of its own (they touch different rows), so
+ * would; a run set `running` gets `node_id = runNode` too) and the session's usage as one statement, each update a CTE of its own (they touch different rows), so
  * all or none. Undefined when there is nothing to write.
  */
 function runUpdates(
   patches: ReadonlyArray<{ runId: string; patch: RunPatch }>,
   usage: SessionUsageAdd | undefined,
+  runNode: string | undefined,
 ): { sql: string; values: unknown[]; runIds: string[]; merged: Map<string, RunPatch> } | undefined {
   const merged = new Map<string, RunPatch>();
   for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
   const values: unknown[] = [];
   const updates: string[] = [];
   for (const [runId, patch] of merged) {
-    const sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
+    let sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
     if (!sets) continue;
+    // a run starting here is this node's: the adoption rides its `running` write
+    if (patch.status === "running" && runNode !== undefined) {
+      values.push(runNode);
+      sets += `, node_id = $${values.length}`;
+    }
     values.push(runId);
     updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
   }
@@ -226,6 +232,8 @@ export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly channel: string;
   private fence: FenceTokens | undefined;
+  /** the node `running` runs are written for (setRunNode) */
+  private runNode: string | undefined;
   private notifierStart: Promise<PgNotifier> | undefined;
   private closed = false;
   /** set by the session relay (announceMessages): the tag its message pointers carry */
@@ -258,6 +266,14 @@ export class PostgresStore implements Store {
    */
   setFence(fn: FenceTokens | undefined): void {
     this.fence = fn;
+  }
+
+  /**
+   * Several nodes: a run this store writes `running` is this node's (`runs.node_id`, set in the same statement), so
+   * a queued input that starts at once needs no adoption write of its own (storage/postgres/queue-adopt.ts).
+   */
+  setRunNode(nodeId: string | undefined): void {
+    this.runNode = nodeId;
   }
 
   /**
@@ -509,7 +525,7 @@ export class PostgresStore implements Store {
    */
   private async endTurnNow(rows: NewTranscriptRow[], end: Omit<TurnEnd, "rows">): Promise<TranscriptRow[]> {
     const cols = transcriptColumns(rows);
-    const update = runUpdates(end.patches, end.usage);
+    const update = runUpdates(end.patches, end.usage, this.runNode);
     const keys = new Set(cols.keys);
     if (update && this.fence) for (const k of await this.sessionsOf(update.runIds, end.usage)) keys.add(k);
     const stored = await this.seqRetry(() =>
@@ -1166,7 +1182,7 @@ export class PostgresStore implements Store {
   }
 
   async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>, usage?: SessionUsageAdd): Promise<void> {
-    const update = runUpdates(patches, usage);
+    const update = runUpdates(patches, usage, this.runNode);
     if (!update) return;
     if (!this.fence) {
       await this.pool.query(update.sql, update.values);
