@@ -39,7 +39,7 @@ class StatementLog {
       const text = (typeof config === "string" ? config : ((config as { text?: string })?.text ?? ""))
         .replace(/\s+/g, " ")
         .trim();
-      if (log.recording && !/^(UN)?LISTEN/i.test(text)) log.place(this, text);
+      if (!/^(UN)?LISTEN/i.test(text)) log.place(this, text);
       return (original as (...a: unknown[]) => unknown).call(this, config, ...rest);
     } as typeof pg.Client.prototype.query;
   }
@@ -48,21 +48,27 @@ class StatementLog {
     pg.Client.prototype.query = this.original;
   }
 
+  /**
+   * Transaction boundaries are followed whether or not the log is recording: a batch writer's transaction that began
+   * before recording started (or ended after it stopped) would otherwise stay "open" on its connection and swallow
+   * every later statement of that connection (under load the intake's INSERT went missing that way).
+   */
   private place(client: object, text: string): void {
-    const entry = { text };
     if (/^BEGIN/i.test(text)) {
       this.open.set(client, { statements: [], explicit: true });
       return;
     }
     const tx = this.open.get(client);
     if (/^(COMMIT|ROLLBACK)/i.test(text)) {
-      if (tx && /^COMMIT/i.test(text)) this.transactions.push(tx);
-      else if (tx) this.rolledBack++;
       this.open.delete(client);
+      if (!this.recording || !tx || tx.statements.length === 0) return;
+      if (/^COMMIT/i.test(text)) this.transactions.push(tx);
+      else this.rolledBack++;
       return;
     }
-    if (tx) tx.statements.push(entry);
-    else this.transactions.push({ statements: [entry], explicit: false });
+    if (!this.recording) return;
+    if (tx) tx.statements.push({ text });
+    else this.transactions.push({ statements: [{ text }], explicit: false });
   }
 
   clear(): void {
