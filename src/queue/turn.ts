@@ -233,7 +233,7 @@ async function appendAlone(ctx: QueueContext, rows: NewTranscriptRow[]): Promise
   try {
     return await ctx.deps.store.appendTranscript(rows);
   } catch (err) {
-    reportUnrecorded(err);
+    process.emitWarning(`a turn's answer could not be written: ${(err as Error)?.message ?? String(err)}`);
     return [];
   }
 }
