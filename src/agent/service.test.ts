@@ -931,7 +931,10 @@ describe("a turn's answer and its end (issue 33)", () => {
       const last = rows.at(-1)?.message;
       atEnd.push({
         status: h.store.getRun(ev.runId)?.status,
-        last: last?.role === "assistant" ? contentText(last.content) : last?.role,
+        last:
+          last?.role === "assistant"
+            ? last.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("")
+            : last?.role,
       });
     });
     const a = await h.send("hello");
