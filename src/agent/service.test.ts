@@ -920,3 +920,58 @@ describe("message_received fires when a message arrives", () => {
     expect(internal).toHaveLength(4);
   });
 });
+
+describe("a turn's answer and its end (issue 33)", () => {
+  it("are both stored when the run's end goes out: a client that saw it end reads the answer and the ended run", async () => {
+    const h = harness();
+    const atEnd: Array<{ status?: string; last?: string }> = [];
+    h.rt.bus.subscribe((ev) => {
+      if (ev.stream !== "lifecycle" || ev.data.phase !== "end") return;
+      const rows = h.store.readTranscript(SESSION, { kinds: ["message"] });
+      const last = rows.at(-1)?.message;
+      atEnd.push({
+        status: h.store.getRun(ev.runId)?.status,
+        last:
+          last?.role === "assistant"
+            ? last.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("")
+            : last?.role,
+      });
+    });
+    const a = await h.send("hello");
+    await finished(h, (await a).runId);
+    expect(atEnd).toEqual([{ status: "ok", last: "echo: hello" }]);
+  });
+
+  it("are one store write, after the tool's call and result were stored on their own", async () => {
+    const h = harness();
+    const writes: string[] = [];
+    const store = h.rt.store;
+    const appendTranscript = store.appendTranscript.bind(store);
+    const endTurn = store.endTurn.bind(store);
+    const updateRuns = store.updateRuns.bind(store);
+    store.appendTranscript = (rows) => {
+      writes.push(`append ${rows.map((r) => r.message?.role).join(",")}`);
+      return appendTranscript(rows);
+    };
+    store.endTurn = (end) => {
+      writes.push(`end with ${end.rows.map((r) => r.message?.role).join(",")}: ${end.patches[0]?.patch.status}`);
+      return endTurn(end);
+    };
+    store.updateRuns = (patches, usage) => {
+      writes.push(`runs ${patches.map((p) => p.patch.status).join(",")}`);
+      return updateRuns(patches, usage);
+    };
+    const a = await h.send("hold please");
+    await h.gate.whenStarted(1);
+    h.gate.release(0);
+    await finished(h, (await a).runId);
+    expect(writes).toEqual([
+      "runs running",
+      "append user",
+      "append assistant",
+      "append toolResult",
+      "end with assistant: ok",
+    ]);
+    expect(h.transcript().map((r) => r.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+  });
+});
