@@ -1,6 +1,4 @@
-import type { AgentFinal } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
-import type { NewTranscriptRow, TranscriptRow } from "../storage/types.js";
 import { toFinal, zeroUsage } from "./finals.js";
 import { afterWrite, finishRun, setReceipt } from "./live-runs.js";
 import type { ActiveTurn, LiveRun, QueueContext, RunResult, RunSpec, SessionState, TurnSteering } from "./types.js";
@@ -95,13 +93,6 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
         [host, ...turn.merged].map((r) => ({ runId: r.runId, patch: { status: "running" as const, startedAt } })),
       );
     },
-    // the answer and the turn's end in one commit, before the terminal event: a client that saw the run end finds
-    // both stored, as when they were two
-    onEnding: (result, rows) => {
-      if (turn.released) return appendAlone(ctx, rows);
-      turn.ended = result;
-      return storeOutcome(ctx, turn, result, rows);
-    },
   };
 }
 
@@ -155,35 +146,8 @@ async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Prom
   }
 }
 
-/**
- * Stores the outcome for the host and every merged message in one commit (unless the run stored it already, with
- * its answer, through `onEnding`), then resolves their waiters.
- */
+/** Stores the outcome for the host and every merged message in one commit, then resolves their waiters. */
 export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): Promise<void> {
-  try {
-    if (turn.ended !== outcome) await storeOutcome(ctx, turn, outcome, []);
-  } finally {
-    // waiters get the outcome either way; an unrecorded one is failed by the next start's recovery
-    const final = toFinal(outcome);
-    finishRun(ctx, turn.host, final);
-    for (const m of turn.merged) finishRun(ctx, m, mergedFinal(final, m, turn.host));
-  }
-}
-
-function mergedFinal(final: AgentFinal, m: LiveRun, host: LiveRun): AgentFinal {
-  return { ...final, runId: m.runId, mergedInto: host.runId };
-}
-
-/**
- * The turn's end for the host and every merged message, with the session's usage and `rows` (the run's answer), in
- * one commit. Resolves with the rows as stored; never rejects.
- */
-async function storeOutcome(
-  ctx: QueueContext,
-  turn: ActiveTurn,
-  outcome: RunResult,
-  rows: NewTranscriptRow[],
-): Promise<TranscriptRow[]> {
   const { host, merged } = turn;
   const final = toFinal(outcome);
   const record = {
@@ -193,11 +157,12 @@ async function storeOutcome(
     stopReason: outcome.stopReason,
     error: outcome.error?.message,
   };
+  const mergedFinal = (m: LiveRun) => ({ ...final, runId: m.runId, mergedInto: host.runId });
   const patches = [
     { runId: host.runId, patch: { ...record, result: final as unknown as Record<string, unknown> } },
     ...merged.map((m) => ({
       runId: m.runId,
-      patch: { ...record, result: mergedFinal(final, m, host) as unknown as Record<string, unknown> },
+      patch: { ...record, result: mergedFinal(m) as unknown as Record<string, unknown> },
     })),
   ];
   // the turn's tokens go to its session in the same transaction: a turn's end is one commit
@@ -209,12 +174,8 @@ async function storeOutcome(
     updatedAt: outcome.endedAt,
   };
   try {
-    return rows.length > 0
-      ? await ctx.deps.store.endTurn({ rows, patches, usage })
-      : await ctx.deps.store.updateRuns(patches, usage).then(() => []);
+    await ctx.deps.store.updateRuns(patches, usage);
   } catch (err) {
-    // the answer on its own first (it needs less room than both), then the end as it can be recorded
-    const stored = await appendAlone(ctx, rows);
     try {
       await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);
     } catch (again) {
@@ -223,18 +184,10 @@ async function storeOutcome(
       ctx.unrecorded.keep(patches);
       reportUnrecorded(again);
     }
-    return stored;
-  }
-}
-
-/** Rows written without the turn's end (it is not this turn's to record, or it could not be stored with them). */
-async function appendAlone(ctx: QueueContext, rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
-  if (rows.length === 0) return [];
-  try {
-    return await ctx.deps.store.appendTranscript(rows);
-  } catch (err) {
-    process.emitWarning(`a turn's answer could not be written: ${(err as Error)?.message ?? String(err)}`);
-    return [];
+  } finally {
+    // waiters get the outcome either way; an unrecorded one is failed by the next start's recovery
+    finishRun(ctx, host, final);
+    for (const m of merged) finishRun(ctx, m, mergedFinal(m));
   }
 }
 

@@ -7,7 +7,7 @@ import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import type { AgentFinal, AgentRequest, EndedBy, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
-import type { NewTranscriptRow, Store, TranscriptRow } from "../storage/types.js";
+import type { Store } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
 import type { UnrecordedEnds } from "./unrecorded-ends.js";
 
@@ -107,12 +107,6 @@ export interface RunSpec extends WireRunOptions {
   onLoopEnd?: () => void;
   /** the turn got its lanes and is running; the run waits for the returned promise before its start event */
   onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void | Promise<void>;
-  /**
-   * The run is over and its terminal event not out yet: stores the turn's end together with `rows`, the run's last
-   * transcript rows (its answer, held back for this), in one commit, and resolves with the rows as stored (fewer
-   * when they could not be; never rejects). Without it, the run writes its answer as soon as it has it.
-   */
-  onEnding?: (result: RunResult, rows: NewTranscriptRow[]) => Promise<TranscriptRow[]>;
 }
 
 /** How a run ended: the one record the queue stores as the final, the CLI renders, agent.wait reports. */
@@ -195,8 +189,6 @@ export interface LiveRun {
 
 export interface ActiveTurn {
   host: LiveRun;
-  /** the outcome the run stored through `onEnding` (with its answer): the queue does not store it again */
-  ended?: RunResult;
   /** messages steered into this turn, waiting for the loop to take them */
   steer: LiveRun[];
   /** collected/steered runs whose outcome is the host's */

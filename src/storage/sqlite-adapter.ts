@@ -23,7 +23,6 @@ import type {
   StoredRunEvent,
   TranscriptReadOptions,
   TranscriptRow,
-  TurnEnd,
 } from "./types.js";
 
 /**
@@ -223,10 +222,6 @@ export class SqliteStoreAdapter implements Store {
     usage?: SessionUsageAdd,
   ): Promise<void> {
     return this.db.updateRuns(patches, usage);
-  }
-
-  async endTurn(end: TurnEnd): Promise<TranscriptRow[]> {
-    return this.db.endTurn(end);
   }
 
   async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {

@@ -46,7 +46,6 @@ import type {
   StoredRunEvent,
   TranscriptReadOptions,
   TranscriptRow,
-  TurnEnd,
 } from "./types.js";
 
 /** The JSON `data` column of a transcript row: the message, or the text (and a compaction's firstKeptSeq). */
@@ -213,26 +212,12 @@ export class SqliteStore {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
     usage?: SessionUsageAdd,
   ): void {
-    this.transaction(() => this.applyRunUpdates(patches, usage));
-  }
-
-  /** Store.endTurn: the turn's last rows, then its runs' patches and usage, in one transaction. */
-  endTurn(end: TurnEnd): TranscriptRow[] {
-    return this.transaction(() => {
-      const stored = this.insertRows(end.rows);
-      this.applyRunUpdates(end.patches, end.usage);
-      return stored;
+    this.transaction(() => {
+      for (const { runId, patch } of patches) this.updateRun(runId, patch);
+      if (usage) {
+        this.stmts.addSessionUsage.run(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+      }
     });
-  }
-
-  /** The patches and the session's usage; the caller holds the transaction. */
-  private applyRunUpdates(
-    patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
-    usage: SessionUsageAdd | undefined,
-  ): void {
-    for (const { runId, patch } of patches) this.updateRun(runId, patch);
-    if (usage)
-      this.stmts.addSessionUsage.run(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
   }
 
   transaction<T>(fn: () => T): T {

@@ -348,47 +348,6 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect((await other.getRun("t2"))?.status).toBe("ok");
       });
 
-      it("endTurn stores a turn's answer and its end at once: another store sees both, after the rows before", async () => {
-        await store.ensureSession(KEY, "main", 1);
-        await store.createRun(run("end1", { status: "running" }));
-        // issued before the end and not awaited: the answer still lands after it
-        const before = store.appendTranscript([msgRow(KEY, "tool result")]);
-        const answer = { ...msgRow(KEY, "the answer", 7), runId: "end1" };
-        const stored = await store.endTurn({
-          rows: [answer],
-          patches: [
-            { runId: "end1", patch: { status: "ok", endedAt: 8, result: { payloads: [{ text: "the answer" }] } } },
-          ],
-          usage: { sessionKey: KEY, input: 3, output: 2, total: 5, updatedAt: 8 },
-        });
-        const [first] = await before;
-        expect(stored).toEqual([{ ...answer, generation: first.generation, seq: first.seq + 1 }]);
-        const other = await t.openAnother();
-        expect((await other.readTranscript(KEY)).map((r) => r.message)).toEqual([
-          user("tool result"),
-          user("the answer"),
-        ]);
-        expect(await other.getRun("end1")).toMatchObject({ status: "ok", endedAt: 8 });
-        expect(await other.getSession(KEY)).toMatchObject({ totalTokens: 5, updatedAt: 8 });
-      });
-
-      it("endTurn stores neither the answer nor the end when either cannot be written", async () => {
-        await store.ensureSession(KEY, "main", 1);
-        await store.createRun(run("end2", { status: "running" }));
-        await expect(
-          store.endTurn({
-            // a row of a session that does not exist fails the append
-            rows: [msgRow(KEY, "the answer"), msgRow("agent:main:nowhere", "lost")],
-            patches: [{ runId: "end2", patch: { status: "ok", endedAt: 8 } }],
-            usage: { sessionKey: KEY, input: 3, output: 2, total: 5, updatedAt: 8 },
-          }),
-        ).rejects.toThrow(/unknown session/);
-        const other = await t.openAnother();
-        expect(await other.readTranscript(KEY)).toEqual([]);
-        expect((await other.getRun("end2"))?.status).toBe("running");
-        expect(await other.getSession(KEY)).toMatchObject({ totalTokens: 0 });
-      });
-
       it("recent runs come newest accepted first, of one session when asked", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.ensureSession(OTHER, "main", 1);

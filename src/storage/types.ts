@@ -203,22 +203,6 @@ export interface CostTotals {
   unpricedCalls: number;
 }
 
-/** A transcript row to append: the store numbers it (`seq`, `generation`). */
-export type NewTranscriptRow = Omit<TranscriptRow, "seq" | "generation">;
-
-/** A run record's fields a patch may change (`Store.updateRuns`). */
-export type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
-
-/**
- * A turn's end in one transaction (`Store.endTurn`): its last transcript rows (the answer), then its runs' patches
- * and the session's usage, as `appendTranscript` and `updateRuns` would store them.
- */
-export interface TurnEnd {
-  rows: NewTranscriptRow[];
-  patches: ReadonlyArray<{ runId: string; patch: RunPatch }>;
-  usage?: SessionUsageAdd;
-}
-
 /** What a turn used, added to its session's counters with the turn's end (`Store.updateRuns`). */
 export interface SessionUsageAdd {
   sessionKey: string;
@@ -367,12 +351,6 @@ export interface Store {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
     usage?: SessionUsageAdd,
   ): Promise<void>;
-  /**
-   * A turn's last rows and its end, both or neither, in one transaction: `rows` appended as `appendTranscript` would
-   * (after the session's appends issued before this call), then `patches` and `usage` applied as `updateRuns` would.
-   * Resolves with the rows as stored. The answer is in the history no later than the run's end, at one commit.
-   */
-  endTurn(end: TurnEnd): Promise<TranscriptRow[]>;
 
   /** every stored auth profile health row (a few per profile) */
   listAuthHealth(): Promise<AuthHealthRow[]>;

@@ -207,7 +207,7 @@ export class RunContextGuard implements ContextGuard {
   /** The compaction row: the summary, and the seq of the first message kept verbatim (under the run's lock). */
   private async persist(messages: ChatMessage[], firstKeptIndex: number, summary: string): Promise<void> {
     const { rt, prepared, projection } = this.c;
-    await projection.storedAll();
+    await projection.flushed();
     const kept = messages.slice(firstKeptIndex).map((m) => projection.seqOf(m));
     const firstKeptSeq = kept.find((s) => s !== undefined) ?? projection.lastSeq() + 1;
     await rt.store.appendCompaction(prepared.hookCtx.sessionKey, {

@@ -79,8 +79,6 @@ export interface FinishInput {
   options?: ReplyOptions;
   /** the reply text block streaming already delivered: the final payloads do not repeat it */
   deliveredByBlocks?: string;
-  /** runs with the result before agent_end and the terminal event (the queue stores the run's end with its answer) */
-  beforeTerminal?: (result: RunResult) => Promise<void>;
 }
 
 /** Finish: classify, shape the reply, agent_end, the terminal lifecycle event (usage is stored with the run's end). */
@@ -128,7 +126,6 @@ export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishI
     // another client's /stop or interrupt: the run's own client sees who and with what
     ...(status === "aborted" && endedByOf(input.signal) ? { endedBy: endedByOf(input.signal) } : {}),
   };
-  await input.beforeTerminal?.(result);
   if (rt.pluginHooks.has("agent_end")) {
     void rt.pluginHooks.runObservers(
       "agent_end",

@@ -1,7 +1,6 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
-import type { NewTranscriptRow, TranscriptRow } from "../../storage/types.js";
 import {
   capText,
   omitInlineDataUrls,
@@ -59,14 +58,6 @@ export interface ReplyParts {
 export class RunProjection {
   /** every message this run added to the transcript, in order (agent_end gets them) */
   readonly written: ChatMessage[] = [];
-  /**
-   * With `holdAnswer`: the last answer (an assistant message that called no tool), not written yet. It is written
-   * before anything that follows it (another message, a compaction: `storedAll()`); the one the run ends with is
-   * taken by `takeAnswer` and stored with the run's end (one commit for both).
-   */
-  private heldAnswer?: { message: ChatMessage; contextCopy?: ChatMessage; createdAt: number };
-  /** the answer `takeAnswer` handed over, until `answerStored` says where it went */
-  private answerTaken?: { message: ChatMessage; contextCopy?: ChatMessage };
   /** the last append issued (each settles after the ones before it) */
   private writes: Promise<void> = Promise.resolve();
   private writeError: unknown;
@@ -98,7 +89,6 @@ export class RunProjection {
     private readonly events: RunEmitter,
     private readonly runId: string,
     private readonly options: ReplyOptions = { reasoning: "off", verbose: "off" },
-    private readonly holdAnswer = false,
   ) {
     for (const [i, m] of prepared.history.entries()) this.remember(m, prepared.historySeqs[i]);
     if (options.blockStreaming) this.blocks = new ReplyBlocks(options.blockStreaming, events, rt.clock);
@@ -209,69 +199,25 @@ export class RunProjection {
    * settles, and `flushed()` waits for that and reports a write that failed.
    */
   write(message: ChatMessage, contextCopy?: ChatMessage): void {
-    this.written.push(message);
-    this.releaseAnswer();
-    this.append(message, contextCopy);
-  }
-
-  /** A held answer is written now: something follows it in the transcript. */
-  private releaseAnswer(): void {
-    const held = this.heldAnswer;
-    if (!held) return;
-    this.heldAnswer = undefined;
-    this.append(held.message, held.contextCopy, held.createdAt);
-  }
-
-  /** The row of the answer the run ends with, for the run's end to store; none when there is no held answer. */
-  takeAnswer(): NewTranscriptRow[] {
-    const held = this.heldAnswer;
-    if (!held) return [];
-    this.heldAnswer = undefined;
-    this.answerTaken = held;
-    return [this.rowOf(held.message, held.createdAt)];
-  }
-
-  /** The taken answer is stored (`rows`: as stored; none when it could not be): announced as an append is. */
-  answerStored(rows: TranscriptRow[]): void {
-    const taken = this.answerTaken;
-    this.answerTaken = undefined;
-    const [row] = rows;
-    if (!taken || !row) return;
-    this.stored(taken.message, row, taken.contextCopy);
-  }
-
-  /** `createdAt`: when the message came (a held answer keeps its time) */
-  private rowOf(message: ChatMessage, createdAt: number): NewTranscriptRow {
     const { sessionKey } = this.prepared.hookCtx;
-    return { sessionKey, kind: "message", runId: this.runId, createdAt, message };
-  }
-
-  private stored(message: ChatMessage, row: TranscriptRow, contextCopy: ChatMessage | undefined): void {
-    this.remember(message, row.seq);
-    // the one place a run's transcript messages are appended: followers of the session hear of each one, once it
-    // is stored
-    this.rt.sessionEvents.emit({ type: "message", sessionKey: row.sessionKey, row });
-    if (contextCopy) this.sameRow(message, contextCopy);
-  }
-
-  private append(message: ChatMessage, contextCopy?: ChatMessage, createdAt = this.rt.clock.now()): void {
-    const appended = this.rt.store.appendTranscript([this.rowOf(message, createdAt)]);
+    this.written.push(message);
+    const appended = this.rt.store.appendTranscript([
+      { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
+    ]);
     // chained on the appends before it: rows are remembered (and announced) in the order they were written
     this.writes = this.writes
       .then(() =>
         appended.then(([row]) => {
-          if (row) this.stored(message, row, contextCopy);
+          this.remember(message, row?.seq);
+          // the one place a run's transcript messages are appended: followers of the session hear of each one,
+          // once it is stored
+          if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
+          if (contextCopy) this.sameRow(message, contextCopy);
         }),
       )
       .catch((err: unknown) => {
         this.writeError ??= err;
       });
-  }
-
-  /** `flushed`, a held answer included (a compaction numbers what it keeps by the rows' seqs). */
-  async storedAll(): Promise<void> {
-    this.releaseAnswer();
-    await this.flushed();
   }
 
   /** Every row written so far is stored and its seq known; rejects with the first write that failed. */
@@ -416,19 +362,8 @@ export class RunProjection {
         this.prepared.hookCtx,
       );
     }
-    if (this.holdAnswer && isAnswer(row)) {
-      this.written.push(row);
-      this.releaseAnswer();
-      this.heldAnswer = { message: row, contextCopy: message, createdAt: this.rt.clock.now() };
-      return;
-    }
     this.write(row, message);
   }
-}
-
-/** An assistant message that called no tool: the run's answer, unless something follows it. */
-function isAnswer(message: ChatMessage): boolean {
-  return message.role === "assistant" && !message.content.some((c) => c.type === "toolCall");
 }
 
 function textOf(message: AssistantMessage): string {

@@ -6,7 +6,6 @@ import type { ThinkingLevel } from "../../providers/types.js";
 import { endedByOf } from "../../queue/in-band.js";
 import { runInSessionAndGlobalLanes } from "../../queue/lanes.js";
 import { sessionLaneName } from "../../session/keys.js";
-import type { NewTranscriptRow } from "../../storage/types.js";
 import { parseSlashCommand } from "./commands.js";
 import { RunContextGuard } from "./context-guard.js";
 import { runControl } from "./control.js";
@@ -212,15 +211,11 @@ async function runPhases(
       },
     });
     spans?.model(prepared.model);
-    projection = new RunProjection(
-      rt,
-      prepared,
-      events,
-      spec.runId,
-      { reasoning: choices.reasoning, verbose: choices.verbose, blockStreaming: choices.blockStreaming },
-      // the answer waits for the run's end, to be stored in its commit
-      spec.onEnding !== undefined,
-    );
+    projection = new RunProjection(rt, prepared, events, spec.runId, {
+      reasoning: choices.reasoning,
+      verbose: choices.verbose,
+      blockStreaming: choices.blockStreaming,
+    });
     const context = new RunContextGuard({
       rt,
       prepared,
@@ -244,77 +239,44 @@ async function runPhases(
   } catch (err) {
     setupError = err instanceof Error ? err : new Error(String(err));
   }
-  let answer: NewTranscriptRow[] = [];
   try {
     // under the session write lock still: the run's last row (its partial answer, its failure) is written here
-    if (projection && prepared) {
-      answer = endTranscript(projection, control.signal, exec, setupError, prepared.model.ref);
-      await projection.flushed();
-    }
+    if (projection && prepared) await endTranscript(projection, control.signal, exec, setupError, prepared.model.ref);
   } catch (err) {
     rt.logger.warn(`run ${spec.runId}: writing how the run ended to the transcript: ${(err as Error).message}`);
   } finally {
     spec.onLoopEnd?.();
     projection?.close();
     control.dispose();
-  }
-  const release = async () => {
     if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
-  };
-  // an answer held for the run's end is still written under the lock: the lock goes once it is stored
-  if (answer.length === 0) await release();
-  const onEnding = spec.onEnding;
-  let handedOver = false;
-  try {
-    return await finishRun(rt, events, {
-      spec,
-      startedAt,
-      laneWaitMs,
-      signal: control.signal,
-      exec,
-      setupError,
-      modelRef: prepared?.model.ref ?? choices.modelRef,
-      profile: prepared?.profile,
-      written: projection?.written ?? [],
-      parts: projection?.parts,
-      options: { reasoning: choices.reasoning, verbose: choices.verbose },
-      deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
-      ...(onEnding
-        ? {
-            // the turn's end is stored with the answer before the terminal event goes out
-            beforeTerminal: async (result: RunResult) => {
-              handedOver = true;
-              projection?.answerStored(await onEnding(result, answer));
-            },
-          }
-        : {}),
-    });
-  } finally {
-    // the finish failed before the end was stored: the answer is written on its own, as it would have been
-    if (answer.length > 0 && !handedOver) {
-      await rt.store
-        .appendTranscript(answer)
-        .then((rows) => projection?.answerStored(rows))
-        .catch((e) => rt.logger.warn(`run ${spec.runId}: writing its answer to the transcript: ${e.message}`));
-    }
-    if (answer.length > 0) await release();
   }
+  return finishRun(rt, events, {
+    spec,
+    startedAt,
+    laneWaitMs,
+    signal: control.signal,
+    exec,
+    setupError,
+    modelRef: prepared?.model.ref ?? choices.modelRef,
+    profile: prepared?.profile,
+    written: projection?.written ?? [],
+    parts: projection?.parts,
+    options: { reasoning: choices.reasoning, verbose: choices.verbose },
+    deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
+  });
 }
 
-/**
- * The run's failure (error, timeout, abort) is recorded in its transcript: see RunProjection.end. Returns the
- * answer the run ended with when it is held for the run's end (RunSpec.onEnding); the rows before it are issued.
- */
-function endTranscript(
+/** The run's failure (error, timeout, abort) is recorded in its transcript: see RunProjection.end. */
+async function endTranscript(
   projection: RunProjection,
   signal: AbortSignal,
   exec: ExecuteResult | undefined,
   setupError: Error | undefined,
   model: string,
-): NewTranscriptRow[] {
+): Promise<void> {
   const { status, error } = statusOf(classifyOutcome(signal, exec, setupError));
   projection.end(status === "ok" || !error ? undefined : { message: error.message, kind: error.kind, model });
-  return projection.takeAnswer();
+  await projection.flushed();
 }
 
 function failedTurn(spec: RunSpec, startedAt: number, endedAt: number, err: unknown): RunResult {

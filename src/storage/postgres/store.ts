@@ -33,9 +33,7 @@ import type {
   CronJobRecord,
   CronRunRecord,
   LedgerBatch,
-  NewTranscriptRow,
   OperatorSetting,
-  RunPatch,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -45,23 +43,16 @@ import type {
   StoredRunEvent,
   TranscriptReadOptions,
   TranscriptRow,
-  TurnEnd,
 } from "../types.js";
 import { migratePostgres } from "./migrate.js";
-import {
-  fitsNotify,
-  type NotifierOptions,
-  type NotifyPointer,
-  notifyChannel,
-  PgNotifier,
-  sessionChannel,
-  sessionChannelSql,
-} from "./notifier.js";
+import { type NotifierOptions, notifyChannel, PgNotifier, sessionChannel, sessionChannelSql } from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
 
+type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
 type SessionPatch = Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>;
+type NewTranscriptRow = Omit<TranscriptRow, "seq" | "generation">;
 
 /** Which lease token this node writes a session under, or undefined when it writes it unfenced. */
 export type FenceTokens = (sessionKey: string) => number | undefined;
@@ -85,107 +76,8 @@ const MAX_SEQ_RACES = 64;
 /** An append waiting for the one in flight for its session (PostgresStore.appendTranscript). */
 interface PendingAppend {
   rows: NewTranscriptRow[];
-  /** a turn's end (Store.endTurn): written with these rows in one transaction of its own */
-  end?: Omit<TurnEnd, "rows">;
   resolve: (rows: TranscriptRow[]) => void;
   reject: (err: unknown) => void;
-}
-
-/** A transcript append's statement arguments, a column each (and the images' blobs, once per session and content). */
-interface TranscriptColumns {
-  keys: string[];
-  kinds: string[];
-  runIds: Array<string | null>;
-  createdAts: number[];
-  datas: string[];
-  blobs: Array<ImageBlobRow & { sessionKey: string; createdAt: number }>;
-}
-
-function transcriptColumns(rows: NewTranscriptRow[]): TranscriptColumns {
-  const keys = new Array<string>(rows.length);
-  const kinds = new Array<string>(rows.length);
-  const runIds = new Array<string | null>(rows.length);
-  const createdAts = new Array<number>(rows.length);
-  const datas = new Array<string>(rows.length);
-  const blobs = new Map<string, ImageBlobRow & { sessionKey: string; createdAt: number }>();
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i];
-    let message = row.message;
-    if (message) {
-      const split = splitImageData(message);
-      message = split.message;
-      for (const b of split.blobs) {
-        blobs.set(`${row.sessionKey}\n${b.sha256}`, { ...b, sessionKey: row.sessionKey, createdAt: row.createdAt });
-      }
-    }
-    keys[i] = row.sessionKey;
-    kinds[i] = row.kind;
-    runIds[i] = row.runId ?? null;
-    createdAts[i] = row.createdAt;
-    datas[i] = rowData(row, message);
-  }
-  return { keys, kinds, runIds, createdAts, datas, blobs: [...blobs.values()] };
-}
-
-/** The statement numbered each session's rows in the order given: the rows handed back in that order. */
-function numberedAsStored(
-  rows: NewTranscriptRow[],
-  stored: Array<{ session_key: string; generation: number; seq: number }>,
-): TranscriptRow[] {
-  const next = new Map<string, { generation: number; seq: number }>();
-  for (const r of stored) {
-    const pos = next.get(r.session_key);
-    if (!pos || r.seq < pos.seq) next.set(r.session_key, { generation: r.generation, seq: r.seq });
-  }
-  return rows.map((row) => {
-    const pos = next.get(row.sessionKey);
-    if (!pos) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
-    return { ...row, generation: pos.generation, seq: pos.seq++ };
-  });
-}
-
-/**
- * The runs' patches (those of one run merged in order: a later field wins, as applying them one after another
- * would; a run set `running` gets `node_id = runNode` too) and the session's usage as one statement, each update a CTE of its own (they touch different rows), so
- * all or none. Undefined when there is nothing to write.
- */
-function runUpdates(
-  patches: ReadonlyArray<{ runId: string; patch: RunPatch }>,
-  usage: SessionUsageAdd | undefined,
-  runNode: string | undefined,
-): { sql: string; values: unknown[]; runIds: string[]; merged: Map<string, RunPatch> } | undefined {
-  const merged = new Map<string, RunPatch>();
-  for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
-  const values: unknown[] = [];
-  const updates: string[] = [];
-  for (const [runId, patch] of merged) {
-    let sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
-    if (!sets) continue;
-    // a run starting here is this node's: the adoption rides its `running` write
-    if (patch.status === "running" && runNode !== undefined) {
-      values.push(runNode);
-      sets += `, node_id = $${values.length}`;
-    }
-    values.push(runId);
-    updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
-  }
-  if (usage) {
-    values.push(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
-    const n = values.length;
-    updates.push(
-      `UPDATE sessions SET input_tokens = input_tokens + $${n - 4}, output_tokens = output_tokens + $${n - 3},
-         total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}`,
-    );
-  }
-  if (updates.length === 0) return undefined;
-  const sql =
-    updates.length === 1
-      ? updates[0]
-      : `WITH ${updates
-          .slice(1)
-          .map((u, i) => `u${i} AS (${u})`)
-          .join(", ")} ${updates[0]}`;
-  return { sql, values, runIds: [...merged.keys()], merged };
 }
 
 /** The JSON `data` column of a transcript row, as SQLite writes it: the message, or the text (and firstKeptSeq). */
@@ -232,14 +124,10 @@ export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly channel: string;
   private fence: FenceTokens | undefined;
-  /** the node `running` runs are written for (setRunNode) */
-  private runNode: string | undefined;
   private notifierStart: Promise<PgNotifier> | undefined;
   private closed = false;
   /** set by the session relay (announceMessages): the tag its message pointers carry */
   private messagePointerNode: string | undefined;
-  /** set by the spend relay (announceCostRows): the notice each cost row stored goes out with */
-  private costNotice: ((row: CostRow) => NotifyPointer) | undefined;
   /**
    * The session of each run this node wrote or read and that is not over, so a fenced run update need not read it
    * first (a run's session never changes). Bounded: a run it forgot is read again.
@@ -269,30 +157,12 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Several nodes: a run this store writes `running` is this node's (`runs.node_id`, set in the same statement), so
-   * a queued input that starts at once needs no adoption write of its own (storage/postgres/queue-adopt.ts).
-   */
-  setRunNode(nodeId: string | undefined): void {
-    this.runNode = nodeId;
-  }
-
-  /**
    * While set, every transcript append announces its rows to the other nodes in its own statement (`{k: "sm",
    * sessionKey, generation, seq, node}` per row, sent at its commit, on the session's channel: only nodes following
    * the session hear it), so a message costs no NOTIFY transaction of its own. `node` tells the announcing relay's pointers apart (events/pg-session-relay.ts).
    */
   announceMessages(node: string | undefined): void {
     this.messagePointerNode = node;
-  }
-
-  /**
-   * While set, every cost row stored announces itself to the other nodes in the statement that inserts it
-   * (`notice(row)` on the node-level channel, sent at its commit; limits/spend-relay.ts): another node hears of a
-   * call when the row it could read is committed, and the notice costs no commit of its own. A row stored already
-   * (a repeated write) is not announced again.
-   */
-  announceCostRows(notice: ((row: CostRow) => NotifyPointer) | undefined): void {
-    this.costNotice = notice;
   }
 
   /** The node's one LISTEN connection on `channel`, started by the first call and stopped by close(). */
@@ -457,35 +327,17 @@ export class PostgresStore implements Store {
     });
   }
 
-  /**
-   * Store.endTurn: the rows go in the session's turn of appends (after those issued before, as an append would), in
-   * a transaction of their own with the runs' patches and usage. Without rows it is `updateRuns`.
-   */
-  async endTurn(end: TurnEnd): Promise<TranscriptRow[]> {
-    const { rows, ...rest } = end;
-    if (rows.length === 0) {
-      await this.updateRuns(rest.patches, rest.usage);
-      return [];
-    }
-    const key = rows[0].sessionKey;
-    if (rows.some((r) => r.sessionKey !== key)) return this.endTurnNow(rows, rest);
-    return new Promise((resolve, reject) => {
-      const waiting = this.appendsWaiting.get(key);
-      if (waiting) waiting.push({ rows, end: rest, resolve, reject });
-      else {
-        this.appendsWaiting.set(key, []);
-        void this.appendInTurn(key, [{ rows, end: rest, resolve, reject }]);
-      }
-    });
-  }
-
-  private async appendInTurn(key: string, waiting: PendingAppend[]): Promise<void> {
-    let batch = waiting;
+  private async appendInTurn(key: string, batch: PendingAppend[]): Promise<void> {
     for (;;) {
-      // plain appends go together in one statement; a turn's end goes alone, in order with them
-      while (batch.length > 0) {
-        const endAt = batch.findIndex((b) => b.end !== undefined);
-        await this.settleAppends(batch.splice(0, endAt === 0 ? 1 : endAt < 0 ? batch.length : endAt));
+      try {
+        const stored = await this.appendTranscriptNow(batch.flatMap((b) => b.rows));
+        let at = 0;
+        for (const b of batch) {
+          b.resolve(stored.slice(at, at + b.rows.length));
+          at += b.rows.length;
+        }
+      } catch (err) {
+        for (const b of batch) b.reject(err);
       }
       const next = this.appendsWaiting.get(key) ?? [];
       if (next.length === 0) {
@@ -496,68 +348,45 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** One statement for plain appends, or one transaction for a turn's end; each caller gets its own rows back. */
-  private async settleAppends(part: PendingAppend[]): Promise<void> {
-    try {
-      const end = part[0].end;
-      const stored = end
-        ? await this.endTurnNow(part[0].rows, end)
-        : await this.appendTranscriptNow(part.flatMap((b) => b.rows));
-      let at = 0;
-      for (const b of part) {
-        b.resolve(stored.slice(at, at + b.rows.length));
-        at += b.rows.length;
-      }
-    } catch (err) {
-      for (const b of part) b.reject(err);
-    }
-  }
-
   private async appendTranscriptNow(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
-    const cols = transcriptColumns(rows);
-    const stored = await this.seqRetry(() => this.fenced(cols.keys, (db) => this.insertTranscriptColumns(db, cols)));
-    return numberedAsStored(rows, stored);
-  }
-
-  /**
-   * A turn's last rows and its end in one transaction (one commit), fenced by the sessions of the rows and of the
-   * runs. A lost seq race rolls both back and tries again.
-   */
-  private async endTurnNow(rows: NewTranscriptRow[], end: Omit<TurnEnd, "rows">): Promise<TranscriptRow[]> {
-    const cols = transcriptColumns(rows);
-    const update = runUpdates(end.patches, end.usage, this.runNode);
-    const keys = new Set(cols.keys);
-    if (update && this.fence) for (const k of await this.sessionsOf(update.runIds, end.usage)) keys.add(k);
-    const stored = await this.seqRetry(() =>
-      this.fencedTransaction(keys, async (db) => {
-        const out = await this.insertTranscriptColumns(db, cols);
-        if (update) await db.query(update.sql, update.values);
-        return out;
-      }),
-    );
-    if (update) this.forgetEnded(update.merged);
-    return numberedAsStored(rows, stored);
-  }
-
-  /** `fenced`, but always one transaction (for writes of more than one statement). */
-  private async fencedTransaction<T>(sessionKeys: Iterable<string>, write: (db: Queryable) => Promise<T>): Promise<T> {
-    const fence = this.fence;
-    return inTransaction(this.pool, async (client) => {
-      if (fence) {
-        for (const key of new Set(sessionKeys)) {
-          const token = fence(key);
-          if (token !== undefined) await checkFence(client, key, token);
+    const keys = new Array<string>(rows.length);
+    const kinds = new Array<string>(rows.length);
+    const runIds = new Array<string | null>(rows.length);
+    const createdAts = new Array<number>(rows.length);
+    const datas = new Array<string>(rows.length);
+    const blobs = new Map<string, ImageBlobRow & { sessionKey: string; createdAt: number }>();
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      let message = row.message;
+      if (message) {
+        const split = splitImageData(message);
+        message = split.message;
+        for (const b of split.blobs) {
+          blobs.set(`${row.sessionKey}\n${b.sha256}`, { ...b, sessionKey: row.sessionKey, createdAt: row.createdAt });
         }
       }
-      return write(client);
+      keys[i] = row.sessionKey;
+      kinds[i] = row.kind;
+      runIds[i] = row.runId ?? null;
+      createdAts[i] = row.createdAt;
+      datas[i] = rowData(row, message);
+    }
+    const stored = await this.seqRetry(() =>
+      this.fenced(keys, (db) =>
+        this.insertTranscriptRows(db, keys, kinds, runIds, createdAts, datas, [...blobs.values()]),
+      ),
+    );
+    // the statement numbered each session's rows in the order given; hand them back in that order
+    const next = new Map<string, { generation: number; seq: number }>();
+    for (const r of stored) {
+      const pos = next.get(r.session_key);
+      if (!pos || r.seq < pos.seq) next.set(r.session_key, { generation: r.generation, seq: r.seq });
+    }
+    return rows.map((row) => {
+      const pos = next.get(row.sessionKey);
+      if (!pos) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
+      return { ...row, generation: pos.generation, seq: pos.seq++ };
     });
-  }
-
-  private async insertTranscriptColumns(
-    db: Queryable,
-    c: TranscriptColumns,
-  ): Promise<Array<{ session_key: string; generation: number; seq: number }>> {
-    return this.insertTranscriptRows(db, c.keys, c.kinds, c.runIds, c.createdAts, c.datas, c.blobs);
   }
 
   /**
@@ -622,8 +451,7 @@ export class PostgresStore implements Store {
     } catch (err) {
       const e = err as { code?: string; column?: string; table?: string };
       if (e.code === "23502" && e.table === "transcript" && e.column === "generation") {
-        // read apart: inside a transaction (Store.endTurn) the failed statement has aborted it
-        const { rows } = await this.pool.query<{ key: string }>(
+        const { rows } = await db.query<{ key: string }>(
           "SELECT k AS key FROM unnest($1::text[]) k WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE key = k) LIMIT 1",
           [keys],
         );
@@ -948,30 +776,20 @@ export class PostgresStore implements Store {
   async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
     const col = (i: number) => rows.map((r) => costColumns(r)[i]);
-    // a notice too big for NOTIFY is left out rather than failing the rows (the window sums' sync still finds them)
-    const notice = this.costNotice;
-    const payloads = rows.map((r) => {
-      const p = notice && JSON.stringify(notice(r));
-      return p !== undefined && fitsNotify(p) ? p : null;
-    });
-    // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
+    // one statement, in the order given (the identity hands out seqs by ord)
     await db.query(
-      `WITH ins AS (
-         INSERT INTO cost_ledger (${COST_COLUMNS})
-         SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
-                cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                     $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-                     $15::float8[])
-           WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
-                                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
-                                cost_usd, ord)
-         ORDER BY ord
-         ON CONFLICT (id) DO NOTHING
-         RETURNING id)
-       SELECT count(pg_notify($16, n.p)) FROM unnest($1::text[], $17::text[]) AS n(id, p)
-       WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ins)`,
-      [...Array.from({ length: 15 }, (_, i) => col(i)), this.channel, payloads],
+      `INSERT INTO cost_ledger (${COST_COLUMNS})
+       SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
+              cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
+       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                   $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+                   $15::float8[])
+         WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
+                              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
+                              cost_usd, ord)
+       ORDER BY ord
+       ON CONFLICT (id) DO NOTHING`,
+      Array.from({ length: 15 }, (_, i) => col(i)),
     );
   }
 
@@ -1182,25 +1000,42 @@ export class PostgresStore implements Store {
   }
 
   async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>, usage?: SessionUsageAdd): Promise<void> {
-    const update = runUpdates(patches, usage, this.runNode);
-    if (!update) return;
+    // patches of one run merged in order (a later field wins, as applying them one after another would do)
+    const merged = new Map<string, Record<string, unknown>>();
+    for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
+    const values: unknown[] = [];
+    const updates: string[] = [];
+    for (const [runId, patch] of merged) {
+      const sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
+      if (!sets) continue;
+      values.push(runId);
+      updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
+    }
+    if (usage) {
+      values.push(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+      const n = values.length;
+      updates.push(
+        `UPDATE sessions SET input_tokens = input_tokens + $${n - 4}, output_tokens = output_tokens + $${n - 3},
+           total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}`,
+      );
+    }
+    if (updates.length === 0) return;
+    // one statement, so all or none: each update a CTE of its own (they touch different rows)
+    const sql =
+      updates.length === 1
+        ? updates[0]
+        : `WITH ${updates
+            .slice(1)
+            .map((u, i) => `u${i} AS (${u})`)
+            .join(", ")} ${updates[0]}`;
     if (!this.fence) {
-      await this.pool.query(update.sql, update.values);
+      await this.pool.query(sql, values);
       return;
     }
-    const keys = await this.sessionsOf(update.runIds, usage);
-    await this.fenced(keys, (db) => db.query(update.sql, update.values));
-    this.forgetEnded(update.merged);
-  }
-
-  /**
-   * The sessions a fenced run update writes to: the usage's, and each run's (a run's session never changes, so
-   * reading it first is safe; known without a read for the runs this node wrote or read).
-   */
-  private async sessionsOf(runIds: string[], usage: SessionUsageAdd | undefined): Promise<Set<string>> {
+    // fenced: the runs' sessions decide the tokens (a run's session never changes, so reading it first is safe)
     const keys = new Set<string>(usage ? [usage.sessionKey] : []);
     const unknown: string[] = [];
-    for (const runId of runIds) {
+    for (const runId of merged.keys()) {
       const key = this.runSessions.get(runId);
       if (key === undefined) unknown.push(runId);
       else keys.add(key);
@@ -1212,11 +1047,7 @@ export class PostgresStore implements Store {
       );
       for (const r of rows) keys.add(r.session_key);
     }
-    return keys;
-  }
-
-  /** Runs that ended need their session no more. */
-  private forgetEnded(merged: Map<string, RunPatch>): void {
+    await this.fenced(keys, (db) => db.query(sql, values));
     for (const [runId, patch] of merged) {
       if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
         this.runSessions.delete(runId);
