@@ -52,10 +52,12 @@ let schemaStamp: string | undefined;
 
 function cacheKey(file: string | undefined, text: string | undefined): string | undefined {
   if (schemaStamp === undefined) {
-    // the compiled schema module, or its source when running from TypeScript (tests)
+    // the compiled schema module, or its source when running from TypeScript (tests). Named through ../config/:
+    // this code also runs from the bundled bin's chunks in dist/cli/, where ./schema.js would not exist and every
+    // run would miss the cache; the build writes dist/config/schema.js and the bin's chunks together
     const st =
-      fs.statSync(new URL("./schema.js", import.meta.url), { throwIfNoEntry: false }) ??
-      fs.statSync(new URL("./schema.ts", import.meta.url), { throwIfNoEntry: false });
+      fs.statSync(new URL("../config/schema.js", import.meta.url), { throwIfNoEntry: false }) ??
+      fs.statSync(new URL("../config/schema.ts", import.meta.url), { throwIfNoEntry: false });
     if (!st) return undefined;
     schemaStamp = `${st.mtimeMs}:${st.size}`;
   }

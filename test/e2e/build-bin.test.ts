@@ -16,8 +16,8 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 const copy = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-build-")));
 afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
-/** What `npm run build` reads: the sources, the web console and their configs. */
-const BUILD_INPUTS = ["package.json", "tsconfig.json", "tsconfig.build.json", "src", "web"];
+/** What `npm run build` reads: the sources, the web console, their configs and the bin's bundler (scripts/). */
+const BUILD_INPUTS = ["package.json", "tsconfig.json", "tsconfig.build.json", "src", "web", "scripts"];
 
 function run(cmd: string, args: string[]) {
   const env = { ...process.env, npm_config_cache: path.join(copy, ".npm-cache") };

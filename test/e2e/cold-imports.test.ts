@@ -3,8 +3,9 @@
  * built-ins, `loopgate agent --local` without MCP servers or plugins) never loads ajv, which validates only
  * JSON-Schema-only tools (plugin and MCP tools); the first such tool loads it. A one-shot `agent --local` turn against
  * an http: model, with a plain-JSON config, no Postgres, MCP servers, plugins or compaction, loads none of their
- * modules. Run against the built dist/ in child processes, so the module cache is that process's own and nothing
- * vitest loaded counts.
+ * modules. The bin is bundled (~110 files for ~400 modules; `dist/cli/bin-modules.json` says which file holds which
+ * module), so a module counts as loaded when the file holding it was. Run against the built dist/ in child
+ * processes, so the module cache is that process's own and nothing vitest loaded counts.
  */
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -19,6 +20,11 @@ const validate = path.join(root, "dist/tools/validate.js");
 const builtins = path.join(root, "dist/tools/builtin.js");
 const cli = path.join(root, "dist/cli/main.js");
 const recorder = path.join(root, "test/fixtures/cold-imports/record-modules.mjs");
+/** The bundled bin's files and the dist/ modules each holds, as `npm run build` wrote them. */
+const bundled = JSON.parse(fs.readFileSync(path.join(root, "dist/cli/bin-modules.json"), "utf8")) as Record<
+  string,
+  string[]
+>;
 
 /** Runs `body` as an ES module in a fresh node and returns what it printed as JSON. */
 function inChild(body: string): Record<string, unknown> {
@@ -95,8 +101,10 @@ async function recordedLocalTurn(name: string, configText?: (plain: string) => s
     },
   );
   const loaded = JSON.parse(fs.readFileSync(out, "utf8")) as { files: string[]; builtins: string[] };
-  const files = loaded.files.map((u) => path.relative(root, fileURLToPath(u)).replace(/^.*node_modules\//, ""));
-  return { code, stdout, stderr, files, builtins: loaded.builtins };
+  const loadedFiles = loaded.files.map((u) => path.relative(root, fileURLToPath(u)).replace(/^.*node_modules\//, ""));
+  // the bin is a bundle (scripts/bundle-cli.mjs): each of its files stands for the dist/ modules it holds
+  const files = loadedFiles.flatMap((f) => (f.startsWith("dist/cli/") && bundled[path.basename(f)]) || [f]);
+  return { code, stdout, stderr, loadedFiles, files, builtins: loaded.builtins };
 }
 
 it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: model with a plain-JSON config loads no Postgres bus or relay, MCP starter, plugin loader, compaction, json5, node:https, node:zlib or undici", async () => {
@@ -105,6 +113,8 @@ it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: 
   expect(turn.stdout).toContain("Done.");
   // the recorder saw the CLI's own modules: an empty list would pass every check below
   expect(turn.files).toContain("dist/node/compose.js");
+  // and it loaded them from the bundle: no module of ours on its own, each one a file to resolve, read and compile
+  expect(turn.loadedFiles.filter((f) => f.startsWith("dist/") && !(path.basename(f) in bundled))).toEqual([]);
   expect(turn.builtins).toContain("http");
   const unused = [
     "dist/events/pg-bus.js",
