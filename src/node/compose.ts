@@ -408,7 +408,7 @@ async function postgresParts(
     crossNode: {
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, messagePointers: store, ...o }),
-      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
+      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError, store),
       onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
       relayCronChanges: async (onChange, onError) => {
         const { CronNotices } = await import("../cluster/cron-notices.js");

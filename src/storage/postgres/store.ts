@@ -45,7 +45,15 @@ import type {
   TranscriptRow,
 } from "../types.js";
 import { migratePostgres } from "./migrate.js";
-import { type NotifierOptions, notifyChannel, PgNotifier, sessionChannel, sessionChannelSql } from "./notifier.js";
+import {
+  fitsNotify,
+  type NotifierOptions,
+  type NotifyPointer,
+  notifyChannel,
+  PgNotifier,
+  sessionChannel,
+  sessionChannelSql,
+} from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
@@ -128,6 +136,8 @@ export class PostgresStore implements Store {
   private closed = false;
   /** set by the session relay (announceMessages): the tag its message pointers carry */
   private messagePointerNode: string | undefined;
+  /** set by the spend relay (announceCostRows): the notice each cost row stored goes out with */
+  private costNotice: ((row: CostRow) => NotifyPointer) | undefined;
   /**
    * The session of each run this node wrote or read and that is not over, so a fenced run update need not read it
    * first (a run's session never changes). Bounded: a run it forgot is read again.
@@ -163,6 +173,16 @@ export class PostgresStore implements Store {
    */
   announceMessages(node: string | undefined): void {
     this.messagePointerNode = node;
+  }
+
+  /**
+   * While set, every cost row stored announces itself to the other nodes in the statement that inserts it
+   * (`notice(row)` on the node-level channel, sent at its commit; limits/spend-relay.ts): another node hears of a
+   * call when the row it could read is committed, and the notice costs no commit of its own. A row stored already
+   * (a repeated write) is not announced again.
+   */
+  announceCostRows(notice: ((row: CostRow) => NotifyPointer) | undefined): void {
+    this.costNotice = notice;
   }
 
   /** The node's one LISTEN connection on `channel`, started by the first call and stopped by close(). */
@@ -776,20 +796,30 @@ export class PostgresStore implements Store {
   async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
     const col = (i: number) => rows.map((r) => costColumns(r)[i]);
-    // one statement, in the order given (the identity hands out seqs by ord)
+    // a notice too big for NOTIFY is left out rather than failing the rows (the window sums' sync still finds them)
+    const notice = this.costNotice;
+    const payloads = rows.map((r) => {
+      const p = notice && JSON.stringify(notice(r));
+      return p !== undefined && fitsNotify(p) ? p : null;
+    });
+    // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
     await db.query(
-      `INSERT INTO cost_ledger (${COST_COLUMNS})
-       SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
-              cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
-       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                   $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-                   $15::float8[])
-         WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
-                              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
-                              cost_usd, ord)
-       ORDER BY ord
-       ON CONFLICT (id) DO NOTHING`,
-      Array.from({ length: 15 }, (_, i) => col(i)),
+      `WITH ins AS (
+         INSERT INTO cost_ledger (${COST_COLUMNS})
+         SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
+                cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                     $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+                     $15::float8[])
+           WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
+                                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
+                                cost_usd, ord)
+         ORDER BY ord
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id)
+       SELECT count(pg_notify($16, n.p)) FROM unnest($1::text[], $17::text[]) AS n(id, p)
+       WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ins)`,
+      [...Array.from({ length: 15 }, (_, i) => col(i)), this.channel, payloads],
     );
   }
 
