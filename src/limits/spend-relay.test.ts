@@ -62,7 +62,7 @@ describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", 
     a.pool.query = ((text: unknown, ...rest: unknown[]) => {
       statements.push(typeof text === "string" ? text : String((text as { text?: string }).text));
       return (query as (...args: unknown[]) => unknown)(text, ...rest);
-    }) as typeof a.pool.query;
+    }) as unknown as typeof a.pool.query;
   });
   afterAll(async () => {
     relay?.close();
