@@ -132,6 +132,8 @@ export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly channel: string;
   private fence: FenceTokens | undefined;
+  /** the node `running` runs are written for (setRunNode) */
+  private runNode: string | undefined;
   private notifierStart: Promise<PgNotifier> | undefined;
   private closed = false;
   /** set by the session relay (announceMessages): the tag its message pointers carry */
@@ -164,6 +166,14 @@ export class PostgresStore implements Store {
    */
   setFence(fn: FenceTokens | undefined): void {
     this.fence = fn;
+  }
+
+  /**
+   * Several nodes: a run this store writes `running` is this node's (`runs.node_id`, set in the same statement), so
+   * a queued input that starts at once needs no adoption write of its own (storage/postgres/queue-adopt.ts).
+   */
+  setRunNode(nodeId: string | undefined): void {
+    this.runNode = nodeId;
   }
 
   /**
@@ -1036,8 +1046,13 @@ export class PostgresStore implements Store {
     const values: unknown[] = [];
     const updates: string[] = [];
     for (const [runId, patch] of merged) {
-      const sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
+      let sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
       if (!sets) continue;
+      // a run starting here is this node's: the adoption rides its `running` write
+      if (patch.status === "running" && this.runNode !== undefined) {
+        values.push(this.runNode);
+        sets += `, node_id = $${values.length}`;
+      }
       values.push(runId);
       updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
     }
