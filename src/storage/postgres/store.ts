@@ -34,6 +34,7 @@ import type {
   CronRunRecord,
   LedgerBatch,
   OperatorSetting,
+  RunEndNotice,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -963,18 +964,23 @@ export class PostgresStore implements Store {
   }
 
   async appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }> {
-    if (batch.audit.length === 0 && batch.cost.length === 0) return this.appendRunEvents(batch.runEvents);
+    if (batch.audit.length === 0 && batch.cost.length === 0)
+      return this.appendRunEvents(batch.runEvents, this.pool, batch.runEnds);
     // the pointers of the events go out at this transaction's commit, with the other ledgers' rows stored
     return inTransaction(this.pool, async (tx) => {
-      const result = await this.appendRunEvents(batch.runEvents, tx);
+      const result = await this.appendRunEvents(batch.runEvents, tx, batch.runEnds);
       await this.appendAuditEvents(batch.audit, tx);
       await this.appendCostRows(batch.cost, tx);
       return result;
     });
   }
 
-  async appendRunEvents(events: readonly StoredRunEvent[], db: Queryable = this.pool): Promise<{ ignored: number }> {
-    if (events.length === 0) return { ignored: 0 };
+  async appendRunEvents(
+    events: readonly StoredRunEvent[],
+    db: Queryable = this.pool,
+    ends: readonly RunEndNotice[] = [],
+  ): Promise<{ ignored: number }> {
+    if (events.length === 0 && ends.length === 0) return { ignored: 0 };
     // one pointer per run (its highest seq in the batch) on its session's channel, sent by the same statement, so at
     // its commit; the first batch this node stores of a run also goes to every node ({k: "rs"}): a run started
     const channels: string[] = [];
@@ -987,6 +993,19 @@ export class PostgresStore implements Store {
       }
       channels.push(p.sessionKey === undefined ? this.channel : sessionChannel(this.channel, p.sessionKey));
       pointers.push(JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
+    }
+    // runs' end notices last: a listener hears a run's end after the pointers of the events stored with it, and the
+    // run record they read on it was committed before the end was handed to the writer (events/pg-bus.ts)
+    for (const end of ends) {
+      channels.push(this.channel);
+      pointers.push(
+        JSON.stringify({
+          k: "end",
+          runId: end.runId,
+          seq: end.seq,
+          ...(end.sessionKey !== undefined ? { sessionKey: end.sessionKey } : {}),
+        }),
+      );
     }
     const { rows } = await db.query<{ inserted: number }>(
       `WITH ins AS (
