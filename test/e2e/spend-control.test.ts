@@ -327,6 +327,8 @@ describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgr
 
     // usage from either node sums both nodes' rows
     const usage = await a.run(["usage", "--config", a.config, "--url", nodeA.url, "--json"], { env }).done;
+    // a failed command prints nothing on stdout: say why instead of "Unexpected end of JSON input"
+    expect(usage.code, usage.stderr).toBe(0);
     expect((JSON.parse(usage.stdout) as UsageSummaryResult).total).toMatchObject({ calls: 2 });
     for (const p of [peerA, peerB]) p.close();
     for (const n of [nodeA, nodeB]) n.child.kill("SIGTERM");
