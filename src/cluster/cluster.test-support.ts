@@ -37,6 +37,17 @@ export class ScriptedQueue implements LocalQueue {
     return (this.pending.get(sessionKey)?.length ?? 0) > 0;
   }
 
+  /**
+   * With `startsAtOnce`, the first input of an idle session counts as started on adoption (as the real queue's turn
+   * does); else nothing starts on adoption and the test starts inputs itself (`start`).
+   */
+  startsAtOnce = false;
+
+  launched(runId: string): boolean {
+    const input = this.adopted.find((r) => r.runId === runId);
+    return this.startsAtOnce && input !== undefined && this.pending.get(input.sessionKey)?.[0] === runId;
+  }
+
   async reportEnded(run: RunRecord, ended: { stopReason: string; error: string }): Promise<void> {
     this.ended.push({ runId: run.runId, stopReason: ended.stopReason });
   }

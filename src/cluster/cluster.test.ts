@@ -275,6 +275,39 @@ describe.skipIf(!testPostgresUrl)("a zombie node (its lease taken while it was p
     await ts?.drop();
   });
 
+  it("an input that starts at once where it was accepted is adopted by its running write, one that waits by an adoption write", async () => {
+    const clock = new ManualClock();
+    const store = await openPostgresStore(ts.options);
+    const a = await openTestNode(ts.options, { nodeId: "node-a", leaseMs: LEASE, clock, store });
+    open.push(a);
+    a.queue.startsAtOnce = true;
+    const key = "agent:main:at-once";
+    const input = (runId: string) =>
+      store.acceptInput(
+        { key, agentId: "main", now: clock.now() },
+        { runId, sessionKey: key, status: "queued", acceptedAt: clock.now(), params: { message: runId } },
+      );
+    const nodeOf = async (runId: string) =>
+      (await store.pool.query("SELECT node_id FROM runs WHERE run_id = $1", [runId])).rows[0]?.node_id;
+    await input("s1");
+    await a.node.routeStored(key);
+    expect(a.queue.adoptedIds(key)).toEqual(["s1"]);
+    // no adoption write: the turn's `running` write (fenced) puts it on this node
+    expect(await nodeOf("s1")).toBeNull();
+    await store.updateRuns([{ runId: "s1", patch: { status: "running", startedAt: clock.now() } }]);
+    expect(await nodeOf("s1")).toBe("node-a");
+    // the session is busy: the next input waits in the local queue, adopted by a write of its own
+    await input("s2");
+    await a.node.routeStored(key);
+    expect(a.queue.adoptedIds(key)).toEqual(["s1", "s2"]);
+    expect(await nodeOf("s2")).toBe("node-a");
+    expect((await store.getRun("s2"))?.status).toBe("queued");
+    // the next case's takeover must not find these
+    await store.updateRuns(["s1", "s2"].map((runId) => ({ runId, patch: { status: "ok" as const } })));
+    open.splice(open.indexOf(a), 1);
+    await a.close();
+  });
+
   it("writes nothing more for the session: its transcript and run writes fail with FencedError, the new owner's go through", async () => {
     const clock = new ManualClock();
     const storeA = await openPostgresStore(ts.options);

@@ -1,7 +1,12 @@
 import type pg from "pg";
 import type { AdoptedRun } from "../queue/types.js";
 import { notify } from "../storage/postgres/notifier.js";
-import { type AdoptedInput, adoptQueuedInputs, hasUnadoptedInputs } from "../storage/postgres/queue-adopt.js";
+import {
+  type AdoptedInput,
+  adoptInputs,
+  hasUnadoptedInputs,
+  readQueuedInputs,
+} from "../storage/postgres/queue-adopt.js";
 import type { SessionLease } from "../storage/postgres/session-leases.js";
 import type { SessionOwnership } from "./ownership.js";
 import { type ClusterLogger, type LocalQueue, POINTER_INPUT } from "./types.js";
@@ -92,16 +97,22 @@ export class ClusterIntake {
     return true;
   }
 
-  /** Adopts under `lease`; with nothing to run here after all (or draining), the lease goes straight back. */
+  /**
+   * Adopts under `lease`; with nothing to run here after all (or draining), the lease goes straight back. The
+   * inputs are read, handed to the local queue, and then adopted in one write, but for one whose turn started at
+   * once: its `running` write adopts it (`PostgresStore.setRunNode`), so it costs no commit of its own.
+   */
   async adoptUnder(lease: SessionLease): Promise<number> {
     // a draining node takes nothing new (what it adopted would only go back at its hand-off)
-    const rows = this.queue.draining
-      ? []
-      : await adoptQueuedInputs(this.pool, {
-          nodeId: this.own.nodeId,
-          session: { key: lease.sessionKey, token: lease.token },
-        });
+    if (this.queue.draining) {
+      if (!this.queue.hasWork(lease.sessionKey)) await this.own.releaseIfIdle(lease.sessionKey);
+      return 0;
+    }
+    const session = { key: lease.sessionKey, token: lease.token };
+    const rows = await readQueuedInputs(this.pool, { nodeId: this.own.nodeId, session });
     const joined = rows.length > 0 ? this.queue.adopt(rows.map(toAdoptedRun)) : 0;
+    const waiting = rows.filter((r) => !this.queue.launched(r.runId)).map((r) => r.runId);
+    await adoptInputs(this.pool, { nodeId: this.own.nodeId, session, runIds: waiting });
     if (!this.queue.hasWork(lease.sessionKey)) await this.own.releaseIfIdle(lease.sessionKey);
     return joined;
   }

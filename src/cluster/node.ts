@@ -96,6 +96,7 @@ export class ClusterNode implements QueueCluster {
     const local = () => this.local;
     this.queue = {
       adopt: (runs) => this.bound().adopt(runs),
+      launched: (runId) => local()?.launched(runId) ?? false,
       hasWork: (key) => local()?.hasWork(key) ?? false,
       get draining() {
         return local()?.draining ?? false;
@@ -123,6 +124,7 @@ export class ClusterNode implements QueueCluster {
         ),
     });
     opts.store.setFence?.((key) => this.ownership.tokenOf(key));
+    opts.store.setRunNode?.(this.nodeId);
   }
 
   /**

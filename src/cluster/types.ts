@@ -15,12 +15,16 @@ export interface ClusterStore {
   notifier(): Promise<PgNotifier>;
   /** `fn(sessionKey)`: the token the store's writes for the session must still hold, or undefined (unfenced). */
   setFence?(fn: (sessionKey: string) => number | undefined): void;
+  /** `nodeId`: the node the store's `running` writes put a run on (`runs.node_id`), which adopts it with them. */
+  setRunNode?(nodeId: string): void;
   getRun(runId: string): Promise<RunRecord | undefined>;
 }
 
 /** The node's in-memory session queue, as the cluster layer drives it (queue/session-queue.ts). */
 export interface LocalQueue {
   adopt(runs: readonly AdoptedRun[]): number;
+  /** Whether the run's turn started here (it is its session's running turn): its `running` write adopts it. */
+  launched(runId: string): boolean;
   hasWork(sessionKey: string): boolean;
   readonly draining: boolean;
   /** Ends a run another (dead) node left running: record, lifecycle error event numbered after the stored ones. */

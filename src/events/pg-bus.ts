@@ -23,9 +23,10 @@
  * watched mid-flight is read from seq 1, then live. A follow ends at the run's terminal lifecycle event, at its end
  * notice, or when the last watch goes.
  *
- * Completion: `endRun` fires this node's end listeners at once and announces `{k: "end", runId, seq}` after the
- * run's events are stored (`beforeEndNotice`: the writer's `written()`, at its batch pace), and `endRun` is called once the run record is
- * written. So a remote `onRunEnd` listener (agent.wait, a repeated idempotency key) that reads the record on the
+ * Completion: `endRun` fires this node's end listeners at once and announces `{k: "end", runId, seq}` at the commit
+ * of the run-event batch that stores its last events, or a later one (`rideEndNotice`: the writer's `announceEnd`, at
+ * its batch pace, no commit of its own; without it, after `beforeEndNotice` in a NOTIFY of its own), and `endRun` is
+ * called once the run record is written. So a remote `onRunEnd` listener (agent.wait, a repeated idempotency key) that reads the record on the
  * notice finds it final, and a follower that delivered up to `seq` has every event. Messages merged into a turn have
  * no lifecycle events of their own; the end notice is what ends them.
  *
@@ -57,6 +58,12 @@ export interface PgEventBusOptions {
   now?: () => number;
   /** Resolves once the events emitted so far are stored; the end notice waits for it. */
   beforeEndNotice?: () => Promise<unknown>;
+  /**
+   * Sends a run's end notice at the commit of the run-event batch that stores (or follows) its last events (the
+   * writer's `announceEnd`): no commit of its own. When it rejects (the writer closed), the notice goes the old way:
+   * `beforeEndNotice`, then a NOTIFY of its own.
+   */
+  rideEndNotice?: (end: { runId: string; seq: number; sessionKey?: string }) => Promise<void>;
   /** A read, an announcement or a catch-up failed: reported, never thrown. */
   onError?: (err: Error) => void;
   /** How often an end notice is tried before it is given up (the reader's reconnect catch-up still finds the end). */
@@ -494,6 +501,15 @@ export class PgEventBus implements EventBusPort {
    */
   private async announceEnd(runId: string, seq: number, sessionKey: string | undefined): Promise<void> {
     if (this.closed) return;
+    const end = { runId, seq, ...(sessionKey !== undefined ? { sessionKey } : {}) };
+    if (this.opts.rideEndNotice) {
+      try {
+        await this.opts.rideEndNotice(end);
+        return;
+      } catch {
+        // the writer is closed: what it never sent goes on its own below
+      }
+    }
     const attempts = this.opts.endNoticeAttempts ?? 5;
     const later = this.opts.setTimeout ?? ((fn: () => void, ms: number) => setTimeout(fn, ms));
     for (let i = 0; i < attempts && !this.closed; i++) {

@@ -276,6 +276,113 @@ describe("waiting for a run's events to be written (the end notice on Postgres)"
   });
 });
 
+describe("a run's end notice riding the event batches (Postgres: no commit of its own)", () => {
+  /** what each batch the store got held: its events' seqs and the ends announced with it */
+  function batches() {
+    const seen: Array<{ events: string[]; ends: string[] }> = [];
+    let inBatch = false;
+    vi.spyOn(store, "appendLedgerBatch").mockImplementation(function (this: SqliteStore, batch) {
+      seen.push({
+        events: batch.runEvents.map((e) => `${e.runId}:${e.seq}`),
+        ends: (batch.runEnds ?? []).map((e) => `${e.runId}:${e.seq}`),
+      });
+      inBatch = true;
+      try {
+        return SqliteStore.prototype.appendLedgerBatch.call(this, batch);
+      } finally {
+        inBatch = false;
+      }
+    });
+    // a batch with nothing riding it is the events' insert alone
+    vi.spyOn(store, "appendRunEvents").mockImplementation(function (this: SqliteStore, events) {
+      if (!inBatch) seen.push({ events: events.map((e) => `${e.runId}:${e.seq}`), ends: [] });
+      return SqliteStore.prototype.appendRunEvents.call(this, events);
+    });
+    return seen;
+  }
+
+  it("a run's end goes out with the batch that stores its last events, not in a write of its own", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    const seen = batches();
+    stream("r1", 3);
+    let announced = false;
+    void writer.announceEnd({ runId: "r1", seq: 3 }).then(() => {
+      announced = true;
+    });
+    await settle();
+    expect(seen).toEqual([]);
+    clock.advance(50);
+    await settle();
+    expect(announced).toBe(true);
+    expect(seen).toEqual([{ events: ["r1:1", "r1:2", "r1:3"], ends: ["r1:3"] }]);
+  });
+
+  it("an end never goes out in a batch before the one holding its run's last events (a backlog of full batches)", async () => {
+    const { writer, stream, runSoon } = setup({ flushDelayMs: 50, batchSize: 2 });
+    const seen = batches();
+    stream("r1", 3);
+    const done = writer.announceEnd({ runId: "r1", seq: 3 });
+    for (let i = 0; i < 5; i++) {
+      runSoon();
+      await settle();
+    }
+    await done;
+    expect(seen).toEqual([
+      { events: ["r1:1", "r1:2"], ends: [] },
+      { events: ["r1:3"], ends: ["r1:3"] },
+    ]);
+  });
+
+  it("an end whose events are all stored waits for the delay and goes in a batch of its own, shared with other ends", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    stream("r1", 2);
+    clock.advance(50);
+    await settle();
+    const seen = batches();
+    const first = writer.announceEnd({ runId: "r1", seq: 2 });
+    clock.advance(10);
+    const second = writer.announceEnd({ runId: "merged", seq: 0 });
+    await settle();
+    expect(seen).toEqual([]);
+    clock.advance(40);
+    await Promise.all([first, second]);
+    expect(seen).toEqual([{ events: [], ends: ["r1:2", "merged:0"] }]);
+  });
+
+  it("an end in a batch the disk refuses is kept for the retry that stores its events: it never precedes them", async () => {
+    const { clock, writer, stream } = setup({ flushDelayMs: 50 });
+    const seen = batches();
+    vi.mocked(store.appendLedgerBatch).mockImplementationOnce(() => {
+      throw diskFull();
+    });
+    stream("r1", 2);
+    let announced = false;
+    void writer.announceEnd({ runId: "r1", seq: 2 }).then(() => {
+      announced = true;
+    });
+    clock.advance(50);
+    await settle();
+    expect(announced).toBe(false);
+    expect(seqs("r1")).toEqual([]);
+    clock.advance(100);
+    await settle();
+    expect(announced).toBe(true);
+    expect(seqs("r1")).toEqual([1, 2]);
+    expect(seen).toEqual([{ events: ["r1:1", "r1:2"], ends: ["r1:2"] }]);
+  });
+
+  it("a closed writer refuses an end, so the bus sends it itself", async () => {
+    const { writer, stream } = setup({ flushDelayMs: 50 });
+    const seen = batches();
+    stream("r1", 1);
+    const beforeClose = writer.announceEnd({ runId: "r1", seq: 1 });
+    await writer.close();
+    await beforeClose;
+    expect(seen).toEqual([{ events: ["r1:1"], ends: ["r1:1"] }]);
+    await expect(writer.announceEnd({ runId: "r2", seq: 1 })).rejects.toThrow(/closed/);
+  });
+});
+
 describe("audit and cost rows riding the event batches", () => {
   function withLedgers() {
     const adapter = new SqliteStoreAdapter(store);

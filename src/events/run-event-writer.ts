@@ -21,15 +21,16 @@
  * Events not written yet are still readable: `read` returns the stored events followed by the buffered ones, which
  * is what `agent.events` replays.
  *
- * A run's end does not hurry the batch: on Postgres the end notice waits for `written()` (the events emitted so far
- * have left the buffer), not for a `flush()`, so a batch spans the turns that end within its delay. A flush per end
- * cost every turn at least one run-event commit of its own, however short the turn.
+ * A run's end does not hurry the batch: on Postgres the end notice rides a batch (`announceEnd`: the first batch
+ * that holds or follows every event emitted before it was asked), not a `flush()` nor a commit of its own, so a batch
+ * spans the turns that end within its delay. A flush per end cost every turn at least one run-event commit of its
+ * own, however short the turn; a NOTIFY of its own after `written()`, one more.
  */
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent } from "../infra/events.js";
 import type { Logger } from "../infra/logger.js";
 import { isStorageFault, StorageUnavailableError } from "../storage/storage-fault.js";
-import type { LedgerBatch, Store, StoredRunEvent } from "../storage/types.js";
+import type { LedgerBatch, RunEndNotice, Store, StoredRunEvent } from "../storage/types.js";
 import type { EventBusPort } from "./bus-port.js";
 import { agentEventJson } from "./event-json.js";
 
@@ -126,6 +127,8 @@ export class RunEventWriter {
   private taken = 0;
   private left = 0;
   private waiters: Array<{ until: number; resolve: () => void }> = [];
+  /** end notices waiting for a batch: each may go once `left` reaches `until` in the batch that carries it */
+  private ends: Array<{ end: RunEndNotice; until: number; resolve: () => void; reject: (err: Error) => void }> = [];
   private readonly riders: LedgerRider[] = [];
 
   constructor(opts: RunEventWriterOptions) {
@@ -190,6 +193,21 @@ export class RunEventWriter {
     return new Promise((resolve) => this.waiters.push({ until: this.taken, resolve }));
   }
 
+  /**
+   * Announces a run's end at the commit of a batch that holds or follows every event taken in so far (Store
+   * appendLedgerBatch's `runEnds`): no commit of its own while runs stream. With nothing left to write it goes in a
+   * batch of its own after the usual delay. Resolves at that commit; a batch that fails keeps it for the next one (as
+   * its events are kept), so it never goes out before the events it follows. Rejects once the writer is closed with it
+   * unsent: the caller announces it by other means.
+   */
+  announceEnd(end: RunEndNotice): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("run events: the writer is closed"));
+    return new Promise<void>((resolve, reject) => {
+      this.ends.push({ end, until: this.taken, resolve, reject });
+      if (!this.timerArmed) this.arm(this.retryDelayMs || this.flushDelayMs);
+    });
+  }
+
   /** `count` more events left the buffer: wakes the `written()` callers they were waited for by. */
   private settled(count: number): void {
     this.left += count;
@@ -206,7 +224,8 @@ export class RunEventWriter {
       this.timerArmed = false;
     }
     let written = 0;
-    while (this.buffer.length > this.head) {
+    // an end notice with no event left to wait for still needs a batch (one with no events)
+    while (this.buffer.length > this.head || this.ends.length > 0) {
       // the event loop gets a turn before each further batch: the sockets are served between two transactions
       if (written > 0 && !this.closing) await new Promise<void>((resolve) => this.defer(resolve));
       const batch = this.takeBatch();
@@ -215,8 +234,11 @@ export class RunEventWriter {
       this.inFlight = [];
       if (!ok) break;
       written += batch.length;
+      // an end asked for while this batch was written waits for the timer it armed (a batch of its own now would be
+      // a commit per end again)
+      if (this.buffer.length === this.head) break;
     }
-    if (this.buffer.length > this.head && !this.closed && !this.timerArmed)
+    if ((this.buffer.length > this.head || this.ends.length > 0) && !this.closed && !this.timerArmed)
       this.arm(this.retryDelayMs || this.flushDelayMs);
     return written;
   }
@@ -307,6 +329,9 @@ export class RunEventWriter {
     this.buffer = [];
     this.head = 0;
     this.settled(this.taken - this.left);
+    const unsent = this.ends;
+    this.ends = [];
+    for (const e of unsent) e.reject(new Error("run events: the writer closed before the end could ride a batch"));
   }
 
   private arm(delayMs: number): void {
@@ -322,6 +347,10 @@ export class RunEventWriter {
     const audit: LedgerBatch["audit"] = [];
     const cost: Array<LedgerBatch["cost"][number]> = [];
     const riding: LedgerRider[] = [];
+    // every event an end follows is stored once this batch commits: earlier batches did, or this one does
+    const afterBatch = this.left + batch.length;
+    const ends = this.ends.filter((e) => e.until <= afterBatch);
+    if (ends.length > 0) this.ends = this.ends.filter((e) => e.until > afterBatch);
     for (const rider of this.riders) {
       const rows = rider.take();
       if (!rows.audit?.length && !rows.cost?.length) continue;
@@ -331,10 +360,16 @@ export class RunEventWriter {
     }
     try {
       const { ignored } =
-        riding.length > 0
-          ? await this.store.appendLedgerBatch({ runEvents: batch, audit, cost })
+        riding.length > 0 || ends.length > 0
+          ? await this.store.appendLedgerBatch({
+              runEvents: batch,
+              audit,
+              cost,
+              ...(ends.length > 0 ? { runEnds: ends.map((e) => e.end) } : {}),
+            })
           : await this.store.appendRunEvents(batch);
       for (const rider of riding) rider.settle(true);
+      for (const e of ends) e.resolve();
       this.counts.stored += batch.length - ignored;
       if (ignored > 0) this.noteDuplicates(ignored);
       this.settled(batch.length);
@@ -345,6 +380,8 @@ export class RunEventWriter {
       return true;
     } catch (err) {
       for (const rider of riding) rider.settle(false);
+      // kept, in order, for the batch that writes these events again (or the next one, when they are dropped)
+      this.ends = ends.concat(this.ends);
       this.counts.failedWrites++;
       if (retryable(err, this.isTransientStoreError)) {
         if (this.retryDelayMs === 0) {

@@ -6,16 +6,28 @@
  * minute or the run is over. Pointer keys are short and never `runId` / `sessionKey`, which the event bus and the
  * session relay read on the same channel.
  *
- * A notice goes at once (another node must refuse over a budget as soon as this node's call crossed it); notices
- * that come while one is being sent are gathered and go together in the next statement, so under load the calls of
- * many turns share a commit instead of each making one.
+ * A call's notice rides its cost row (`costRows`, the Postgres store): it goes out in the statement that stores the
+ * row, so at the commit of the run-event batch that carried it (events/run-event-writer.ts, within the writer's 50 ms)
+ * or of the cost ledger's own write, and costs no commit of its own. Another node hears of the spend when the row it
+ * could read is committed: up to that delay later than the call, so a node may admit a model call up to that much
+ * spend late (docs/architecture.md, spend control across nodes). A row the ledger dropped (full queue, refused write) is not announced either;
+ * the window sums' sync from the ledger is what it always was for lost notices.
+ *
+ * A run's notices (token runs started and ended) go at once; those that come while one is being sent are gathered
+ * and go together in the next statement.
  */
 import { randomUUID } from "node:crypto";
 import type { PgBusSource } from "../events/pg-bus.js";
 import type { NotifyPointer, notifyAll as notifyAllFn } from "../storage/postgres/notifier.js";
+import type { CostRow } from "../storage/types.js";
 import type { SpendControl, SpendNotice } from "./spend-control.js";
 
 const KIND = "spend";
+
+/** Where a call's notice rides its cost row's write (the Postgres store's `announceCostRows`). */
+export interface CostRowNotices {
+  announceCostRows(notice: ((row: CostRow) => NotifyPointer) | undefined): void;
+}
 
 export class PgSpendRelay {
   private readonly node = randomUUID();
@@ -29,11 +41,18 @@ export class PgSpendRelay {
     private readonly source: PgBusSource,
     private readonly notifyAll: typeof notifyAllFn,
     private readonly onError: (err: Error) => void,
+    private readonly costRows: CostRowNotices | undefined,
   ) {}
 
-  static async start(source: PgBusSource, spend: SpendControl, onError: (err: Error) => void): Promise<PgSpendRelay> {
+  static async start(
+    source: PgBusSource,
+    spend: SpendControl,
+    onError: (err: Error) => void,
+    costRows?: CostRowNotices,
+  ): Promise<PgSpendRelay> {
     const { notifyAll } = await import("../storage/postgres/notifier.js");
-    const relay = new PgSpendRelay(source, notifyAll, onError);
+    const relay = new PgSpendRelay(source, notifyAll, onError, costRows);
+    costRows?.announceCostRows((row) => toPointer({ type: "call", call: row }, relay.node));
     const hear = spend.connectRelay((n) => relay.announce(n));
     const notifier = await source.notifier();
     relay.off = notifier.subscribe((p) => {
@@ -52,10 +71,12 @@ export class PgSpendRelay {
   close(): void {
     this.closed = true;
     this.off?.();
+    // the store keeps announcing cost rows: those the ledger writes at close still tell the other nodes
   }
 
   private announce(n: SpendNotice): void {
-    if (this.closed) return;
+    // a call's notice goes out with its cost row
+    if (this.closed || (n.type === "call" && this.costRows)) return;
     this.gathered.push(toPointer(n, this.node));
     if (!this.inFlight) this.sending = this.sendGathered();
   }

@@ -18,7 +18,7 @@ import type { ModelProvider } from "../providers/types.js";
 import { FileSessionLock } from "../session/file-lock.js";
 import type { SessionLockPort } from "../session/lock-port.js";
 import type { PostgresStore } from "../storage/postgres/store.js";
-import type { Store } from "../storage/types.js";
+import type { RunEndNotice, Store } from "../storage/types.js";
 import type { ExecSecurity } from "../tools/exec-policy.js";
 import type { McpToolSource } from "../tools/mcp/source.js";
 import { liveMcpRuntimeOptions, type McpSlot } from "../tools/mcp/tool-source.js";
@@ -181,10 +181,13 @@ export async function composeNode(opts: ComposeNodeOptions): Promise<LoopgateNod
     if (role === "gateway") await warnOfLocalWorkspace(config, opts.stateDir, logger);
     // a run's end notice waits for its events to be written at the writer's pace (a flush per end cost a commit)
     const eventsWritten = () => node?.runtime.runEvents.written() ?? Promise.resolve();
+    // ... and rides the writer's batch that stores them (no commit of its own)
+    const rideEndNotice = (end: RunEndNotice) =>
+      node ? node.runtime.runEvents.announceEnd(end) : Promise.reject(new Error("no node yet"));
     node = assemble(
       { ...opts, sandboxes, metrics },
       backend,
-      await postgresParts(backend.store, config, clock, logger, eventsWritten),
+      await postgresParts(backend.store, config, clock, logger, eventsWritten, rideEndNotice),
       mcp,
     );
     return node;
@@ -382,6 +385,7 @@ async function postgresParts(
   clock: Clock,
   logger: Logger,
   eventsWritten: () => Promise<unknown>,
+  rideEndNotice: (end: RunEndNotice) => Promise<void>,
 ): Promise<BackendParts> {
   // loaded only here: a SQLite process never loads the cluster layer, the Postgres bus or its relays
   const [{ clusterNodeFor }, { PgEventBus }, { PgSessionRelay }, { PgSpendRelay }, { isTransientPostgresError }] =
@@ -399,6 +403,7 @@ async function postgresParts(
     now: () => clock.now(),
     // a run's end is announced to the other nodes once its events are written
     beforeEndNotice: eventsWritten,
+    rideEndNotice,
     onError: (err) => logger.warn("event bus: reading another node's events failed", { error: err.message }),
   });
   return {
@@ -408,7 +413,7 @@ async function postgresParts(
     crossNode: {
       ready: () => bus.ready(),
       relaySessionNotices: (o) => PgSessionRelay.start({ source: store, store, messagePointers: store, ...o }),
-      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError),
+      relaySpend: (spend, onError) => PgSpendRelay.start(store, spend, onError, store),
       onRemoteRunStatus: (listener) => bus.onRemoteRunStatus(listener),
       relayCronChanges: async (onChange, onError) => {
         const { CronNotices } = await import("../cluster/cron-notices.js");

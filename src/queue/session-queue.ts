@@ -66,6 +66,12 @@ export class SessionQueue {
     return adoptRuns(this.ctx, runs);
   }
 
+  /** Whether the run's turn started in this process: it is its session's running turn (waiting for lanes, or running). */
+  launched(runId: string): boolean {
+    const phase = this.ctx.live.get(runId)?.phase;
+    return phase === "queued" || phase === "running";
+  }
+
   /** Whether the session has work in this process (a turn, or inputs waiting): its lease must be kept. */
   hasWork(sessionKey: string): boolean {
     return this.ctx.sessions.has(sessionKey);

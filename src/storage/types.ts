@@ -143,6 +143,19 @@ export interface LedgerBatch {
   runEvents: readonly StoredRunEvent[];
   audit: AuditEventInput[];
   cost: readonly CostRow[];
+  /**
+   * Runs whose end is announced to the other nodes at this transaction's commit (Postgres: `{k: "end"}` on the
+   * node-level channel, after the batch's event pointers; SQLite has no other node and ignores them). The writer puts
+   * a run's end only in a batch that holds, or follows, every event the run emitted.
+   */
+  runEnds?: readonly RunEndNotice[];
+}
+
+/** A run's end as the other nodes hear it: its last emitted seq, and its session when known. */
+export interface RunEndNotice {
+  runId: string;
+  seq: number;
+  sessionKey?: string;
 }
 
 /** Which audit rows to list: every filter given must match; newest first. */

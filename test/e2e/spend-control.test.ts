@@ -7,6 +7,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { UsageSummaryResult } from "../../src/protocol/usage.js";
 import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
@@ -30,6 +31,21 @@ async function pricedModel(respond?: Parameters<typeof startFakeModelServer>[0])
   const server = await startFakeModelServer(respond ?? { respond: () => ({ text: "ok", usage: CALL_USAGE }) });
   servers.push(server);
   return server;
+}
+
+/** Waits until the schema's cost ledger holds `count` rows (a node writes its rows behind the calls). */
+async function costRowsStored(ts: TestSchema, count: number): Promise<void> {
+  const client = new pg.Client({ connectionString: testPostgresUrl });
+  await client.connect();
+  try {
+    for (;;) {
+      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ts.schema}.cost_ledger`);
+      if (rows[0].n >= count) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  } finally {
+    await client.end();
+  }
 }
 
 function sandbox(prefix: string, server: FakeModelServer, extra: Record<string, unknown>) {
@@ -299,6 +315,9 @@ describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgr
     expect((await peerB.response(onB)).ok).toBe(true);
     await peerB.seen((f) => f.event === "chat" && f.payload?.runId === "fb-1" && f.payload?.state === "final");
     expect(server.requests).toHaveLength(2);
+    // B's notice goes out with its cost row's commit (a run-event batch, within 50 ms of the call): until the row is
+    // stored, A may still admit a call (docs/architecture.md, spend control across nodes)
+    await costRowsStored(ts, 2);
 
     // A never read the ledger again: it refuses because it heard B's call ($0.016 ≥ $0.01)
     const third = await turn(peerA, "fa-2");
@@ -308,6 +327,8 @@ describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgr
 
     // usage from either node sums both nodes' rows
     const usage = await a.run(["usage", "--config", a.config, "--url", nodeA.url, "--json"], { env }).done;
+    // a failed command prints nothing on stdout: say why instead of "Unexpected end of JSON input"
+    expect(usage.code, usage.stderr).toBe(0);
     expect((JSON.parse(usage.stdout) as UsageSummaryResult).total).toMatchObject({ calls: 2 });
     for (const p of [peerA, peerB]) p.close();
     for (const n of [nodeA, nodeB]) n.child.kill("SIGTERM");

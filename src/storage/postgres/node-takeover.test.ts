@@ -12,7 +12,7 @@ import {
   NODE_LOST_ERROR,
 } from "./node-takeover.js";
 import { createPostgresPool } from "./pool.js";
-import { adoptQueuedInputs } from "./queue-adopt.js";
+import { adoptInputs, readQueuedInputs } from "./queue-adopt.js";
 import { fencePredicate, SessionLeases } from "./session-leases.js";
 
 // Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
@@ -91,9 +91,9 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
       ["main", leaseA.token],
     );
     expect(zombie.rowCount).toBe(0);
-    expect(await adoptQueuedInputs(poolA, { nodeId: "node-a", session: { key: "main", token: leaseA.token } })).toEqual(
-      [],
-    );
+    const stale = { nodeId: "node-a", session: { key: "main", token: leaseA.token } };
+    expect(await readQueuedInputs(poolA, stale)).toEqual([]);
+    expect(await adoptInputs(poolA, { ...stale, runIds: ["r2"] })).toEqual([]);
     const { rows } = await poolB.query("SELECT run_id, status, node_id FROM runs ORDER BY run_id");
     expect(rows).toEqual([
       { run_id: "r1", status: "error", node_id: "node-a" },
@@ -147,7 +147,8 @@ describe.skipIf(!testPostgresUrl)("a node dies mid-run: another node reports the
  * inputs under its lease, then start the oldest of its own. Empty when its lease is stale or nothing waits.
  */
 async function startNext(pool: pg.Pool, nodeId: string, session: { key: string; token: number }): Promise<string[]> {
-  await adoptQueuedInputs(pool, { nodeId, session });
+  const waiting = await readQueuedInputs(pool, { nodeId, session });
+  await adoptInputs(pool, { nodeId, session, runIds: waiting.map((r) => r.runId) });
   const { rows } = await pool.query<{ run_id: string }>(
     `UPDATE runs SET status = 'running' WHERE run_id = (
        SELECT run_id FROM runs WHERE session_key = $1 AND status = 'queued' AND node_id = $2

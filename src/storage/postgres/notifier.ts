@@ -40,6 +40,11 @@ export function sessionChannelSql(channelParam: string, sessionKeyExpr: string):
 /** Postgres refuses payloads of 8000 bytes or more; pointers are far smaller, so a big one is a caller's mistake. */
 const MAX_PAYLOAD_BYTES = 7999;
 
+/** Whether Postgres takes `payload` as a notification (a statement that sends one too big fails whole). */
+export function fitsNotify(payload: string): boolean {
+  return Buffer.byteLength(payload) <= MAX_PAYLOAD_BYTES;
+}
+
 /**
  * Announces `pointer` on `channel`. Inside a transaction the notification goes out at COMMIT, so a listener that reads
  * the tables on receipt always sees the rows written with it.

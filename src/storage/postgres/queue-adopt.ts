@@ -37,41 +37,47 @@ type AdoptRow = {
 };
 
 /**
- * Adopts, in acceptance order (`queue_seq`), every queued input of `session` not yet adopted by `nodeId`, while
- * `token` is still the session's lease (else nothing: a stale owner adopts nothing). `FOR UPDATE SKIP LOCKED`: a row
- * another transaction is changing right now is left for the next adoption (that node's NOTIFY or the sweeper) rather
- * than waited for; since only the lease holder adopts, two adopters of one session never both succeed.
+ * The session's queued inputs not adopted by `nodeId`, in acceptance order, while `token` is still the session's
+ * lease (else none), without adopting them: a read, no commit. The lease holder feeds them to its local queue and
+ * then adopts (`adoptInputs`) those that wait there; one that starts at once is adopted by its `running` write
+ * (the store sets `node_id` with it), so an input started where its session is free costs one commit, not two. Only
+ * the lease holder reads and writes a session's queued inputs, so what it read stays queued until it writes.
  */
-export async function adoptQueuedInputs(
+export async function readQueuedInputs(
   db: Queryable,
   opts: { nodeId: string; session: { key: string; token: number } },
 ): Promise<AdoptedInput[]> {
   const { rows } = await db.query<AdoptRow>(
-    `WITH picked AS (
-       SELECT r.run_id FROM runs r
-       WHERE r.session_key = $2 AND r.status = 'queued' AND r.node_id IS DISTINCT FROM $1
-         AND ${fencePredicate(2, 3)}
-       ORDER BY r.queue_seq
-       FOR UPDATE OF r SKIP LOCKED
-     )
-     UPDATE runs SET node_id = $1 FROM picked WHERE runs.run_id = picked.run_id AND runs.status = 'queued'
-     RETURNING runs.run_id, runs.session_key, runs.queue_seq, runs.accepted_at, runs.params, runs.receipt,
-       (SELECT s.queue_mode FROM sessions s WHERE s.key = runs.session_key) AS queue_mode,
-       (SELECT COALESCE(max(e.seq), 0) FROM run_events e WHERE e.run_id = runs.run_id) AS last_seq`,
+    `SELECT r.run_id, r.session_key, r.queue_seq, r.accepted_at, r.params, r.receipt,
+       (SELECT s.queue_mode FROM sessions s WHERE s.key = r.session_key) AS queue_mode,
+       (SELECT COALESCE(max(e.seq), 0) FROM run_events e WHERE e.run_id = r.run_id) AS last_seq
+     FROM runs r
+     WHERE r.session_key = $2 AND r.status = 'queued' AND r.node_id IS DISTINCT FROM $1
+       -- the lease checked without a lock: a row lock would make the read a transaction that flushes WAL, and the
+       -- writes that act on what was read are fenced themselves
+       AND EXISTS (SELECT 1 FROM session_leases l WHERE l.session_key = $2 AND l.token = $3)
+     ORDER BY r.queue_seq`,
     [opts.nodeId, opts.session.key, opts.session.token],
   );
-  return rows
-    .map((r) => ({
-      runId: r.run_id,
-      sessionKey: r.session_key,
-      queueSeq: r.queue_seq,
-      acceptedAt: r.accepted_at,
-      params: r.params,
-      ...(r.queue_mode ? { sessionQueueMode: r.queue_mode } : {}),
-      lastEventSeq: Number(r.last_seq),
-      ...(r.receipt ? { receipt: r.receipt } : {}),
-    }))
-    .sort((a, b) => a.queueSeq - b.queueSeq);
+  return rows.map(toAdoptedInput);
+}
+
+/**
+ * Adopts the given queued inputs of the session for `nodeId` while `token` is still its lease (else none). Returns
+ * the run ids adopted.
+ */
+export async function adoptInputs(
+  db: Queryable,
+  opts: { nodeId: string; session: { key: string; token: number }; runIds: readonly string[] },
+): Promise<string[]> {
+  if (opts.runIds.length === 0) return [];
+  const { rows } = await db.query<{ run_id: string }>(
+    `UPDATE runs r SET node_id = $1
+     WHERE r.run_id = ANY($4::text[]) AND r.session_key = $2 AND r.status = 'queued' AND ${fencePredicate(2, 3)}
+     RETURNING r.run_id`,
+    [opts.nodeId, opts.session.key, opts.session.token, [...opts.runIds]],
+  );
+  return rows.map((r) => r.run_id);
 }
 
 /**
@@ -110,4 +116,17 @@ export async function listOrphanedSessions(db: Queryable, opts: { limit: number;
     [opts.limit, opts.now ?? null],
   );
   return rows.map((r) => r.session_key);
+}
+
+function toAdoptedInput(r: AdoptRow): AdoptedInput {
+  return {
+    runId: r.run_id,
+    sessionKey: r.session_key,
+    queueSeq: r.queue_seq,
+    acceptedAt: r.accepted_at,
+    params: r.params,
+    ...(r.queue_mode ? { sessionQueueMode: r.queue_mode } : {}),
+    lastEventSeq: Number(r.last_seq),
+    ...(r.receipt ? { receipt: r.receipt } : {}),
+  };
 }

@@ -34,6 +34,7 @@ import type {
   CronRunRecord,
   LedgerBatch,
   OperatorSetting,
+  RunEndNotice,
   RunRecord,
   RunStatus,
   SessionListPoint,
@@ -45,7 +46,15 @@ import type {
   TranscriptRow,
 } from "../types.js";
 import { migratePostgres } from "./migrate.js";
-import { type NotifierOptions, notifyChannel, PgNotifier, sessionChannel, sessionChannelSql } from "./notifier.js";
+import {
+  fitsNotify,
+  type NotifierOptions,
+  type NotifyPointer,
+  notifyChannel,
+  PgNotifier,
+  sessionChannel,
+  sessionChannelSql,
+} from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { checkFence } from "./session-leases.js";
@@ -124,10 +133,14 @@ export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly channel: string;
   private fence: FenceTokens | undefined;
+  /** the node `running` runs are written for (setRunNode) */
+  private runNode: string | undefined;
   private notifierStart: Promise<PgNotifier> | undefined;
   private closed = false;
   /** set by the session relay (announceMessages): the tag its message pointers carry */
   private messagePointerNode: string | undefined;
+  /** set by the spend relay (announceCostRows): the notice each cost row stored goes out with */
+  private costNotice: ((row: CostRow) => NotifyPointer) | undefined;
   /**
    * The session of each run this node wrote or read and that is not over, so a fenced run update need not read it
    * first (a run's session never changes). Bounded: a run it forgot is read again.
@@ -157,12 +170,30 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * Several nodes: a run this store writes `running` is this node's (`runs.node_id`, set in the same statement), so
+   * a queued input that starts at once needs no adoption write of its own (storage/postgres/queue-adopt.ts).
+   */
+  setRunNode(nodeId: string | undefined): void {
+    this.runNode = nodeId;
+  }
+
+  /**
    * While set, every transcript append announces its rows to the other nodes in its own statement (`{k: "sm",
    * sessionKey, generation, seq, node}` per row, sent at its commit, on the session's channel: only nodes following
    * the session hear it), so a message costs no NOTIFY transaction of its own. `node` tells the announcing relay's pointers apart (events/pg-session-relay.ts).
    */
   announceMessages(node: string | undefined): void {
     this.messagePointerNode = node;
+  }
+
+  /**
+   * While set, every cost row stored announces itself to the other nodes in the statement that inserts it
+   * (`notice(row)` on the node-level channel, sent at its commit; limits/spend-relay.ts): another node hears of a
+   * call when the row it could read is committed, and the notice costs no commit of its own. A row stored already
+   * (a repeated write) is not announced again.
+   */
+  announceCostRows(notice: ((row: CostRow) => NotifyPointer) | undefined): void {
+    this.costNotice = notice;
   }
 
   /** The node's one LISTEN connection on `channel`, started by the first call and stopped by close(). */
@@ -776,20 +807,30 @@ export class PostgresStore implements Store {
   async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
     const col = (i: number) => rows.map((r) => costColumns(r)[i]);
-    // one statement, in the order given (the identity hands out seqs by ord)
+    // a notice too big for NOTIFY is left out rather than failing the rows (the window sums' sync still finds them)
+    const notice = this.costNotice;
+    const payloads = rows.map((r) => {
+      const p = notice && JSON.stringify(notice(r));
+      return p !== undefined && fitsNotify(p) ? p : null;
+    });
+    // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
     await db.query(
-      `INSERT INTO cost_ledger (${COST_COLUMNS})
-       SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
-              cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
-       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                   $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-                   $15::float8[])
-         WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
-                              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
-                              cost_usd, ord)
-       ORDER BY ord
-       ON CONFLICT (id) DO NOTHING`,
-      Array.from({ length: 15 }, (_, i) => col(i)),
+      `WITH ins AS (
+         INSERT INTO cost_ledger (${COST_COLUMNS})
+         SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
+                cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                     $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+                     $15::float8[])
+           WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
+                                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
+                                cost_usd, ord)
+         ORDER BY ord
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id)
+       SELECT count(pg_notify($16, n.p)) FROM unnest($1::text[], $17::text[]) AS n(id, p)
+       WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ins)`,
+      [...Array.from({ length: 15 }, (_, i) => col(i)), this.channel, payloads],
     );
   }
 
@@ -923,18 +964,23 @@ export class PostgresStore implements Store {
   }
 
   async appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }> {
-    if (batch.audit.length === 0 && batch.cost.length === 0) return this.appendRunEvents(batch.runEvents);
+    if (batch.audit.length === 0 && batch.cost.length === 0)
+      return this.appendRunEvents(batch.runEvents, this.pool, batch.runEnds);
     // the pointers of the events go out at this transaction's commit, with the other ledgers' rows stored
     return inTransaction(this.pool, async (tx) => {
-      const result = await this.appendRunEvents(batch.runEvents, tx);
+      const result = await this.appendRunEvents(batch.runEvents, tx, batch.runEnds);
       await this.appendAuditEvents(batch.audit, tx);
       await this.appendCostRows(batch.cost, tx);
       return result;
     });
   }
 
-  async appendRunEvents(events: readonly StoredRunEvent[], db: Queryable = this.pool): Promise<{ ignored: number }> {
-    if (events.length === 0) return { ignored: 0 };
+  async appendRunEvents(
+    events: readonly StoredRunEvent[],
+    db: Queryable = this.pool,
+    ends: readonly RunEndNotice[] = [],
+  ): Promise<{ ignored: number }> {
+    if (events.length === 0 && ends.length === 0) return { ignored: 0 };
     // one pointer per run (its highest seq in the batch) on its session's channel, sent by the same statement, so at
     // its commit; the first batch this node stores of a run also goes to every node ({k: "rs"}): a run started
     const channels: string[] = [];
@@ -947,6 +993,19 @@ export class PostgresStore implements Store {
       }
       channels.push(p.sessionKey === undefined ? this.channel : sessionChannel(this.channel, p.sessionKey));
       pointers.push(JSON.stringify(runEventPointer(p.runId, p.seq, p.sessionKey)));
+    }
+    // runs' end notices last: a listener hears a run's end after the pointers of the events stored with it, and the
+    // run record they read on it was committed before the end was handed to the writer (events/pg-bus.ts)
+    for (const end of ends) {
+      channels.push(this.channel);
+      pointers.push(
+        JSON.stringify({
+          k: "end",
+          runId: end.runId,
+          seq: end.seq,
+          ...(end.sessionKey !== undefined ? { sessionKey: end.sessionKey } : {}),
+        }),
+      );
     }
     const { rows } = await db.query<{ inserted: number }>(
       `WITH ins AS (
@@ -1006,8 +1065,13 @@ export class PostgresStore implements Store {
     const values: unknown[] = [];
     const updates: string[] = [];
     for (const [runId, patch] of merged) {
-      const sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
+      let sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
       if (!sets) continue;
+      // a run starting here is this node's: the adoption rides its `running` write
+      if (patch.status === "running" && this.runNode !== undefined) {
+        values.push(this.runNode);
+        sets += `, node_id = $${values.length}`;
+      }
       values.push(runId);
       updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
     }

@@ -1,0 +1,142 @@
+/*
+ * A model call's spend notice rides its cost row's commit (issue 33): another node hears of the call when the row it
+ * could read is stored, and the notice makes no statement of its own. Two nodes' stores on one real Postgres schema:
+ * A meters calls through its SpendControl and relay; B only listens on the channel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { configSchema } from "../config/schema.js";
+import { RunEventWriter } from "../events/run-event-writer.js";
+import { AgentEventBus } from "../infra/events.js";
+import { silentLogger } from "../infra/logger.js";
+import { type NotifyPointer, notify, type PgNotifier } from "../storage/postgres/notifier.js";
+import { openPostgresStore, type PostgresStore } from "../storage/postgres/store.js";
+import { isTransientPostgresError } from "../storage/postgres/transient-errors.js";
+import { ManualClock } from "../testing/manual-clock.js";
+import { createTestSchema, type TestSchema, testPostgresUrl } from "../testing/postgres-schema.js";
+import { SpendControl } from "./spend-control.js";
+import { PgSpendRelay } from "./spend-relay.js";
+
+const USAGE = { input: 500, output: 100, cacheRead: 0, cacheWrite: 0, total: 600 };
+const SERVED = { provider: "fake", model: "m", cost: { input: 10, output: 30, cacheRead: 0, cacheWrite: 0 } };
+
+// Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
+describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", () => {
+  let ts: TestSchema;
+  let a: PostgresStore;
+  let b: PostgresStore;
+  let listenB: PgNotifier;
+  let spend: SpendControl;
+  let relay: PgSpendRelay;
+  let writer: RunEventWriter;
+  /** A's statements outside a transaction (the pool's own query calls) */
+  const statements: string[] = [];
+  /** what B heard: each spend notice with the count of cost rows B could read when it arrived */
+  const heard: Array<{ pointer: NotifyPointer; rowsReadable: Promise<number> }> = [];
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+    a = await openPostgresStore({ ...ts.options, poolMax: 4 });
+    b = await openPostgresStore({ ...ts.options, poolMax: 2 });
+    listenB = await b.notifier();
+    listenB.subscribe((p) => {
+      if (p.k !== "spend") return;
+      const rowsReadable = b.pool
+        .query<{ n: number }>("SELECT count(*)::int AS n FROM cost_ledger")
+        .then((r) => r.rows[0].n);
+      heard.push({ pointer: p, rowsReadable });
+    });
+    // a clock that stands still: no ledger or writer timer fires on its own, only the test's flushes write
+    const clock = new ManualClock();
+    const bus = new AgentEventBus({ now: () => clock.now() });
+    const config = configSchema.parse({}).limits;
+    spend = new SpendControl({ config, store: a, clock, logger: silentLogger, bus });
+    relay = await PgSpendRelay.start(a, spend, (err) => expect.fail(err.message), a);
+    writer = new RunEventWriter({
+      store: a,
+      clock,
+      logger: silentLogger,
+      isTransientStoreError: isTransientPostgresError,
+    });
+    writer.carry(spend.ledger.rider());
+    const query = a.pool.query.bind(a.pool);
+    a.pool.query = ((text: unknown, ...rest: unknown[]) => {
+      statements.push(typeof text === "string" ? text : String((text as { text?: string }).text));
+      return (query as (...args: unknown[]) => unknown)(text, ...rest);
+    }) as unknown as typeof a.pool.query;
+  });
+  afterAll(async () => {
+    relay?.close();
+    await writer?.close();
+    await a?.close();
+    await b?.close();
+    await ts?.drop();
+  });
+
+  /** Resolves once B has received every notification committed before now (they arrive in commit order). */
+  async function settled(): Promise<void> {
+    const id = `${Math.random()}`;
+    const marker = new Promise<void>((resolve) => {
+      const off = listenB.subscribe((p) => {
+        if (p.k === "sync" && p.id === id) {
+          off();
+          resolve();
+        }
+      });
+    });
+    await notify(b.pool, b.channel, { k: "sync", id });
+    await marker;
+  }
+
+  function call(runId: string): void {
+    spend.recordCall({ runId, sessionKey: "s1", agentId: "main", limits: undefined }, SERVED, USAGE);
+  }
+
+  it("a call is announced by the run-event batch that stores its cost row, not by a statement of its own", async () => {
+    heard.length = 0;
+    writer.add({ runId: "r1", seq: 1, ts: 1, sessionKey: "s1", stream: "assistant", data: { delta: "x" } });
+    call("r1");
+    await relay.flushed();
+    await settled();
+    expect(heard).toHaveLength(0);
+
+    statements.length = 0;
+    await writer.flush();
+    await settled();
+    expect(heard.map((h) => h.pointer)).toEqual([
+      expect.objectContaining({ k: "spend", t: "call", a: "main", s: "s1", n: 600 }),
+    ]);
+    expect(await heard[0].rowsReadable).toBe(1);
+    // the batch is one transaction on a connection of its own: nothing went through the pool's query for the notice
+    expect(statements.filter((s) => s.includes("pg_notify"))).toEqual([]);
+  });
+
+  it("a cost row the ledger writes alone carries its notice in the one statement that inserts it", async () => {
+    heard.length = 0;
+    call("r2");
+    statements.length = 0;
+    await spend.ledger.flush();
+    await settled();
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toContain("INSERT INTO cost_ledger");
+    expect(heard.map((h) => h.pointer)).toEqual([expect.objectContaining({ k: "spend", t: "call", n: 600 })]);
+    expect(await heard[0].rowsReadable).toBe(2);
+  });
+
+  it("a cost row stored already is not announced again (another node would count the call twice)", async () => {
+    const [stored] = await a.listCostRows({ limit: 1 });
+    const { seq: _seq, ...row } = stored;
+    heard.length = 0;
+    await a.appendCostRows([row]);
+    await settled();
+    expect(heard).toEqual([]);
+  });
+
+  it("run notices (a token's run accepted, ended) still go at once", async () => {
+    heard.length = 0;
+    spend.acceptedRun("tok", "r3");
+    spend.endedRun("r3");
+    await relay.flushed();
+    await settled();
+    expect(heard.map((h) => h.pointer.t)).toEqual(["accepted", "ended"]);
+  });
+});
