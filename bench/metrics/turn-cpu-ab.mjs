@@ -94,7 +94,9 @@ try {
 const fmt = (xs) => `${median(xs).toFixed(3)} (${xs.map((x) => x.toFixed(2)).join(" ")})`;
 for (const root of roots) {
   const res = results.get(root);
-  console.log(`${root}\n  embedded CPU ms/turn median ${fmt(res.embedded)}\n  gateway CPU ms/turn median ${fmt(res.gateway)}`);
+  console.log(
+    `${root}\n  embedded CPU ms/turn median ${fmt(res.embedded)}\n  gateway CPU ms/turn median ${fmt(res.gateway)}`,
+  );
   if (res.calls.length) {
     const names = new Set(res.calls.flatMap((m) => [...m.keys()]));
     const rows = [...names]
