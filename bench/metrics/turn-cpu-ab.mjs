@@ -23,7 +23,8 @@ const rounds = flag("rounds", 5);
 const turns = flag("turns", 300);
 const warmup = 50;
 const withStrace = args.includes("--strace");
-const roots = args.filter((a) => !a.startsWith("--"));
+// absolute, since each root's gateway-metrics.mjs is imported by path (a relative one would resolve against this file)
+const roots = args.filter((a) => !a.startsWith("--")).map((a) => path.resolve(a));
 if (!roots.length) throw new Error("usage: turn-cpu-ab.mjs [--rounds=N] [--turns=N] [--strace] <root> ...");
 
 const model = await startFakeModelProcess();
