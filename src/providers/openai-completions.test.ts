@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cadence } from "../infra/cadence.js";
 import { systemClock } from "../infra/clock.js";
 import { type FakeModelServer, startFakeModelServer } from "../testing/fake-model-server.js";
-import { createOpenAICompletionsProvider } from "./openai-completions.js";
+import { createOpenAICompletionsProvider, requestBody } from "./openai-completions.js";
 import { collect, lastBodyAt, requestFor } from "./test-helpers.js";
 import type { ModelProvider, ModelRequest } from "./types.js";
 
@@ -179,5 +179,81 @@ describe("openai-completions on the stream beat", () => {
     })();
     await expect(reading).rejects.toMatchObject({ kind: "context_length" });
     expect(seen.join("")).toBe("Partial answer");
+  });
+});
+
+describe("openai-completions request body", () => {
+  const PNG = "iVBORw0KGgo=";
+  const readTool = {
+    name: "read",
+    description: "Read a file",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  };
+  const shellTool = {
+    name: "shell",
+    description: "Run a command",
+    parameters: { type: "object", properties: { cmd: { type: "string", description: 'a "quoted" \u2028 line' } } },
+  };
+
+  it("is exactly JSON.stringify of the params for a call with tools, images, max tokens and reasoning effort", () => {
+    const req = request({
+      model: "o3-mini",
+      system: "You are Loopgate.",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is this?" },
+            { type: "image", mimeType: "image/png", data: PNG },
+          ],
+        },
+      ],
+      tools: [readTool, shellTool],
+      maxTokens: 512,
+      thinking: "high",
+    });
+    const expected = {
+      model: "o3-mini",
+      messages: [
+        { role: "system", content: "You are Loopgate." },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is this?" },
+            { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } },
+          ],
+        },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+      tools: [readTool, shellTool].map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      })),
+      max_completion_tokens: 512,
+      reasoning_effort: "high",
+    };
+    // twice: the second body is built from the cached tool JSON
+    expect(requestBody(req)).toBe(JSON.stringify(expected));
+    expect(requestBody(req)).toBe(JSON.stringify(expected));
+  });
+
+  it("is exactly JSON.stringify of the params without tools, with max_tokens for a non-reasoning model", () => {
+    const req = request({ model: "gpt-4o-mini", maxTokens: 100, thinking: "high" });
+    const expected = {
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 100,
+    };
+    expect(requestBody(req)).toBe(JSON.stringify(expected));
+  });
+
+  it("a tool renamed or redescribed over the same schema object is sent with its new name and description", () => {
+    const parameters = { type: "object", properties: {} };
+    requestBody(request({ tools: [{ name: "a", description: "first", parameters }] }));
+    const body = JSON.parse(requestBody(request({ tools: [{ name: "b", description: "second", parameters }] })));
+    expect(body.tools).toEqual([{ type: "function", function: { name: "b", description: "second", parameters } }]);
   });
 });

@@ -20,6 +20,7 @@ import type {
   ModelStreamEvent,
   ProviderInit,
   StopReason,
+  ToolSpec,
   Usage,
 } from "./types.js";
 import { emptyUsage } from "./types.js";
@@ -53,18 +54,9 @@ type ChatMessageParam =
 
 type UserPartParam = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 
-interface ChatParams {
-  model: string;
-  messages: ChatMessageParam[];
-  stream: true;
-  stream_options: { include_usage: boolean };
-  tools?: Array<{
-    type: "function";
-    function: { name: string; description: string; parameters: Record<string, unknown> };
-  }>;
-  max_tokens?: number;
-  max_completion_tokens?: number;
-  reasoning_effort?: "minimal" | "low" | "medium" | "high";
+interface ChatToolParam {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
 interface ChunkToolCall {
@@ -211,7 +203,7 @@ async function* streamChat(
   }
 
   try {
-    const response = await postStreamed(url, headers, JSON.stringify(buildParams(request)), guard.signal);
+    const response = await postStreamed(url, headers, requestBody(request), guard.signal);
     if (response.status < 200 || response.status > 299) throw await httpError(response);
 
     let sawDone = false;
@@ -298,27 +290,47 @@ async function* streamChat(
   }
 }
 
-function buildParams(request: ModelRequest): ChatParams {
-  const params: ChatParams = {
-    model: request.model,
-    messages: mapMessages(request.system, request.messages),
-    stream: true,
-    stream_options: { include_usage: true },
-  };
+/**
+ * The request body, `JSON.stringify` of the Chat Completions params (key order: model, messages, stream,
+ * stream_options, tools, max_tokens / max_completion_tokens, reasoning_effort), written from parts so that each
+ * tool's JSON is serialised once per process rather than on every call: the tool schemas are most of a body after
+ * the system prompt and the same on every call of every run (two calls a turn).
+ */
+export function requestBody(request: ModelRequest): string {
+  let body = `{"model":${JSON.stringify(request.model)},"messages":${JSON.stringify(mapMessages(request.system, request.messages))},"stream":true,"stream_options":{"include_usage":true}`;
   if (request.tools.length > 0) {
-    params.tools = request.tools.map((tool) => ({
-      type: "function",
-      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-    }));
+    body += ',"tools":[';
+    for (let i = 0; i < request.tools.length; i++)
+      body += i === 0 ? toolJson(request.tools[i]) : `,${toolJson(request.tools[i])}`;
+    body += "]";
   }
   if (request.maxTokens !== undefined) {
     // OpenAI's reasoning models reject max_tokens; compatible servers mostly know only max_tokens
-    if (isOpenAIReasoningModel(request.model)) params.max_completion_tokens = request.maxTokens;
-    else params.max_tokens = request.maxTokens;
+    const field = isOpenAIReasoningModel(request.model) ? "max_completion_tokens" : "max_tokens";
+    body += `,"${field}":${JSON.stringify(request.maxTokens)}`;
   }
   const effort = openAIReasoningEffort(request.model, request.thinking);
-  if (effort) params.reasoning_effort = effort;
-  return params;
+  if (effort) body += `,"reasoning_effort":${JSON.stringify(effort)}`;
+  return `${body}}`;
+}
+
+/**
+ * A tool's entry in `tools`, by its schema object: the runtime hands the same `parameters` object on every run (the
+ * tool's own, as the argument validator's cache in tools/validate.ts also assumes: a schema is not changed in place
+ * once registered). The name and description are compared too, since the spec object around them is rebuilt per run.
+ */
+const toolJsonCache = new WeakMap<object, { name: string; description: string; json: string }>();
+
+function toolJson(tool: ToolSpec): string {
+  const cached = toolJsonCache.get(tool.parameters);
+  if (cached && cached.name === tool.name && cached.description === tool.description) return cached.json;
+  const param: ChatToolParam = {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+  const json = JSON.stringify(param);
+  toolJsonCache.set(tool.parameters, { name: tool.name, description: tool.description, json });
+  return json;
 }
 
 /** A plain text stays a string (what every compatible server takes); parts become `text` / `image_url` parts. */
