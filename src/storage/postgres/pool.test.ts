@@ -35,7 +35,7 @@ describe("which Postgres a node uses", () => {
       keepAlive: true,
       statement_timeout: 30_000,
       application_name: "loopgate",
-      options: "-c search_path=lg_x",
+      options: "-c search_path=lg_x -c plan_cache_mode=force_generic_plan",
     });
   });
 });
@@ -150,6 +150,11 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
       // and in a transaction on the same connection, under the same name
       await inTransaction(pool, async (c) => expect((await c.query(text, [41])).rows[0].n).toBe(42));
       expect((await pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0].n).toBe(1);
+      // and planned once: the server would otherwise keep making a custom plan at every call of some of them
+      const { rows: plans } = await pool.query<{ generic_plans: number; custom_plans: number }>(
+        "SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements",
+      );
+      expect(plans).toEqual([{ generic_plans: NAME_AFTER_USES + 3, custom_plans: 0 }]);
     } finally {
       await pool.end();
     }
