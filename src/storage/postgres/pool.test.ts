@@ -5,6 +5,8 @@ import {
   connectionConfig,
   createPostgresPool,
   inTransaction,
+  MAX_NAMED_STATEMENTS,
+  NAME_AFTER_USES,
   neverExecuted,
   postgresUrlFrom,
 } from "./pool.js";
@@ -33,7 +35,7 @@ describe("which Postgres a node uses", () => {
       keepAlive: true,
       statement_timeout: 30_000,
       application_name: "loopgate",
-      options: "-c search_path=lg_x",
+      options: "-c search_path=lg_x -c plan_cache_mode=force_generic_plan",
     });
   });
 });
@@ -134,6 +136,68 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
       expect(neverExecuted(new Error("Connection terminated unexpectedly"))).toBe(false);
     } finally {
       await pool.end();
+    }
+  });
+
+  // bench README "pg-cpu": the server parsed and planned every statement of a turn afresh, more CPU than running them
+  it("a statement the node repeats is parsed once per connection, not at every call", async () => {
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1 });
+    try {
+      const text = "SELECT $1::int + 1 AS n";
+      for (let i = 0; i < NAME_AFTER_USES + 3; i++) expect((await pool.query(text, [i])).rows[0].n).toBe(i + 1);
+      const { rows } = await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements");
+      expect(rows.map((r) => r.statement)).toEqual([text]);
+      // and in a transaction on the same connection, under the same name
+      await inTransaction(pool, async (c) => expect((await c.query(text, [41])).rows[0].n).toBe(42));
+      expect((await pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0].n).toBe(1);
+      // and planned once: the server would otherwise keep making a custom plan at every call of some of them
+      const { rows: plans } = await pool.query<{ generic_plans: number; custom_plans: number }>(
+        "SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements",
+      );
+      expect(plans).toEqual([{ generic_plans: NAME_AFTER_USES + 3, custom_plans: 0 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("statements whose text keeps changing stop being prepared at the cap, and still run", async () => {
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1 });
+    try {
+      for (let i = 0; i < MAX_NAMED_STATEMENTS + 20; i++) {
+        for (let k = 0; k < NAME_AFTER_USES; k++) {
+          expect((await pool.query(`SELECT $1::int + ${i} AS n`, [k])).rows[0].n).toBe(k + i);
+        }
+      }
+      const { rows } = await pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements");
+      expect(rows[0].n).toBe(MAX_NAMED_STATEMENTS);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("a node keeps reading a table after another node's migration adds a column to it", async () => {
+    const pool = createPostgresPool({ ...ts.options, poolMax: 1 });
+    const other = createPostgresPool(ts.options);
+    try {
+      await pool.query("CREATE TABLE grows (k TEXT PRIMARY KEY, a INT)");
+      await pool.query("INSERT INTO grows VALUES ('x', 1)");
+      const read = "SELECT * FROM grows WHERE k = $1";
+      for (let i = 0; i < NAME_AFTER_USES + 5; i++) expect((await pool.query(read, ["x"])).rows).toEqual([{ k: "x", a: 1 }]);
+      await other.query("ALTER TABLE grows ADD COLUMN b INT NOT NULL DEFAULT 2");
+      // the cached plan's columns no longer match: the server refuses it before running anything, the read is sent
+      // again under a new name, and the same holds in a transaction (run again from its start)
+      expect((await pool.query(read, ["x"])).rows).toEqual([{ k: "x", a: 1, b: 2 }]);
+      await other.query("ALTER TABLE grows ADD COLUMN c INT NOT NULL DEFAULT 3");
+      let attempts = 0;
+      const row = await inTransaction(pool, async (c) => {
+        attempts++;
+        return (await c.query(read, ["x"])).rows[0];
+      });
+      expect(row).toEqual({ k: "x", a: 1, b: 2, c: 3 });
+      expect(attempts).toBe(2);
+    } finally {
+      await pool.end();
+      await other.end();
     }
   });
 

@@ -62,7 +62,13 @@ const loopgateTypes = {
 
 /** One connection's settings, shared by the pool and the dedicated connections (notifier, migrations). */
 export function connectionConfig(opts: PostgresOptions): pg.ClientConfig {
-  const startup = opts.schema ? `-c search_path=${checkSchemaName(opts.schema)}` : undefined;
+  // plan_cache_mode only governs named statements (pool.ts names the repeated ones): without it the server kept
+  // planning the transcript append and read afresh at every call (custom plans, 0.36 ms each), while their generic
+  // plans are the same key lookups; the store's statements select by keys, never by a skewed value
+  const startup = [
+    ...(opts.schema ? [`-c search_path=${checkSchemaName(opts.schema)}`] : []),
+    "-c plan_cache_mode=force_generic_plan",
+  ].join(" ");
   return {
     connectionString: opts.url,
     application_name: opts.applicationName ?? POSTGRES_DEFAULTS.applicationName,
@@ -78,7 +84,7 @@ export function connectionConfig(opts: PostgresOptions): pg.ClientConfig {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     types: loopgateTypes,
-    ...(startup ? { options: startup } : {}),
+    options: startup,
   };
 }
 
@@ -91,11 +97,98 @@ export function createPostgresPool(opts: PostgresOptions): pg.Pool {
   });
   // The pool listens only to its idle connections; a checked-out connection whose server goes away emits 'error'
   // with nobody listening, and an unhandled 'error' event ends the process. So every connection gets a listener.
-  pool.on("connect", (client) => client.on("error", (err) => opts.onConnectionError?.(err)));
+  const names = new StatementNames();
+  pool.on("connect", (client) => {
+    client.on("error", (err) => opts.onConnectionError?.(err));
+    nameRepeatedStatements(client, names);
+  });
   // ...which also hears the idle case; the pool's own 'error' event then needs a listener only so it is not fatal
   pool.on("error", () => {});
   retryUnexecuted(pool, opts.poolMax ?? POSTGRES_DEFAULTS.poolMax);
   return pool;
+}
+
+/** A text sent this many times by the pool's connections is sent as a named statement from then on. */
+export const NAME_AFTER_USES = 2;
+/** At most this many texts are named per pool (so per connection): the rest are sent unnamed, as before. */
+export const MAX_NAMED_STATEMENTS = 200;
+/** Use counts kept for at most this many unnamed texts; past it they are forgotten and counted afresh. */
+const MAX_COUNTED_TEXTS = 2_000;
+
+/**
+ * Which statement texts the pool's connections send as named (prepared) statements. Measured on a turn (bench
+ * README, "pg-cpu"): an unnamed statement costs the server a parse, an analysis and a plan at every call, and for the
+ * store's CTE statements that was more than their execution (1.8 ms of planning against 1.5 ms of execution per
+ * turn, and the parse and analysis on top); a named one is parsed once per connection and, after five calls, runs
+ * on a cached plan. Only texts the process repeats are named, and a bounded number of them, because each named
+ * statement stays on every connection until it closes: a statement whose text varies (a multi-row VALUES list, a
+ * SET list built from a patch) uses up a name per variant, and past the cap its variants simply go unnamed.
+ */
+export class StatementNames {
+  private readonly uses = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+  private next = 0;
+
+  /** The name to send `text` under, or undefined to send it unnamed. */
+  nameFor(text: string): string | undefined {
+    const name = this.names.get(text);
+    if (name !== undefined || this.names.size >= MAX_NAMED_STATEMENTS) return name;
+    const n = (this.uses.get(text) ?? 0) + 1;
+    if (n < NAME_AFTER_USES) {
+      if (this.uses.size >= MAX_COUNTED_TEXTS) this.uses.clear();
+      this.uses.set(text, n);
+      return undefined;
+    }
+    this.uses.delete(text);
+    const fresh = `lg_${this.next++}`;
+    this.names.set(text, fresh);
+    return fresh;
+  }
+
+  /**
+   * The server refused to run `text`'s cached plan (its result's columns changed: another node's migration altered
+   * a table under a `SELECT *` or `RETURNING *`). The text gets a new name, so the next call parses it afresh; the
+   * old name stays prepared on the connections that have it, unused, until they close.
+   */
+  renamed(text: string): void {
+    if (this.names.has(text)) this.names.set(text, `lg_${this.next++}`);
+  }
+}
+
+type Callback = (err: Error | null, res?: unknown) => void;
+
+/**
+ * Every `query(text, values)` of this connection (also those `pool.query` makes through it) goes through
+ * `names`: a repeated text is sent as `{ name, text, values }`. A text without parameters is left alone (BEGIN,
+ * COMMIT, DDL: simple protocol, nothing to gain).
+ */
+function nameRepeatedStatements(client: pg.PoolClient, names: StatementNames): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values, callback] = args;
+    if (typeof text !== "string" || !Array.isArray(values) || values.length === 0) return query(...args);
+    const name = names.nameFor(text);
+    if (name === undefined) return query(...args);
+    const rename = (err: unknown) => {
+      if (planChangedResultType(err)) names.renamed(text);
+    };
+    if (typeof callback === "function") {
+      return query({ name, text, values }, (err: Error | null, res?: unknown) => {
+        if (err) rename(err);
+        (callback as Callback)(err, res);
+      });
+    }
+    return (query({ name, text, values }) as Promise<unknown>).catch((err: unknown) => {
+      rename(err);
+      throw err;
+    });
+  };
+}
+
+/** A named statement's cached plan no longer fits its tables (see StatementNames.renamed). Nothing ran. */
+function planChangedResultType(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  return e?.code === "0A000" && typeof e.message === "string" && /cached plan must not change result type/.test(e.message);
 }
 
 /**
@@ -134,6 +227,8 @@ async function withFreshConnections<T>(poolMax: number, attempt: () => Promise<T
 export function neverExecuted(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | undefined;
   if (e?.code === "57P01" || e?.code === "57P02" || e?.code === "57P03" || e?.code === "ECONNREFUSED") return true;
+  // the server re-checks a named statement's plan before it runs it: nothing ran, and the text is renamed by now
+  if (planChangedResultType(err)) return true;
   return typeof e?.message === "string" && /not queryable/.test(e.message);
 }
 
