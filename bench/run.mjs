@@ -8,6 +8,9 @@
 //                                      LOOPGATE_TEST_POSTGRES_URL; skipped with one line without)
 //   npm run bench -- --only=postgres --paced-rate=8   the turns/s each node gets in the paced run (issue 33's
 //                                      per-node CPU at equal load; default 8)
+//   npm run bench -- --only=postgres --paced-profile   node 1 of each configuration under --cpu-prof during the
+//                                      paced run, and what it spends more per turn at 3 nodes than at 1, by function
+//                                      (profiles in bench/results/profiles/paced/; the CPU rows then include the profiler)
 //   npm run bench -- --profile         afterwards, re-run each missed metric under --cpu-prof and print its
 //                                      top self-time functions (profiles kept in bench/results/profiles/)
 //   npm run bench -- --only=stream --stream-pin   the gateway on a core of its own, the model and clients on
@@ -166,6 +169,7 @@ const plan = quick
       },
     };
 if (pacedRate !== undefined) plan.postgres.paced.rate = pacedRate;
+if (flag("paced-profile")) plan.postgres.pacedProfileDir = path.join(BENCH_DIR, "results", "profiles", "paced");
 
 if (streamN) {
   plan.stream.levels = streamN;

@@ -11,6 +11,7 @@ import pg from "pg";
 import { BENCH_DIR, runMetricChild } from "./child.mjs";
 import { cpuMsOf } from "./gateway.mjs";
 import { startGatewayHost } from "./gateway-metrics.mjs";
+import { aggregateProfile, diffProfiles, formatDiff } from "./profile.mjs";
 import { median, round } from "./stats.mjs";
 
 export const POSTGRES_NODE_COUNTS = [1, 2, 3];
@@ -260,7 +261,13 @@ async function measure({ label, nodes, postgres, db, adminUrl, baseUrl, work, ve
       // in every configuration (well below saturation), so CPU contention and the batching a node's rate changes
       // are not in it: what is left is what a node does for the fleet
       const pg0 = await backendCpu(adminUrl, db?.name);
-      const paced = await attempt(`${label}: paced load`, () => pacedRun(hosts, work.paced, verbose, progress, label));
+      const load = () => pacedRun(hosts, work.paced, verbose, progress, label);
+      // --paced-profile: node 1 under the profiler for the whole paced run (warm-up included), to see what a node does
+      // more per turn with more nodes; the profiler's own cost is in that run's CPU figures, so compare profiles only
+      const profFile = work.pacedProfileDir ? path.join(work.pacedProfileDir, `n${nodes}.cpuprofile`) : undefined;
+      if (profFile) fs.mkdirSync(work.pacedProfileDir, { recursive: true });
+      const paced = await attempt(`${label}: paced load`, () => (profFile ? hosts[0].profile(profFile, load) : load()));
+      if (profFile && fs.existsSync(profFile)) out.pacedProfile = profFile;
       const pgMs = cpuBetween(pg0, await backendCpu(adminUrl, db?.name));
       if (paced.error) out.pacedError = paced.error;
       else {
@@ -383,6 +390,23 @@ export async function runPostgresMetrics({ url, baseUrl, plan, verbose, progress
     }
   } finally {
     await db.drop();
+  }
+  const most = POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1];
+  const [p1, pN] = [out.configs[1]?.pacedProfile, out.configs[most]?.pacedProfile];
+  if (p1 && pN) {
+    // node 1's turns in each paced run: the same count in every configuration (warm-up and repeats)
+    const turns = work.paced.warmupTurns + work.paced.repeats * work.paced.turns;
+    const agg = (f) => aggregateProfile(JSON.parse(fs.readFileSync(f, "utf8")));
+    const [a1, aN] = [agg(p1), agg(pN)];
+    // the profiler's sampled time includes the idle thread; on-CPU time is the rest
+    const busyMs = (a) => a.totalMs - (a.owners.find((r) => r.key === "(idle)")?.ms ?? 0);
+    const unit = `ms/turn of node 1, ${most} nodes vs 1 node`;
+    out.pacedProfileDiff = {
+      files: [p1, pN],
+      busyMsPerTurn: [busyMs(a1) / turns, busyMs(aN) / turns],
+      owners: formatDiff(diffProfiles(aN, turns, a1, turns, "owners"), 25, unit),
+      functions: formatDiff(diffProfiles(aN, turns, a1, turns, "functions"), 25, unit),
+    };
   }
   return out;
 }
@@ -656,6 +680,23 @@ export function postgresScalingLines(res) {
     const waited = one.commitsPerTurn * res.commitMs;
     lines.push(
       `- latency, not CPU, is what a turn on Postgres pays most: ${round(one.commitsPerTurn, 1)} commits per turn × ${round(res.commitMs, 2)} ms per durable commit (floor p) ≈ ${round(waited, 1)} ms of the ${round(one.turnP50, 1)} ms p50 is spent waiting for WAL flushes (SQLite's WAL at synchronous=NORMAL does not flush per commit). It does not limit throughput: other sessions' turns run while one waits`,
+    );
+  }
+  const d = res.pacedProfileDiff;
+  if (d) {
+    lines.push(
+      "",
+      `Paced run, node 1 under the profiler (--paced-profile; ${d.files.join(", ")}): sampled on-CPU ${round(d.busyMsPerTurn[0], 2)} ms per turn at 1 node, ${round(d.busyMsPerTurn[1], 2)} ms at ${POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1]} nodes. What grew (columns: measured = ${POSTGRES_NODE_COUNTS[POSTGRES_NODE_COUNTS.length - 1]} nodes, floor = 1 node), by the nearest Loopgate function on the stack:`,
+      "",
+      "```",
+      d.owners,
+      "```",
+      "",
+      "By function (self time):",
+      "",
+      "```",
+      d.functions,
+      "```",
     );
   }
   return lines;
