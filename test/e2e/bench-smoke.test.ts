@@ -57,10 +57,13 @@ const EXPECTED_METRICS = [
   "postgres.sqlite.cpu",
   "postgres.commit",
   ...[1, 2, 3].flatMap((n) =>
-    ["throughput", "turn.p50", "cpu", "cpu.node", "pg.cpu", "writes", "notify", "commits"].map(
+    ["throughput", "turn.p50", "cpu", "cpu.node", "cpu.node.paced", "pg.cpu", "writes", "notify", "commits"].map(
       (m) => `postgres.n${n}.${m}`,
     ),
   ),
+  "postgres.cpu.node.paced.growth",
+  "postgres.cpu.node.paced.growth.n2",
+  "postgres.cpu.node.paced.net.growth",
   "postgres.cpu.node.growth",
   "postgres.cpu.node.net.growth",
   "postgres.bystander",
