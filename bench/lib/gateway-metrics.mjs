@@ -3,25 +3,40 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
+import { GATEWAY_NODE_FLAGS } from "../../dist/cli/gateway-flags.js";
 import { BENCH_DIR, CLI, runMetricChild, timeProcess } from "./child.mjs";
 import { cpuMsOf, peakRssOf, rssOf } from "./gateway.mjs";
 import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
-/** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
+/**
+ * Starts bench/metrics/gateway-host.mjs; resolves once it listens. It runs under the Node flags `loopgate gateway`
+ * runs with (src/cli/gateway-flags.ts), so that the rows measure what users run; `nodeFlags` replaces them (the
+ * flags experiment, bench/metrics/gateway-flags.mjs), `execArgv` adds to them; `env` adds to the environment.
+ */
 export function startGatewayHost(
   baseUrl,
-  { execArgv = [], stateDir, verbose = false, agentDefaults, postgres, metrics } = {},
+  {
+    execArgv = [],
+    nodeFlags = GATEWAY_NODE_FLAGS,
+    env,
+    stateDir,
+    verbose = false,
+    agentDefaults,
+    postgres,
+    metrics,
+  } = {},
 ) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       [
+        ...nodeFlags,
         ...execArgv,
         path.join(BENCH_DIR, "metrics", "gateway-host.mjs"),
         JSON.stringify({ baseUrl, stateDir, agentDefaults, postgres, metrics }),
       ],
-      { stdio: ["pipe", "pipe", "pipe"] },
+      { stdio: ["pipe", "pipe", "pipe"], env: env ? { ...process.env, ...env } : process.env },
     );
     // the gateway's log (lane wait warnings under load, ...) is shown with --verbose, and its tail on failure
     let log = "";
