@@ -5,7 +5,7 @@
 // settings are run interleaved, `rounds` times each (default 2), so that a busy moment of this shared machine does not
 // land on one setting only; medians are printed at the end.
 
-import { GATEWAY_NODE_FLAGS } from "../../dist/cli/gateway-flags.js";
+import { GATEWAY_NODE_ENV, GATEWAY_NODE_FLAGS } from "../../dist/cli/gateway-flags.js";
 import { runMetricChild, startFakeModelProcess } from "../lib/child.mjs";
 import { cpuMsOf, peakRssOf, rssOf } from "../lib/gateway.mjs";
 import { startGatewayHost } from "../lib/gateway-metrics.mjs";
@@ -28,7 +28,15 @@ const settings = [
   },
   { name: "semi 4 + --v8-pool-size=1", execArgv: ["--max-semi-space-size=4", "--v8-pool-size=1"] },
   { name: "semi 4 + --max-lazy", execArgv: ["--max-semi-space-size=4", "--max-lazy"] },
-  { name: "shipped (gateway-flags.ts)", execArgv: GATEWAY_NODE_FLAGS },
+  {
+    name: "semi 4 + MALLOC_ARENA_MAX=2 + --v8-pool-size=1",
+    execArgv: ["--max-semi-space-size=4", "--v8-pool-size=1"],
+    env: { MALLOC_ARENA_MAX: "2" },
+  },
+  { name: "semi 2 + MALLOC_ARENA_MAX=2", execArgv: ["--max-semi-space-size=2"], env: { MALLOC_ARENA_MAX: "2" } },
+  { name: "semi 4 + --single-threaded-gc", execArgv: ["--max-semi-space-size=4", "--single-threaded-gc"] },
+  { name: "semi 4 + --v8-pool-size=2", execArgv: ["--max-semi-space-size=4", "--v8-pool-size=2"] },
+  { name: "shipped (gateway-flags.ts)", execArgv: GATEWAY_NODE_FLAGS, env: GATEWAY_NODE_ENV },
 ].filter((_s, i) => !only || only.includes(String(i)));
 
 const model = await startFakeModelProcess();
@@ -39,7 +47,7 @@ try {
       const host = await startGatewayHost(model.baseUrl, {
         execArgv: ["--expose-gc"],
         nodeFlags: s.execArgv,
-        env: s.env,
+        nodeEnv: s.env ?? {},
       });
       try {
         const start = rssOf(host.pid);

@@ -6,11 +6,17 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { GATEWAY_NODE_FLAGS, missingGatewayFlags } from "../../src/cli/gateway-flags.js";
+import {
+  GATEWAY_NODE_ENV,
+  GATEWAY_NODE_FLAGS,
+  missingGatewayFlags,
+  reexecWithGatewayFlags,
+} from "../../src/cli/gateway-flags.js";
 import { cliSandbox, useCliSandboxes } from "../fixtures/cli/sandbox.js";
 
 useCliSandboxes();
 
+const environ = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
 const childrenOf = (pid: number) =>
   fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
@@ -36,6 +42,10 @@ describe("loopgate gateway's Node flags", () => {
     const gw = await s.gateway();
     // process.execve replaced the process: the pid the supervisor started is the gateway
     expect(cmdline(gw.child.pid!)).toEqual(expect.arrayContaining([...GATEWAY_NODE_FLAGS]));
+    // the environment it started with (what glibc read); it is removed again for the gateway's own children
+    expect(environ(gw.child.pid!)).toEqual(
+      expect.arrayContaining(Object.entries(GATEWAY_NODE_ENV).map(([k, v]) => `${k}=${v}`)),
+    );
     gw.child.kill("SIGTERM");
     const stopped = await gw.done;
     expect(stopped.code).toBe(0);
@@ -46,14 +56,17 @@ describe("loopgate gateway's Node flags", () => {
     const s = cliSandbox({ prefix: "gwflags" });
     const gw = await s.gateway(["--port", "0"], { LOOPGATE_NO_REEXEC: "1" });
     for (const flag of GATEWAY_NODE_FLAGS) expect(cmdline(gw.child.pid!)).not.toContain(flag);
+    for (const name of Object.keys(GATEWAY_NODE_ENV))
+      expect(environ(gw.child.pid!).some((e) => e.startsWith(`${name}=`))).toBe(false);
     gw.child.kill("SIGTERM");
     expect((await gw.done).code).toBe(0);
   });
 
-  it("a user's own --max-semi-space-size in NODE_OPTIONS is kept, not overridden", async () => {
+  it("a user's own --max-semi-space-size in NODE_OPTIONS and MALLOC_ARENA_MAX are kept, not overridden", async () => {
     const s = cliSandbox({ prefix: "gwflags" });
-    const gw = await s.gateway(["--port", "0"], { NODE_OPTIONS: "--max-semi-space-size=16" });
+    const gw = await s.gateway(["--port", "0"], { NODE_OPTIONS: "--max-semi-space-size=16", MALLOC_ARENA_MAX: "8" });
     expect(cmdline(gw.child.pid!).some((a) => a.startsWith("--max-semi-space-size"))).toBe(false);
+    expect(environ(gw.child.pid!)).toContain("MALLOC_ARENA_MAX=8");
     gw.child.kill("SIGTERM");
     expect((await gw.done).code).toBe(0);
   });
@@ -96,6 +109,19 @@ describe("loopgate gateway's Node flags", () => {
         await busy.close();
       }
     });
+  });
+
+  it("the process the re-exec started removes the variables it added, so the gateway's children do not inherit them", () => {
+    const saved = { ...process.env };
+    try {
+      process.env.LOOPGATE_REEXEC_ADDED_ENV = "MALLOC_ARENA_MAX";
+      process.env.MALLOC_ARENA_MAX = "2";
+      expect(reexecWithGatewayFlags()).toBe(false);
+      expect(process.env.MALLOC_ARENA_MAX).toBeUndefined();
+      expect(process.env.LOOPGATE_REEXEC_ADDED_ENV).toBeUndefined();
+    } finally {
+      process.env = saved;
+    }
   });
 
   it("only the flags the user did not set are added, whatever their spelling", () => {
