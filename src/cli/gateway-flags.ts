@@ -1,10 +1,8 @@
 // The Node/V8 flags and the environment the long-running `loopgate gateway` process runs with, and the re-exec that
 // applies them.
-// Imported by the CLI entry before anything else of ours, so only node: built-ins here. The bench's gateway host
-// (bench/metrics/gateway-host.mjs via bench/lib/gateway-metrics.mjs) starts with the same flags and environment, so the bench measures
-// what users run.
-import { spawn } from "node:child_process";
-import { constants } from "node:os";
+// Imported by every CLI run before anything else of ours, so nothing is imported here up front (the fallback's
+// node:child_process only when it is used). The bench's gateway host (bench/metrics/gateway-host.mjs via
+// bench/lib/gateway-metrics.mjs) starts with the same flags and environment, so the bench measures what users run.
 
 /**
  * Why: under a burst of concurrent sessions V8 grows the young generation to its maximum (two 32 MB semi-spaces on a
@@ -67,7 +65,7 @@ export function isGatewayCommand(argv: readonly string[]): boolean {
  * runs in its own process group so that a Ctrl-C reaches it once, through this process, which forwards
  * SIGINT/SIGTERM/SIGHUP and exits with the child's code. Returns false when nothing was done (the caller goes on).
  */
-export function reexecWithGatewayFlags(): boolean {
+export async function reexecWithGatewayFlags(): Promise<boolean> {
   // the process the re-exec started: glibc has read its settings; what was added for it goes, and it never re-execs
   const added = process.env[ADDED_ENV];
   if (added !== undefined) {
@@ -92,6 +90,7 @@ export function reexecWithGatewayFlags(): boolean {
       return false;
     }
   }
+  const [{ spawn }, { constants }] = await Promise.all([import("node:child_process"), import("node:os")]);
   const child = spawn(process.execPath, args, { stdio: "inherit", detached: true, env });
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => child.kill(signal));
   child.on("error", (err) => {

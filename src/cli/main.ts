@@ -34,7 +34,7 @@ try {
 // (gateway-flags.ts says which and why), starting itself again with them when they are missing. Done after the .env
 // files (a LOOPGATE_NO_REEXEC or NODE_OPTIONS there counts) and before anything else is loaded, which would be loaded twice.
 const { reexecWithGatewayFlags } = await import("./gateway-flags.js");
-if (reexecWithGatewayFlags()) {
+if (await reexecWithGatewayFlags()) {
   // older Node: a child process runs the gateway; this one only waits for it and forwards signals
   await new Promise(() => {});
 }

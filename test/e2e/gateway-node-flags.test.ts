@@ -111,12 +111,12 @@ describe("loopgate gateway's Node flags", () => {
     });
   });
 
-  it("the process the re-exec started removes the variables it added, so the gateway's children do not inherit them", () => {
+  it("the process the re-exec started removes the variables it added, so the gateway's children do not inherit them", async () => {
     const saved = { ...process.env };
     try {
       process.env.LOOPGATE_REEXEC_ADDED_ENV = "MALLOC_ARENA_MAX";
       process.env.MALLOC_ARENA_MAX = "2";
-      expect(reexecWithGatewayFlags()).toBe(false);
+      expect(await reexecWithGatewayFlags()).toBe(false);
       expect(process.env.MALLOC_ARENA_MAX).toBeUndefined();
       expect(process.env.LOOPGATE_REEXEC_ADDED_ENV).toBeUndefined();
     } finally {
