@@ -3,25 +3,41 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
+import { GATEWAY_NODE_ENV, GATEWAY_NODE_FLAGS } from "../../dist/cli/gateway-flags.js";
 import { BENCH_DIR, CLI, runMetricChild, timeProcess } from "./child.mjs";
 import { cpuMsOf, peakRssOf, rssOf } from "./gateway.mjs";
 import { prepareStateDir } from "./model.mjs";
 import { median, nowMs } from "./stats.mjs";
 
-/** Starts bench/metrics/gateway-host.mjs; resolves once it listens. */
+/**
+ * Starts bench/metrics/gateway-host.mjs; resolves once it listens. It runs under the Node flags and environment
+ * `loopgate gateway` runs with (src/cli/gateway-flags.ts), so that the rows measure what users run; `nodeFlags` and
+ * `nodeEnv` replace them (the flags experiment, bench/metrics/gateway-flags.mjs), `execArgv` and `env` add to them.
+ */
 export function startGatewayHost(
   baseUrl,
-  { execArgv = [], stateDir, verbose = false, agentDefaults, postgres, metrics } = {},
+  {
+    execArgv = [],
+    nodeFlags = GATEWAY_NODE_FLAGS,
+    nodeEnv = GATEWAY_NODE_ENV,
+    env,
+    stateDir,
+    verbose = false,
+    agentDefaults,
+    postgres,
+    metrics,
+  } = {},
 ) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       [
+        ...nodeFlags,
         ...execArgv,
         path.join(BENCH_DIR, "metrics", "gateway-host.mjs"),
         JSON.stringify({ baseUrl, stateDir, agentDefaults, postgres, metrics }),
       ],
-      { stdio: ["pipe", "pipe", "pipe"] },
+      { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...nodeEnv, ...env } },
     );
     // the gateway's log (lane wait warnings under load, ...) is shown with --verbose, and its tail on failure
     let log = "";

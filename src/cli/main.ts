@@ -30,6 +30,15 @@ try {
   process.stderr.write(`loopgate: cannot read a .env file: ${(err as Error).message}\n`);
 }
 
+// `loopgate gateway` is the one long-running command: it runs under Node flags that bound its memory
+// (gateway-flags.ts says which and why), starting itself again with them when they are missing. Done after the .env
+// files (a LOOPGATE_NO_REEXEC or NODE_OPTIONS there counts) and before anything else is loaded, which would be loaded twice.
+const { reexecWithGatewayFlags } = await import("./gateway-flags.js");
+if (await reexecWithGatewayFlags()) {
+  // older Node: a child process runs the gateway; this one only waits for it and forwards signals
+  await new Promise(() => {});
+}
+
 // Every CLI run is a fresh process, and compiling our modules and their dependencies was most of a one-shot run's
 // start. Node's on-disk compile cache (22.1+) keeps V8's code cache between runs, so every run after the first skips
 // compiling. It must be enabled before the program's modules are imported, hence the dynamic imports below. A cache
