@@ -182,7 +182,8 @@ describe.skipIf(!testPostgresUrl)("the node's pool on a real server", () => {
       await pool.query("CREATE TABLE grows (k TEXT PRIMARY KEY, a INT)");
       await pool.query("INSERT INTO grows VALUES ('x', 1)");
       const read = "SELECT * FROM grows WHERE k = $1";
-      for (let i = 0; i < NAME_AFTER_USES + 5; i++) expect((await pool.query(read, ["x"])).rows).toEqual([{ k: "x", a: 1 }]);
+      for (let i = 0; i < NAME_AFTER_USES + 5; i++)
+        expect((await pool.query(read, ["x"])).rows).toEqual([{ k: "x", a: 1 }]);
       await other.query("ALTER TABLE grows ADD COLUMN b INT NOT NULL DEFAULT 2");
       // the cached plan's columns no longer match: the server refuses it before running anything, the read is sent
       // again under a new name, and the same holds in a transaction (run again from its start)

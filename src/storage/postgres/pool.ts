@@ -188,7 +188,9 @@ function nameRepeatedStatements(client: pg.PoolClient, names: StatementNames): v
 /** A named statement's cached plan no longer fits its tables (see StatementNames.renamed). Nothing ran. */
 function planChangedResultType(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | undefined;
-  return e?.code === "0A000" && typeof e.message === "string" && /cached plan must not change result type/.test(e.message);
+  return (
+    e?.code === "0A000" && typeof e.message === "string" && /cached plan must not change result type/.test(e.message)
+  );
 }
 
 /**
