@@ -432,9 +432,12 @@ export class SqliteStore {
         beforeSeq: range.newest + 1,
       });
     }
-    const [sql, args] = this.transcriptQuery("*", key, generation, opts);
-    // newest `limit` rows, returned oldest first
-    const rows = this.prep(`SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
+    // newest `limit` rows, returned oldest first. Without a limit (every warm turn's read of the rows since the
+    // cached history) the rows are read oldest first at once: re-sorting a newest-first read went through a
+    // temporary B-tree, most of the cost of reading a turn's few rows.
+    const sorted = opts.limit === undefined;
+    const [sql, args] = this.transcriptQuery("*", key, generation, opts, sorted ? "ASC" : "DESC");
+    const rows = this.prep(sorted ? sql : `SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
     return rows.map((r) => {
       const data = JSON.parse(r.data as string) as TranscriptRowData;
       if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
@@ -454,12 +457,13 @@ export class SqliteStore {
     return this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>;
   }
 
-  /** `SELECT <columns>` of the generation's rows the options name, newest first, with its arguments */
+  /** `SELECT <columns>` of the generation's rows the options name, newest first unless told, with its arguments */
   private transcriptQuery(
     columns: string,
     key: string,
     generation: number,
     opts: TranscriptReadOptions,
+    order: "ASC" | "DESC" = "DESC",
   ): [string, unknown[]] {
     const where = ["session_key = ?", "generation = ?"];
     const args: unknown[] = [key, generation];
@@ -475,7 +479,7 @@ export class SqliteStore {
       where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
       args.push(...opts.kinds);
     }
-    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`;
+    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq ${order} LIMIT ?`;
     return [sql, [...args, opts.limit ?? -1]];
   }
 
