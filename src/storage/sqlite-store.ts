@@ -202,9 +202,7 @@ export class SqliteStore {
   /** Store.acceptInput: the session (if missing) and the accepted run record, in one transaction. */
   acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): void {
     this.transaction(() => {
-      // INSERT OR IGNORE leaves an existing session as it is; ensureSession reads first only to spare a write
-      // transaction, and this is one anyway (one session read fewer per accepted message)
-      this.stmts.insertSession.run(session.key, randomUUID(), session.agentId, session.now, session.now);
+      this.ensureSession(session.key, session.agentId, session.now);
       this.createRun(run);
     });
   }
