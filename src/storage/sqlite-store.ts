@@ -109,17 +109,14 @@ export class SqliteStore {
       insertRow: db.prepare(
         "INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
       ),
-      // One statement per appended row: the session's current generation and the next seq of that generation are
-      // read by the INSERT itself, inside the caller's IMMEDIATE transaction, so they are whatever was committed
-      // last (by this process or any other, before or after a reset) and no value is cached between statements.
-      // No row comes back when the session is unknown.
-      appendRow: db.prepare(
-        `INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
-         SELECT s.key, s.generation,
-                coalesce((SELECT max(t.seq) FROM transcript t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1,
-                ?, ?, ?, ?
-         FROM sessions s WHERE s.key = ?
-         RETURNING generation, seq`,
+      // Where a session's next row goes: its current generation and the next seq of that generation, read inside
+      // the caller's IMMEDIATE transaction (the write lock is held from BEGIN on, so no other process can append in
+      // between), so they are whatever was committed last (by this process or any other, before or after a reset)
+      // and no value is cached between statements. No row comes back when the session is unknown.
+      nextRow: db.prepare(
+        `SELECT s.generation AS generation,
+                coalesce((SELECT max(t.seq) FROM transcript t WHERE t.session_key = s.key AND t.generation = s.generation), 0) + 1 AS seq
+         FROM sessions s WHERE s.key = ?`,
       ),
       generation: db.prepare("SELECT generation FROM sessions WHERE key = ?"),
       bumpCompactions: db.prepare("UPDATE sessions SET compaction_count = compaction_count + 1 WHERE key = ?"),
@@ -326,9 +323,11 @@ export class SqliteStore {
   }
 
   /**
-   * Appends rows after each session's last seq; the caller holds the transaction. One statement per row (appendRow
-   * numbers it), instead of reading the generation and the last seq first: a turn's appends cost a third of the
-   * statements they did. The images' blobs go in first, in the same transaction.
+   * Appends rows after each session's last seq; the caller holds the transaction. Two statements per row: one read of
+   * the generation and the next seq (nextRow), then a plain INSERT. (One `INSERT … SELECT … RETURNING` did both, but
+   * SQLite runs it through two temporary B-trees, one because the SELECT reads the table inserted into and one to
+   * buffer RETURNING: measured inside a warm turn, that statement cost more than the read and the INSERT together;
+   * bench/metrics/store-turn-time.mjs.) The images' blobs go in first, in the same transaction.
    */
   private insertRows(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): TranscriptRow[] {
     const out: TranscriptRow[] = [];
@@ -336,11 +335,10 @@ export class SqliteStore {
       const data = JSON.stringify(
         rowData(row.message ? { ...row, message: this.blobbed(row.sessionKey, row.message, row.createdAt) } : row),
       );
-      const pos = this.stmts.appendRow.get(row.kind, row.runId ?? null, row.createdAt, data, row.sessionKey) as
-        | { generation: number; seq: number }
-        | undefined;
-      // an unknown session has no generation: nothing was inserted, and the throw rolls back the rows before it
+      const pos = this.stmts.nextRow.get(row.sessionKey) as { generation: number; seq: number } | undefined;
+      // an unknown session has no generation: nothing is inserted, and the throw rolls back the rows before it
       if (!pos) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
+      this.stmts.insertRow.run(row.sessionKey, pos.generation, pos.seq, row.kind, row.runId ?? null, row.createdAt, data);
       out.push({ ...row, generation: pos.generation, seq: pos.seq });
     }
     return out;
@@ -432,9 +430,12 @@ export class SqliteStore {
         beforeSeq: range.newest + 1,
       });
     }
-    const [sql, args] = this.transcriptQuery("*", key, generation, opts);
-    // newest `limit` rows, returned oldest first
-    const rows = this.prep(`SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
+    // newest `limit` rows, returned oldest first. Without a limit (every warm turn's read of the rows since the
+    // cached history) the rows are read oldest first at once: re-sorting a newest-first read went through a
+    // temporary B-tree, most of the cost of reading a turn's few rows.
+    const sorted = opts.limit === undefined;
+    const [sql, args] = this.transcriptQuery("*", key, generation, opts, sorted ? "ASC" : "DESC");
+    const rows = this.prep(sorted ? sql : `SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
     return rows.map((r) => {
       const data = JSON.parse(r.data as string) as TranscriptRowData;
       if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
@@ -454,12 +455,13 @@ export class SqliteStore {
     return this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>;
   }
 
-  /** `SELECT <columns>` of the generation's rows the options name, newest first, with its arguments */
+  /** `SELECT <columns>` of the generation's rows the options name, newest first unless told, with its arguments */
   private transcriptQuery(
     columns: string,
     key: string,
     generation: number,
     opts: TranscriptReadOptions,
+    order: "ASC" | "DESC" = "DESC",
   ): [string, unknown[]] {
     const where = ["session_key = ?", "generation = ?"];
     const args: unknown[] = [key, generation];
@@ -475,7 +477,7 @@ export class SqliteStore {
       where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
       args.push(...opts.kinds);
     }
-    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`;
+    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq ${order} LIMIT ?`;
     return [sql, [...args, opts.limit ?? -1]];
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Usage } from "../../providers/types.js";
 import { call, result, said, user } from "./test-helpers.js";
-import { estimateContextTokens, estimateMessageTokens, projectContextTokens } from "./token-estimate.js";
+import { estimateContextTokens, estimateMessageTokens, projectContextTokens, toolsChars } from "./token-estimate.js";
 
 const usage = (input: number, output: number, cacheRead = 0): Usage => ({
   input,
@@ -28,6 +28,22 @@ describe("estimateContextTokens", () => {
   it("counts the tool schemas sent with the request", () => {
     const tools = [{ name: "read", description: "d".repeat(400), parameters: { type: "object" } }];
     expect(estimateContextTokens([user("hi")], "", tools)).toBeGreaterThan(estimateContextTokens([user("hi")]) + 100);
+  });
+
+  it("counts the tool schemas as their JSON's length on every run, though a schema's JSON is measured once", () => {
+    const schema = { type: "object", properties: { path: { type: "string", description: 'a "quoted" päth\n' } } };
+    const first = [
+      { name: "read", description: 'Reads a file — ünïcode, "quotes" and \\ too', parameters: schema },
+      { name: "noop", description: "", parameters: { type: "object", properties: {} } },
+    ];
+    // the next run builds new spec objects around the same schema, here with another name and description
+    const second = [{ description: "Reads é", name: "read_file", parameters: schema }, first[1]];
+    // a spec with more than the three fields is measured whole
+    const extra = [{ name: "x", description: "y", parameters: schema, strict: true }];
+    for (const tools of [first, second, first, extra]) {
+      expect(toolsChars(tools)).toBe(JSON.stringify(tools).length);
+    }
+    expect(estimateContextTokens([], "", second)).toBe(Math.ceil(JSON.stringify(second).length / 4));
   });
 });
 

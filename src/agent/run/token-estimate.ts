@@ -57,13 +57,55 @@ export function estimateMessagesTokens(messages: readonly ChatMessage[]): number
   return total;
 }
 
+/**
+ * Length of a schema's JSON, per schema object: the runtime hands the same `parameters` object to every run (the
+ * assumption the provider's request body and the argument validator's caches make too: a registered schema is not
+ * changed in place), and the schemas are most of the tools' JSON, which the first model call of every run estimated.
+ */
+const schemaChars = new WeakMap<object, number>();
+
+/** `JSON.stringify(spec).length`, with the schema's part remembered (JSON lengths do not depend on key order). */
+function toolSpecChars(spec: ToolSpec): number {
+  const params = spec.parameters as unknown;
+  // anything but the plain { name, description, parameters } shape is measured whole, as before
+  if (
+    typeof params !== "object" ||
+    params === null ||
+    typeof spec.name !== "string" ||
+    typeof spec.description !== "string" ||
+    Object.keys(spec).length !== 3
+  ) {
+    return JSON.stringify(spec).length;
+  }
+  let chars = schemaChars.get(params);
+  if (chars === undefined) {
+    chars = JSON.stringify(params).length;
+    schemaChars.set(params, chars);
+  }
+  // {"name":…,"description":…,"parameters":…}
+  return (
+    '{"name":,"description":,"parameters":}'.length +
+    JSON.stringify(spec.name).length +
+    JSON.stringify(spec.description).length +
+    chars
+  );
+}
+
+/** Characters of `JSON.stringify(tools)`. */
+export function toolsChars(tools: readonly ToolSpec[]): number {
+  // the brackets and the commas between entries
+  let chars = 1 + tools.length;
+  for (const spec of tools) chars += toolSpecChars(spec);
+  return chars;
+}
+
 /** The whole request as the model would see it: system prompt, tool schemas and messages. */
 export function estimateContextTokens(
   messages: readonly ChatMessage[],
   system?: string,
   tools?: readonly ToolSpec[],
 ): number {
-  const toolTokens = tools && tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0;
+  const toolTokens = tools && tools.length > 0 ? Math.ceil(toolsChars(tools) / 4) : 0;
   return estimateTokens(system ?? "") + toolTokens + estimateMessagesTokens(messages);
 }
 
