@@ -15,6 +15,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { rolldown } from "rolldown";
+import { rewriteBuiltinImports } from "./builtin-imports.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const cliDir = path.join(root, "dist", "cli");
@@ -61,10 +62,11 @@ await bundle.close();
 
 // written only after the whole bundle was generated: a failed bundling leaves tsc's main.js in place
 // the chunks' maps come as assets of the output; main.js.map replaces the one tsc wrote for its main.js
-for (const file of output) {
-  const target = path.join(cliDir, file.fileName);
-  fs.writeFileSync(target, file.type === "chunk" ? file.code : file.source);
-}
+// the chunks' static imports of node: built-ins become getBuiltinModule calls (why: scripts/builtin-imports.mjs)
+const texts = output.map((file) => (file.type === "chunk" ? rewriteBuiltinImports(file.code) : file.source));
+output.forEach((file, i) => {
+  fs.writeFileSync(path.join(cliDir, file.fileName), texts[i]);
+});
 
 // which of our modules each file holds: test/e2e/cold-imports.test.ts checks what a run loaded through it
 const manifest = Object.fromEntries(

@@ -131,6 +131,16 @@ it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: 
   expect(turn.builtins.filter((b) => b === "https" || b === "zlib" || b.includes("undici"))).toEqual([]);
 }, 90_000);
 
+it("one-shot-local-turn-skips-builtin-facades: agent --local loads no worker_threads, util diff or webcrypto, which an ES import of node:util or node:crypto would (their lazy exports)", async () => {
+  const turn = await recordedLocalTurn("facades");
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  // the turn did use both modules, through getBuiltinModule (scripts/builtin-imports.mjs rewrote the bin's imports)
+  expect(turn.builtins).toEqual(expect.arrayContaining(["util", "crypto"]));
+  const facadeOnly = ["worker_threads", "internal/util/diff", "internal/crypto/webcrypto"];
+  expect(turn.builtins.filter((b) => facadeOnly.includes(b))).toEqual([]);
+}, 90_000);
+
 it("json5-config-still-loads: a config with comments and trailing commas runs the same turn, loading json5 for it", async () => {
   const turn = await recordedLocalTurn("json5", (plain) => `// written by hand\n${plain.replace(/\n}\s*$/, ",\n}\n")}`);
   expect(turn.code, turn.stderr).toBe(0);
