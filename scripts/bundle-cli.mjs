@@ -48,7 +48,29 @@ const tscMaps = {
   },
 };
 
-const bundle = await rolldown({ input: { main: entry }, platform: "node", external: isExternal, plugins: [tscMaps] });
+// commander imports node:child_process at its top for one use: spawning an executable subcommand, which loopgate has
+// none of. Loading child_process (and the dgram and net parts it needs) cost every CLI run ~2.5 ms, the one built-in
+// `agent --url` loaded beyond what a bare ws client does; here the module is fetched on that spawn instead.
+// Same line count, so commander's lines stay where they were; a commander whose import reads differently fails the
+// build instead of quietly keeping the eager import.
+const COMMANDER_CHILD_PROCESS = "import childProcess from 'node:child_process';";
+const lazyChildProcess = {
+  name: "commander-lazy-child-process",
+  transform(code, id) {
+    if (!/[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/.test(id)) return null;
+    if (!code.includes(COMMANDER_CHILD_PROCESS)) throw new Error(`bundle-cli: ${id} no longer has "${COMMANDER_CHILD_PROCESS}"`);
+    const lazy =
+      "const childProcess = { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };";
+    return { code: code.replace(COMMANDER_CHILD_PROCESS, lazy), map: null };
+  },
+};
+
+const bundle = await rolldown({
+  input: { main: entry },
+  platform: "node",
+  external: isExternal,
+  plugins: [tscMaps, lazyChildProcess],
+});
 const { output } = await bundle.generate({
   dir: cliDir, // only to place the maps' relative paths; nothing is written until every file was generated
   format: "esm",
