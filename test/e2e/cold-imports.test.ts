@@ -141,14 +141,14 @@ it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: 
   expect(turn.builtins.filter((b) => b === "https" || b === "zlib" || b.includes("undici"))).toEqual([]);
 }, 90_000);
 
-it("one-shot-local-turn-skips-builtin-facades: agent --local loads no worker_threads, util diff or webcrypto, which an ES import of node:util or node:crypto would (their lazy exports)", async () => {
+it("one-shot-local-turn-skips-unused-builtins: agent --local loads no worker_threads, util diff or webcrypto (an ES import of node:util or node:crypto would, for their lazy exports), nor child_process when nothing is spawned", async () => {
   const turn = await recordedLocalTurn("facades");
   expect(turn.code, turn.stderr).toBe(0);
   expect(turn.stdout).toContain("Done.");
   // the turn did use both modules, through getBuiltinModule (scripts/builtin-imports.mjs rewrote the bin's imports)
   expect(turn.builtins).toEqual(expect.arrayContaining(["util", "crypto"]));
-  const facadeOnly = ["worker_threads", "internal/util/diff", "internal/crypto/webcrypto"];
-  expect(turn.builtins.filter((b) => facadeOnly.includes(b))).toEqual([]);
+  const notNeeded = ["worker_threads", "internal/util/diff", "internal/crypto/webcrypto", "child_process"];
+  expect(turn.builtins.filter((b) => notNeeded.includes(b))).toEqual([]);
 }, 90_000);
 
 it("remote-turn-loads-no-builtin-beyond-the-wire: agent --url through a running gateway loads no child_process, worker_threads, util diff or webcrypto (commander's spawn and the built-ins' ES facades)", async () => {
