@@ -85,7 +85,11 @@ await bundle.close();
 // written only after the whole bundle was generated: a failed bundling leaves tsc's main.js in place
 // the chunks' maps come as assets of the output; main.js.map replaces the one tsc wrote for its main.js
 // the chunks' static imports of node: built-ins become getBuiltinModule calls (why: scripts/builtin-imports.mjs)
-const texts = output.map((file) => (file.type === "chunk" ? rewriteBuiltinImports(file.code) : file.source));
+// except the entry: main.js must run on any Node up to its version check, and getBuiltinModule is newer than some
+// (src/cli/main.ts loads its built-ins after the check instead)
+const texts = output.map((file) =>
+  file.type !== "chunk" ? file.source : file.isEntry ? file.code : rewriteBuiltinImports(file.code),
+);
 output.forEach((file, i) => {
   fs.writeFileSync(path.join(cliDir, file.fileName), texts[i]);
 });
