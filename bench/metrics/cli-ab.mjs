@@ -1,7 +1,10 @@
 // Interleaved A/B of the cold CLI between another build (e.g. main's, checked out and built elsewhere) and this one:
 // `agent --local` one turn and `agent --url` through one running gateway (this tree's, so both CLIs meet the same
 // server), each spawn next to `node -e 0` and the bare ws client (bench/metrics/bare-remote-client.mjs), in
-// alternating order, so a loaded machine slows both sides alike. Prints medians and their ratios to `node -e 0`.
+// alternating order, so a loaded machine slows both sides alike. Prints medians of wall time and of each process's
+// own CPU time (user+sys at exit, through `--import` of bench/metrics/cpu-at-exit.mjs, given to every process
+// measured, the floor too: CPU waits for a core less than wall time does on a shared machine), with their ratios to
+// `node -e 0`.
 //   node bench/metrics/cli-ab.mjs --before=/work/before [--n=31]      (after `npm run build` in both trees)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -20,18 +23,21 @@ const { startFakeModelServer } = await import(path.join(here, "dist/testing/fake
 const model = await startFakeModelServer({ respond: benchRespond });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "loopgate-cli-ab-"));
 
+const cpuFile = path.join(tmp, "cpu.txt");
+const probe = ["--import", path.join(here, "bench/metrics/cpu-at-exit.mjs")];
+/** Runs one process; resolves its wall time and CPU time in ms. */
 function run(args, env) {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, {
-      env: { ...process.env, ...env },
+    const child = spawn(process.execPath, [...probe, ...args], {
+      env: { ...process.env, ...env, LOOPGATE_CLI_AB_CPU_OUT: cpuFile },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
     child.on("close", (code) => {
       if (code !== 0) throw new Error(`cli-ab: ${args.join(" ")} exited ${code}: ${stderr.slice(0, 300)}`);
-      resolve(performance.now() - t0);
+      resolve({ ms: performance.now() - t0, cpu: Number(fs.readFileSync(cpuFile, "utf8")) });
     });
   });
 }
@@ -96,10 +102,11 @@ await model.close();
 fs.rmSync(tmp, { recursive: true, force: true });
 
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const floor = median(samples.node);
+const of = (key, what) => median(samples[key].map((r) => r[what]));
 const line = (label, key) => {
-  const m = median(samples[key]);
-  return `${label.padEnd(34)} ${m.toFixed(1).padStart(7)} ms  ${(m / floor).toFixed(2)} ×`;
+  const [m, c] = [of(key, "ms"), of(key, "cpu")];
+  const wall = `${m.toFixed(1).padStart(7)} ms  ${(m / of("node", "ms")).toFixed(2)} ×`;
+  return `${label.padEnd(34)} wall ${wall}   CPU ${c.toFixed(1).padStart(6)} ms  ${(c / of("node", "cpu")).toFixed(2)} ×`;
 };
 process.stdout.write(
   [
