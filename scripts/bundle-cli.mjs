@@ -15,6 +15,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { rolldown } from "rolldown";
+import { rewriteBuiltinImports } from "./builtin-imports.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const cliDir = path.join(root, "dist", "cli");
@@ -47,7 +48,29 @@ const tscMaps = {
   },
 };
 
-const bundle = await rolldown({ input: { main: entry }, platform: "node", external: isExternal, plugins: [tscMaps] });
+// commander imports node:child_process at its top for one use: spawning an executable subcommand, which loopgate has
+// none of. Loading child_process (and the dgram and net parts it needs) cost every CLI run ~2.5 ms, the one built-in
+// `agent --url` loaded beyond what a bare ws client does; here the module is fetched on that spawn instead.
+// Same line count, so commander's lines stay where they were; a commander whose import reads differently fails the
+// build instead of quietly keeping the eager import.
+const COMMANDER_CHILD_PROCESS = "import childProcess from 'node:child_process';";
+const lazyChildProcess = {
+  name: "commander-lazy-child-process",
+  transform(code, id) {
+    if (!/[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/.test(id)) return null;
+    if (!code.includes(COMMANDER_CHILD_PROCESS)) throw new Error(`bundle-cli: ${id} no longer has "${COMMANDER_CHILD_PROCESS}"`);
+    const lazy =
+      "const childProcess = { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };";
+    return { code: code.replace(COMMANDER_CHILD_PROCESS, lazy), map: null };
+  },
+};
+
+const bundle = await rolldown({
+  input: { main: entry },
+  platform: "node",
+  external: isExternal,
+  plugins: [tscMaps, lazyChildProcess],
+});
 const { output } = await bundle.generate({
   dir: cliDir, // only to place the maps' relative paths; nothing is written until every file was generated
   format: "esm",
@@ -61,10 +84,15 @@ await bundle.close();
 
 // written only after the whole bundle was generated: a failed bundling leaves tsc's main.js in place
 // the chunks' maps come as assets of the output; main.js.map replaces the one tsc wrote for its main.js
-for (const file of output) {
-  const target = path.join(cliDir, file.fileName);
-  fs.writeFileSync(target, file.type === "chunk" ? file.code : file.source);
-}
+// the chunks' static imports of node: built-ins become getBuiltinModule calls (why: scripts/builtin-imports.mjs)
+// except the entry: main.js must run on any Node up to its version check, and getBuiltinModule is newer than some
+// (src/cli/main.ts loads its built-ins after the check instead)
+const texts = output.map((file) =>
+  file.type !== "chunk" ? file.source : file.isEntry ? file.code : rewriteBuiltinImports(file.code),
+);
+output.forEach((file, i) => {
+  fs.writeFileSync(path.join(cliDir, file.fileName), texts[i]);
+});
 
 // which of our modules each file holds: test/e2e/cold-imports.test.ts checks what a run loaded through it
 const manifest = Object.fromEntries(

@@ -1,10 +1,7 @@
 #!/usr/bin/env node
-// This entry must stay loadable by any Node: only node: built-ins are imported statically (ESM hoists static imports,
-// so anything of ours imported here would load before the check below). Older Node (20) crashed inside a dependency
-// with exit 139 and no message; the check turns that into one line and exit 1.
-import fs from "node:fs";
-import module from "node:module";
-import path from "node:path";
+// This entry must stay loadable by any Node: nothing is imported statically (ESM hoists static imports, so anything
+// imported here would load before the check below). Older Node (20) crashed inside a dependency with exit 139 and no
+// message; the check turns that into one line and exit 1.
 
 /** The oldest Node the CLI runs on; keep in step with package.json engines. */
 const MIN_NODE = [22, 12] as const;
@@ -18,6 +15,12 @@ if (nodeIsTooOld(process.versions.node)) {
   process.stderr.write(`loopgate needs Node.js >= ${MIN_NODE.join(".")} (this is ${process.version})\n`);
   process.exit(1);
 }
+
+// the built-ins come from getBuiltinModule, which every Node past the check has (an older one lacks it): an ES
+// import would build each module's facade, running their lazy getters (scripts/builtin-imports.mjs says which)
+const fs = process.getBuiltinModule("node:fs");
+const module = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
 
 // `.env` files (the current directory's, then the state dir's) fill in variables the environment lacks, as
 // OpenClaw's do; read first, so a LOOPGATE_STATE_DIR or provider key set there counts for everything below

@@ -19,7 +19,7 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
  * Exactly one source: a second -m used to replace the first silently, so two are an error naming the flag, as are
  * both kinds at once. An empty message (blank stdin or file) is refused here, before anything connects.
  */
-export async function readMessage(src: MessageSources, stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+export async function readMessage(src: MessageSources, stdin?: NodeJS.ReadableStream): Promise<string> {
   const given = src.message ?? [];
   if (given.length > 1) {
     throw new CliError(
@@ -41,9 +41,11 @@ export async function readMessage(src: MessageSources, stdin: NodeJS.ReadableStr
     }
   } else if (given[0] === "-") {
     from = "-m - (stdin)";
+    // process.stdin only here: the getter builds the stream (and loads fs's stream classes), which -m <text> never reads
+    const input = stdin ?? process.stdin;
     // typed at a terminal, the end of the message is not obvious: say how to finish it
-    if ((stdin as { isTTY?: boolean }).isTTY) process.stderr.write("(type the message; end it with Ctrl-D)\n");
-    text = await readAll(stdin);
+    if ((input as { isTTY?: boolean }).isTTY) process.stderr.write("(type the message; end it with Ctrl-D)\n");
+    text = await readAll(input);
   } else if (given.length === 1) {
     from = "-m/--message";
     text = given[0] as string;

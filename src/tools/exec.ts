@@ -1,6 +1,6 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { z } from "zod";
+import { childProcess } from "../infra/child-process.js";
 import { defineTool } from "./define.js";
 import { execChildEnv } from "./exec-env.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
@@ -104,7 +104,7 @@ async function runExec(args: ExecArgs, ctx: ToolContext, opts: Required<ExecTool
     const env = execChildEnv(opts.parentEnv ?? process.env, passthrough, ctx.env);
     const child = sandbox
       ? sandbox.sandbox.spawnShell(command, env)
-      : spawn("/bin/sh", ["-c", command], {
+      : childProcess().spawn("/bin/sh", ["-c", command], {
           cwd: ctx.workspaceDir,
           env,
           detached: true,

@@ -41,6 +41,17 @@ describe("startup check", () => {
     expect(r.stderr).toMatch(/^loopgate needs Node\.js >= 22\.12 \(this is v\d+\.\d+\.\d+\)\n$/);
     expect(r.status).toBe(1);
   });
+
+  // the check above runs only where an old Node is installed; this one holds on every machine: a Node without
+  // process.getBuiltinModule (older than 20.16 and 22.3) must reach the check, so the entry imports nothing
+  // statically and asks for no built-in before it
+  it("bin-entry-checks-node-before-anything: the installed main.js has no static import and looks up no built-in before its version check", () => {
+    const text = fs.readFileSync(cli, "utf8");
+    expect(text).not.toMatch(/^import\b/m);
+    const check = text.indexOf("nodeIsTooOld(process.versions.node)");
+    expect(check).toBeGreaterThan(0);
+    expect(text.slice(0, check)).not.toContain("getBuiltinModule");
+  });
 });
 
 describe("stdout closed by its reader", () => {

@@ -13,6 +13,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/load.js";
+import { startGateway } from "../../src/gateway/server.js";
+import { silentLogger } from "../../src/infra/logger.js";
 import { type FakeModelServer, startFakeModelServer } from "../../src/testing/fake-model-server.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -71,24 +74,31 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+/** The config of every recorded turn: the fake model, through the real openai-completions provider. */
+const fakeModelConfig = () => ({
+  models: {
+    providers: {
+      fake: { api: "openai-completions", baseUrl: model.baseUrl, apiKey: "x", models: [{ id: "fake-model" }] },
+    },
+  },
+  agents: { defaults: { model: { primary: "fake/fake-model" } } },
+});
+
 /** One `loopgate agent --local` turn under the recorder: its exit, output, and the modules it loaded. */
 async function recordedLocalTurn(name: string, configText?: (plain: string) => string) {
+  return recordedTurn(name, ["--local"], configText);
+}
+
+/** One `loopgate agent <how>` turn under the recorder: its exit, output, and the modules it loaded. */
+async function recordedTurn(name: string, how: string[], configText?: (plain: string) => string) {
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir, { recursive: true });
   const configPath = path.join(dir, "loopgate.json5");
-  const config = {
-    models: {
-      providers: {
-        fake: { api: "openai-completions", baseUrl: model.baseUrl, apiKey: "x", models: [{ id: "fake-model" }] },
-      },
-    },
-    agents: { defaults: { model: { primary: "fake/fake-model" } } },
-  };
-  const plain = JSON.stringify(config, null, 2);
+  const plain = JSON.stringify(fakeModelConfig(), null, 2);
   fs.writeFileSync(configPath, configText ? configText(plain) : plain);
   const out = path.join(dir, "modules.json");
   const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1", LOOPGATE_RECORD_MODULES_OUT: out };
-  const args = ["--import", recorder, cli, "agent", "--local", "-m", "hello", "--config", configPath, "-s", name];
+  const args = ["--import", recorder, cli, "agent", ...how, "-m", "hello", "--config", configPath, "-s", name];
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve, reject) => {
       const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -129,6 +139,36 @@ it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: 
   expect(turn.files.filter((f) => f.startsWith("json5/"))).toEqual([]);
   // an ES import of node:http alone loads undici and zlib (its lazy WebSocket getters): the wire client must not
   expect(turn.builtins.filter((b) => b === "https" || b === "zlib" || b.includes("undici"))).toEqual([]);
+}, 90_000);
+
+it("one-shot-local-turn-skips-unused-builtins: agent --local loads no worker_threads, util diff or webcrypto (an ES import of node:util or node:crypto would, for their lazy exports), nor child_process when nothing is spawned", async () => {
+  const turn = await recordedLocalTurn("facades");
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  // the turn did use both modules, through getBuiltinModule (scripts/builtin-imports.mjs rewrote the bin's imports)
+  expect(turn.builtins).toEqual(expect.arrayContaining(["util", "crypto"]));
+  const notNeeded = ["worker_threads", "internal/util/diff", "internal/crypto/webcrypto", "child_process"];
+  expect(turn.builtins.filter((b) => notNeeded.includes(b))).toEqual([]);
+}, 90_000);
+
+it("remote-turn-loads-no-builtin-beyond-the-wire: agent --url through a running gateway loads no child_process, worker_threads, util diff or webcrypto (commander's spawn and the built-ins' ES facades)", async () => {
+  const gw = await startGateway({
+    config: parseConfig(fakeModelConfig()),
+    stateDir: path.join(tmp, "gateway"),
+    port: 0,
+    logger: silentLogger,
+  });
+  try {
+    const turn = await recordedTurn("remote", ["--url", gw.url]);
+    expect(turn.code, turn.stderr).toBe(0);
+    expect(turn.stdout).toContain("Done.");
+    // the recorder saw the remote client: an empty list would pass the check below
+    expect(turn.files).toContain("dist/cli/agent-remote.js");
+    const notNeeded = ["child_process", "worker_threads", "internal/util/diff", "internal/crypto/webcrypto"];
+    expect(turn.builtins.filter((b) => notNeeded.includes(b))).toEqual([]);
+  } finally {
+    await gw.close();
+  }
 }, 90_000);
 
 it("json5-config-still-loads: a config with comments and trailing commas runs the same turn, loading json5 for it", async () => {

@@ -1,8 +1,7 @@
-import { execFile, spawn } from "node:child_process";
 import { existsSync, lstatSync, realpathSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
+import { childProcess, execFileAsync } from "../../infra/child-process.js";
 import { isInside } from "../workspace-path.js";
 import {
   SANDBOX_PATH,
@@ -15,7 +14,7 @@ import {
 } from "./types.js";
 import { mountFor, type SandboxMount, type SandboxView } from "./view.js";
 
-const run = promisify(execFile);
+const run = execFileAsync;
 
 /** The system directories shown read-only (the ones a merged-/usr system has as symlinks are made symlinks). */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -127,7 +126,7 @@ export class BubblewrapBackend implements SandboxBackend {
             ? ["/bin/sh", "-c", `ulimit -v ${memoryKb} || exit 125; exec /bin/sh -c "$1"`, "sh", command]
             : ["/bin/sh", "-c", command];
         // the options go through fd 3 (--args): the sandbox's /proc/1/cmdline then names no host path
-        const child = spawn(bwrap, ["--args", "3", ...shell], {
+        const child = childProcess().spawn(bwrap, ["--args", "3", ...shell], {
           env: { ...env, HOME: SANDBOX_WORKDIR, PATH: SANDBOX_PATH },
           detached: true,
           stdio: ["ignore", "pipe", "pipe", "pipe"],

@@ -1,5 +1,4 @@
-import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
+import { childProcess, execFileAsync } from "../../infra/child-process.js";
 import {
   SANDBOX_PATH,
   SANDBOX_WORKDIR,
@@ -11,7 +10,7 @@ import {
 } from "./types.js";
 import type { SandboxMount, SandboxView } from "./view.js";
 
-const run = promisify(execFile);
+const run = execFileAsync;
 
 /** Every container this backend makes carries the label, so `sandbox list` and a recreate find only its own. */
 export const DOCKER_LABEL = "dev.loopgate.sandbox";
@@ -95,11 +94,15 @@ export class DockerBackend implements SandboxBackend {
         const vars = { ...env, HOME: SANDBOX_WORKDIR, PATH: SANDBOX_PATH };
         // `-e NAME` (no value) takes the value from the CLI's own environment: values never appear on a command line
         const envArgs = Object.keys(vars).flatMap((k) => ["-e", k]);
-        return spawn(docker, ["exec", "-i", "-w", SANDBOX_WORKDIR, ...envArgs, name, "/bin/sh", "-c", command], {
-          env: { ...cliEnv, ...vars, PATH: cliEnv.PATH },
-          detached: true,
-          stdio: ["ignore", "pipe", "pipe"],
-        });
+        return childProcess().spawn(
+          docker,
+          ["exec", "-i", "-w", SANDBOX_WORKDIR, ...envArgs, name, "/bin/sh", "-c", command],
+          {
+            env: { ...cliEnv, ...vars, PATH: cliEnv.PATH },
+            detached: true,
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        );
       },
       // killing `docker exec` leaves its process running in the container: end every process but the init
       killInside: async () => {
