@@ -45,6 +45,7 @@ import type {
   TranscriptReadOptions,
   TranscriptRow,
 } from "../types.js";
+import { runEndPointer } from "./end-pointer.js";
 import { migratePostgres } from "./migrate.js";
 import {
   fitsNotify,
@@ -1026,14 +1027,7 @@ export class PostgresStore implements Store {
     // run record they read on it was committed before the end was handed to the writer (events/pg-bus.ts)
     for (const end of ends) {
       channels.push(this.channel);
-      pointers.push(
-        JSON.stringify({
-          k: "end",
-          runId: end.runId,
-          seq: end.seq,
-          ...(end.sessionKey !== undefined ? { sessionKey: end.sessionKey } : {}),
-        }),
-      );
+      pointers.push(JSON.stringify(runEndPointer(end)));
     }
     const { rows } = await db.query<{ inserted: number }>(
       `WITH ins AS (
