@@ -6,8 +6,9 @@ import { nowSql, type Queryable } from "./pool.js";
  * a lease and not an advisory lock). A node takes a session's lease before it claims the session's next input, keeps
  * it alive with its heartbeat (`renewAll`), and releases it when the session's queue is empty. A node that stops
  * heartbeating (kill -9, a long pause, a partition) loses its leases `leaseMs` later: another node may then take
- * them, with a larger token. Every write a node makes for a session carries its token (`checkFence` in the writing
- * transaction, or `fencePredicate` inside one statement), so a zombie node that wakes up writes nothing.
+ * them, with a larger token. Every write a node makes for a session carries its token (`fencePredicate` or `fenceCte`
+ * inside the writing statement, or `checkFence` first in a writing transaction), so a zombie node that wakes up writes
+ * nothing.
  */
 export interface SessionLease {
   sessionKey: string;
