@@ -36,6 +36,7 @@
 
 import { addKeyedListener } from "../infra/keyed-listeners.js";
 import type { AgentEvent, AgentEventData, AgentEventOf, AgentStream } from "../protocol/agent-events.js";
+import { runEndPointer } from "../storage/postgres/end-pointer.js";
 // types only at load: the driver (pg) is loaded by start(), so a SQLite process that loads the runtime never pays for it
 import type { NotifyPointer, notify, PgNotifier, sessionChannel } from "../storage/postgres/notifier.js";
 import type { Queryable } from "../storage/postgres/pool.js";
@@ -517,12 +518,7 @@ export class PgEventBus implements EventBusPort {
         await this.opts.beforeEndNotice?.();
         await this.started;
         if (!this.notify) return;
-        await this.notify(this.opts.source.pool, this.opts.source.channel, {
-          k: "end",
-          runId,
-          seq,
-          ...(sessionKey !== undefined ? { sessionKey } : {}),
-        });
+        await this.notify(this.opts.source.pool, this.opts.source.channel, runEndPointer(end));
         return;
       } catch (err) {
         if (i === attempts - 1) {

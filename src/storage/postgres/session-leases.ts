@@ -6,8 +6,9 @@ import { nowSql, type Queryable } from "./pool.js";
  * a lease and not an advisory lock). A node takes a session's lease before it claims the session's next input, keeps
  * it alive with its heartbeat (`renewAll`), and releases it when the session's queue is empty. A node that stops
  * heartbeating (kill -9, a long pause, a partition) loses its leases `leaseMs` later: another node may then take
- * them, with a larger token. Every write a node makes for a session carries its token (`checkFence` in the writing
- * transaction, or `fencePredicate` inside one statement), so a zombie node that wakes up writes nothing.
+ * them, with a larger token. Every write a node makes for a session carries its token (`fencePredicate` or `fenceCte`
+ * inside the writing statement, or `checkFence` first in a writing transaction), so a zombie node that wakes up writes
+ * nothing.
  */
 export interface SessionLease {
   sessionKey: string;
@@ -146,4 +147,40 @@ export async function checkFence(client: Queryable, sessionKey: string, token: n
     [sessionKey, token],
   );
   if (!rowCount) throw new FencedError(sessionKey, token);
+}
+
+/**
+ * The fence for a write that is one statement of several parts (data-modifying CTEs): a CTE named `fence`, to go first
+ * in the statement's WITH list, whose one boolean says whether every token is still its session's lease. Each part
+ * that writes adds `AND ${FENCE_OK}` to its WHERE, so a stale token makes the whole statement write nothing, and the
+ * statement costs one round trip where BEGIN + checkFence + the write + COMMIT cost four. MATERIALIZED: the check
+ * (and its FOR SHARE locks, held to the statement's commit as checkFence holds them to the transaction's) runs once,
+ * before the first part that reads it writes anything. `values` gets the keys and tokens as parameters.
+ */
+export function fenceCte(tokens: ReadonlyArray<readonly [string, number]>, values: unknown[]): string {
+  const checks = tokens.map(([key, token]) => {
+    values.push(key, token);
+    return fencePredicate(values.length - 1, values.length);
+  });
+  return `fence AS MATERIALIZED (SELECT ${checks.join(" AND ")} AS ok)`;
+}
+
+/** The `fence` CTE's verdict, for a write's WHERE (see fenceCte). */
+export const FENCE_OK = "(SELECT ok FROM fence)";
+
+/**
+ * After a write fenced with fenceCte wrote nothing: the FencedError of a token that is no longer current, or undefined
+ * when all still are (the write matched nothing for another reason, e.g. an unknown session). A token never becomes
+ * current again once replaced or released (tokens only grow), so reading this after the write is safe.
+ */
+export async function staleFence(
+  db: Queryable,
+  tokens: ReadonlyArray<readonly [string, number]>,
+): Promise<FencedError | undefined> {
+  const { rows } = await db.query<{ k: string; t: string | number }>(
+    `SELECT f.k, f.t FROM unnest($1::text[], $2::bigint[]) AS f(k, t)
+     WHERE NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_key = f.k AND l.token = f.t) LIMIT 1`,
+    [tokens.map(([k]) => k), tokens.map(([, t]) => t)],
+  );
+  return rows[0] ? new FencedError(rows[0].k, Number(rows[0].t)) : undefined;
 }

@@ -185,6 +185,159 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
     });
   });
 
+  describe("fenced writes in one statement (issue 33)", () => {
+    /**
+     * A store of its own for the write under test, fenced with `token`, that records every statement its connections
+     * send (the transaction statements too); it knows the run's session already, as the node running it does.
+     */
+    async function recordingWriter(token: number, runId: string): Promise<{ writer: PostgresStore; sent: string[] }> {
+      const writer = await store();
+      const sent: string[] = [];
+      writer.pool.on("connect", (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as unknown as { query: typeof query }).query = (...args) => {
+          const [q] = args;
+          sent.push((typeof q === "string" ? q : String((q as { text?: string }).text)).trim());
+          return query(...args);
+        };
+      });
+      writer.setFence((k) => (k === key ? token : undefined));
+      await writer.getRun(runId);
+      sent.length = 0;
+      return { writer, sent };
+    }
+
+    /** Node A wrote session `key` (a queued run, a message) under a lease that node B then took over. */
+    async function takenOver(): Promise<{
+      nodeA: PostgresStore;
+      nodeB: PostgresStore;
+      runId: string;
+      tokens: { a: number; b: number };
+    }> {
+      const clock = new ManualClock();
+      const nodeA = await store();
+      const nodeB = await store();
+      nextKey();
+      const runId = `${key}-run`;
+      await nodeA.acceptInput(
+        { key, agentId: "main", now: 1 },
+        { runId, sessionKey: key, status: "queued", acceptedAt: 1, params: {} },
+      );
+      const leaseA = await new SessionLeases(nodeA.pool, { nodeId: "a", leaseMs: 1000, clock }).acquire(key);
+      nodeA.setFence((k) => (k === key ? leaseA?.token : undefined));
+      await nodeA.appendTranscript([text(key, "while A holds the lease")]);
+      clock.advance(2000);
+      const leaseB = await new SessionLeases(nodeB.pool, { nodeId: "b", leaseMs: 1000, clock }).acquire(key);
+      if (!leaseB) throw new Error("node B should take the expired lease");
+      nodeB.setFence((k) => (k === key ? leaseB.token : undefined));
+      return { nodeA, nodeB, runId, tokens: { a: leaseA?.token as number, b: leaseB.token } };
+    }
+
+    const everything = async (s: PostgresStore, runId: string) => ({
+      session: await s.getSession(key),
+      transcript: await s.readTranscript(key),
+      run: await s.getRun(runId),
+    });
+
+    const writes: Array<[string, (s: PostgresStore, runId: string) => Promise<unknown>]> = [
+      ["a transcript append", (s) => s.appendTranscript([text(key, "late")])],
+      ["a session update", (s) => s.updateSession(key, { totalTokens: 99 })],
+      ["a compaction", (s) => s.appendCompaction(key, { summary: "s", firstKeptSeq: 1, createdAt: 3 })],
+      ["a reset", (s) => s.resetSession(key, 3, "late reset")],
+      [
+        "a run update with the session's usage",
+        (s, runId) =>
+          s.updateRuns([{ runId, patch: { status: "running", startedAt: 3 } }], {
+            sessionKey: key,
+            input: 1,
+            output: 2,
+            total: 3,
+            updatedAt: 3,
+          }),
+      ],
+    ];
+
+    it.each(writes)("%s with a stale lease token writes nothing and throws FencedError", async (_, write) => {
+      const { nodeB, runId, tokens } = await takenOver();
+      const before = await everything(nodeB, runId);
+      const { writer, sent } = await recordingWriter(tokens.a, runId);
+      const error = await write(writer, runId).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error).toBeInstanceOf(FencedError);
+      expect(error).toMatchObject({ sessionKey: key, token: tokens.a });
+      expect(await everything(nodeB, runId)).toEqual(before);
+      // the write, then the read that names the stale token: no transaction around them
+      expect(sent).toHaveLength(2);
+      expect(sent.filter((t) => /^(BEGIN|COMMIT)/i.test(t))).toEqual([]);
+    });
+
+    it.each(writes)("%s with the current lease token is one statement, no transaction around it", async (_, write) => {
+      const { nodeB, runId, tokens } = await takenOver();
+      const before = await everything(nodeB, runId);
+      const { writer, sent } = await recordingWriter(tokens.b, runId);
+      await write(writer, runId);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(/^WITH fence AS MATERIALIZED/);
+      expect(await everything(nodeB, runId)).not.toEqual(before);
+    });
+
+    it("an append over two sessions with one stale token writes neither session's rows", async () => {
+      const { nodeA, nodeB } = await takenOver();
+      const stale = key;
+      const other = `${key}-other`;
+      await nodeA.ensureSession(other, "main", 1);
+      const lease = await new SessionLeases(nodeA.pool, { nodeId: "a", leaseMs: 60_000 }).acquire(other);
+      nodeA.setFence((k) => (k === other ? lease?.token : k === stale ? 1 : undefined));
+      await expect(nodeA.appendTranscript([text(other, "fine"), text(stale, "late")])).rejects.toMatchObject({
+        name: "FencedError",
+        sessionKey: stale,
+      });
+      expect(await nodeB.readTranscript(other)).toEqual([]);
+      expect((await nodeB.readTranscript(stale)).map((r) => r.message?.content)).toEqual(["while A holds the lease"]);
+    });
+
+    it("a takeover committing while the old owner's write runs makes that write wait, then match nothing", async () => {
+      const clock = new ManualClock();
+      const nodeA = await store();
+      const nodeB = await store();
+      nextKey();
+      await nodeA.ensureSession(key, "main", 1);
+      const leaseA = await new SessionLeases(nodeA.pool, { nodeId: "a", leaseMs: 1000, clock }).acquire(key);
+      nodeA.setFence((k) => (k === key ? leaseA?.token : undefined));
+      // node B's takeover, held open: it has replaced the lease row but not committed
+      const takeover = await nodeB.pool.connect();
+      try {
+        await takeover.query("BEGIN");
+        await takeover.query(
+          "UPDATE session_leases SET node_id = 'b', token = nextval('lease_tokens') WHERE session_key = $1",
+          [key],
+        );
+        const write = nodeA.appendTranscript([text(key, "racing the takeover")]).then(
+          () => "written",
+          (err: unknown) => err,
+        );
+        // wait (bounded) until the server shows A's write blocked on the lease row's lock
+        let waiting = 0;
+        for (let i = 0; i < 500 && waiting === 0; i++) {
+          const { rows } = await nodeB.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query LIKE '%FROM session_leases%FOR SHARE%' AND application_name = $1`,
+            [ts.options.applicationName],
+          );
+          waiting = rows[0].n;
+        }
+        expect(waiting).toBe(1);
+        await takeover.query("COMMIT");
+        expect(await write).toBeInstanceOf(FencedError);
+      } finally {
+        takeover.release();
+      }
+      expect(await nodeB.readTranscript(key)).toEqual([]);
+    });
+  });
+
   describe("the shared LISTEN connection", () => {
     it("appendRunEvents announces one {k: 'ev', runId, seq, sessionKey} pointer per run on the session's channel, a run's first batch also on the node-level one, after the rows are readable", async () => {
       const writer = await store();

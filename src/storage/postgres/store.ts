@@ -45,6 +45,7 @@ import type {
   TranscriptReadOptions,
   TranscriptRow,
 } from "../types.js";
+import { runEndPointer } from "./end-pointer.js";
 import { migratePostgres } from "./migrate.js";
 import {
   fitsNotify,
@@ -57,7 +58,7 @@ import {
 } from "./notifier.js";
 import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
-import { checkFence } from "./session-leases.js";
+import { FENCE_OK, fenceCte, staleFence } from "./session-leases.js";
 
 type RunPatch = Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">>;
 type SessionPatch = Partial<Omit<SessionRecord, "key" | "sessionId" | "createdAt">>;
@@ -161,8 +162,9 @@ export class PostgresStore implements Store {
 
   /**
    * Fences this node's session writes (pg-cluster sets it): while `fn` returns a token for a session, every write of
-   * its transcript, its session row, a compaction, a reset and its run records first checks that the token is still
-   * the session's lease, in the writing transaction, and fails with FencedError (writing nothing) when it is not.
+   * its transcript, its session row, a compaction, a reset and its run records checks that the token is still the
+   * session's lease, in the writing statement itself (fenceCte), and fails with FencedError (writing nothing) when
+   * it is not.
    * Undefined (the default, one node): writes go straight through.
    */
   setFence(fn: FenceTokens | undefined): void {
@@ -212,22 +214,27 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Runs `write` fenced for `sessionKeys`: with no token for any of them, on the pool (one statement, its own
-   * transaction); else in a transaction whose first statements lock and check each token (checkFence).
+   * The lease tokens this node writes `sessionKeys` under: none (one node, or sessions it holds no token for) means
+   * the write goes unfenced. A fenced write is still one statement: it starts with fenceCte(tokens) and gates each of
+   * its parts on FENCE_OK; when it wrote nothing, `throwIfFenced` tells a stale token from a write that matched
+   * nothing.
    */
-  private async fenced<T>(sessionKeys: Iterable<string>, write: (db: Queryable) => Promise<T>): Promise<T> {
+  private fenceTokens(sessionKeys: Iterable<string>): Array<[string, number]> {
     const fence = this.fence;
-    if (!fence) return write(this.pool);
     const tokens: Array<[string, number]> = [];
+    if (!fence) return tokens;
     for (const key of new Set(sessionKeys)) {
       const token = fence(key);
       if (token !== undefined) tokens.push([key, token]);
     }
-    if (tokens.length === 0) return write(this.pool);
-    return inTransaction(this.pool, async (client) => {
-      for (const [key, token] of tokens) await checkFence(client, key, token);
-      return write(client);
-    });
+    return tokens;
+  }
+
+  /** After a fenced statement that wrote nothing: FencedError when one of its tokens is stale (writing nothing). */
+  private async throwIfFenced(tokens: ReadonlyArray<[string, number]>): Promise<void> {
+    if (tokens.length === 0) return;
+    const err = await staleFence(this.pool, tokens);
+    if (err) throw err;
   }
 
   /** Runs a write that computes transcript seqs again while it loses a seq race (see MAX_SEQ_RACES). */
@@ -272,8 +279,17 @@ export class PostgresStore implements Store {
     const sets = setClause("updateSession", patch, sessionColumns, values);
     if (!sets) return;
     values.push(key);
-    const sql = `UPDATE sessions SET ${sets} WHERE key = $${values.length}`;
-    await this.fenced([key], (db) => db.query(sql, values));
+    const where = `key = $${values.length}`;
+    const tokens = this.fenceTokens([key]);
+    if (tokens.length === 0) {
+      await this.pool.query(`UPDATE sessions SET ${sets} WHERE ${where}`, values);
+      return;
+    }
+    const { rowCount } = await this.pool.query(
+      `WITH ${fenceCte(tokens, values)} UPDATE sessions SET ${sets} WHERE ${where} AND ${FENCE_OK}`,
+      values,
+    );
+    if (!rowCount) await this.throwIfFenced(tokens);
   }
 
   async listSessions(
@@ -321,8 +337,11 @@ export class PostgresStore implements Store {
 
   async resetSession(key: string, now: number, reason: string): Promise<number> {
     const data = JSON.stringify({ text: reason });
+    const values: unknown[] = [key, now, data];
+    const tokens = this.fenceTokens([key]);
+    const [fence, gate] = tokens.length > 0 ? [`${fenceCte(tokens, values)}, `, ` AND ${FENCE_OK}`] : ["", ""];
     const sql = `
-      WITH s AS (SELECT generation FROM sessions WHERE key = $1),
+      WITH ${fence}s AS (SELECT generation FROM sessions WHERE key = $1${gate}),
            marker AS (
              INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
              SELECT $1, s.generation,
@@ -331,10 +350,11 @@ export class PostgresStore implements Store {
              FROM s RETURNING generation)
       UPDATE sessions SET generation = marker.generation + 1, updated_at = $2 FROM marker WHERE key = $1
       RETURNING sessions.generation`;
-    const { rows } = await this.seqRetry(() =>
-      this.fenced([key], (db) => db.query<{ generation: number }>(sql, [key, now, data])),
-    );
-    if (!rows[0]) throw new Error(`unknown session ${key}`);
+    const { rows } = await this.seqRetry(() => this.pool.query<{ generation: number }>(sql, values));
+    if (!rows[0]) {
+      await this.throwIfFenced(tokens);
+      throw new Error(`unknown session ${key}`);
+    }
     return rows[0].generation;
   }
 
@@ -402,11 +422,15 @@ export class PostgresStore implements Store {
       createdAts[i] = row.createdAt;
       datas[i] = rowData(row, message);
     }
+    const tokens = this.fenceTokens(keys);
     const stored = await this.seqRetry(() =>
-      this.fenced(keys, (db) =>
-        this.insertTranscriptRows(db, keys, kinds, runIds, createdAts, datas, [...blobs.values()]),
-      ),
+      this.insertTranscriptRows(tokens, keys, kinds, runIds, createdAts, datas, [...blobs.values()]),
     );
+    if (stored.length === 0) {
+      // every row of a known session is inserted, so nothing inserted means a fenced write that matched nothing
+      await this.throwIfFenced(tokens);
+      throw new Error(`appendTranscript: no row of session ${keys[0]} was written`);
+    }
     // the statement numbered each session's rows in the order given; hand them back in that order
     const next = new Map<string, { generation: number; seq: number }>();
     for (const r of stored) {
@@ -426,7 +450,7 @@ export class PostgresStore implements Store {
    * constraint fails the whole statement: nothing is written, and the error is reported by session.
    */
   private async insertTranscriptRows(
-    db: Queryable,
+    tokens: ReadonlyArray<[string, number]>,
     keys: string[],
     kinds: string[],
     runIds: Array<string | null>,
@@ -434,7 +458,10 @@ export class PostgresStore implements Store {
     datas: string[],
     blobs: Array<ImageBlobRow & { sessionKey: string; createdAt: number }>,
   ): Promise<Array<{ session_key: string; generation: number; seq: number }>> {
+    const db = this.pool;
     const args: unknown[] = [keys, kinds, runIds, createdAts, datas];
+    // fenced: both inserts gated on the `fence` CTE (its parameters go last, so the numbering below stands)
+    const where = tokens.length > 0 ? `WHERE ${FENCE_OK}` : "";
     let blobCte = "";
     if (blobs.length > 0) {
       args.push(
@@ -448,6 +475,7 @@ export class PostgresStore implements Store {
       blobCte = `, bl AS (
         INSERT INTO blobs (session_key, sha256, mime_type, bytes, created_at, data)
         SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bytea[])
+        ${where}
         ON CONFLICT (session_key, sha256) DO NOTHING)`;
     }
     // the rows' pointers for the other nodes, sent by this statement (so at its commit) when a relay asked for them
@@ -459,8 +487,9 @@ export class PostgresStore implements Store {
       pointers = `, pg_notify(${sessionChannelSql(`$${ch}::text`, "session_key")}, json_build_object('k', 'sm', 'sessionKey', session_key, 'generation', generation,
           'seq', seq, 'node', $${ch + 1}::text)::text) AS notified`;
     }
+    const fence = tokens.length > 0 ? `${fenceCte(tokens, args)},` : "";
     const sql = `
-      WITH r AS (
+      WITH ${fence} r AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
           WITH ORDINALITY AS r(session_key, kind, run_id, created_at, data, ord)),
       pos AS (
@@ -473,6 +502,7 @@ export class PostgresStore implements Store {
       SELECT r.session_key, pos.generation,
              pos.last + row_number() OVER (PARTITION BY r.session_key ORDER BY r.ord), r.kind, r.run_id, r.created_at, r.data
       FROM r JOIN pos ON pos.session_key = r.session_key
+      ${where}
       ORDER BY r.ord
       RETURNING session_key, generation, seq)
       SELECT session_key, generation, seq${pointers} FROM ins`;
@@ -578,13 +608,17 @@ export class PostgresStore implements Store {
     const first = entry.firstKeptSeq;
     const data = JSON.stringify({ text: entry.summary, firstKeptSeq: first });
     // One statement: the row after the generation's last one, written only when firstKeptSeq is within it (at most
-    // last + 1), and the session's count. No row back: unknown session, or firstKeptSeq out of range (said below).
+    // last + 1), and the session's count. No row back: unknown session, or firstKeptSeq out of range (said below),
+    // or (fenced) a stale token: the session is not read, so nothing is written.
+    const values: unknown[] = [key, entry.runId ?? null, entry.createdAt, data, Number.isInteger(first) ? first : -1];
+    const tokens = this.fenceTokens([key]);
+    const [fence, gate] = tokens.length > 0 ? [`${fenceCte(tokens, values)}, `, ` AND ${FENCE_OK}`] : ["", ""];
     const sql = `
-      WITH s AS (
+      WITH ${fence}s AS (
         SELECT key, generation,
                coalesce((SELECT max(seq) FROM transcript WHERE session_key = $1 AND generation = sessions.generation), 0)
                  AS last
-        FROM sessions WHERE key = $1),
+        FROM sessions WHERE key = $1${gate}),
       ins AS (
         INSERT INTO transcript (session_key, generation, seq, kind, run_id, created_at, data)
         SELECT $1, s.generation, s.last + 1, 'compaction', $2, $3, $4 FROM s WHERE $5::int BETWEEN 1 AND s.last + 1
@@ -592,18 +626,13 @@ export class PostgresStore implements Store {
       bump AS (UPDATE sessions SET compaction_count = compaction_count + 1 FROM ins WHERE key = $1)
       SELECT s.last, ins.generation, ins.seq FROM s LEFT JOIN ins ON true`;
     const { rows } = await this.seqRetry(() =>
-      this.fenced([key], (db) =>
-        db.query<{ last: number; generation: number | null; seq: number | null }>(sql, [
-          key,
-          entry.runId ?? null,
-          entry.createdAt,
-          data,
-          Number.isInteger(first) ? first : -1,
-        ]),
-      ),
+      this.pool.query<{ last: number; generation: number | null; seq: number | null }>(sql, values),
     );
     const r = rows[0];
-    if (!r) throw new Error(`appendCompaction: unknown session ${key}`);
+    if (!r) {
+      await this.throwIfFenced(tokens);
+      throw new Error(`appendCompaction: unknown session ${key}`);
+    }
     if (r.seq === null || r.generation === null) {
       throw new Error(
         `appendCompaction: firstKeptSeq ${first} of session ${key} must be a row seq from 1 to ${r.last + 1} (the last row is ${r.last})`,
@@ -998,14 +1027,7 @@ export class PostgresStore implements Store {
     // run record they read on it was committed before the end was handed to the writer (events/pg-bus.ts)
     for (const end of ends) {
       channels.push(this.channel);
-      pointers.push(
-        JSON.stringify({
-          k: "end",
-          runId: end.runId,
-          seq: end.seq,
-          ...(end.sessionKey !== undefined ? { sessionKey: end.sessionKey } : {}),
-        }),
-      );
+      pointers.push(JSON.stringify(runEndPointer(end)));
     }
     const { rows } = await db.query<{ inserted: number }>(
       `WITH ins AS (
@@ -1062,6 +1084,9 @@ export class PostgresStore implements Store {
     // patches of one run merged in order (a later field wins, as applying them one after another would do)
     const merged = new Map<string, Record<string, unknown>>();
     for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
+    const tokens = this.fence ? this.fenceTokens(await this.sessionsOf(merged.keys(), usage?.sessionKey)) : [];
+    // fenced: each update gated on the `fence` CTE, in the same statement
+    const gate = tokens.length > 0 ? ` AND ${FENCE_OK}` : "";
     const values: unknown[] = [];
     const updates: string[] = [];
     for (const [runId, patch] of merged) {
@@ -1073,33 +1098,37 @@ export class PostgresStore implements Store {
         sets += `, node_id = $${values.length}`;
       }
       values.push(runId);
-      updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}`);
+      updates.push(`UPDATE runs SET ${sets} WHERE run_id = $${values.length}${gate}`);
     }
     if (usage) {
       values.push(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
       const n = values.length;
       updates.push(
         `UPDATE sessions SET input_tokens = input_tokens + $${n - 4}, output_tokens = output_tokens + $${n - 3},
-           total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}`,
+           total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}${gate}`,
       );
     }
     if (updates.length === 0) return;
     // one statement, so all or none: each update a CTE of its own (they touch different rows)
-    const sql =
-      updates.length === 1
-        ? updates[0]
-        : `WITH ${updates
-            .slice(1)
-            .map((u, i) => `u${i} AS (${u})`)
-            .join(", ")} ${updates[0]}`;
-    if (!this.fence) {
-      await this.pool.query(sql, values);
-      return;
+    const ctes = updates.slice(1).map((u, i) => `u${i} AS (${u})`);
+    if (tokens.length > 0) ctes.unshift(fenceCte(tokens, values));
+    const sql = ctes.length === 0 ? updates[0] : `WITH ${ctes.join(", ")} ${updates[0]}`;
+    const { rowCount } = await this.pool.query(sql, values);
+    // the first update matched nothing: a stale token, or a run or session that is not there (written as before)
+    if (!rowCount) await this.throwIfFenced(tokens);
+    if (!this.fence) return;
+    for (const [runId, patch] of merged) {
+      if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
+        this.runSessions.delete(runId);
+      }
     }
-    // fenced: the runs' sessions decide the tokens (a run's session never changes, so reading it first is safe)
-    const keys = new Set<string>(usage ? [usage.sessionKey] : []);
+  }
+
+  /** The sessions of `runIds` (and `also`), from what this node remembers, else read (a run's session never changes). */
+  private async sessionsOf(runIds: Iterable<string>, also: string | undefined): Promise<Set<string>> {
+    const keys = new Set<string>(also !== undefined ? [also] : []);
     const unknown: string[] = [];
-    for (const runId of merged.keys()) {
+    for (const runId of runIds) {
       const key = this.runSessions.get(runId);
       if (key === undefined) unknown.push(runId);
       else keys.add(key);
@@ -1111,12 +1140,7 @@ export class PostgresStore implements Store {
       );
       for (const r of rows) keys.add(r.session_key);
     }
-    await this.fenced(keys, (db) => db.query(sql, values));
-    for (const [runId, patch] of merged) {
-      if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
-        this.runSessions.delete(runId);
-      }
-    }
+    return keys;
   }
 
   async listOperatorSettings(prefix: string): Promise<OperatorSetting[]> {
