@@ -338,7 +338,15 @@ export class SqliteStore {
       const pos = this.stmts.nextRow.get(row.sessionKey) as { generation: number; seq: number } | undefined;
       // an unknown session has no generation: nothing is inserted, and the throw rolls back the rows before it
       if (!pos) throw new Error(`appendTranscript: unknown session ${row.sessionKey}`);
-      this.stmts.insertRow.run(row.sessionKey, pos.generation, pos.seq, row.kind, row.runId ?? null, row.createdAt, data);
+      this.stmts.insertRow.run(
+        row.sessionKey,
+        pos.generation,
+        pos.seq,
+        row.kind,
+        row.runId ?? null,
+        row.createdAt,
+        data,
+      );
       out.push({ ...row, generation: pos.generation, seq: pos.seq });
     }
     return out;
