@@ -38,39 +38,49 @@ function keyedStream(
     inner = provider.stream(keyed)[Symbol.asyncIterator]();
   };
   const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
+  // an event costs one `then`: the async work (choosing a key, rotating) is only at the start and after a failure
+  const pull = (): Promise<IteratorResult<ModelStreamEvent>> =>
+    (inner as AsyncIterator<ModelStreamEvent>).next().then(onResult, onError);
+  const onResult = (result: IteratorResult<ModelStreamEvent>): IteratorResult<ModelStreamEvent> => {
+    if (result.done) {
+      over = true;
+      return done;
+    }
+    streamed = true;
+    if (chosen && result.value.type === "done") credentials.succeeded(chosen.profileId, request.model);
+    return result;
+  };
+  const onError = async (err: unknown): Promise<IteratorResult<ModelStreamEvent>> => {
+    try {
+      if (!chosen || !(err instanceof ProviderError)) throw err;
+      const reason = await credentials.failed(chosen.profileId, request.model, err);
+      if (reason === undefined || streamed || request.signal.aborted) throw err;
+      tried.add(chosen.profileId);
+      const next = await credentials.choose(provider.id, request.model, tried);
+      if (!next) throw err;
+      chosen = next;
+      open();
+    } catch (failure) {
+      over = true;
+      throw failure;
+    }
+    return pull();
+  };
   const iterator: AsyncIterableIterator<ModelStreamEvent> = {
-    async next() {
-      if (over) return done;
-      try {
-        if (!inner) {
-          chosen = await credentials.choose(provider.id, request.model, tried);
+    next() {
+      if (over) return Promise.resolve(done);
+      if (inner) return pull();
+      return credentials.choose(provider.id, request.model, tried).then(
+        (key) => {
+          chosen = key;
           open();
-        }
-        while (true) {
-          try {
-            const result = await (inner as AsyncIterator<ModelStreamEvent>).next();
-            if (result.done) {
-              over = true;
-              return done;
-            }
-            streamed = true;
-            if (chosen && result.value.type === "done") credentials.succeeded(chosen.profileId, request.model);
-            return result;
-          } catch (err) {
-            if (!chosen || !(err instanceof ProviderError)) throw err;
-            const reason = await credentials.failed(chosen.profileId, request.model, err);
-            if (reason === undefined || streamed || request.signal.aborted) throw err;
-            tried.add(chosen.profileId);
-            const next = await credentials.choose(provider.id, request.model, tried);
-            if (!next) throw err;
-            chosen = next;
-            open();
-          }
-        }
-      } catch (err) {
-        over = true;
-        throw err;
-      }
+          return pull();
+        },
+        (err) => {
+          over = true;
+          throw err;
+        },
+      );
     },
     async return() {
       if (over) return done;
