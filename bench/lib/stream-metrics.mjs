@@ -116,7 +116,18 @@ async function startRelay(modelUrl, verbose) {
 }
 
 /** One level: `n` runs streaming at once; the figures of a window in the middle of their streams. */
-export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbose, progress, profileFile, floor }) {
+export async function measureLevel({
+  n,
+  modelUrl,
+  modelPid,
+  epochMs,
+  plan,
+  verbose,
+  progress,
+  profileFile,
+  allocFile,
+  floor,
+}) {
   const s = plan.stream;
   const gw = floor
     ? await startRelay(modelUrl, verbose)
@@ -190,7 +201,15 @@ export async function measureLevel({ n, modelUrl, modelPid, epochMs, plan, verbo
     };
     // under --profile the gateway is CPU-profiled during the window only (the profiler slows it down)
     if (profileFile) await gw.profile(profileFile, window);
-    else await window();
+    else if (allocFile) {
+      // allocation sampling of the window (what each token allocates makes the young generation's collections)
+      await gw.command(`heap-sample ${allocFile}`);
+      try {
+        await window();
+      } finally {
+        await gw.command("heap-stop");
+      }
+    } else await window();
     const results = await Promise.all(clients.map((c) => c.line()));
     const tokens = results.reduce((k, r) => k + r.tokens, 0);
     const bytes = results.reduce((k, r) => k + r.agentBytes + r.chatBytes, 0);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { closableModel, modelRequest, readFirstThenStop } from "../providers/early-stop.test-support.js";
 import { ScriptedProvider } from "../providers/scripted.js";
 import {
   emptyUsage,
@@ -159,6 +160,19 @@ describe("withIdleWatchdog", () => {
     outer.abort(reason);
     await done;
     expect(state.error).toBe(reason);
+  });
+
+  it("a reader that stops after the first chunk closes the model's stream and leaves no idle timer behind", async () => {
+    const model = closableModel(3);
+    const clock = new ManualClock(0);
+    const outer = new AbortController();
+    const first = await readFirstThenStop(withIdleWatchdog(model, 120_000, clock), modelRequest(outer.signal));
+    expect(first).toEqual({ type: "text_delta", delta: "t0" });
+    expect(model.streams[0]?.closedEarly).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+    // the run's signal no longer reaches the closed call
+    outer.abort();
+    expect(model.streams[0]?.request.signal.aborted).toBe(false);
   });
 
   it("a zero or infinite window leaves the provider unwrapped (no watchdog)", () => {

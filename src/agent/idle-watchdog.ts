@@ -1,4 +1,5 @@
 import type { Clock } from "../infra/clock.js";
+import { tapStream } from "../providers/stream-tap.js";
 import { type ModelProvider, type ModelRequest, type ModelStreamEvent, ProviderError } from "../providers/types.js";
 
 export const CLOUD_IDLE_MS = 120_000;
@@ -44,44 +45,54 @@ export function withIdleWatchdog(provider: ModelProvider, idleMs: number, clock:
   return {
     id: provider.id,
     api: provider.api,
-    async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-      const controller = new AbortController();
-      const onOuterAbort = () => controller.abort(request.signal.reason);
-      if (request.signal.aborted) controller.abort(request.signal.reason);
-      else request.signal.addEventListener("abort", onOuterAbort, { once: true });
-      let idleFired = false;
-      let timer: unknown;
-      // One timer per request, not one per chunk: a chunk only records when it came, and the timer, when it fires,
-      // waits again for whatever is left of the window since the last chunk (a streamed token costs no timer work).
-      let lastChunkAt = clock.now();
-      const check = () => {
-        const left = lastChunkAt + idleMs - clock.now();
-        if (left > 0) {
-          timer = clock.setTimeout(check, left);
-          return;
+    // a plain iterator, not an async generator: one promise per event less (providers/stream-tap.ts)
+    stream: (request: ModelRequest) =>
+      tapStream(() => {
+        const controller = new AbortController();
+        const onOuterAbort = () => controller.abort(request.signal.reason);
+        if (request.signal.aborted) controller.abort(request.signal.reason);
+        else request.signal.addEventListener("abort", onOuterAbort, { once: true });
+        let idleFired = false;
+        let timer: unknown;
+        // One timer per request, not one per chunk: a chunk only records when it came, and the timer, when it fires,
+        // waits again for whatever is left of the window since the last chunk (a streamed token costs no timer work).
+        let lastChunkAt = clock.now();
+        const check = () => {
+          const left = lastChunkAt + idleMs - clock.now();
+          if (left > 0) {
+            timer = clock.setTimeout(check, left);
+            return;
+          }
+          timer = undefined;
+          idleFired = true;
+          controller.abort(new ProviderError("timeout", `${provider.id}: no data from the model for ${idleMs} ms`));
+        };
+        timer = clock.setTimeout(check, idleMs);
+        const disarm = () => {
+          if (timer !== undefined) clock.clearTimeout(timer);
+          request.signal.removeEventListener("abort", onOuterAbort);
+        };
+        let stream: AsyncIterable<ModelStreamEvent>;
+        try {
+          stream = provider.stream({ ...request, signal: controller.signal });
+        } catch (err) {
+          disarm();
+          throw err;
         }
-        timer = undefined;
-        idleFired = true;
-        controller.abort(new ProviderError("timeout", `${provider.id}: no data from the model for ${idleMs} ms`));
-      };
-      timer = clock.setTimeout(check, idleMs);
-      try {
-        for await (const ev of provider.stream({ ...request, signal: controller.signal })) {
-          lastChunkAt = clock.now();
-          yield ev;
-        }
-      } catch (err) {
-        if (idleFired && !request.signal.aborted) {
-          throw new ProviderError(
-            "timeout",
-            `${provider.id}: no data from the model for ${Math.round(idleMs / 1000)} s (idle timeout)`,
-          );
-        }
-        throw err;
-      } finally {
-        if (timer !== undefined) clock.clearTimeout(timer);
-        request.signal.removeEventListener("abort", onOuterAbort);
-      }
-    },
+        return {
+          stream,
+          event: () => {
+            lastChunkAt = clock.now();
+          },
+          error: (err) =>
+            idleFired && !request.signal.aborted
+              ? new ProviderError(
+                  "timeout",
+                  `${provider.id}: no data from the model for ${Math.round(idleMs / 1000)} s (idle timeout)`,
+                )
+              : err,
+          end: disarm,
+        };
+      }),
   };
 }

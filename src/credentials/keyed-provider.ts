@@ -8,42 +8,96 @@
  */
 import type { ModelProvider, ModelRequest, ModelStreamEvent } from "../providers/types.js";
 import { ProviderError } from "../providers/types.js";
-import type { RunCredentials } from "./run-credentials.js";
+import type { ChosenKey, RunCredentials } from "./run-credentials.js";
 
 export function withAuthProfiles(provider: ModelProvider, credentials: RunCredentials | undefined): ModelProvider {
   if (!credentials || provider.api === "scripted" || !credentials.covers(provider.id)) return provider;
   return { id: provider.id, api: provider.api, stream: (request) => keyedStream(provider, credentials, request) };
 }
 
-async function* keyedStream(
+/**
+ * A plain async iterator, not an async generator: every event of every model call passes here, and a generator layer
+ * cost each one a promise and a hop more (providers/stream-tap.ts says why). `return()` closes the stream of the
+ * profile in use.
+ */
+function keyedStream(
   provider: ModelProvider,
   credentials: RunCredentials,
   request: ModelRequest,
-): AsyncGenerator<ModelStreamEvent> {
+): AsyncIterable<ModelStreamEvent> {
   const tried = new Set<string>();
-  let chosen = await credentials.choose(provider.id, request.model, tried);
-  // a provider without profiles (no apiKey, no auth.profiles): the provider's own configuration applies
-  if (!chosen) {
-    yield* provider.stream(request);
-    return;
-  }
-  while (true) {
-    let streamed = false;
+  let chosen: ChosenKey | undefined;
+  let inner: AsyncIterator<ModelStreamEvent> | undefined;
+  /** whether the stream of the profile in use gave an event: no rotation after that */
+  let streamed = false;
+  let over = false;
+  const open = () => {
+    streamed = false;
+    // a provider without profiles (no apiKey, no auth.profiles): the provider's own configuration applies
+    const keyed = chosen ? { ...request, apiKey: chosen.apiKey, apiKeyMode: chosen.mode } : request;
+    inner = provider.stream(keyed)[Symbol.asyncIterator]();
+  };
+  const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
+  // an event costs one `then`: the async work (choosing a key, rotating) is only at the start and after a failure
+  const pull = (): Promise<IteratorResult<ModelStreamEvent>> =>
+    (inner as AsyncIterator<ModelStreamEvent>).next().then(onResult, onError);
+  const onResult = (result: IteratorResult<ModelStreamEvent>): IteratorResult<ModelStreamEvent> => {
+    if (result.done) {
+      over = true;
+      return done;
+    }
+    streamed = true;
+    if (chosen && result.value.type === "done") credentials.succeeded(chosen.profileId, request.model);
+    return result;
+  };
+  const onError = async (err: unknown): Promise<IteratorResult<ModelStreamEvent>> => {
     try {
-      for await (const event of provider.stream({ ...request, apiKey: chosen.apiKey, apiKeyMode: chosen.mode })) {
-        streamed = true;
-        if (event.type === "done") credentials.succeeded(chosen.profileId, request.model);
-        yield event;
-      }
-      return;
-    } catch (err) {
-      if (!(err instanceof ProviderError)) throw err;
+      if (!chosen || !(err instanceof ProviderError)) throw err;
       const reason = await credentials.failed(chosen.profileId, request.model, err);
       if (reason === undefined || streamed || request.signal.aborted) throw err;
       tried.add(chosen.profileId);
       const next = await credentials.choose(provider.id, request.model, tried);
       if (!next) throw err;
       chosen = next;
+      open();
+    } catch (failure) {
+      over = true;
+      throw failure;
     }
-  }
+    return pull();
+  };
+  const iterator: AsyncIterableIterator<ModelStreamEvent> = {
+    next() {
+      if (over) return Promise.resolve(done);
+      if (inner) return pull();
+      return credentials.choose(provider.id, request.model, tried).then(
+        (key) => {
+          chosen = key;
+          open();
+          return pull();
+        },
+        (err) => {
+          over = true;
+          throw err;
+        },
+      );
+    },
+    async return() {
+      if (over) return done;
+      over = true;
+      await inner?.return?.();
+      return done;
+    },
+    async throw(err?: unknown) {
+      if (!over) {
+        over = true;
+        await inner?.return?.();
+      }
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
 }

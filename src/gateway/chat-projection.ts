@@ -8,7 +8,7 @@ import { TextCheckpoints } from "../agent/run/text-checkpoint.js";
  */
 const CHAT_CHECKPOINT_GROWTH = 0.5;
 
-import { silentTokenTail } from "../agent/silent-prefix.js";
+import { SilentTail } from "../agent/silent-prefix.js";
 import type { Beat, Cadence } from "../infra/cadence.js";
 import type { Clock } from "../infra/clock.js";
 import type { AgentEvent, AgentEventOf } from "../infra/events.js";
@@ -27,6 +27,13 @@ interface RunChat {
   text: string;
   /** how much of `text` chat deltas have carried */
   sent: number;
+  /**
+   * `text` after `sent`, kept apart: slicing the next delta out of `text` (a rope, built by `+=`) copied the whole
+   * reply on every flush; `text` itself is read only at checkpoints and at the end
+   */
+  unsent: string;
+  /** the end of `text` that could still become the silent token (follows `text` without reading it whole) */
+  silent: SilentTail;
   /** seq of the newest assistant event folded into `text` */
   pendingSeq: number;
   lastFlushAt: number;
@@ -130,6 +137,8 @@ export class ChatProjector {
         sessionKey,
         text: "",
         sent: 0,
+        unsent: "",
+        silent: new SilentTail(),
         pendingSeq: 0,
         lastFlushAt: -Infinity,
         timer: undefined,
@@ -156,8 +165,12 @@ export class ChatProjector {
       run.replace = run.replace || run.sent > 0;
       run.text = "";
       run.sent = 0;
+      run.unsent = "";
+      run.silent.reset();
     }
     run.text += delta;
+    run.unsent += delta;
+    run.silent.append(delta);
     run.pendingSeq = ev.seq;
     // with blocks the text goes out as blocks; it is kept for the final
     if (run.blocks || run.timer !== undefined) return;
@@ -223,10 +236,11 @@ export class ChatProjector {
 
   /** Sends what came since the last delta, except an end that could still become the silent token. */
   private flush(runId: string, run: RunChat): void {
-    const sendable = run.text.length - silentTokenTail(run.text);
+    const sendable = run.text.length - run.silent.held();
     if (sendable <= run.sent) return;
     const now = this.clock.now();
-    const deltaText = run.text.slice(run.sent, sendable);
+    const deltaText = run.unsent.slice(0, sendable - run.sent);
+    run.unsent = run.unsent.slice(sendable - run.sent);
     const replace = run.replace;
     if (replace) run.checkpoints.reset();
     run.sent = sendable;

@@ -1,4 +1,5 @@
 import type { ResolvedModel } from "../providers/registry.js";
+import { tapStream } from "../providers/stream-tap.js";
 import type { ModelProvider, ModelRequest, ModelStreamEvent, Usage } from "../providers/types.js";
 import type { MeteredRun, SpendControl } from "./spend-control.js";
 
@@ -22,35 +23,38 @@ export function meteredProvider(
   };
 }
 
-async function* meteredStream(
+/** A plain iterator, not an async generator: one promise per event less (providers/stream-tap.ts). */
+function meteredStream(
   spend: SpendControl,
   run: MeteredRun,
   model: ResolvedModel,
   provider: ModelProvider,
   request: ModelRequest,
-): AsyncGenerator<ModelStreamEvent> {
-  await spend.beforeCall(run, request.signal);
-  if (run.limits) run.limits.meter.calls++;
-  let usage: Usage | undefined;
-  try {
-    for await (const ev of provider.stream(request)) {
-      if (ev.type === "done") usage = ev.usage;
-      yield ev;
-    }
-  } finally {
-    // a call that failed before reporting usage is not recorded: its tokens are unknown
-    if (usage) {
-      const authProfile = run.credentials?.usedOn(model.providerId);
-      spend.recordCall(
-        run,
-        {
-          provider: model.providerId,
-          model: model.modelId,
-          cost: model.model.cost,
-          ...(authProfile ? { authProfile } : {}),
-        },
-        usage,
-      );
-    }
-  }
+): AsyncIterable<ModelStreamEvent> {
+  return tapStream(async () => {
+    await spend.beforeCall(run, request.signal);
+    if (run.limits) run.limits.meter.calls++;
+    let usage: Usage | undefined;
+    return {
+      stream: provider.stream(request),
+      event: (ev) => {
+        if (ev.type === "done") usage = ev.usage;
+      },
+      end: () => {
+        // a call that failed before reporting usage is not recorded: its tokens are unknown
+        if (!usage) return;
+        const authProfile = run.credentials?.usedOn(model.providerId);
+        spend.recordCall(
+          run,
+          {
+            provider: model.providerId,
+            model: model.modelId,
+            cost: model.model.cost,
+            ...(authProfile ? { authProfile } : {}),
+          },
+          usage,
+        );
+      },
+    };
+  });
 }

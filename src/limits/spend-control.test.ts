@@ -3,6 +3,7 @@ import { configSchema } from "../config/schema.js";
 import { AgentEventBus } from "../infra/events.js";
 import { silentLogger } from "../infra/logger.js";
 import type { AgentEvent } from "../protocol/agent-events.js";
+import { closableModel, readFirstThenStop } from "../providers/early-stop.test-support.js";
 import type { ResolvedModel } from "../providers/registry.js";
 import type { ModelProvider, ModelStreamEvent, Usage } from "../providers/types.js";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
@@ -75,6 +76,16 @@ async function call(provider: ModelProvider) {
 }
 
 describe("spend control", () => {
+  it("a run that stops reading a call early closes the model's stream; a call without usage is not recorded", async () => {
+    const { spend, run, store } = setup({ budgets: [{ scope: "agent", window: "day", maxTokens: 1000 }] });
+    const closable = closableModel(3);
+    const first = await readFirstThenStop(meteredProvider(spend, run("r1"), model(), closable));
+    expect(first).toEqual({ type: "text_delta", delta: "t0" });
+    expect(closable.streams[0]?.closedEarly).toBe(true);
+    await spend.ledger.flush();
+    expect((await store.sumCost({})).calls).toBe(0);
+  });
+
   it("a stop budget lets calls start until the spend reaches it; the next one never reaches the provider", async () => {
     const { spend, run } = setup({ budgets: [{ scope: "agent", window: "day", maxUsd: 0.01 }] });
     const provider = countingProvider();

@@ -7,6 +7,7 @@ import { measuredProvider } from "../agent/run/measured-provider.js";
 import { metricsRefusal } from "../gateway/metrics-route.js";
 import { TokenGrants } from "../gateway/token-grants.js";
 import { AgentEventBus } from "../infra/events.js";
+import { closableModel, readFirstThenStop } from "../providers/early-stop.test-support.js";
 import type { ResolvedModel } from "../providers/registry.js";
 import { type ModelProvider, type ModelStreamEvent, ProviderError } from "../providers/types.js";
 import { LaneScheduler } from "../queue/lanes.js";
@@ -193,6 +194,16 @@ describe("model calls", () => {
     // (1000 × 10 + 100 × 30 + 500 × 1) / 1e6
     expect(await seriesValue(metrics.modelCost, call)).toBeCloseTo(0.0135, 9);
     expect(await seriesValue(metrics.modelCallDuration, call, "loopgate_model_call_duration_seconds_count")).toBe(4);
+  });
+
+  it("a reader that stops after the first chunk closes the model's stream, and the call counts as aborted", async () => {
+    const metrics = new LoopgateMetrics();
+    const meter = modelCallMeter(metrics, () => 0);
+    const closable = closableModel(3, "p");
+    const first = await readFirstThenStop(measuredProvider(meter, model, closable));
+    expect(first).toEqual({ type: "text_delta", delta: "t0" });
+    expect(closable.streams[0]?.closedEarly).toBe(true);
+    expect(await seriesValue(metrics.modelCalls, { provider: "p", model: "m", outcome: "aborted" })).toBe(1);
   });
 
   it("without a meter the provider is the same object: nothing is wrapped when metrics are off", () => {

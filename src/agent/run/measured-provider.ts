@@ -1,4 +1,5 @@
 import type { ResolvedModel } from "../../providers/registry.js";
+import { tapStream } from "../../providers/stream-tap.js";
 import {
   type ModelProvider,
   type ModelRequest,
@@ -25,29 +26,32 @@ export function measuredProvider(
   };
 }
 
-async function* measuredStream(
+/** A plain iterator, not an async generator: one promise per event less (providers/stream-tap.ts). */
+function measuredStream(
   meter: ModelCallMeter,
   model: ResolvedModel,
   provider: ModelProvider,
   request: ModelRequest,
-): AsyncGenerator<ModelStreamEvent> {
-  const end = meter.start(model);
-  let usage: Usage | undefined;
-  let failed: string | undefined;
-  let finished = false;
-  try {
-    for await (const ev of provider.stream(request)) {
-      if (ev.type === "done") usage = ev.usage;
-      yield ev;
-    }
-    finished = true;
-  } catch (err) {
-    // a kind, never the message: messages can quote the request
-    failed = err instanceof ProviderError ? err.kind : "error";
-    throw err;
-  } finally {
-    // a stream its reader stopped early (an abort between chunks) ended without an error of its own
-    const outcome = failed ?? (usage ? "ok" : finished ? "incomplete" : "aborted");
-    end(usage ? { outcome, usage } : { outcome });
-  }
+): AsyncIterable<ModelStreamEvent> {
+  return tapStream(() => {
+    const end = meter.start(model);
+    let usage: Usage | undefined;
+    let failed: string | undefined;
+    return {
+      stream: provider.stream(request),
+      event: (ev) => {
+        if (ev.type === "done") usage = ev.usage;
+      },
+      error: (err) => {
+        // a kind, never the message: messages can quote the request
+        failed = err instanceof ProviderError ? err.kind : "error";
+        return err;
+      },
+      end: (how) => {
+        // a stream its reader stopped early (an abort between chunks) ended without an error of its own
+        const outcome = failed ?? (usage ? "ok" : how === "finished" ? "incomplete" : "aborted");
+        end(usage ? { outcome, usage } : { outcome });
+      },
+    };
+  });
 }

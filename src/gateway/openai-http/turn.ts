@@ -1,5 +1,5 @@
 import type http from "node:http";
-import { silentTokenTail } from "../../agent/silent-prefix.js";
+import { SilentTail } from "../../agent/silent-prefix.js";
 import type { AgentEvent } from "../../infra/events.js";
 import { agentParamsSchema, parseParams } from "../../protocol/params.js";
 import type { AgentFinal, AgentRequest } from "../../protocol/run.js";
@@ -27,6 +27,9 @@ export interface AcceptedTurn {
 class DeltaFollower {
   private text = "";
   private sent = 0;
+  /** `text` after `sent`, and the end that could still be silent, kept apart: `text` is a rope, read whole only at the end */
+  private unsent = "";
+  private readonly silent = new SilentTail();
   private live = false;
 
   constructor(private readonly emit: (delta: string) => void) {}
@@ -51,13 +54,16 @@ class DeltaFollower {
   private append(delta: string): void {
     if (typeof delta !== "string" || delta === "") return;
     this.text += delta;
+    this.unsent += delta;
+    this.silent.append(delta);
     if (this.live) this.flush();
   }
 
   private flush(): void {
-    const sendable = this.text.length - silentTokenTail(this.text);
+    const sendable = this.text.length - this.silent.held();
     if (sendable <= this.sent) return;
-    const delta = this.text.slice(this.sent, sendable);
+    const delta = this.unsent.slice(0, sendable - this.sent);
+    this.unsent = this.unsent.slice(sendable - this.sent);
     this.sent = sendable;
     this.emit(delta);
   }
