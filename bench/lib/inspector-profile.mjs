@@ -21,14 +21,15 @@ export async function startProfile(file) {
  * Allocation sampling of the measured part: every sampled allocation is kept, also those a GC has freed since
  * (the include flags), so the profile says what a turn allocates, not only what it retains. Interval in bytes.
  */
-export async function startHeapSampling(file, samplingInterval = 4096) {
+export async function startHeapSampling(file, samplingInterval = 4096, { minorGC = true } = {}) {
   const session = new Session();
   session.connect();
   await session.post("HeapProfiler.enable");
   await session.post("HeapProfiler.startSampling", {
     samplingInterval,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    // false: what a scavenge collected is left out, so the profile is what was promoted to the old generation
+    includeObjectsCollectedByMinorGC: minorGC,
   });
   return async () => {
     const { profile } = await session.post("HeapProfiler.stopSampling");

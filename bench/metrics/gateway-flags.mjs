@@ -37,6 +37,42 @@ const settings = [
   { name: "semi 4 + --single-threaded-gc", execArgv: ["--max-semi-space-size=4", "--single-threaded-gc"] },
   { name: "semi 4 + --v8-pool-size=2", execArgv: ["--max-semi-space-size=4", "--v8-pool-size=2"] },
   { name: "shipped (gateway-flags.ts)", execArgv: GATEWAY_NODE_FLAGS, env: GATEWAY_NODE_ENV },
+  // 15-19: what is left after the shipped settings (rss2): old-space pages V8 keeps, the main malloc arena
+  {
+    name: "shipped + --heap-growing-percent=30",
+    execArgv: [...GATEWAY_NODE_FLAGS, "--heap-growing-percent=30"],
+    env: GATEWAY_NODE_ENV,
+  },
+  {
+    name: "shipped + --heap-growing-percent=50",
+    execArgv: [...GATEWAY_NODE_FLAGS, "--heap-growing-percent=50"],
+    env: GATEWAY_NODE_ENV,
+  },
+  {
+    name: "shipped + --heap-growing-percent=100",
+    execArgv: [...GATEWAY_NODE_FLAGS, "--heap-growing-percent=100"],
+    env: GATEWAY_NODE_ENV,
+  },
+  {
+    name: "shipped + --compact-on-every-full-gc",
+    execArgv: [...GATEWAY_NODE_FLAGS, "--compact-on-every-full-gc"],
+    env: GATEWAY_NODE_ENV,
+  },
+  {
+    name: "shipped + MALLOC_TRIM_THRESHOLD_=128K",
+    execArgv: GATEWAY_NODE_FLAGS,
+    env: { ...GATEWAY_NODE_ENV, MALLOC_TRIM_THRESHOLD_: "131072" },
+  },
+  {
+    name: "shipped + MALLOC_MMAP_THRESHOLD_=64K",
+    execArgv: GATEWAY_NODE_FLAGS,
+    env: { ...GATEWAY_NODE_ENV, MALLOC_MMAP_THRESHOLD_: "65536" },
+  },
+  {
+    name: "shipped + --no-page-promotion",
+    execArgv: [...GATEWAY_NODE_FLAGS, "--no-page-promotion"],
+    env: GATEWAY_NODE_ENV,
+  },
 ].filter((_s, i) => !only || only.includes(String(i)));
 
 const model = await startFakeModelProcess();
@@ -57,12 +93,18 @@ try {
           { timeoutMs: 60_000 },
         );
         const cpu0 = cpuMsOf(host.pid);
+        // the time V8 stopped the main thread for GC during the turns, and how often (the loop probe's 5 ms timer
+        // runs alongside, the same for every setting)
+        await host.command("loop-start");
         await runMetricChild(
           "metrics/gateway-client.mjs",
           { mode: "throughput", url: host.url, sessions: 100, turns: 10, repeats: 1, warm: false },
           { timeoutMs: 600_000 },
         );
+        const { gc } = await host.command("loop-stop");
         const row = {
+          gcMsPerTurn: gc.ms / 1000,
+          gcCount: gc.count,
           start: start / 1e6,
           rss: rssOf(host.pid) / 1e6,
           peak: peakRssOf(host.pid) / 1e6,
@@ -71,7 +113,8 @@ try {
         results.get(s.name).push(row);
         console.log(
           `round ${r + 1} ${s.name}: start ${row.start.toFixed(1)} MB, after 1,000 turns ${row.rss.toFixed(1)} MB ` +
-            `(peak ${row.peak.toFixed(1)}), CPU ${row.cpuPerTurn.toFixed(2)} ms/turn`,
+            `(peak ${row.peak.toFixed(1)}), CPU ${row.cpuPerTurn.toFixed(2)} ms/turn, GC ${row.gcMsPerTurn.toFixed(2)} ms/turn ` +
+            `(${row.gcCount} pauses)`,
         );
       } finally {
         await host.stop();
@@ -81,12 +124,15 @@ try {
 } finally {
   await model.stop();
 }
-console.log("\n| setting | RSS after 1,000 turns (median; runs) | RSS at start | CPU per turn (median; runs) |");
-console.log("|---|---|---|---|");
+console.log(
+  "\n| setting | RSS after 1,000 turns (median; runs) | RSS at start | CPU per turn (median; runs) | GC pause per turn (median) |",
+);
+console.log("|---|---|---|---|---|");
 for (const [name, rows] of results) {
   const f = (k, d) => rows.map((x) => x[k].toFixed(d)).join(", ");
   console.log(
     `| ${name} | ${median(rows.map((x) => x.rss)).toFixed(1)} MB (${f("rss", 1)}) | ${median(rows.map((x) => x.start)).toFixed(1)} MB | ` +
-      `${median(rows.map((x) => x.cpuPerTurn)).toFixed(2)} ms (${f("cpuPerTurn", 2)}) |`,
+      `${median(rows.map((x) => x.cpuPerTurn)).toFixed(2)} ms (${f("cpuPerTurn", 2)}) | ` +
+      `${median(rows.map((x) => x.gcMsPerTurn)).toFixed(2)} ms |`,
   );
 }

@@ -131,6 +131,13 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
       stopLoopProbe = undefined;
       gcObserver.disconnect();
       answer({ loopDelayMs, gc: { ms: Math.round(gc.ms), count: gc.count, maxMs: Math.round(gc.maxMs * 10) / 10 } });
+    } else if (line.startsWith("heap-sample-promoted ")) {
+      // as "heap-sample", leaving out what the young generation's GC collected: what lived long enough to be
+      // promoted to the old generation (what grows it between mark-compacts)
+      void startHeapSampling(line.slice("heap-sample-promoted ".length), 4096, { minorGC: false }).then((stopIt) => {
+        stopProfile = stopIt;
+        answer({ sampling: true });
+      });
     } else if (line.startsWith("heap-sample ")) {
       // "heap-sample <file>" / "heap-stop": allocation sampling of the load in between (metrics/turn-allocations.mjs)
       void startHeapSampling(line.slice("heap-sample ".length)).then((stopIt) => {

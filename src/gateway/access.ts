@@ -13,13 +13,22 @@ import type { Grant } from "./token-grants.js";
  * Runs are owned by the connection that started them: another connection (even with the same token) is another
  * client.
  */
+/**
+ * How many of the runs it started a connection remembers, newest kept. Without a bound a client that stays connected
+ * holds one entry per run for the life of its connection (and `chat.abort` without a runId walks them all). Far above
+ * the runs a connection can have queued or running at once (the lanes run one turn per session at a time), so what
+ * falls out is a run that ended long ago: an operator.write client can no longer `agent.wait` on it (operator.read
+ * still sees every run).
+ */
+export const STARTED_RUNS_KEPT = 10_000;
+
 export class ClientAccess {
   readonly scopes: readonly string[];
   private readonly grant: Grant;
   private readonly readsAll: boolean;
   private readonly admin: boolean;
   private readonly approves: boolean;
-  /** runId → session key of the runs this connection started */
+  /** runId → session key of the runs this connection started, oldest first, at most STARTED_RUNS_KEPT */
   private readonly started = new Map<string, string>();
 
   constructor(scopes: readonly string[], grant: Grant) {
@@ -92,6 +101,7 @@ export class ClientAccess {
   /** Called once `agent` / `chat.send` accepted a new run from this connection. */
   recordStarted(runId: string, sessionKey: string): void {
     this.started.set(runId, sessionKey);
+    if (this.started.size > STARTED_RUNS_KEPT) this.started.delete(this.started.keys().next().value as string);
   }
 
   /** `agent` / `chat.send` into a session (the method's own scope check already required operator.write). */
