@@ -8,6 +8,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { allocationSites } from "../lib/allocation-sites.mjs";
 import { runMetricChild, startFakeModelProcess } from "../lib/child.mjs";
 import { startGatewayHost } from "../lib/gateway-metrics.mjs";
 
@@ -35,20 +36,7 @@ try {
 }
 
 const profile = JSON.parse(fs.readFileSync(file, "utf8"));
-const sites = new Map();
-let total = 0;
-const label = (f) =>
-  `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${f.lineNumber + 1}`;
-(function walk(node, mine) {
-  const f = node.callFrame;
-  const here = f.url.includes("/dist/") ? label(f) : mine;
-  if (node.selfSize > 0) {
-    const site = here ?? (f.url ? label(f) : f.functionName || "(vm)");
-    sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
-    total += node.selfSize;
-  }
-  for (const c of node.children) walk(c, here);
-})(profile.head, undefined);
+const { sites, total } = allocationSites(profile);
 const n = sessions * turns;
 console.log(
   `promoted: ${(total / n / 1024).toFixed(1)} KB per turn, ${(total / 1e6).toFixed(1)} MB over ${n} turns (${file})`,

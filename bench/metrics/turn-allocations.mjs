@@ -9,6 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { GatewayClient } from "../../dist/client/index.js";
+import { allocationSites } from "../lib/allocation-sites.mjs";
 import { startFakeModelProcess } from "../lib/child.mjs";
 import { startGatewayHost } from "../lib/gateway-metrics.mjs";
 
@@ -37,22 +38,7 @@ try {
 }
 
 const profile = JSON.parse(fs.readFileSync(file, "utf8"));
-const sites = new Map();
-let total = 0;
-const label = (f) => {
-  const rel = f.url.replace(/^.*\/(dist|node_modules)\//, "$1/");
-  return `${f.functionName || "(anonymous)"} ${rel}:${f.lineNumber + 1}`;
-};
-(function walk(node, mine) {
-  const f = node.callFrame;
-  const here = f.url.includes("/dist/") ? label(f) : mine;
-  if (node.selfSize > 0) {
-    const site = here ?? (f.url ? label(f) : f.functionName || "(vm)");
-    sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
-    total += node.selfSize;
-  }
-  for (const c of node.children) walk(c, here);
-})(profile.head, undefined);
+const { sites, total } = allocationSites(profile);
 
 console.log(`allocated per turn: ${(total / turns / 1024).toFixed(1)} KB (${turns} turns, sampled)`);
 console.log("   KB/turn  share  site (innermost Loopgate frame)");
