@@ -6,20 +6,32 @@ import type { Tool, ToolContext, ToolOutput } from "./types.js";
 export interface ToolDefinition<Args extends z.ZodObject> {
   name: string;
   description: string;
-  args: Args;
+  /**
+   * The zod object, or a function building it. A function is called on the tool's first call, not when the tool is
+   * made: building the built-ins' schemas and their JSON cost a one-shot CLI turn ~10 ms of its start (issue 34).
+   */
+  args: Args | (() => Args);
+  /**
+   * `modelSchema` of `args`, written out, so that making the tool builds no zod schema (the built-ins; their test
+   * holds each equal to `modelSchema` of its zod object). Absent: derived from `args` now.
+   */
+  parameters?: JsonSchema;
   concurrency: Tool["concurrency"];
   /** gets the parsed arguments: the loop validated the call against `args` before (tools/validate.ts) */
   execute(args: z.output<Args>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
 export function defineTool<Args extends z.ZodObject>(def: ToolDefinition<Args>): Tool {
+  const args = def.args;
+  let built: Args | undefined;
+  const argsSchema = typeof args === "function" ? () => (built ??= args()) : args;
   return {
     name: def.name,
     description: def.description,
-    parameters: modelSchema(def.args),
-    argsSchema: def.args,
+    parameters: def.parameters ?? modelSchema(typeof args === "function" ? args() : args),
+    argsSchema,
     concurrency: def.concurrency,
-    execute: (args, ctx) => def.execute(args as z.output<Args>, ctx),
+    execute: (input, ctx) => def.execute(input as z.output<Args>, ctx),
   };
 }
 

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { z } from "zod";
 import { childProcess } from "../infra/child-process.js";
+import type { JsonSchema } from "../providers/types.js";
 import { defineTool } from "./define.js";
 import { execChildEnv } from "./exec-env.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
@@ -58,13 +59,32 @@ function execArgs(opts: Required<ExecToolOptions>) {
 
 type ExecArgs = z.output<ReturnType<typeof execArgs>>;
 
+/** `execArgs` as JSON Schema, written out, so making the tool builds no zod schema (tools/define.ts). */
+export function execParameters(opts: Required<ExecToolOptions>): JsonSchema {
+  return {
+    type: "object",
+    properties: {
+      command: { type: "string", minLength: 1, description: "Shell command" },
+      timeoutSeconds: {
+        description: `Kill after this many seconds (default ${opts.defaultTimeoutSeconds})`,
+        type: "number",
+        exclusiveMinimum: 0,
+        maximum: opts.maxTimeoutSeconds,
+      },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  };
+}
+
 export function createExecTool(options: ExecToolOptions = {}): Tool {
   const opts = { ...DEFAULTS, ...options } as Required<ExecToolOptions>;
   return defineTool({
     name: "exec",
     description:
       "Run a shell command (/bin/sh -c) in the workspace. Returns combined stdout and stderr, then the exit code. No stdin.",
-    args: execArgs(opts),
+    args: () => execArgs(opts),
+    parameters: execParameters(opts),
     concurrency: "sequential",
     execute: (args, ctx) => runExec(args, ctx, opts),
   });

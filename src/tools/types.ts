@@ -60,9 +60,10 @@ export interface Tool {
   parameters: JsonSchema;
   /**
    * The zod schema `parameters` was derived from (tools declared with `defineTool`): calls are validated with it, and
-   * `execute` gets its parsed output. Absent (plugin tools): calls are validated against `parameters` with ajv.
+   * `execute` gets its parsed output. Absent (plugin tools): calls are validated against `parameters` with ajv. A
+   * function builds it on the first call (the built-ins: tools/define.ts), so a process that calls no tool builds none.
    */
-  argsSchema?: z.ZodType<Record<string, unknown>>;
+  argsSchema?: z.ZodType<Record<string, unknown>> | (() => z.ZodType<Record<string, unknown>>);
   /**
    * Where the tool came from, as errors name it: "built-in", `plugin "<id>"`, `MCP server "<name>"`. Absent:
    * the embedding app passed it in.

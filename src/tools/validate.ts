@@ -15,7 +15,8 @@ import type { Tool } from "./types.js";
 export type ArgsCheck = { ok: true; args: Record<string, unknown> } | { ok: false; error: string };
 
 export function checkToolArgs(tool: Tool, args: unknown): ArgsCheck {
-  const problems = tool.argsSchema ? zodProblems(tool.argsSchema, args) : ajvProblems(tool, args);
+  const schema = typeof tool.argsSchema === "function" ? tool.argsSchema() : tool.argsSchema;
+  const problems = schema ? zodProblems(schema, args) : ajvProblems(tool, args);
   if (typeof problems !== "string") return { ok: true, args: problems.args };
   return { ok: false, error: `invalid arguments for ${tool.name}: ${problems}` };
 }
