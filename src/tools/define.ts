@@ -1,21 +1,21 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { JsonSchema } from "../providers/types.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 
-/** A tool whose arguments are stated once, as a zod object: the model's schema and the call check both come from it. */
+/**
+ * A tool whose arguments are stated as a zod object: calls are checked with it (tools/validate.ts), and the model is
+ * told `parameters`, which is `modelSchema` of it (tools/model-schema.ts).
+ */
 export interface ToolDefinition<Args extends z.ZodObject> {
   name: string;
   description: string;
   /**
-   * The zod object, or a function building it. A function is called on the tool's first call, not when the tool is
-   * made: building the built-ins' schemas and their JSON cost a one-shot CLI turn ~10 ms of its start (issue 34).
+   * The zod object, or how to load it. The built-ins load theirs (tools/builtin-args.ts) on the first call their
+   * JSON Schema does not plainly accept, so a one-shot CLI turn neither loads zod nor builds a schema (issue 34).
    */
-  args: Args | (() => Args);
-  /**
-   * `modelSchema` of `args`, written out, so that making the tool builds no zod schema (the built-ins; their test
-   * holds each equal to `modelSchema` of its zod object). Absent: derived from `args` now.
-   */
-  parameters?: JsonSchema;
+  args: Args | (() => Promise<Args>);
+  /** `modelSchema(args)`; the built-ins write theirs out (tools/builtin.test.ts holds them equal) */
+  parameters: JsonSchema;
   concurrency: Tool["concurrency"];
   /** gets the parsed arguments: the loop validated the call against `args` before (tools/validate.ts) */
   execute(args: z.output<Args>, ctx: ToolContext): Promise<ToolOutput>;
@@ -23,33 +23,25 @@ export interface ToolDefinition<Args extends z.ZodObject> {
 
 export function defineTool<Args extends z.ZodObject>(def: ToolDefinition<Args>): Tool {
   const args = def.args;
-  let built: Args | undefined;
-  const argsSchema = typeof args === "function" ? () => (built ??= args()) : args;
+  let loaded: Args | undefined;
+  let loading: Promise<Args> | undefined;
+  // the first caller starts the load, later ones share it; once loaded, the schema itself (no promise, no tick)
+  const load = (): Args | Promise<Args> => {
+    if (loaded) return loaded;
+    if (!loading) {
+      loading = (args as () => Promise<Args>)().then((schema) => {
+        loaded = schema;
+        return schema;
+      });
+    }
+    return loading;
+  };
   return {
     name: def.name,
     description: def.description,
-    parameters: def.parameters ?? modelSchema(typeof args === "function" ? args() : args),
-    argsSchema,
+    parameters: def.parameters,
+    argsSchema: typeof args === "function" ? load : args,
     concurrency: def.concurrency,
     execute: (input, ctx) => def.execute(input as z.output<Args>, ctx),
   };
-}
-
-/**
- * The JSON Schema the providers get for a zod object, in the shape they were sent before zod stated it: no
- * `$schema` line, and none of the ±2^53 bounds zod writes for every integer (noise in every request, and a bound no
- * model needs to be told).
- */
-export function modelSchema(args: z.ZodObject): JsonSchema {
-  const json: JsonSchema = z.toJSONSchema(args, {
-    io: "input",
-    unrepresentable: "throw",
-    override: ({ jsonSchema }) => {
-      if (jsonSchema.type !== "integer") return;
-      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
-      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
-    },
-  });
-  delete json.$schema;
-  return json;
 }
