@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { READ_DEFAULT_LIMIT } from "./read.js";
 
 /**
  * The built-in tools' arguments as zod objects. Imported by a tool's first call that its written-out JSON Schema
@@ -8,11 +7,13 @@ import { READ_DEFAULT_LIMIT } from "./read.js";
  * `modelSchema` of its object here, written out; tools/builtin.test.ts holds them equal.
  */
 
-export const readArgs = () =>
+// the default is read.ts's, passed in: importing it from there would make the bundler split read.ts into a chunk
+// of its own, shared with this one (scripts/bundle-cli.mjs), one more file for every CLI start to load
+export const readArgs = (defaultLimit: number) =>
   z.strictObject({
     path: z.string().describe("Path relative to the workspace"),
     offset: z.int().min(1).optional().describe("1-based line to start at"),
-    limit: z.int().min(1).optional().describe(`Max lines (default ${READ_DEFAULT_LIMIT})`),
+    limit: z.int().min(1).optional().describe(`Max lines (default ${defaultLimit})`),
   });
 
 export const writeArgs = () =>

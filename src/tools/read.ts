@@ -33,7 +33,7 @@ export function createReadTool(): Tool {
   return defineTool({
     name: "read",
     description: `Read a text file or list a directory in the workspace. Returns up to ${READ_DEFAULT_LIMIT} lines; page with offset/limit. PNG, JPEG, GIF and WebP images are returned as images (scaled to at most 1200 px).`,
-    args: () => import("./builtin-args.js").then((m) => m.readArgs()),
+    args: () => import("./builtin-args.js").then((m) => m.readArgs(READ_DEFAULT_LIMIT)),
     parameters: readParameters,
     concurrency: "parallel",
     execute: runRead,
