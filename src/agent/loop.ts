@@ -446,7 +446,9 @@ async function executeOne(
       if (decision?.params) args = decision.params;
     }
     // checked after before_tool_call, so arguments a plugin rewrote are held to the schema too
-    const checked = checkToolArgs(tool, args);
+    // awaited only when it is a promise (a built-in's zod schema still loading), so other calls keep their timing
+    let checked = checkToolArgs(tool, args);
+    if (checked instanceof Promise) checked = await checked;
     if (!checked.ok) return done(checked.error, true);
     const out = await tool.execute(checked.args, {
       ...ports.toolContext,

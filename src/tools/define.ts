@@ -1,43 +1,47 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { JsonSchema } from "../providers/types.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 
-/** A tool whose arguments are stated once, as a zod object: the model's schema and the call check both come from it. */
+/**
+ * A tool whose arguments are stated as a zod object: calls are checked with it (tools/validate.ts), and the model is
+ * told `parameters`, which is `modelSchema` of it (tools/model-schema.ts).
+ */
 export interface ToolDefinition<Args extends z.ZodObject> {
   name: string;
   description: string;
-  args: Args;
+  /**
+   * The zod object, or how to load it. The built-ins load theirs (tools/builtin-args.ts) on the first call their
+   * JSON Schema does not plainly accept, so a one-shot CLI turn neither loads zod nor builds a schema (issue 34).
+   */
+  args: Args | (() => Promise<Args>);
+  /** `modelSchema(args)`; the built-ins write theirs out (tools/builtin.test.ts holds them equal) */
+  parameters: JsonSchema;
   concurrency: Tool["concurrency"];
   /** gets the parsed arguments: the loop validated the call against `args` before (tools/validate.ts) */
   execute(args: z.output<Args>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
 export function defineTool<Args extends z.ZodObject>(def: ToolDefinition<Args>): Tool {
+  const args = def.args;
+  let loaded: Args | undefined;
+  let loading: Promise<Args> | undefined;
+  // the first caller starts the load, later ones share it; once loaded, the schema itself (no promise, no tick)
+  const load = (): Args | Promise<Args> => {
+    if (loaded) return loaded;
+    if (!loading) {
+      loading = (args as () => Promise<Args>)().then((schema) => {
+        loaded = schema;
+        return schema;
+      });
+    }
+    return loading;
+  };
   return {
     name: def.name,
     description: def.description,
-    parameters: modelSchema(def.args),
-    argsSchema: def.args,
+    parameters: def.parameters,
+    argsSchema: typeof args === "function" ? load : args,
     concurrency: def.concurrency,
-    execute: (args, ctx) => def.execute(args as z.output<Args>, ctx),
+    execute: (input, ctx) => def.execute(input as z.output<Args>, ctx),
   };
-}
-
-/**
- * The JSON Schema the providers get for a zod object, in the shape they were sent before zod stated it: no
- * `$schema` line, and none of the ±2^53 bounds zod writes for every integer (noise in every request, and a bound no
- * model needs to be told).
- */
-export function modelSchema(args: z.ZodObject): JsonSchema {
-  const json: JsonSchema = z.toJSONSchema(args, {
-    io: "input",
-    unrepresentable: "throw",
-    override: ({ jsonSchema }) => {
-      if (jsonSchema.type !== "integer") return;
-      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
-      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
-    },
-  });
-  delete json.$schema;
-  return json;
 }

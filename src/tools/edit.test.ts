@@ -56,7 +56,7 @@ describe("edit", () => {
   });
 
   it("rejects an empty oldText and a missing file", async () => {
-    expect(checkToolArgs(edit, { path: "app.ts", oldText: "", newText: "x" })).toEqual({
+    expect(await checkToolArgs(edit, { path: "app.ts", oldText: "", newText: "x" })).toEqual({
       ok: false,
       error: "invalid arguments for edit: oldText: must not be empty",
     });

@@ -1,29 +1,37 @@
 import { readFile } from "node:fs/promises";
-import { z } from "zod";
+import type { JsonSchema } from "../providers/types.js";
 import { writeFileAtomic } from "./atomic-write.js";
+import type { ArgsOf } from "./builtin-args.js";
 import { defineTool } from "./define.js";
 import { resolveToolPath } from "./tool-path.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
 import { ToolError } from "./types.js";
 
-const editArgs = z.strictObject({
-  path: z.string().describe("Path relative to the workspace"),
-  oldText: z.string().min(1).describe("Exact text to replace, including whitespace"),
-  newText: z.string().describe("Replacement text"),
-});
+/** `editArgs` of tools/builtin-args.ts as JSON Schema, written out (tools/define.ts says why). */
+export const editParameters: JsonSchema = {
+  type: "object",
+  properties: {
+    path: { type: "string", description: "Path relative to the workspace" },
+    oldText: { type: "string", minLength: 1, description: "Exact text to replace, including whitespace" },
+    newText: { type: "string", description: "Replacement text" },
+  },
+  required: ["path", "oldText", "newText"],
+  additionalProperties: false,
+};
 
 export function createEditTool(): Tool {
   return defineTool({
     name: "edit",
     description:
       "Replace one exact occurrence of oldText with newText in a workspace file. oldText must match exactly once; include surrounding lines to make it unique.",
-    args: editArgs,
+    args: () => import("./builtin-args.js").then((m) => m.editArgs()),
+    parameters: editParameters,
     concurrency: "sequential",
     execute: runEdit,
   });
 }
 
-async function runEdit(args: z.output<typeof editArgs>, ctx: ToolContext): Promise<ToolOutput> {
+async function runEdit(args: ArgsOf<"editArgs">, ctx: ToolContext): Promise<ToolOutput> {
   const userPath = args.path;
   let { oldText, newText } = args;
   if (oldText === newText) throw new ToolError("edit: oldText and newText are identical; nothing would change");

@@ -133,16 +133,19 @@ describe("exec", () => {
     );
   });
 
-  it("names a bad timeout and a missing command", () => {
-    expect(checkToolArgs(exec, { command: "true", timeoutSeconds: 5000 })).toEqual({
+  it("names a bad timeout and a missing command", async () => {
+    expect(await checkToolArgs(exec, { command: "true", timeoutSeconds: 5000 })).toEqual({
       ok: false,
       error: "invalid arguments for exec: timeoutSeconds: must be <= 3600",
     });
-    expect(checkToolArgs(exec, { command: "true", timeoutSeconds: 0 })).toEqual({
+    expect(await checkToolArgs(exec, { command: "true", timeoutSeconds: 0 })).toEqual({
       ok: false,
       error: "invalid arguments for exec: timeoutSeconds: must be > 0",
     });
-    expect(checkToolArgs(exec, {})).toEqual({ ok: false, error: "invalid arguments for exec: command: is required" });
+    expect(await checkToolArgs(exec, {})).toEqual({
+      ok: false,
+      error: "invalid arguments for exec: command: is required",
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
-import { z } from "zod";
 import { childProcess } from "../infra/child-process.js";
+import type { JsonSchema } from "../providers/types.js";
+import type { ArgsOf } from "./builtin-args.js";
 import { defineTool } from "./define.js";
 import { execChildEnv } from "./exec-env.js";
 import type { Tool, ToolContext, ToolOutput } from "./types.js";
@@ -43,20 +44,25 @@ const DEFAULTS: Required<ExecToolOptions> = {
  * `exec` runs a shell command in the workspace. `onUpdate` receives the output that arrived since the previous
  * update (not the whole output so far), so streaming costs stay proportional to the output.
  */
-/** The largest timeout is an option, so the schema is made per tool instance. */
-function execArgs(opts: Required<ExecToolOptions>) {
-  return z.strictObject({
-    command: z.string().min(1).describe("Shell command"),
-    timeoutSeconds: z
-      .number()
-      .gt(0)
-      .max(opts.maxTimeoutSeconds)
-      .optional()
-      .describe(`Kill after this many seconds (default ${opts.defaultTimeoutSeconds})`),
-  });
-}
+type ExecArgs = ArgsOf<"execArgs">;
 
-type ExecArgs = z.output<ReturnType<typeof execArgs>>;
+/** `execArgs` of tools/builtin-args.ts as JSON Schema, written out (tools/define.ts says why). */
+export function execParameters(opts: Required<ExecToolOptions>): JsonSchema {
+  return {
+    type: "object",
+    properties: {
+      command: { type: "string", minLength: 1, description: "Shell command" },
+      timeoutSeconds: {
+        description: `Kill after this many seconds (default ${opts.defaultTimeoutSeconds})`,
+        type: "number",
+        exclusiveMinimum: 0,
+        maximum: opts.maxTimeoutSeconds,
+      },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  };
+}
 
 export function createExecTool(options: ExecToolOptions = {}): Tool {
   const opts = { ...DEFAULTS, ...options } as Required<ExecToolOptions>;
@@ -64,7 +70,8 @@ export function createExecTool(options: ExecToolOptions = {}): Tool {
     name: "exec",
     description:
       "Run a shell command (/bin/sh -c) in the workspace. Returns combined stdout and stderr, then the exit code. No stdin.",
-    args: execArgs(opts),
+    args: () => import("./builtin-args.js").then((m) => m.execArgs(opts)),
+    parameters: execParameters(opts),
     concurrency: "sequential",
     execute: (args, ctx) => runExec(args, ctx, opts),
   });

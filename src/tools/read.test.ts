@@ -84,16 +84,18 @@ describe("read", () => {
     await expect(read.execute({ path: "../outside/secret.txt" }, sb.ctx())).rejects.toThrow(/outside the workspace/);
   });
 
-  it("a call with a wrong type, a missing path or an out-of-range page is refused, naming the field", () => {
-    const refused = (args: unknown) => {
-      const check = checkToolArgs(read, args);
+  it("a call with a wrong type, a missing path or an out-of-range page is refused, naming the field", async () => {
+    const refused = async (args: unknown) => {
+      const check = await checkToolArgs(read, args);
       return check.ok ? "accepted" : check.error;
     };
-    expect(refused({ path: 42 })).toBe("invalid arguments for read: path: expected string, got number");
-    expect(refused({})).toBe("invalid arguments for read: path: is required");
-    expect(refused({ path: "a", offset: 0 })).toBe("invalid arguments for read: offset: must be >= 1");
-    expect(refused({ path: "a", limit: 2.5 })).toBe("invalid arguments for read: limit: expected integer, got number");
-    expect(refused({ path: "a", offset: null })).toBe("accepted");
+    expect(await refused({ path: 42 })).toBe("invalid arguments for read: path: expected string, got number");
+    expect(await refused({})).toBe("invalid arguments for read: path: is required");
+    expect(await refused({ path: "a", offset: 0 })).toBe("invalid arguments for read: offset: must be >= 1");
+    expect(await refused({ path: "a", limit: 2.5 })).toBe(
+      "invalid arguments for read: limit: expected integer, got number",
+    );
+    expect(await refused({ path: "a", offset: null })).toBe("accepted");
   });
 
   describe("images", () => {

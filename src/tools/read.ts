@@ -2,7 +2,8 @@ import { createReadStream } from "node:fs";
 import { open, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { z } from "zod";
+import type { JsonSchema } from "../providers/types.js";
+import type { ArgsOf } from "./builtin-args.js";
 import { defineTool } from "./define.js";
 import { describePrepared, prepareImage } from "./image-prepare.js";
 import { resolveToolPath } from "./tool-path.js";
@@ -16,23 +17,30 @@ export const READ_MAX_PAGE_CHARS = 50000;
 const MAX_DIR_ENTRIES = 1000;
 const SNIFF_BYTES = 8192;
 
-const readArgs = z.strictObject({
-  path: z.string().describe("Path relative to the workspace"),
-  offset: z.int().min(1).optional().describe("1-based line to start at"),
-  limit: z.int().min(1).optional().describe(`Max lines (default ${READ_DEFAULT_LIMIT})`),
-});
+/** `readArgs` of tools/builtin-args.ts as JSON Schema, written out (tools/define.ts says why). */
+export const readParameters: JsonSchema = {
+  type: "object",
+  properties: {
+    path: { type: "string", description: "Path relative to the workspace" },
+    offset: { description: "1-based line to start at", type: "integer", minimum: 1 },
+    limit: { description: `Max lines (default ${READ_DEFAULT_LIMIT})`, type: "integer", minimum: 1 },
+  },
+  required: ["path"],
+  additionalProperties: false,
+};
 
 export function createReadTool(): Tool {
   return defineTool({
     name: "read",
     description: `Read a text file or list a directory in the workspace. Returns up to ${READ_DEFAULT_LIMIT} lines; page with offset/limit. PNG, JPEG, GIF and WebP images are returned as images (scaled to at most 1200 px).`,
-    args: readArgs,
+    args: () => import("./builtin-args.js").then((m) => m.readArgs(READ_DEFAULT_LIMIT)),
+    parameters: readParameters,
     concurrency: "parallel",
     execute: runRead,
   });
 }
 
-async function runRead(args: z.output<typeof readArgs>, ctx: ToolContext): Promise<ToolOutput> {
+async function runRead(args: ArgsOf<"readArgs">, ctx: ToolContext): Promise<ToolOutput> {
   const userPath = args.path;
   const offset = args.offset ?? 1;
   const limit = args.limit ?? READ_DEFAULT_LIMIT;

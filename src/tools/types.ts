@@ -53,6 +53,8 @@ export interface ToolOutput {
   details?: Record<string, unknown>;
 }
 
+type ArgsSchema = z.ZodType<Record<string, unknown>>;
+
 export interface Tool {
   name: string;
   description: string;
@@ -60,9 +62,10 @@ export interface Tool {
   parameters: JsonSchema;
   /**
    * The zod schema `parameters` was derived from (tools declared with `defineTool`): calls are validated with it, and
-   * `execute` gets its parsed output. Absent (plugin tools): calls are validated against `parameters` with ajv.
+   * `execute` gets its parsed output. Absent (plugin tools): calls are validated against `parameters` with ajv. A
+   * function loads it: it returns the schema once loaded, a promise of it before (the built-ins, tools/define.ts).
    */
-  argsSchema?: z.ZodType<Record<string, unknown>>;
+  argsSchema?: ArgsSchema | (() => ArgsSchema | Promise<ArgsSchema>);
   /**
    * Where the tool came from, as errors name it: "built-in", `plugin "<id>"`, `MCP server "<name>"`. Absent:
    * the embedding app passed it in.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineTool, modelSchema } from "./define.js";
+import { defineTool } from "./define.js";
+import { modelSchema } from "./model-schema.js";
 import type { Tool } from "./types.js";
 import { checkToolArgs, prepareToolValidation } from "./validate.js";
 
@@ -58,17 +59,19 @@ describe("tool call validation", () => {
 
   it("a zod tool's execute gets the parsed arguments, and arguments that are not an object are refused", async () => {
     let seen: unknown;
+    const args = z.strictObject({ n: z.int().min(0), label: z.string().optional() });
     const tool = defineTool({
       name: "count",
       description: "Counts.",
-      args: z.strictObject({ n: z.int().min(0), label: z.string().optional() }),
+      args,
+      parameters: modelSchema(args),
       concurrency: "parallel",
       execute: async (args) => {
         seen = args;
         return { content: String(args.n) };
       },
     });
-    const check = checkToolArgs(tool, { n: 3, label: null });
+    const check = await checkToolArgs(tool, { n: 3, label: null });
     expect(check).toEqual({ ok: true, args: { n: 3 } });
     if (check.ok) await tool.execute(check.args, { workspaceDir: "/", signal: new AbortController().signal });
     expect(seen).toEqual({ n: 3 });

@@ -14,8 +14,22 @@ import type { Tool } from "./types.js";
 
 export type ArgsCheck = { ok: true; args: Record<string, unknown> } | { ok: false; error: string };
 
-export function checkToolArgs(tool: Tool, args: unknown): ArgsCheck {
-  const problems = tool.argsSchema ? zodProblems(tool.argsSchema, args) : ajvProblems(tool, args);
+/**
+ * A promise only when the tool's zod schema is still to be loaded (a built-in's first call that its JSON Schema
+ * does not plainly accept): every other check answers at once, as it always did.
+ */
+export function checkToolArgs(tool: Tool, args: unknown): ArgsCheck | Promise<ArgsCheck> {
+  const schema = tool.argsSchema;
+  if (typeof schema !== "function")
+    return withProblems(tool, schema ? zodProblems(schema, args) : ajvProblems(tool, args));
+  const plain = plainlyAccepted(tool.parameters, args);
+  if (plain) return { ok: true, args: plain };
+  const loaded = schema();
+  if (loaded instanceof Promise) return loaded.then((s) => withProblems(tool, zodProblems(s, args)));
+  return withProblems(tool, zodProblems(loaded, args));
+}
+
+function withProblems(tool: Tool, problems: { args: Record<string, unknown> } | string): ArgsCheck {
   if (typeof problems !== "string") return { ok: true, args: problems.args };
   return { ok: false, error: `invalid arguments for ${tool.name}: ${problems}` };
 }
@@ -83,6 +97,53 @@ function describeZodIssue(issue: z.core.$ZodIssue, args: unknown): string {
     default:
       return `${prefix}${issue.message}`;
   }
+}
+
+// ─── plainly accepted ───────────────────────────────────────────────────────
+
+/**
+ * The arguments as zod would return them, when the tool's JSON Schema (a built-in's, written out from its zod object)
+ * accepts them by rules that zod applies the same way: a flat object of strings, safe integers and finite numbers
+ * with the schema's bounds, no unknown field, every required one present, a null optional dropped (as
+ * `withoutNullOptionals` does). Anything else, valid or not, is left to zod (undefined), which words the errors.
+ * zod's output for such an object is its known fields in the schema's order.
+ */
+function plainlyAccepted(schema: JsonSchema, args: unknown): Record<string, unknown> | undefined {
+  if (schema.type !== "object" || schema.additionalProperties !== false || !isPlainObject(args)) return undefined;
+  const properties = schema.properties as Record<string, JsonSchema> | undefined;
+  const required = (schema.required as string[] | undefined) ?? [];
+  if (!properties) return undefined;
+  for (const key of Object.keys(args)) if (!Object.hasOwn(properties, key)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [key, rule] of Object.entries(properties)) {
+    const value = args[key];
+    const isRequired = required.includes(key);
+    if (value === undefined || (value === null && !isRequired)) {
+      if (isRequired) return undefined;
+      continue;
+    }
+    if (!plainValue(rule, value)) return undefined;
+    out[key] = value;
+  }
+  return out;
+}
+
+const knownKeywords = new Set(["type", "description", "minLength", "minimum", "exclusiveMinimum", "maximum"]);
+
+function plainValue(rule: JsonSchema, value: unknown): boolean {
+  for (const keyword of Object.keys(rule)) if (!knownKeywords.has(keyword)) return false;
+  if (rule.type === "string") {
+    return typeof value === "string" && (rule.minLength === undefined || value.length >= Number(rule.minLength));
+  }
+  if (rule.type === "integer" && !Number.isSafeInteger(value)) return false;
+  if (rule.type !== "integer" && (rule.type !== "number" || typeof value !== "number" || !Number.isFinite(value))) {
+    return false;
+  }
+  const n = value as number;
+  if (typeof rule.minimum === "number" && !(n >= rule.minimum)) return false;
+  if (typeof rule.exclusiveMinimum === "number" && !(n > rule.exclusiveMinimum)) return false;
+  if (typeof rule.maximum === "number" && !(n <= rule.maximum)) return false;
+  return rule.minLength === undefined;
 }
 
 // ─── ajv ────────────────────────────────────────────────────────────────────

@@ -53,8 +53,8 @@ describe("write", () => {
     expect(await readdir(sb.outside)).toEqual([]);
   });
 
-  it("names a missing content field", () => {
-    expect(checkToolArgs(write, { path: "x.txt" })).toEqual({
+  it("names a missing content field", async () => {
+    expect(await checkToolArgs(write, { path: "x.txt" })).toEqual({
       ok: false,
       error: "invalid arguments for write: content: is required",
     });

@@ -156,6 +156,18 @@ describe.concurrent("loopgate basics", { timeout: TEST_TIMEOUT_MS }, () => {
     for (const command of ["agent", "sessions", "demo", "health"]) expect(r.stdout).toContain(command);
   });
 
+  it("agent-alone-parses-like-the-whole-program: `loopgate agent` (parsed with the agent command alone) helps and refuses exactly as `loopgate help agent` and the whole program do", async () => {
+    const { loopgate } = sandbox();
+    const alone = await loopgate(["agent", "--help"]);
+    const whole = await loopgate(["help", "agent"]);
+    expect(alone.code).toBe(0);
+    expect(alone.stdout).toContain("--message <text>");
+    expect(alone.stdout).toBe(whole.stdout);
+    const bogus = await loopgate(["agent", "--bogus"]);
+    expect(bogus.code).toBe(2);
+    expect(bogus.stderr).toBe("error: unknown option '--bogus'\n(see loopgate agent --help)\n");
+  });
+
   it("demo runs offline: exits 0, shows the tool line and streams the reply", async () => {
     const { loopgate } = sandbox();
     const r = await loopgate(["demo"]);

@@ -177,3 +177,17 @@ it("json5-config-still-loads: a config with comments and trailing commas runs th
   expect(turn.stdout).toContain("Done.");
   expect(turn.files.some((f) => f.startsWith("json5/"))).toBe(true);
 }, 90_000);
+
+it("one-shot-local-turn-loads-no-zod-from-a-cached-config: agent --local whose config comes from the cache, calling a built-in tool with valid arguments, loads neither zod nor the built-ins' zod schemas", async () => {
+  const zodFiles = (files: string[]) => files.filter((f) => f.includes("zod/") || f === "dist/tools/builtin-args.js");
+  // the first turn validates the config with the schema (zod), and caches it
+  const first = await recordedLocalTurn("zod-cached");
+  expect(first.code, first.stderr).toBe(0);
+  expect(zodFiles(first.files)).not.toEqual([]);
+  const turn = await recordedLocalTurn("zod-cached");
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  // the model's first call asked for `read`: its arguments were checked, without zod
+  expect(turn.stderr).toContain("read");
+  expect(zodFiles(turn.files)).toEqual([]);
+}, 90_000);
