@@ -18,6 +18,7 @@ import type {
   RunStatus,
   SessionListPoint,
   SessionRecord,
+  RunsEnd,
   SessionUsageAdd,
   Store,
   StoredRunEvent,
@@ -215,6 +216,13 @@ export class SqliteStoreAdapter implements Store {
 
   async acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void> {
     return this.db.acceptInput(session, run);
+  }
+
+  async appendTranscriptAndEnd(
+    rows: Array<Omit<TranscriptRow, "seq" | "generation">>,
+    end: RunsEnd,
+  ): Promise<TranscriptRow[]> {
+    return this.db.appendTranscriptAndEnd(rows, end);
   }
 
   async updateRuns(
