@@ -82,6 +82,26 @@ describe("a turn's answer and its end", () => {
     expect(h.store.getRun(final.runId)).toMatchObject({ status: "ok" });
   });
 
+  it("an answer that cannot be stored even alone fails the run with the store's error, as before it was held", async () => {
+    h = await startRunHarness({});
+    const store = h.store;
+    const full = () => {
+      throw new Error("database or disk is full");
+    };
+    vi.spyOn(store, "appendTranscriptAndEnd").mockImplementationOnce(full);
+    const alone = store.appendTranscript.bind(store);
+    vi.spyOn(store, "appendTranscript").mockImplementation((rows) =>
+      rows.some((r) => r.message?.role === "assistant") ? full() : alone(rows),
+    );
+    h.enqueue({ text: "Lost." });
+
+    const final = await h.send("hi");
+
+    expect(final.status).toBe("error");
+    expect(String(final.error)).toContain("disk is full");
+    expect(h.store.getRun(final.runId)).toMatchObject({ status: "error" });
+  });
+
   it("a failed turn has no answer to carry: its error row and its end are written as before", async () => {
     h = await startRunHarness({});
     const together = vi.spyOn(h.store, "appendTranscriptAndEnd");

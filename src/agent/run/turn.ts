@@ -249,7 +249,7 @@ async function runPhases(
     projection?.close();
     control.dispose();
   }
-  const finish: FinishInput = {
+  let finish: FinishInput = {
     spec,
     startedAt,
     laneWaitMs,
@@ -277,6 +277,14 @@ async function runPhases(
       throw err;
     }
     rt.logger.warn(`run ${spec.runId}: writing the answer to the transcript: ${(err as Error).message}`);
+    // not even alone (the disk is full): the run failed, as one does when any of its rows cannot be stored
+    if (exec?.kind === "loop" && projection) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      finish = { ...finish, exec: { ...exec, outcome: { ...exec.outcome, stopReason: "error", error } } };
+      result = await finishResult(rt, finish);
+      const model = prepared?.model.ref ?? result.model;
+      await endTranscript(projection, control.signal, finish.exec, setupError, model).catch(() => {});
+    }
   } finally {
     if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
   }
