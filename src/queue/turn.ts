@@ -84,6 +84,13 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
     onLoopEnd: () => {
       turn.steerable = false;
     },
+    recordEnd: async (outcome, rows) => {
+      // released by stuck-session recovery: its runs were ended by the recovery (see launchTurn)
+      if (turn.released) return undefined;
+      const stored = await ctx.deps.store.appendTranscriptAndEnd(rows, turnEnd(turn, outcome));
+      turn.recordedEnd = outcome;
+      return stored;
+    },
     onStarted: ({ startedAt }) => {
       host.phase = "running";
       for (const r of [host, ...turn.merged]) r.startedAt = startedAt;
@@ -146,8 +153,8 @@ async function runHost(ctx: QueueContext, turn: ActiveTurn, spec: RunSpec): Prom
   }
 }
 
-/** Stores the outcome for the host and every merged message in one commit, then resolves their waiters. */
-export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): Promise<void> {
+/** The turn's end: the host's and every merged message's record, and the turn's tokens for its session. */
+function turnEnd(turn: ActiveTurn, outcome: RunResult) {
   const { host, merged } = turn;
   const final = toFinal(outcome);
   const record = {
@@ -173,8 +180,19 @@ export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome
     total: outcome.usage.total,
     updatedAt: outcome.endedAt,
   };
+  return { patches, usage, final, mergedFinal };
+}
+
+/**
+ * Stores the outcome for the host and every merged message in one commit (unless the run wrote it with its answer),
+ * then resolves their waiters.
+ */
+export async function recordOutcome(ctx: QueueContext, turn: ActiveTurn, outcome: RunResult): Promise<void> {
+  const { host, merged } = turn;
+  const { patches, usage, final, mergedFinal } = turnEnd(turn, outcome);
   try {
-    await ctx.deps.store.updateRuns(patches, usage);
+    // an outcome other than the recorded one (the run failed after writing it) is written over it, as before
+    if (turn.recordedEnd !== outcome) await ctx.deps.store.updateRuns(patches, usage);
   } catch (err) {
     try {
       await recordFailedWithoutResult(ctx, [host, ...merged], outcome.endedAt, err);

@@ -7,7 +7,7 @@ import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import type { AgentFinal, AgentRequest, EndedBy, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
-import type { Store } from "../storage/types.js";
+import type { Store, TranscriptRow } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
 import type { UnrecordedEnds } from "./unrecorded-ends.js";
 
@@ -107,6 +107,15 @@ export interface RunSpec extends WireRunOptions {
   onLoopEnd?: () => void;
   /** the turn got its lanes and is running; the run waits for the returned promise before its start event */
   onStarted?: (info: { startedAt: number; laneWaitMs: number }) => void | Promise<void>;
+  /**
+   * Writes the turn's answer (`rows`) and its end (from `outcome`) in one commit, under the session's write lock,
+   * before the terminal event; resolves to the stored rows, or undefined when the end is not this run's to write
+   * (the rows are then written alone, and the end as before). A run without it writes its answer when it comes.
+   */
+  recordEnd?: (
+    outcome: RunResult,
+    rows: Array<Omit<TranscriptRow, "seq" | "generation">>,
+  ) => Promise<TranscriptRow[] | undefined>;
 }
 
 /** How a run ended: the one record the queue stores as the final, the CLI renders, agent.wait reports. */
@@ -199,6 +208,8 @@ export interface ActiveTurn {
    * ends after all, its outcome is no longer this session's to record (its runs were ended by the recovery).
    */
   released?: boolean;
+  /** the outcome the run wrote with its answer (RunSpec.recordEnd): recordOutcome does not write that one again */
+  recordedEnd?: RunResult;
   /** frees the session and global lanes the turn's run holds, for a run that ignored its abort */
   releaseLanes?: () => void;
 }

@@ -16,6 +16,7 @@ import type {
   OperatorSetting,
   RunRecord,
   RunStatus,
+  RunsEnd,
   SessionListPoint,
   SessionRecord,
   SessionUsageAdd,
@@ -215,6 +216,13 @@ export class SqliteStoreAdapter implements Store {
 
   async acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): Promise<void> {
     return this.db.acceptInput(session, run);
+  }
+
+  async appendTranscriptAndEnd(
+    rows: Array<Omit<TranscriptRow, "seq" | "generation">>,
+    end: RunsEnd,
+  ): Promise<TranscriptRow[]> {
+    return this.db.appendTranscriptAndEnd(rows, end);
   }
 
   async updateRuns(

@@ -40,6 +40,7 @@ import type {
   OperatorSetting,
   RunRecord,
   RunStatus,
+  RunsEnd,
   SessionListPoint,
   SessionRecord,
   SessionUsageAdd,
@@ -209,11 +210,23 @@ export class SqliteStore {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
     usage?: SessionUsageAdd,
   ): void {
-    this.transaction(() => {
-      for (const { runId, patch } of patches) this.updateRun(runId, patch);
-      if (usage) {
-        this.stmts.addSessionUsage.run(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
-      }
+    this.transaction(() => this.applyRunsEnd({ patches, usage }));
+  }
+
+  /** The patches, then the usage; the caller holds the transaction. */
+  private applyRunsEnd({ patches, usage }: RunsEnd): void {
+    for (const { runId, patch } of patches) this.updateRun(runId, patch);
+    if (usage) {
+      this.stmts.addSessionUsage.run(usage.input, usage.output, usage.total, usage.updatedAt, usage.sessionKey);
+    }
+  }
+
+  /** Store.appendTranscriptAndEnd: the rows, then the patches and usage, in one IMMEDIATE transaction. */
+  appendTranscriptAndEnd(rows: Array<Omit<TranscriptRow, "seq" | "generation">>, end: RunsEnd): TranscriptRow[] {
+    return this.transaction(() => {
+      const stored = this.insertRows(rows);
+      this.applyRunsEnd(end);
+      return stored;
     });
   }
 

@@ -325,6 +325,71 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect((await other.getRun("untouched"))?.status).toBe("queued");
       });
 
+      it("a turn's answer and its end land together: another store sees the answer, the end and the usage", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("t1", { status: "running", startedAt: 2 }));
+        await store.createRun(run("m1", { status: "running", startedAt: 2 }));
+        const stored = await store.appendTranscriptAndEnd([{ ...msgRow(KEY, "the answer", 6), runId: "t1" }], {
+          patches: [
+            { runId: "t1", patch: { status: "ok", endedAt: 7, result: { payloads: [{ text: "the answer" }] } } },
+            { runId: "m1", patch: { status: "ok", endedAt: 7, result: { mergedInto: "t1" } } },
+          ],
+          usage: { sessionKey: KEY, input: 3, output: 4, total: 7, updatedAt: 7 },
+        });
+        expect(stored.map((r) => r.seq)).toEqual([1]);
+        const other = await t.openAnother();
+        expect((await other.readTranscript(KEY)).map((r) => [r.seq, r.runId, r.message])).toEqual([
+          [1, "t1", user("the answer")],
+        ]);
+        expect(await other.getRun("t1")).toMatchObject({
+          status: "ok",
+          endedAt: 7,
+          result: { payloads: [{ text: "the answer" }] },
+        });
+        expect(await other.getRun("m1")).toMatchObject({ status: "ok", result: { mergedInto: "t1" } });
+        expect(await other.getSession(KEY)).toMatchObject({
+          inputTokens: 3,
+          outputTokens: 4,
+          totalTokens: 7,
+          updatedAt: 7,
+        });
+      });
+
+      it("a turn's answer goes after the session's appends issued before it, and one issued after goes after it", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("t1", { status: "running", startedAt: 2 }));
+        // issued without waiting, as the run loop does: the store applies a session's appends in call order
+        const writes = [
+          store.appendTranscript([msgRow(KEY, "tool call")]),
+          store.appendTranscriptAndEnd([msgRow(KEY, "answer")], {
+            patches: [{ runId: "t1", patch: { status: "ok", endedAt: 3 } }],
+          }),
+          store.appendTranscript([msgRow(KEY, "next turn")]),
+        ];
+        expect((await Promise.all(writes)).map((rows) => rows.map((r) => r.seq))).toEqual([[1], [2], [3]]);
+        expect((await store.readTranscript(KEY)).map((r) => r.message)).toEqual([
+          user("tool call"),
+          user("answer"),
+          user("next turn"),
+        ]);
+        expect((await store.getRun("t1"))?.status).toBe("ok");
+      });
+
+      it("an answer for a session that is not there writes neither the answer nor the run's end", async () => {
+        await store.ensureSession(KEY, "main", 1);
+        await store.createRun(run("t1", { status: "running", startedAt: 2 }));
+        await expect(
+          store.appendTranscriptAndEnd([msgRow("agent:main:gone", "answer")], {
+            patches: [{ runId: "t1", patch: { status: "ok", endedAt: 3 } }],
+            usage: { sessionKey: KEY, input: 1, output: 1, total: 2, updatedAt: 3 },
+          }),
+        ).rejects.toThrow(/unknown session agent:main:gone/);
+        const other = await t.openAnother();
+        expect(await other.getRun("t1")).toMatchObject({ status: "running" });
+        expect(await other.getSession(KEY)).toMatchObject({ totalTokens: 0, updatedAt: 1 });
+        expect(await other.readTranscript("agent:main:gone")).toEqual([]);
+      });
+
       it("updateRuns with a turn's usage adds it to the session's counters in the same write", async () => {
         await store.ensureSession(KEY, "main", 1);
         await store.createRun(run("t1"));

@@ -216,6 +216,12 @@ export interface CostTotals {
   unpricedCalls: number;
 }
 
+/** The patches and usage of `Store.updateRuns`, written with a turn's last rows (`Store.appendTranscriptAndEnd`). */
+export interface RunsEnd {
+  patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>;
+  usage?: SessionUsageAdd;
+}
+
 /** What a turn used, added to its session's counters with the turn's end (`Store.updateRuns`). */
 export interface SessionUsageAdd {
   sessionKey: string;
@@ -364,6 +370,15 @@ export interface Store {
     patches: ReadonlyArray<{ runId: string; patch: Partial<Omit<RunRecord, "runId" | "sessionKey" | "acceptedAt">> }>,
     usage?: SessionUsageAdd,
   ): Promise<void>;
+  /**
+   * A turn's last transcript rows (its answer) and its end, one commit: the rows appended as `appendTranscript` would
+   * (after the session's appends issued before it), and `updateRuns(end.patches, end.usage)` in the same transaction,
+   * all or none. A crash then never leaves an answer whose run is still `running`, nor an end without its answer.
+   */
+  appendTranscriptAndEnd(
+    rows: Array<Omit<TranscriptRow, "seq" | "generation">>,
+    end: RunsEnd,
+  ): Promise<TranscriptRow[]>;
 
   /** every stored auth profile health row (a few per profile) */
   listAuthHealth(): Promise<AuthHealthRow[]>;

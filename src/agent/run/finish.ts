@@ -83,6 +83,11 @@ export interface FinishInput {
 
 /** Finish: classify, shape the reply, agent_end, the terminal lifecycle event (usage is stored with the run's end). */
 export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishInput): Promise<RunResult> {
+  return announceFinish(rt, events, input, await finishResult(rt, input));
+}
+
+/** How the run ended (classified, the reply shaped), before anyone is told: its end can be stored first. */
+export async function finishResult(rt: RunPorts, input: FinishInput): Promise<RunResult> {
   const { spec, exec } = input;
   const endedAt = rt.clock.now();
   const { status, stopReason, error } = statusOf(classifyOutcome(input.signal, exec, input.setupError));
@@ -126,6 +131,14 @@ export async function finishRun(rt: RunPorts, events: RunEmitter, input: FinishI
     // another client's /stop or interrupt: the run's own client sees who and with what
     ...(status === "aborted" && endedByOf(input.signal) ? { endedBy: endedByOf(input.signal) } : {}),
   };
+  return result;
+}
+
+/** agent_end and the terminal lifecycle event of `result`; returns it. */
+export function announceFinish(rt: RunPorts, events: RunEmitter, input: FinishInput, result: RunResult): RunResult {
+  const { spec, exec } = input;
+  const { status, error } = result;
+  const ctx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
   if (rt.pluginHooks.has("agent_end")) {
     void rt.pluginHooks.runObservers(
       "agent_end",

@@ -1,6 +1,7 @@
 import type { BlockStreamingBreak } from "../../protocol/agent-events.js";
 import type { ReasoningLevel, VerboseLevel } from "../../protocol/enums.js";
 import type { AssistantMessage, ChatMessage } from "../../providers/types.js";
+import type { TranscriptRow } from "../../storage/types.js";
 import {
   capText,
   omitInlineDataUrls,
@@ -62,6 +63,8 @@ export class RunProjection {
   private writes: Promise<void> = Promise.resolve();
   private writeError: unknown;
   private heldPartial?: AssistantMessage;
+  /** the answer, written with the run's end (endWithAnswer) */
+  private heldAnswer?: { message: ChatMessage; contextCopy: ChatMessage };
   private settledPartial?: AssistantMessage;
   private replaceNext = false;
   private visibleText = false;
@@ -199,25 +202,83 @@ export class RunProjection {
    * settles, and `flushed()` waits for that and reports a write that failed.
    */
   write(message: ChatMessage, contextCopy?: ChatMessage): void {
-    const { sessionKey } = this.prepared.hookCtx;
+    this.writeHeld();
     this.written.push(message);
-    const appended = this.rt.store.appendTranscript([
+    this.append(message, contextCopy, (rows) => this.rt.store.appendTranscript(rows));
+  }
+
+  /**
+   * Issues the append of `message` through `store` and chains what follows its commit on the appends before it:
+   * rows are remembered (and announced) in the order they were written. `store` resolving to undefined wrote nothing.
+   * A failure is reported by `flushed()` unless `quiet` (the caller then handles it).
+   */
+  private append(
+    message: ChatMessage,
+    contextCopy: ChatMessage | undefined,
+    store: (rows: Array<Omit<TranscriptRow, "seq" | "generation">>) => Promise<TranscriptRow[] | undefined>,
+    quiet = false,
+  ): Promise<TranscriptRow[] | undefined> {
+    const { sessionKey } = this.prepared.hookCtx;
+    const appended = store([
       { sessionKey, kind: "message", runId: this.runId, createdAt: this.rt.clock.now(), message },
     ]);
-    // chained on the appends before it: rows are remembered (and announced) in the order they were written
-    this.writes = this.writes
-      .then(() =>
-        appended.then(([row]) => {
-          this.remember(message, row?.seq);
-          // the one place a run's transcript messages are appended: followers of the session hear of each one,
-          // once it is stored
-          if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
-          if (contextCopy) this.sameRow(message, contextCopy);
-        }),
-      )
-      .catch((err: unknown) => {
-        this.writeError ??= err;
-      });
+    const stored = this.writes.then(() =>
+      appended.then((rows) => {
+        const row = rows?.[0];
+        this.remember(message, row?.seq);
+        // the one place a run's transcript messages are appended: followers of the session hear of each one,
+        // once it is stored
+        if (row) this.rt.sessionEvents.emit({ type: "message", sessionKey, row });
+        if (row && contextCopy) this.sameRow(message, contextCopy);
+        return rows;
+      }),
+    );
+    this.writes = stored.then(
+      () => {},
+      (err: unknown) => {
+        if (!quiet) this.writeError ??= err;
+      },
+    );
+    return stored;
+  }
+
+  /**
+   * The answer (an assistant message without tool calls: the loop's last) is held, not written, so the run's end can
+   * go with it in one commit (endWithAnswer). Anything written after it writes it first, in its place.
+   */
+  private holdAnswer(message: ChatMessage, contextCopy: ChatMessage): void {
+    this.writeHeld();
+    this.written.push(message);
+    this.heldAnswer = { message, contextCopy };
+  }
+
+  /** The held answer goes alone, as any message would. */
+  private writeHeld(): void {
+    const held = this.heldAnswer;
+    if (!held) return;
+    this.heldAnswer = undefined;
+    this.append(held.message, held.contextCopy, (rows) => this.rt.store.appendTranscript(rows));
+  }
+
+  /**
+   * The run's end: the held answer is written through `record` with the run's end (one commit), and when there is no
+   * `record`, it declines, or it fails (the end is then written as before, by its caller), the answer goes alone.
+   * Resolves once the answer is stored; a failed write is reported by `flushed()`.
+   */
+  async endWithAnswer(
+    record?: (rows: Array<Omit<TranscriptRow, "seq" | "generation">>) => Promise<TranscriptRow[] | undefined>,
+  ): Promise<void> {
+    const held = this.heldAnswer;
+    if (held && record) {
+      this.heldAnswer = undefined;
+      const stored = await this.append(held.message, held.contextCopy, record, true).catch(() => undefined);
+      if (stored === undefined) this.heldAnswer = held;
+    }
+    this.writeHeld();
+    // a write that failed before this was reported already (the run's last rows are flushed before it)
+    const before = this.writeError;
+    await this.writes;
+    if (this.writeError !== before) throw this.writeError;
   }
 
   /** Every row written so far is stored and its seq known; rejects with the first write that failed. */
@@ -264,6 +325,8 @@ export class RunProjection {
    * the context (the next attempt does not run them again), and a delivered message cannot be taken back.
    */
   discard(): void {
+    // a complete message stays valid context for the next attempt: a held answer is written, as any message is
+    this.writeHeld();
     this.heldPartial = undefined;
     this.blocks?.discard();
     if (this.visibleText) this.replaceNext = true;
@@ -362,7 +425,8 @@ export class RunProjection {
         this.prepared.hookCtx,
       );
     }
-    this.write(row, message);
+    if (row.role === "assistant" && !row.content.some((c) => c.type === "toolCall")) this.holdAnswer(row, message);
+    else this.write(row, message);
   }
 }
 

@@ -13,7 +13,7 @@ import { coalescingEmitter } from "./delta-coalescer.js";
 import { errorKind } from "./errors.js";
 import { runEmitter } from "./events.js";
 import { type ExecuteResult, executeRun } from "./execute.js";
-import { classifyOutcome, emitTerminal, finishRun, statusOf } from "./finish.js";
+import { announceFinish, classifyOutcome, emitTerminal, type FinishInput, finishResult, statusOf } from "./finish.js";
 import type { TurnPorts } from "./ports.js";
 import { type PreparedRun, prepareRun, type SessionLock, type TurnChoices } from "./prepare.js";
 import { RunProjection } from "./projection.js";
@@ -248,9 +248,8 @@ async function runPhases(
     spec.onLoopEnd?.();
     projection?.close();
     control.dispose();
-    if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
   }
-  return finishRun(rt, events, {
+  let finish: FinishInput = {
     spec,
     startedAt,
     laneWaitMs,
@@ -263,7 +262,33 @@ async function runPhases(
     parts: projection?.parts,
     options: { reasoning: choices.reasoning, verbose: choices.verbose },
     deliveredByBlocks: projection?.deliveredByBlocks() ?? "",
-  });
+  };
+  let result: RunResult | undefined;
+  try {
+    result = await finishResult(rt, finish);
+    // still under the session write lock: the answer, with the run's end in the same commit when the queue writes
+    // it (RunSpec.recordEnd), before anyone is told the run ended
+    const outcome = result;
+    const recordEnd = spec.recordEnd;
+    await projection?.endWithAnswer(recordEnd && ((rows) => recordEnd(outcome, rows)));
+  } catch (err) {
+    if (result === undefined) {
+      await projection?.endWithAnswer().catch(() => {});
+      throw err;
+    }
+    rt.logger.warn(`run ${spec.runId}: writing the answer to the transcript: ${(err as Error).message}`);
+    // not even alone (the disk is full): the run failed, as one does when any of its rows cannot be stored
+    if (exec?.kind === "loop" && projection) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      finish = { ...finish, exec: { ...exec, outcome: { ...exec.outcome, stopReason: "error", error } } };
+      result = await finishResult(rt, finish);
+      const model = prepared?.model.ref ?? result.model;
+      await endTranscript(projection, control.signal, finish.exec, setupError, model).catch(() => {});
+    }
+  } finally {
+    if (lock) await lock.release().catch((e) => rt.logger.warn(`releasing session write lock: ${e.message}`));
+  }
+  return announceFinish(rt, events, finish, result);
 }
 
 /** The run's failure (error, timeout, abort) is recorded in its transcript: see RunProjection.end. */

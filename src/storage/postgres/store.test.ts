@@ -255,6 +255,14 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
             updatedAt: 3,
           }),
       ],
+      [
+        "a turn's answer with its end",
+        (s, runId) =>
+          s.appendTranscriptAndEnd([text(key, "late answer")], {
+            patches: [{ runId, patch: { status: "ok", endedAt: 3 } }],
+            usage: { sessionKey: key, input: 1, output: 2, total: 3, updatedAt: 3 },
+          }),
+      ],
     ];
 
     it.each(writes)("%s with a stale lease token writes nothing and throws FencedError", async (_, write) => {

@@ -37,6 +37,7 @@ import type {
   RunEndNotice,
   RunRecord,
   RunStatus,
+  RunsEnd,
   SessionListPoint,
   SessionRecord,
   SessionUsageAdd,
@@ -86,8 +87,17 @@ const MAX_SEQ_RACES = 64;
 /** An append waiting for the one in flight for its session (PostgresStore.appendTranscript). */
 interface PendingAppend {
   rows: NewTranscriptRow[];
+  /** a turn's end, written in the statement that appends these rows (appendTranscriptAndEnd) */
+  end?: RunsEnd;
   resolve: (rows: TranscriptRow[]) => void;
   reject: (err: unknown) => void;
+}
+
+/** Patches of one run merged in order (a later field wins, as applying them one after another would do). */
+function mergePatches(patches: RunsEnd["patches"]): Map<string, Record<string, unknown>> {
+  const merged = new Map<string, Record<string, unknown>>();
+  for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
+  return merged;
 }
 
 /** The JSON `data` column of a transcript row, as SQLite writes it: the message, or the text (and firstKeptSeq). */
@@ -365,23 +375,44 @@ export class PostgresStore implements Store {
    * land after a later message). The first append of a quiet session goes at once, so nothing waits that would not.
    */
   appendTranscript(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
+    return this.appendQueued(rows, undefined);
+  }
+
+  /** The rows and the end in one statement, in its turn among the session's appends (see appendTranscript). */
+  async appendTranscriptAndEnd(rows: NewTranscriptRow[], end: RunsEnd): Promise<TranscriptRow[]> {
+    if (rows.length === 0) {
+      await this.updateRuns(end.patches, end.usage);
+      return [];
+    }
+    return this.appendQueued(rows, end);
+  }
+
+  private appendQueued(rows: NewTranscriptRow[], end: RunsEnd | undefined): Promise<TranscriptRow[]> {
     if (rows.length === 0) return Promise.resolve([]);
     const key = rows[0].sessionKey;
-    if (rows.some((r) => r.sessionKey !== key)) return this.appendTranscriptNow(rows);
+    if (rows.some((r) => r.sessionKey !== key)) return this.appendTranscriptNow(rows, end);
     return new Promise((resolve, reject) => {
       const waiting = this.appendsWaiting.get(key);
-      if (waiting) waiting.push({ rows, resolve, reject });
+      const append: PendingAppend = { rows, resolve, reject, ...(end ? { end } : {}) };
+      if (waiting) waiting.push(append);
       else {
         this.appendsWaiting.set(key, []);
-        void this.appendInTurn(key, [{ rows, resolve, reject }]);
+        void this.appendInTurn(key, [append]);
       }
     });
   }
 
   private async appendInTurn(key: string, batch: PendingAppend[]): Promise<void> {
     for (;;) {
+      // at most one end per statement (each carries its own usage): the appends after it wait for the next one
+      const cut = batch.findIndex((b) => b.end !== undefined);
+      if (cut >= 0 && cut < batch.length - 1) this.appendsWaiting.get(key)?.unshift(...batch.splice(cut + 1));
+      const end = cut >= 0 ? batch[cut].end : undefined;
       try {
-        const stored = await this.appendTranscriptNow(batch.flatMap((b) => b.rows));
+        const stored = await this.appendTranscriptNow(
+          batch.flatMap((b) => b.rows),
+          end,
+        );
         let at = 0;
         for (const b of batch) {
           b.resolve(stored.slice(at, at + b.rows.length));
@@ -399,7 +430,7 @@ export class PostgresStore implements Store {
     }
   }
 
-  private async appendTranscriptNow(rows: NewTranscriptRow[]): Promise<TranscriptRow[]> {
+  private async appendTranscriptNow(rows: NewTranscriptRow[], end?: RunsEnd): Promise<TranscriptRow[]> {
     const keys = new Array<string>(rows.length);
     const kinds = new Array<string>(rows.length);
     const runIds = new Array<string | null>(rows.length);
@@ -422,10 +453,15 @@ export class PostgresStore implements Store {
       createdAts[i] = row.createdAt;
       datas[i] = rowData(row, message);
     }
-    const tokens = this.fenceTokens(keys);
+    const merged = end ? mergePatches(end.patches) : undefined;
+    // an end's runs and usage may name sessions the rows do not: their tokens gate the statement too
+    const fenced = merged && this.fence ? await this.sessionsOf(merged.keys(), end?.usage?.sessionKey) : [];
+    const tokens = this.fenceTokens([...keys, ...fenced]);
+    const runsEnd = merged ? { merged, usage: end?.usage } : undefined;
     const stored = await this.seqRetry(() =>
-      this.insertTranscriptRows(tokens, keys, kinds, runIds, createdAts, datas, [...blobs.values()]),
+      this.insertTranscriptRows(tokens, keys, kinds, runIds, createdAts, datas, [...blobs.values()], runsEnd),
     );
+    if (merged && stored.length > 0) this.forgetEnded(merged);
     if (stored.length === 0) {
       // every row of a known session is inserted, so nothing inserted means a fenced write that matched nothing
       await this.throwIfFenced(tokens);
@@ -457,6 +493,7 @@ export class PostgresStore implements Store {
     createdAts: number[],
     datas: string[],
     blobs: Array<ImageBlobRow & { sessionKey: string; createdAt: number }>,
+    end?: { merged: Map<string, Record<string, unknown>>; usage: SessionUsageAdd | undefined },
   ): Promise<Array<{ session_key: string; generation: number; seq: number }>> {
     const db = this.pool;
     const args: unknown[] = [keys, kinds, runIds, createdAts, datas];
@@ -487,6 +524,12 @@ export class PostgresStore implements Store {
       pointers = `, pg_notify(${sessionChannelSql(`$${ch}::text`, "session_key")}, json_build_object('k', 'sm', 'sessionKey', session_key, 'generation', generation,
           'seq', seq, 'node', $${ch + 1}::text)::text) AS notified`;
     }
+    // a turn's end: its updates ride this statement, gated on the fence as the inserts are (all or none)
+    const endCtes = end
+      ? this.runUpdates(end.merged, end.usage, args, tokens.length > 0 ? ` AND ${FENCE_OK}` : "")
+          .map((u, i) => `, e${i} AS (${u})`)
+          .join("")
+      : "";
     const fence = tokens.length > 0 ? `${fenceCte(tokens, args)},` : "";
     const sql = `
       WITH ${fence} r AS (
@@ -504,7 +547,7 @@ export class PostgresStore implements Store {
       FROM r JOIN pos ON pos.session_key = r.session_key
       ${where}
       ORDER BY r.ord
-      RETURNING session_key, generation, seq)
+      RETURNING session_key, generation, seq)${endCtes}
       SELECT session_key, generation, seq${pointers} FROM ins`;
     try {
       const { rows } = await db.query<{ session_key: string; generation: number; seq: number }>(sql, args);
@@ -1081,13 +1124,40 @@ export class PostgresStore implements Store {
   }
 
   async updateRuns(patches: ReadonlyArray<{ runId: string; patch: RunPatch }>, usage?: SessionUsageAdd): Promise<void> {
-    // patches of one run merged in order (a later field wins, as applying them one after another would do)
-    const merged = new Map<string, Record<string, unknown>>();
-    for (const { runId, patch } of patches) merged.set(runId, { ...merged.get(runId), ...patch });
+    const merged = mergePatches(patches);
     const tokens = this.fence ? this.fenceTokens(await this.sessionsOf(merged.keys(), usage?.sessionKey)) : [];
     // fenced: each update gated on the `fence` CTE, in the same statement
     const gate = tokens.length > 0 ? ` AND ${FENCE_OK}` : "";
     const values: unknown[] = [];
+    const updates = this.runUpdates(merged, usage, values, gate);
+    if (updates.length === 0) return;
+    // one statement, so all or none: each update a CTE of its own (they touch different rows)
+    const ctes = updates.slice(1).map((u, i) => `u${i} AS (${u})`);
+    if (tokens.length > 0) ctes.unshift(fenceCte(tokens, values));
+    const sql = ctes.length === 0 ? updates[0] : `WITH ${ctes.join(", ")} ${updates[0]}`;
+    const { rowCount } = await this.pool.query(sql, values);
+    // the first update matched nothing: a stale token, or a run or session that is not there (written as before)
+    if (!rowCount) await this.throwIfFenced(tokens);
+    this.forgetEnded(merged);
+  }
+
+  /** A run that ended is no longer written under its session's lease: its session need not be remembered. */
+  private forgetEnded(merged: Map<string, Record<string, unknown>>): void {
+    if (!this.fence) return;
+    for (const [runId, patch] of merged) {
+      if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
+        this.runSessions.delete(runId);
+      }
+    }
+  }
+
+  /** One UPDATE per run (and one for the usage), their parameters pushed onto `values`, each ending with `gate`. */
+  private runUpdates(
+    merged: Map<string, Record<string, unknown>>,
+    usage: SessionUsageAdd | undefined,
+    values: unknown[],
+    gate: string,
+  ): string[] {
     const updates: string[] = [];
     for (const [runId, patch] of merged) {
       let sets = setClause("updateRun", patch, runColumns, values, jsonRunColumns);
@@ -1108,20 +1178,7 @@ export class PostgresStore implements Store {
            total_tokens = total_tokens + $${n - 2}, updated_at = $${n - 1} WHERE key = $${n}${gate}`,
       );
     }
-    if (updates.length === 0) return;
-    // one statement, so all or none: each update a CTE of its own (they touch different rows)
-    const ctes = updates.slice(1).map((u, i) => `u${i} AS (${u})`);
-    if (tokens.length > 0) ctes.unshift(fenceCte(tokens, values));
-    const sql = ctes.length === 0 ? updates[0] : `WITH ${ctes.join(", ")} ${updates[0]}`;
-    const { rowCount } = await this.pool.query(sql, values);
-    // the first update matched nothing: a stale token, or a run or session that is not there (written as before)
-    if (!rowCount) await this.throwIfFenced(tokens);
-    if (!this.fence) return;
-    for (const [runId, patch] of merged) {
-      if (patch.status !== undefined && patch.status !== "queued" && patch.status !== "running") {
-        this.runSessions.delete(runId);
-      }
-    }
+    return updates;
   }
 
   /** The sessions of `runIds` (and `also`), from what this node remembers, else read (a run's session never changes). */
