@@ -592,6 +592,35 @@ describe("runAgentLoop: beforeToolCall", () => {
 });
 
 describe("runAgentLoop: provider errors", () => {
+  it("a consumer that stops reading mid-reply closes the model's stream; each delta carried the text so far", async () => {
+    let closed = false;
+    const provider: LoopPorts["provider"] = {
+      id: "fake",
+      api: "openai-completions",
+      async *stream() {
+        try {
+          yield { type: "text_delta", delta: "Hel" };
+          yield { type: "text_delta", delta: "lo" };
+          yield { type: "text_delta", delta: " never read" };
+        } finally {
+          closed = true;
+        }
+      },
+    };
+    const gen = runAgentLoop(input(), makePorts(provider, []));
+    const seen: LoopEvent[] = [];
+    for await (const ev of gen) {
+      seen.push(ev);
+      if (ev.type === "text_delta" && ev.delta === "lo") break;
+    }
+    expect(seen).toEqual([
+      { type: "model_start", step: 1 },
+      { type: "text_delta", delta: "Hel", text: "Hel" },
+      { type: "text_delta", delta: "lo", text: "Hello" },
+    ]);
+    expect(closed).toBe(true);
+  });
+
   it("a failing model call ends the run with stopReason error, the error, and the partial text kept", async () => {
     const { provider } = scriptedModel([
       {

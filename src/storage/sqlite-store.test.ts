@@ -549,6 +549,18 @@ describe("run events", () => {
     expect(s.lastRunEventSeq("nobody")).toBe(0);
   });
 
+  it("keeps a batch's statement journal in memory, so a run-event batch writes no temporary file", () => {
+    // A multi-row INSERT keeps a statement journal, which SQLite spills to an (unlinked, so unseen) temporary file
+    // past 64 KB unless temp_store is MEMORY: at 100 streams that was most of the gateway's write system calls
+    // (bench/README.md, stream-cpu2). The setting is the only trace of it a test can read.
+    const s = store();
+    const db = (s as unknown as { db: Database.Database }).db;
+    expect(db.pragma("temp_store", { simple: true })).toBe(2);
+    const batch = Array.from({ length: 2048 }, (_, i) => ev(`run-${i % 100}`, Math.floor(i / 100) + 1));
+    expect(s.appendRunEvents(batch)).toEqual({ ignored: 0 });
+    expect(s.lastRunEventSeq("run-99")).toBe(20);
+  });
+
   it("keeps the first write of a seq and says how many were already there", () => {
     const s = store();
     s.appendRunEvents([ev("a", 1)]);
