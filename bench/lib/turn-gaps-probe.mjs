@@ -3,13 +3,16 @@
 // request start, response headers and body end (node:http's and undici's diagnostics channels, so the floor's fetch
 // and the providers' node:http are seen alike), with the event loop's idle time at each mark
 // (performance.eventLoopUtilization: time spent waiting in the poll phase, i.e. for a socket, a timer or the thread
-// pool). Between two marks, wall − idle is the loop's own work and idle is a wait. At exit it writes, per segment of
-// a turn, the median wall and idle to stderr (or to $TURN_GAPS_OUT as JSON):
+// pool), the main thread's CPU and the process's. Between two marks idle is a wait; wall − idle is the loop's own
+// work plus time it was blocked outside the poll phase or waiting for a core (thread CPU tells them apart). At exit
+// it writes, per segment of a turn, the median wall and idle, and per turn the means, to stderr (or to
+// $TURN_GAPS_OUT as JSON):
 //   between turns   from the previous turn's last body end to this turn's first request: the turn's tail and head
 //                   (final, accept, lock, history, prompt) and, for the gateway, the client's round trip
-//   call 1 / call 2 request → headers (the model's answer time: a wait in every process) and headers → body end
+//   call 1 / call 2 request → headers (the model's answer time, overlapped with whatever work the loop still has)
+//                   and headers → body end
 //   between calls   body end of call 1 → request of call 2: SSE fold, tool run, second request built
-//   node bench/... uses it as: node --import ./bench/lib/turn-gaps-probe.mjs bench/metrics/embedded-turn.mjs '{...}'
+//   e.g. node --import ./bench/lib/turn-gaps-probe.mjs bench/metrics/embedded-turn.mjs '{"baseUrl": ...}'
 // Only runs of whole sequential turns count (the floor's concurrent phase interleaves calls and is left out), and
 // the first `TURN_GAPS_SKIP` turns (default 30: warmup) too.
 import dc from "node:diagnostics_channel";
