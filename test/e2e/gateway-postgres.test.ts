@@ -48,10 +48,21 @@ describe.skipIf(!testPostgresUrl)("a gateway on Postgres", () => {
       expect(JSON.stringify(messages[1].content)).toContain("Hello from the gateway.");
       const runs = await db.query<{ run_id: string; status: string }>("SELECT run_id, status FROM runs");
       expect(runs.rows).toEqual([{ run_id: expect.any(String), status: "ok" }]);
-      const events = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM run_events WHERE run_id = $1", [
-        runs.rows[0].run_id,
-      ]);
-      expect(events.rows[0].n).toBeGreaterThan(0);
+      // The run's events are written by the node's run-event writer in batches (a pace of 50 ms on Postgres, after
+      // the clients got them), so the CLI can be answered and gone before the batch holding them commits: poll a
+      // bounded while, and name the wait if they never come.
+      const countEvents = async () =>
+        (
+          await db.query<{ n: number }>("SELECT count(*)::int AS n FROM run_events WHERE run_id = $1", [
+            runs.rows[0].run_id,
+          ])
+        ).rows[0].n;
+      let events = await countEvents();
+      for (let i = 0; events === 0 && i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        events = await countEvents();
+      }
+      expect(events, "no run_events rows within 5 s of the CLI's answer").toBeGreaterThan(0);
     } finally {
       await db.end();
     }
