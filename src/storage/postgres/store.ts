@@ -154,6 +154,14 @@ function costNoticesSql(name: string, from: number): string {
    WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ${name}))::int AS cost_notified`;
 }
 
+/** appendCostRows: the rows, in the order given, and the notice of each one newly stored. Values $1-$17. */
+const COST_INSERT_SQL = `WITH ${costInsertCte("ins", 1)}
+SELECT ${costNoticesSql("ins", 1)}`;
+
+/** appendRunEvents: the events and their notices, and how many were newly stored. Values $1-$8. */
+const RUN_EVENTS_SQL = `WITH ${RUN_EVENTS_INSERT_CTE}
+SELECT (SELECT count(*) FROM ins)::int AS inserted, ${RUN_EVENT_NOTICES_SQL}`;
+
 /**
  * A ledger batch in one statement (PostgresStore.appendLedgerBatch): run events $1-$8, audit rows $9-$21, cost rows
  * $22-$38. Every data-modifying CTE runs to completion whether or not it is read; the select list sends the events'
@@ -933,11 +941,7 @@ export class PostgresStore implements Store {
   async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
     // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
-    await db.query(
-      `WITH ${costInsertCte("ins", 1)}
-       SELECT ${costNoticesSql("ins", 1)}`,
-      this.costValues(rows),
-    );
+    await db.query(COST_INSERT_SQL, this.costValues(rows));
   }
 
   /** appendCostRows's values: the 15 columns, the node-level channel and each row's notice (null: none). */
@@ -1102,11 +1106,7 @@ export class PostgresStore implements Store {
     ends: readonly RunEndNotice[] = [],
   ): Promise<{ ignored: number }> {
     if (events.length === 0 && ends.length === 0) return { ignored: 0 };
-    const { rows } = await db.query<{ inserted: number }>(
-      `WITH ${RUN_EVENTS_INSERT_CTE}
-       SELECT (SELECT count(*) FROM ins)::int AS inserted, ${RUN_EVENT_NOTICES_SQL}`,
-      this.runEventValues(events, ends),
-    );
+    const { rows } = await db.query<{ inserted: number }>(RUN_EVENTS_SQL, this.runEventValues(events, ends));
     return { ignored: events.length - rows[0].inserted };
   }
 
