@@ -393,6 +393,84 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
       release();
     });
 
+    it("a turn's ledger batch (events, audit and cost rows, the run's end) is stored by one statement, and its notices come in order: the events' pointers, the run's end, the cost row's", async () => {
+      const writer = await store();
+      const reader = await store();
+      writer.announceCostRows((row) => ({ k: "cost", runId: row.runId, seq: 0 }));
+      const notifier = await reader.notifier();
+      const seen: NotifyPointer[] = [];
+      let arrived!: () => void;
+      const all = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      notifier.subscribe((pointer) => {
+        seen.push(pointer);
+        if (seen.length === 3) arrived();
+      });
+      const sent: string[] = [];
+      writer.pool.on("connect", (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as unknown as { query: typeof query }).query = (...args) => {
+          const [q] = args;
+          sent.push((typeof q === "string" ? q : String((q as { text?: string }).text)).trim());
+          return query(...args);
+        };
+      });
+      const sessionKey = "agent:main:batch";
+      const json = (seq: number) => JSON.stringify({ runId: "run-b", seq });
+      const { ignored } = await writer.appendLedgerBatch({
+        runEvents: [1, 2].map((seq) => ({
+          runId: "run-b",
+          seq,
+          ts: seq,
+          sessionKey,
+          stream: "assistant",
+          json: json(seq),
+        })),
+        audit: [
+          {
+            eventId: "audit-batch",
+            sourceSequence: 1,
+            occurredAt: 5,
+            actor: "cli",
+            action: "agent.run.finished",
+            status: "succeeded",
+            sessionKey,
+            runId: "run-b",
+            schemaVersion: 1,
+            redaction: "metadata_only",
+          },
+        ],
+        cost: [
+          {
+            id: "cost-batch",
+            ts: 5,
+            runId: "run-b",
+            sessionKey,
+            agentId: "main",
+            provider: "fake",
+            model: "m1",
+            inputTokens: 1,
+            outputTokens: 2,
+            cacheReadTokens: 0,
+            cacheWriteTokens: 0,
+            totalTokens: 3,
+            costUsd: 0.1,
+          },
+        ],
+        runEnds: [{ runId: "run-b", seq: 2, sessionKey }],
+      });
+      expect(ignored).toBe(0);
+      // no BEGIN and COMMIT around it: a round trip (a socket write and read for the node) instead of five
+      expect(sent).toHaveLength(1);
+      await all;
+      expect(seen.map((p) => p.k)).toEqual(["rs", "end", "cost"]);
+      expect((await reader.listAuditEvents({ runId: "run-b", limit: 5 })).map((a) => a.eventId)).toEqual([
+        "audit-batch",
+      ]);
+      expect((await reader.listCostRows({ limit: 5 })).map((c) => c.id)).toContain("cost-batch");
+    });
+
     it("closing the store stops its LISTEN connection", async () => {
       const s = await store();
       const notifier = await s.notifier();

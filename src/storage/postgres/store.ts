@@ -84,6 +84,94 @@ const RUN_SESSIONS_KEPT = 10_000;
  */
 const MAX_SEQ_RACES = 64;
 
+/** The run events' insert as a CTE named `ins` (it returns a row per event newly stored); values $1-$8. */
+const RUN_EVENTS_INSERT_CTE = `ins AS (
+  INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
+  SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+  ON CONFLICT (run_id, seq) DO NOTHING
+  RETURNING 1)`;
+/** The run events' pointers and the runs' ends ($7 channels, $8 payloads), sent in the order given. */
+const RUN_EVENT_NOTICES_SQL =
+  "(SELECT count(pg_notify(n.c, n.p)) FROM unnest($7::text[], $8::text[]) AS n(c, p))::int AS notified";
+
+/** The audit rows' insert from `from` on (13 arrays); ORDER BY ord: the identity hands out seqs in the order given. */
+function auditInsertSql(from: number): string {
+  const $ = (i: number) => `$${from + i}`;
+  return `INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
+                                 tool_call_fp, schema_version, redaction)
+  SELECT id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp,
+         schema_version, redaction
+  FROM unnest(${$(0)}::text[], ${$(1)}::bigint[], ${$(2)}::text[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[],
+              ${$(6)}::text[], ${$(7)}::text[], ${$(8)}::int[], ${$(9)}::text[], ${$(10)}::text[], ${$(11)}::int[],
+              ${$(12)}::text[])
+    WITH ORDINALITY AS e(id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
+                         tool_call_fp, schema_version, redaction, ord)
+  ORDER BY ord`;
+}
+const AUDIT_INSERT_SQL = auditInsertSql(1);
+
+/** auditInsertSql's values, in its order. */
+function auditValues(events: readonly AuditEventInput[]): unknown[] {
+  const col = <T>(f: (e: AuditEventInput) => T) => events.map(f);
+  return [
+    col((e) => e.eventId),
+    col((e) => e.occurredAt),
+    col((e) => e.actor),
+    col((e) => e.action),
+    col((e) => e.status),
+    col((e) => e.code ?? null),
+    col((e) => e.sessionKey),
+    col((e) => e.runId),
+    col((e) => e.sourceSequence),
+    col((e) => e.toolName ?? null),
+    col((e) => e.toolCallFingerprint ?? null),
+    col((e) => e.schemaVersion),
+    col((e) => e.redaction),
+  ];
+}
+
+/** The cost rows' insert as a CTE named `name` (returning the ids newly stored), its 15 arrays from `from` on. */
+function costInsertCte(name: string, from: number): string {
+  const $ = (i: number) => `$${from + i}`;
+  return `${name} AS (
+  INSERT INTO cost_ledger (${COST_COLUMNS})
+  SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
+         cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
+  FROM unnest(${$(0)}::text[], ${$(1)}::bigint[], ${$(2)}::text[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[],
+              ${$(6)}::text[], ${$(7)}::text[], ${$(8)}::text[], ${$(9)}::bigint[], ${$(10)}::bigint[],
+              ${$(11)}::bigint[], ${$(12)}::bigint[], ${$(13)}::bigint[], ${$(14)}::float8[])
+    WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
+                         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
+                         cost_usd, ord)
+  ORDER BY ord
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id)`;
+}
+
+/** The notice of each cost row newly stored (in CTE `name`): channel at `from` + 15, payloads at `from` + 16. */
+function costNoticesSql(name: string, from: number): string {
+  return `(SELECT count(pg_notify($${from + 15}, n.p)) FROM unnest($${from}::text[], $${from + 16}::text[]) AS n(id, p)
+   WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ${name}))::int AS cost_notified`;
+}
+
+/** appendCostRows: the rows, in the order given, and the notice of each one newly stored. Values $1-$17. */
+const COST_INSERT_SQL = `WITH ${costInsertCte("ins", 1)}
+SELECT ${costNoticesSql("ins", 1)}`;
+
+/** appendRunEvents: the events and their notices, and how many were newly stored. Values $1-$8. */
+const RUN_EVENTS_SQL = `WITH ${RUN_EVENTS_INSERT_CTE}
+SELECT (SELECT count(*) FROM ins)::int AS inserted, ${RUN_EVENT_NOTICES_SQL}`;
+
+/**
+ * A ledger batch in one statement (PostgresStore.appendLedgerBatch): run events $1-$8, audit rows $9-$21, cost rows
+ * $22-$38. Every data-modifying CTE runs to completion whether or not it is read; the select list sends the events'
+ * notices before the cost rows' (its subqueries run in order, as the separate statements did).
+ */
+const LEDGER_BATCH_SQL = `WITH ${RUN_EVENTS_INSERT_CTE},
+audit AS (${auditInsertSql(9)}),
+${costInsertCte("cost", 22)}
+SELECT (SELECT count(*) FROM ins)::int AS inserted, ${RUN_EVENT_NOTICES_SQL}, ${costNoticesSql("cost", 22)}`;
+
 /** An append waiting for the one in flight for its session (PostgresStore.appendTranscript). */
 interface PendingAppend {
   rows: NewTranscriptRow[];
@@ -818,34 +906,8 @@ export class PostgresStore implements Store {
 
   async appendAuditEvents(events: AuditEventInput[], db: Queryable = this.pool): Promise<void> {
     if (events.length === 0) return;
-    const col = <T>(f: (e: AuditEventInput) => T) => events.map(f);
     // one statement; ORDER BY ord makes the identity hand out sequences in the order given
-    await db.query(
-      `INSERT INTO audit_events (id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
-                                 tool_call_fp, schema_version, redaction)
-       SELECT id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name, tool_call_fp,
-              schema_version, redaction
-       FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                   $9::int[], $10::text[], $11::text[], $12::int[], $13::text[])
-         WITH ORDINALITY AS e(id, ts, actor, action, status, code, session_key, run_id, source_seq, tool_name,
-                              tool_call_fp, schema_version, redaction, ord)
-       ORDER BY ord`,
-      [
-        col((e) => e.eventId),
-        col((e) => e.occurredAt),
-        col((e) => e.actor),
-        col((e) => e.action),
-        col((e) => e.status),
-        col((e) => e.code ?? null),
-        col((e) => e.sessionKey),
-        col((e) => e.runId),
-        col((e) => e.sourceSequence),
-        col((e) => e.toolName ?? null),
-        col((e) => e.toolCallFingerprint ?? null),
-        col((e) => e.schemaVersion),
-        col((e) => e.redaction),
-      ],
-    );
+    await db.query(AUDIT_INSERT_SQL, auditValues(events));
   }
 
   async listAuditEvents(query: AuditQuery): Promise<AuditEvent[]> {
@@ -878,6 +940,12 @@ export class PostgresStore implements Store {
 
   async appendCostRows(rows: readonly CostRow[], db: Queryable = this.pool): Promise<void> {
     if (rows.length === 0) return;
+    // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
+    await db.query(COST_INSERT_SQL, this.costValues(rows));
+  }
+
+  /** appendCostRows's values: the 15 columns, the node-level channel and each row's notice (null: none). */
+  private costValues(rows: readonly CostRow[]): unknown[] {
     const col = (i: number) => rows.map((r) => costColumns(r)[i]);
     // a notice too big for NOTIFY is left out rather than failing the rows (the window sums' sync still finds them)
     const notice = this.costNotice;
@@ -885,25 +953,7 @@ export class PostgresStore implements Store {
       const p = notice && JSON.stringify(notice(r));
       return p !== undefined && fitsNotify(p) ? p : null;
     });
-    // one statement, in the order given (the identity hands out seqs by ord); each row newly stored sends its notice
-    await db.query(
-      `WITH ins AS (
-         INSERT INTO cost_ledger (${COST_COLUMNS})
-         SELECT id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile, input_tokens, output_tokens,
-                cache_read_tokens, cache_write_tokens, total_tokens, cost_usd
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                     $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-                     $15::float8[])
-           WITH ORDINALITY AS r(id, ts, run_id, session_key, agent_id, token, provider, model, auth_profile,
-                                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens,
-                                cost_usd, ord)
-         ORDER BY ord
-         ON CONFLICT (id) DO NOTHING
-         RETURNING id)
-       SELECT count(pg_notify($16, n.p)) FROM unnest($1::text[], $17::text[]) AS n(id, p)
-       WHERE n.p IS NOT NULL AND n.id IN (SELECT id FROM ins)`,
-      [...Array.from({ length: 15 }, (_, i) => col(i)), this.channel, payloads],
-    );
+    return [...Array.from({ length: 15 }, (_, i) => col(i)), this.channel, payloads];
   }
 
   async listCostRows(
@@ -1038,13 +1088,16 @@ export class PostgresStore implements Store {
   async appendLedgerBatch(batch: LedgerBatch): Promise<{ ignored: number }> {
     if (batch.audit.length === 0 && batch.cost.length === 0)
       return this.appendRunEvents(batch.runEvents, this.pool, batch.runEnds);
-    // the pointers of the events go out at this transaction's commit, with the other ledgers' rows stored
-    return inTransaction(this.pool, async (tx) => {
-      const result = await this.appendRunEvents(batch.runEvents, tx, batch.runEnds);
-      await this.appendAuditEvents(batch.audit, tx);
-      await this.appendCostRows(batch.cost, tx);
-      return result;
-    });
+    // One statement, so one implicit transaction: the three ledgers' rows, all or none, and the notices at its
+    // commit. It was BEGIN, a statement per ledger and COMMIT: up to five round trips on every turn's end, each a
+    // socket write and read for the node (bench README, "pg-node-cpu"). The notices go out in the order the
+    // separate statements sent them: the events' pointers and the runs' ends, then the cost rows'.
+    const { rows } = await this.pool.query<{ inserted: number }>(LEDGER_BATCH_SQL, [
+      ...this.runEventValues(batch.runEvents, batch.runEnds ?? []),
+      ...auditValues(batch.audit),
+      ...this.costValues(batch.cost),
+    ]);
+    return { ignored: batch.runEvents.length - rows[0].inserted };
   }
 
   async appendRunEvents(
@@ -1053,6 +1106,12 @@ export class PostgresStore implements Store {
     ends: readonly RunEndNotice[] = [],
   ): Promise<{ ignored: number }> {
     if (events.length === 0 && ends.length === 0) return { ignored: 0 };
+    const { rows } = await db.query<{ inserted: number }>(RUN_EVENTS_SQL, this.runEventValues(events, ends));
+    return { ignored: events.length - rows[0].inserted };
+  }
+
+  /** The run events' 6 columns and their notices' channels and payloads ($1-$8 of RUN_EVENTS_INSERT_CTE). */
+  private runEventValues(events: readonly StoredRunEvent[], ends: readonly RunEndNotice[]): unknown[] {
     // one pointer per run (its highest seq in the batch) on its session's channel, sent by the same statement, so at
     // its commit; the first batch this node stores of a run also goes to every node ({k: "rs"}): a run started
     const channels: string[] = [];
@@ -1072,26 +1131,16 @@ export class PostgresStore implements Store {
       channels.push(this.channel);
       pointers.push(JSON.stringify(runEndPointer(end)));
     }
-    const { rows } = await db.query<{ inserted: number }>(
-      `WITH ins AS (
-         INSERT INTO run_events (run_id, seq, ts, session_key, stream, event)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-         ON CONFLICT (run_id, seq) DO NOTHING
-         RETURNING 1)
-       SELECT (SELECT count(*) FROM ins)::int AS inserted,
-              (SELECT count(pg_notify(n.c, n.p)) FROM unnest($7::text[], $8::text[]) AS n(c, p))::int AS notified`,
-      [
-        events.map((e) => e.runId),
-        events.map((e) => e.seq),
-        events.map((e) => e.ts),
-        events.map((e) => e.sessionKey),
-        events.map((e) => e.stream),
-        events.map((e) => e.json),
-        channels,
-        pointers,
-      ],
-    );
-    return { ignored: events.length - rows[0].inserted };
+    return [
+      events.map((e) => e.runId),
+      events.map((e) => e.seq),
+      events.map((e) => e.ts),
+      events.map((e) => e.sessionKey),
+      events.map((e) => e.stream),
+      events.map((e) => e.json),
+      channels,
+      pointers,
+    ];
   }
 
   async readRunEvents(runId: string, opts: { afterSeq?: number; limit?: number } = {}): Promise<StoredRunEvent[]> {
