@@ -65,6 +65,11 @@ function LogTail(props: { model: ConsoleModel }) {
     if (el && follow.current) el.scrollTop = el.scrollHeight;
   }, [lines]);
 
+  // The tail asks the gateway for the new level on the next effect, after this render: until its answer replaces the
+  // list, lines below the chosen level are hidden here, so the page never shows what the filter says it left out.
+  const floor = LEVELS.indexOf(level);
+  const shown = lines.filter((l) => l.level === undefined || LEVELS.indexOf(l.level) >= floor);
+
   return (
     <section aria-labelledby="logs-h">
       <h1 id="logs-h">Logs</h1>
@@ -96,13 +101,13 @@ function LogTail(props: { model: ConsoleModel }) {
           follow.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
         }}
       >
-        {lines.map((l, i) => (
+        {shown.map((l, i) => (
           // a log has no ids; a line's place in this list is stable while it is shown
           <li key={i} class={l.level}>
             {l.text}
           </li>
         ))}
-        {lines.length === 0 && <li class="empty">No lines yet at this level.</li>}
+        {shown.length === 0 && <li class="empty">No lines yet at this level.</li>}
       </ol>
     </section>
   );
