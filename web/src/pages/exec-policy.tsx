@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { ExecApprovalsGetResult } from "../../../src/protocol/operator";
 import { ago } from "../format";
 import type { ConsoleModel } from "../model";
@@ -22,14 +22,14 @@ function ExecPolicy(props: { model: ConsoleModel }) {
   const action = useAction();
   const [text, setText] = useState("");
   const [saved, setSaved] = useState(false);
+  // Typed since the patterns were last loaded or saved: a load that lands after the user started typing (its effect
+  // runs after the page is painted) must not put the stored text back over theirs.
+  const edited = useRef(false);
+  const box = useRef<HTMLTextAreaElement>(null);
   const data = policy.data;
   useEffect(() => {
-    if (data) setText(data.file.allowlist.join("\n"));
+    if (data && !edited.current) setText(data.file.allowlist.join("\n"));
   }, [data]);
-  const patterns = text
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l !== "");
   return (
     <section aria-labelledby="exec-h">
       <h1 id="exec-h">Exec policy</h1>
@@ -45,10 +45,16 @@ function ExecPolicy(props: { model: ConsoleModel }) {
             onSubmit={async (e) => {
               e.preventDefault();
               setSaved(false);
+              // what the box holds now, not the last render's state: a click right after typing can come first
+              const patterns = (box.current?.value ?? text)
+                .split("\n")
+                .map((l) => l.trim())
+                .filter((l) => l !== "");
               const ok = await action.run(() =>
                 model.gw.call("exec.approvals.set", { file: { allowlist: patterns }, baseHash: data.hash }),
               );
               if (ok) {
+                edited.current = false;
                 setSaved(true);
                 await policy.reload();
               }
@@ -65,8 +71,10 @@ function ExecPolicy(props: { model: ConsoleModel }) {
               id="exec-patterns"
               class="op-patterns"
               aria-describedby="exec-patterns-help"
+              ref={box}
               value={text}
               onInput={(e) => {
+                edited.current = true;
                 setSaved(false);
                 setText(e.currentTarget.value);
               }}
