@@ -8,6 +8,7 @@ import type { ReasoningLevel, VerboseLevel } from "../protocol/enums.js";
 import { ATTACHMENT_LIMITS } from "../protocol/limits.js";
 import type { Attachment } from "../protocol/params.js";
 import type { ThinkingLevel } from "../providers/types.js";
+import { importCompiledEagerly } from "./eager-compile.js";
 import { CliError } from "./exit-codes.js";
 import { createRunOutput, exitCodeFor, interruptController } from "./run-output.js";
 
@@ -113,12 +114,18 @@ export function requireConfiguredAgent(config: LoopgateConfig, id: string | unde
 
 export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   const parsed = parseAgentOptions(opts);
-  const { openLocal, runLocalTurn } = await import("./local.js");
-  const { loadConfigCached } = await import("../config/cached.js");
+  // the modules of the turn, compiled whole so the compile cache holds their functions (eager-compile.ts says why)
+  const { openLocal, runLocalTurn, loadConfigCached, terminalExecPrompt, chooseModel } = await importCompiledEagerly(
+    async () => ({
+      ...(await import("./local.js")),
+      ...(await import("../config/cached.js")),
+      ...(await import("./exec-prompt.js")),
+      ...(await import("../providers/model-choice.js")),
+    }),
+  );
   const loaded = await loadConfigCached({ configPath: opts.config });
   // before the store is opened: an unknown agent creates nothing (no state dir, session or workspace)
   requireConfiguredAgent(loaded.config, parsed.agentId, "--agent");
-  const { terminalExecPrompt } = await import("./exec-prompt.js");
   // the question goes through the run's output, so it never mixes with the status line
   const execPrompt = terminalExecPrompt({
     input: process.stdin,
@@ -129,7 +136,6 @@ export async function runAgentLocal(opts: AgentCliOptions): Promise<number> {
   try {
     // A model that cannot be resolved is a usage/config error (exit 2), not a failed run.
     const rt = local.service.rt;
-    const { chooseModel } = await import("../providers/model-choice.js");
     rt.resolveModel(
       parsed.model !== undefined
         ? chooseModel(rt.config, parsed.model)

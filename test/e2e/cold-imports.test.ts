@@ -110,11 +110,15 @@ async function recordedTurn(name: string, how: string[], configText?: (plain: st
       child.on("close", (c) => resolve({ code: c, stdout, stderr }));
     },
   );
-  const loaded = JSON.parse(fs.readFileSync(out, "utf8")) as { files: string[]; builtins: string[] };
+  const loaded = JSON.parse(fs.readFileSync(out, "utf8")) as {
+    files: string[];
+    builtins: string[];
+    flagCalls: { flags: string; builtinsLoaded: number }[];
+  };
   const loadedFiles = loaded.files.map((u) => path.relative(root, fileURLToPath(u)).replace(/^.*node_modules\//, ""));
   // the bin is a bundle (scripts/bundle-cli.mjs): each of its files stands for the dist/ modules it holds
   const files = loadedFiles.flatMap((f) => (f.startsWith("dist/cli/") && bundled[path.basename(f)]) || [f]);
-  return { code, stdout, stderr, loadedFiles, files, builtins: loaded.builtins };
+  return { code, stdout, stderr, loadedFiles, files, builtins: loaded.builtins, flagCalls: loaded.flagCalls };
 }
 
 it("one-shot-local-turn-loads-no-unused-feature: agent --local against an http: model with a plain-JSON config loads no Postgres bus or relay, MCP starter, plugin loader, compaction, json5, node:https, node:zlib or undici", async () => {
@@ -149,6 +153,20 @@ it("one-shot-local-turn-skips-unused-builtins: agent --local loads no worker_thr
   expect(turn.builtins).toEqual(expect.arrayContaining(["util", "crypto"]));
   const notNeeded = ["worker_threads", "internal/util/diff", "internal/crypto/webcrypto", "child_process"];
   expect(turn.builtins.filter((b) => notNeeded.includes(b))).toEqual([]);
+}, 90_000);
+
+it("one-shot-local-turn-compiles-its-modules-whole: agent --local imports the turn's modules with lazy compilation off (so the compile cache keeps their functions), loads no node built-in meanwhile (its shipped code cache would be refused), and turns lazy compilation back on before the turn", async () => {
+  // twice: the first run writes the compile cache, the second reads it; both must take the same path
+  for (const run of ["first", "second"]) {
+    const turn = await recordedLocalTurn("eager");
+    expect(turn.code, `${run}: ${turn.stderr}`).toBe(0);
+    expect(turn.stdout).toContain("Done.");
+    expect(turn.flagCalls.map((c) => c.flags)).toEqual(["--no-lazy", "--lazy"]);
+    const [off, on] = turn.flagCalls.map((c) => c.builtinsLoaded);
+    expect(turn.builtins.slice(off, on)).toEqual([]);
+    // the built-ins the turn needs after the window did load (an empty record would pass the check above)
+    expect(turn.builtins.length).toBeGreaterThan(on ?? Infinity);
+  }
 }, 90_000);
 
 it("remote-turn-loads-no-builtin-beyond-the-wire: agent --url through a running gateway loads no child_process, worker_threads, util diff or webcrypto (commander's spawn and the built-ins' ES facades)", async () => {
