@@ -18,10 +18,14 @@ export const BUILTINS_LOADED_BEFORE_THE_WINDOW = [
  * function its turn called (~900 of them for one `agent --local` turn, ~20 µs each). Compiled whole, they are in the
  * cache, and the next run reads them from it. The cache entries made this way are only accepted by a process that
  * compiles the same way (V8 checks its flags), which is every `agent --local` run; another command that loads the
- * same chunk lazily writes its entry again once. A node started with its own `--lazy`/`--no-lazy` is left alone.
+ * same chunk lazily writes its entry again once. A node started with its own `--lazy`/`--no-lazy`, or a process
+ * without a compile cache, is left alone.
  */
 export async function importCompiledEagerly<T>(load: () => Promise<T>): Promise<T> {
-  if (process.execArgv.some((a) => /^--(no-)?lazy$/.test(a))) return load();
+  // without a compile cache (NODE_DISABLE_COMPILE_CACHE, a cache dir that cannot be written) every run would compile
+  // whole modules for nothing kept: lazy compilation is cheaper then
+  if (!process.getBuiltinModule("node:module").getCompileCacheDir?.()) return load();
+  if (process.execArgv.some((a) => /^--(no[-_])?lazy$/.test(a))) return load();
   for (const name of BUILTINS_LOADED_BEFORE_THE_WINDOW) process.getBuiltinModule(name);
   // loaded here, not at the top: `agent --url` shares this file's chunk and never comes here
   const v8 = process.getBuiltinModule("node:v8");

@@ -85,19 +85,28 @@ const fakeModelConfig = () => ({
 });
 
 /** One `loopgate agent --local` turn under the recorder: its exit, output, and the modules it loaded. */
-async function recordedLocalTurn(name: string, configText?: (plain: string) => string) {
-  return recordedTurn(name, ["--local"], configText);
+async function recordedLocalTurn(
+  name: string,
+  configText?: (plain: string) => string,
+  extraEnv: Record<string, string> = {},
+) {
+  return recordedTurn(name, ["--local"], configText, extraEnv);
 }
 
 /** One `loopgate agent <how>` turn under the recorder: its exit, output, and the modules it loaded. */
-async function recordedTurn(name: string, how: string[], configText?: (plain: string) => string) {
+async function recordedTurn(
+  name: string,
+  how: string[],
+  configText?: (plain: string) => string,
+  extraEnv: Record<string, string> = {},
+) {
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir, { recursive: true });
   const configPath = path.join(dir, "loopgate.json5");
   const plain = JSON.stringify(fakeModelConfig(), null, 2);
   fs.writeFileSync(configPath, configText ? configText(plain) : plain);
   const out = path.join(dir, "modules.json");
-  const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1", LOOPGATE_RECORD_MODULES_OUT: out };
+  const env = { ...process.env, LOOPGATE_STATE_DIR: dir, NO_COLOR: "1", LOOPGATE_RECORD_MODULES_OUT: out, ...extraEnv };
   const args = ["--import", recorder, cli, "agent", ...how, "-m", "hello", "--config", configPath, "-s", name];
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve, reject) => {
@@ -167,6 +176,13 @@ it("one-shot-local-turn-compiles-its-modules-whole: agent --local imports the tu
     // the built-ins the turn needs after the window did load (an empty record would pass the check above)
     expect(turn.builtins.length).toBeGreaterThan(on ?? Infinity);
   }
+}, 90_000);
+
+it("local-turn-without-compile-cache-compiles-lazily: with NODE_DISABLE_COMPILE_CACHE, agent --local leaves V8's lazy compilation alone (whole modules compiled each run would be kept nowhere)", async () => {
+  const turn = await recordedLocalTurn("no-cache", undefined, { NODE_DISABLE_COMPILE_CACHE: "1" });
+  expect(turn.code, turn.stderr).toBe(0);
+  expect(turn.stdout).toContain("Done.");
+  expect(turn.flagCalls).toEqual([]);
 }, 90_000);
 
 it("remote-turn-loads-no-builtin-beyond-the-wire: agent --url through a running gateway loads no child_process, worker_threads, util diff or webcrypto (commander's spawn and the built-ins' ES facades)", async () => {
