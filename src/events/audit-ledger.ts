@@ -104,8 +104,11 @@ export class AuditLedger {
       this.drop(1, `the write queue is full (${this.opts.queueSize} rows; audit.queueSize)`);
       return;
     }
-    const actor = this.opts.actorOf(event.runId) ?? "unknown";
-    this.queue.push({ ...draft, actor, eventId: this.newId() });
+    // the draft is this row's own (auditRowOf makes a new one per event): completed in place, not copied
+    const row = draft as AuditEventInput;
+    row.actor = this.opts.actorOf(event.runId) ?? "unknown";
+    row.eventId = this.newId();
+    this.queue.push(row);
     this.timer ??= this.opts.clock.setTimeout(() => this.writeBatch(), AUDIT_FLUSH_DELAY_MS);
   }
 

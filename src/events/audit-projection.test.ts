@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../protocol/agent-events.js";
 import { auditRowOf, toolCallFingerprint } from "./audit-projection.js";
@@ -46,6 +47,18 @@ describe("audit rows from run events", () => {
     expect(toolCallFingerprint("call_1")).toMatch(/^[0-9a-f]{16}$/);
     expect(JSON.stringify(rows)).not.toContain(SECRET);
     expect(JSON.stringify(rows)).not.toContain("call_1");
+  });
+
+  it("a tool call's fingerprint is the one rows already in a ledger carry, whatever call came before it", () => {
+    // rows written by earlier versions are matched to new ones by this value: the first 16 hex digits of sha256
+    const stored = (id: string) => createHash("sha256").update(id).digest("hex").slice(0, 16);
+    for (const id of ["call_1", "call_1", "call_2", "call_1", "é-call", "", "call_2"])
+      expect(toolCallFingerprint(id)).toBe(stored(id));
+    const start = auditRowOf(ev("tool", { phase: "start", name: "read", toolCallId: "call_9", args: {} }));
+    const other = auditRowOf(ev("tool", { phase: "start", name: "read", toolCallId: "call_8", args: {} }));
+    const end = auditRowOf(ev("tool", { phase: "result", name: "read", toolCallId: "call_9", isError: false }));
+    expect(end?.toolCallFingerprint).toBe(start?.toolCallFingerprint);
+    expect(other?.toolCallFingerprint).not.toBe(start?.toolCallFingerprint);
   });
 
   it("a failed run keeps its status and error kind, never the error's text", () => {

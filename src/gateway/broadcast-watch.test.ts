@@ -10,6 +10,7 @@ import { Broadcaster, CHAT_SESSIONS_PER_CONNECTION, type EventSink } from "./bro
 
 /** An in-process bus that keeps the watches held on it, as a Postgres bus would follow them. */
 class WatchedBus extends AgentEventBus {
+  override readonly spansNodes: boolean = true;
   readonly runs = new Map<string, number>();
   readonly sessions = new Map<string, number>();
   override watchRun(runId: string): () => void {
@@ -93,6 +94,35 @@ describe("a connection's follows become watches on the bus, and only they do", (
     b.watchRun("merged", writer);
     bus.endRun("merged");
     expect(bus.runs.has("merged")).toBe(false);
+  });
+
+  it("on a one-process bus, the runs an operator sends hold nothing in the broadcaster, running, merged or ended", () => {
+    const bus = new AgentEventBus();
+    const b = new Broadcaster({ clock: new ManualClock(0), chatDeltaIntervalMs: 0 });
+    b.attach(bus);
+    const got: string[] = [];
+    const operator: EventSink = { ...sink(true), sendEventJson: (_prefix, json) => got.push(json) };
+    const writer = sink(false);
+    b.add(operator);
+    b.add(writer);
+    const held = () => {
+      const inner = b as unknown as { runWatches: Map<string, unknown>; owners: Map<string, unknown> };
+      return inner.runWatches.size + inner.owners.size;
+    };
+    for (const runId of ["r1", "merged"]) b.watchRun(runId, operator);
+    // nothing to follow on another node, and the operator sees every run anyway: no entry while they run
+    expect(held()).toBe(0);
+    b.watchRun("w1", writer);
+    expect(held()).toBe(2);
+    bus.emit("r1", "s", "lifecycle", { phase: "start", startedAt: 1 });
+    bus.emit("r1", "s", "lifecycle", END);
+    bus.endRun("r1");
+    bus.endRun("merged");
+    // a connection that sees only its own runs still forgets a run that ended without a terminal event
+    bus.endRun("w1");
+    expect(held()).toBe(0);
+    // and the operator got the run's events: start, end and the chat final
+    expect(got).toHaveLength(3);
   });
 
   it("a session whose messages are followed is watched until the last follower goes", () => {

@@ -283,7 +283,11 @@ export class GatewayConnection implements EventSink, CallerConnection {
       this.sendText(errorFrameWithin(id, payloadOrError as ErrorShape, errorReplyBudget(requestBytes)));
       return;
     }
-    this.sendText(JSON.stringify({ type: "res", id, ok: true, payload: payloadOrError }));
+    // the frame's constant part is written once; JSON.stringify of the whole object gives the same text, except
+    // that it leaves out a payload that is undefined (or serializes to nothing), which goes that way still
+    const payload = payloadOrError === undefined ? undefined : JSON.stringify(payloadOrError);
+    if (payload === undefined) this.sendText(JSON.stringify({ type: "res", id, ok: true, payload: payloadOrError }));
+    else this.sendText(`{"type":"res","id":${JSON.stringify(id)},"ok":true,"payload":${payload}}`);
   }
 
   private replyTo(id: string, requestBytes: number): Reply {

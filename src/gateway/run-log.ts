@@ -31,16 +31,18 @@ export class RunLog {
   /** A message the gateway accepted; a repeated idempotency key is logged but not followed a second time. */
   accepted(run: AcceptedRun, req: AgentRequest): void {
     const r = run.receipt;
-    this.logger.info("run accepted", {
-      runId: run.runId,
-      session: run.sessionKey,
-      queueMode: req.queueMode,
-      receipt: r.kind,
-      position: r.kind === "queued" ? r.position : undefined,
-      mode: r.kind === "queued" ? r.mode : undefined,
-      into: r.kind === "steered" || r.kind === "collected" ? r.into : undefined,
-      existing: run.existing || undefined,
-    });
+    // the fields are built only for a line that is written (the default level is warn)
+    if (this.infoOn())
+      this.logger.info("run accepted", {
+        runId: run.runId,
+        session: run.sessionKey,
+        queueMode: req.queueMode,
+        receipt: r.kind,
+        position: r.kind === "queued" ? r.position : undefined,
+        mode: r.kind === "queued" ? r.mode : undefined,
+        into: r.kind === "steered" || r.kind === "collected" ? r.into : undefined,
+        existing: run.existing || undefined,
+      });
     if (!run.existing) this.follow(run.runId, run.sessionKey);
   }
 
@@ -52,12 +54,19 @@ export class RunLog {
     );
   }
 
+  private infoOn(): boolean {
+    return this.logger.isEnabled?.("info") ?? true;
+  }
+
   private onEvent(ev: AgentEvent): void {
-    if (ev.stream !== "lifecycle" || ev.data.phase !== "start") return;
+    if (ev.stream !== "lifecycle" || ev.data.phase !== "start" || !this.infoOn()) return;
     this.logger.info("run started", { runId: ev.runId, session: ev.sessionKey });
   }
 
   private ended(final: AgentFinal, sessionKey: string): void {
+    // aborted runs were asked for and dropped ones follow the queue policy; only a run that failed is an error
+    const failed = final.summary === "failed" && final.stopReason !== "dropped";
+    if (!failed && !this.infoOn()) return;
     const meta = final.result.meta;
     const fields = {
       runId: final.runId,
@@ -72,8 +81,7 @@ export class RunLog {
       mergedInto: final.mergedInto,
       error: final.error,
     };
-    // aborted runs were asked for and dropped ones follow the queue policy; only a run that failed is an error
-    if (final.summary === "failed" && final.stopReason !== "dropped") this.logger.error("run ended", fields);
+    if (failed) this.logger.error("run ended", fields);
     else this.logger.info("run ended", fields);
   }
 }

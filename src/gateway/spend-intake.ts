@@ -23,6 +23,8 @@ export async function refuseOverSpendLimits(
       const limits = own ?? { values: spend.config.tokens, key: "limits.tokens" };
       await spend.rateLimits.check(token, limits.values, limits.key);
     }
+    // only a configured `stop` budget can refuse at intake: with none (most gateways) there is nothing to look up
+    if (spend.config.budgets.length === 0) return;
     const agentId = normalizeSessionKey(sessionKey, req.agentId ?? gw.service.rt.defaultAgentId).agentId;
     const breach = await spend.intakeBreach({ agentId, sessionKey, ...(token !== undefined ? { token } : {}) });
     if (breach) throw breach;

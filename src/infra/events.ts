@@ -17,7 +17,7 @@ export class AgentEventBus implements EventBusPort {
   private readonly endListeners = new Map<string, Set<() => void>>();
   private readonly now: () => number;
   /** one process: every run is local */
-  readonly spansNodes = false;
+  readonly spansNodes: boolean = false;
 
   constructor(opts: { now?: () => number } = {}) {
     this.now = opts.now ?? Date.now;

@@ -50,6 +50,18 @@ describe("structural limits on a frame, before it is parsed", () => {
     });
   });
 
+  it("refuses a short frame nested too deep, and lets one through whose brackets are text", () => {
+    const deep = Buffer.from(`{"type":"req","id":"d","params":${"[".repeat(32)}${"]".repeat(32)}}`);
+    expect(deep.length).toBeLessThan(200);
+    expect(findLimitProblem(deep)).toMatchObject({ id: "d", message: "nesting deeper than 32 levels" });
+    const mixed = Buffer.from(`{"a":${'{"b":'.repeat(16)}${"[".repeat(16)}1${"]".repeat(16)}${"}".repeat(16)}}`);
+    expect(findLimitProblem(mixed)).toMatchObject({ message: "nesting deeper than 32 levels" });
+    expect(findLimitProblem(Buffer.from(`{"id":"t","message":"${"[{".repeat(40)}"}`))).toBeUndefined();
+    const shallow = { maxDepth: 2, maxKeysPerObject: 100, maxItemsPerArray: 100, maxStringBytes: 100, maxValues: 100 };
+    expect(scan({ a: [[1]] }, shallow)).toMatchObject({ path: "frame.a[0]", message: "nesting deeper than 2 levels" });
+    expect(scan({ a: [1], b: "[[[" }, shallow)).toBeUndefined();
+  });
+
   it("does not count quotes and brackets inside strings, escaped quotes included", () => {
     expect(scan({ s: '\\"[[[[{{{{,,,,:' }, { ...small, maxStringBytes: 100 })).toBeUndefined();
   });

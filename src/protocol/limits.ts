@@ -110,8 +110,30 @@ function pathOf(buf: Buffer, stack: readonly Container[], depth: number): string
 
 /** The first structural limit `buf` (a JSON text) passes, or undefined when it stays within all of them. */
 export function findLimitProblem(buf: Buffer, limits: FrameLimits = FRAME_LIMITS): LimitProblem | undefined {
+  if (withinAllLimits(buf, limits)) return undefined;
   const scan = new FrameScan(buf, limits);
   return scan.run();
+}
+
+/**
+ * True when `buf` cannot pass any limit, from its length and its bracket bytes alone (most frames: a turn's `agent`
+ * request is ~250 bytes). Every key and value takes at least one byte, so a frame no longer than the smallest count
+ * limit has no more keys, items, values or string bytes than it allows; and nesting needs one `{` or `[` byte per
+ * level, inside strings or not, so a frame with no more of them than `maxDepth` is never too deep. Anything else is
+ * scanned; this decides nothing the scan would answer differently.
+ */
+function withinAllLimits(buf: Buffer, limits: FrameLimits): boolean {
+  const counts = Math.min(limits.maxKeysPerObject, limits.maxItemsPerArray, limits.maxStringBytes, limits.maxValues);
+  if (buf.length > counts) return false;
+  const objects = countUpTo(buf, OPEN_OBJECT, limits.maxDepth + 1);
+  return objects + countUpTo(buf, OPEN_ARRAY, limits.maxDepth + 1 - objects) <= limits.maxDepth;
+}
+
+/** How many `byte`s `buf` holds, counting no further than `max`. */
+function countUpTo(buf: Buffer, byte: number, max: number): number {
+  let n = 0;
+  for (let at = buf.indexOf(byte); at >= 0 && n < max; at = buf.indexOf(byte, at + 1)) n++;
+  return n;
 }
 
 class FrameScan {
