@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStoreAdapter } from "../storage/sqlite-adapter.js";
 import { SqliteStore } from "../storage/sqlite-store.js";
+import type { Store } from "../storage/types.js";
 import { HistoryCache } from "./history-cache.js";
 
 const stores: SqliteStore[] = [];
@@ -131,5 +132,64 @@ describe("session history between turns", () => {
     await cache.load(store, "k");
     cache.forget("k");
     expect(cache.size).toEqual({ sessions: 0, chars: 0 });
+  });
+
+  /**
+   * The SQLite store with `readSessionDelta` (the one-read form a remote store offers), counting the reads a load
+   * makes: the session and the rows after a seq, read as getSession and readTranscript do.
+   */
+  function withSessionDelta(s: SqliteStore, reads: string[]): Store {
+    const base = new SqliteStoreAdapter(s);
+    return Object.assign(Object.create(base) as Store, {
+      getSession: (key: string) => {
+        reads.push("getSession");
+        return base.getSession(key);
+      },
+      readTranscript: (key: string, opts?: Parameters<Store["readTranscript"]>[1]) => {
+        reads.push("readTranscript");
+        return base.readTranscript(key, opts);
+      },
+      readSessionDelta: async (key: string, afterSeq: number) => {
+        reads.push("readSessionDelta");
+        const session = await base.getSession(key);
+        const rows = session
+          ? await base.readTranscript(key, { generation: session.generation, afterSeq, imageData: true })
+          : [];
+        return { ...(session ? { session } : {}), rows };
+      },
+    });
+  }
+
+  it("a cached session's turn reads its session and new rows in one read where the store offers it, and still starts over after /new, a re-created session or a forget", async () => {
+    const f = file();
+    const s = open(f);
+    const other = open(f);
+    const reads: string[] = [];
+    const store = withSessionDelta(s, reads);
+    const cache = new HistoryCache();
+    s.ensureSession("k", "main", 1);
+    user(s, "k", "one");
+    const contents = async () => (await cache.load(store, "k")).messages.map((m) => m.content);
+    // first load: nothing cached, the session row first (the whole history is read after it)
+    expect(await contents()).toEqual(["one"]);
+    expect(reads.splice(0)).toEqual(["getSession"]);
+    user(other, "k", "two");
+    const loaded = await cache.load(store, "k");
+    expect(loaded.messages.map((m) => m.content)).toEqual(["one", "two"]);
+    expect(loaded.session?.key).toBe("k");
+    expect(reads.splice(0)).toEqual(["readSessionDelta"]);
+    s.resetSession("k", 2, "/new");
+    user(s, "k", "after new");
+    expect(await contents()).toEqual(["after new"]);
+    expect(reads.splice(0)).toEqual(["readSessionDelta"]);
+    s.deleteSession("k");
+    s.ensureSession("k", "main", 3);
+    user(s, "k", "fresh");
+    expect(await contents()).toEqual(["fresh"]);
+    user(s, "k", "fresh two");
+    expect(await contents()).toEqual(["fresh", "fresh two"]);
+    cache.forget("k");
+    expect(await contents()).toEqual(["fresh", "fresh two"]);
+    expect(reads.splice(0)).toEqual(["readSessionDelta", "readSessionDelta", "getSession"]);
   });
 });

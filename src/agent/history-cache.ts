@@ -67,7 +67,15 @@ export class HistoryCache {
   }
 
   async load(store: Store, sessionKey: string): Promise<LoadedHistory> {
-    const session = await store.getSession(sessionKey);
+    // A cached session on a store that can: its row and the rows after the cached seq in one read (on Postgres one
+    // round trip instead of two per turn). Else the row first, for the generation the rows are read in.
+    const cached = this.entries.get(sessionKey);
+    const afterSeq = cached?.lastSeq;
+    let session: SessionRecord | undefined;
+    let delta: TranscriptRow[] | undefined;
+    if (afterSeq !== undefined && store.readSessionDelta) {
+      ({ session, rows: delta } = await store.readSessionDelta(sessionKey, afterSeq));
+    } else session = await store.getSession(sessionKey);
     const generation = session?.generation ?? 1;
     const sessionId = session?.sessionId ?? "";
     let entry = this.entries.get(sessionKey);
@@ -77,7 +85,12 @@ export class HistoryCache {
     if (!entry || entry.generation !== generation || entry.sessionId !== sessionId) {
       entry = await coldLoad(store, sessionKey, sessionId, generation);
     } else {
-      const rows = await store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq, imageData: true });
+      // the rows read with the session fit this entry only if it is the one they were read after (a forget and a
+      // new load in between would have replaced it)
+      const rows =
+        delta !== undefined && entry === cached && entry.lastSeq === afterSeq
+          ? delta
+          : await store.readTranscript(sessionKey, { generation, afterSeq: entry.lastSeq, imageData: true });
       // A gap means rows were rewritten under us; a compaction row means the history now starts at its summary.
       const stale = rows.length > 0 && rows[0].seq !== entry.lastSeq + 1;
       if (stale || rows.some((r) => r.kind === "compaction"))

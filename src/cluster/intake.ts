@@ -131,5 +131,6 @@ export function toAdoptedRun(row: AdoptedInput): AdoptedRun {
     ...(row.sessionQueueMode ? { sessionQueueMode: row.sessionQueueMode } : {}),
     lastEventSeq: row.lastEventSeq,
     ...(row.receipt ? { storedReceipt: row.receipt } : {}),
+    ...(row.session ? { session: row.session } : {}),
   };
 }

@@ -124,4 +124,25 @@ describe("inputs adopted from another node", () => {
     await queue.final("r1");
     expect(turns.length).toBe(1);
   });
+
+  it("a turn launched as its input is adopted starts from the session row read with the input; one that waits its turn is not handed that row", async () => {
+    const { queue, store, turns, adopted, until } = setup();
+    const [r1, r2] = [await adopted("r1"), await adopted("r2", "followup")];
+    const row = await store.getSession(r1.sessionKey);
+    if (!row) throw new Error("the intake stored the session");
+    // what the adoption read (on Postgres the row comes with the queued inputs): the later turn must not reuse it
+    const read = { ...row, modelOverride: "as/read" };
+    queue.adopt([
+      { ...r1, session: read },
+      { ...r2, session: read },
+    ]);
+    await until(() => turns.length === 1);
+    expect(turns[0].spec.session).toEqual(read);
+    turns[0].release();
+    await until(() => turns.length === 2);
+    expect(turns[1].spec.runId).toBe("r2");
+    expect(turns[1].spec.session).toBeUndefined();
+    turns[1].release();
+    expect((await queue.final("r2")).status).toBe("ok");
+  });
 });

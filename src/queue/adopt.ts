@@ -33,7 +33,10 @@ export function adoptRuns(ctx: QueueContext, runs: readonly AdoptedRun[]): numbe
     // the usual case, adopted where it was accepted with nothing changed between: the stored receipt stands
     if (input.storedReceipt === JSON.stringify(receipt)) announceReceipt(ctx, run, receipt);
     else setReceipt(ctx, run, receipt);
+    // a turn launched by this enqueue starts from the row read with the input; a later one reads it then
+    if (input.session) run.adoptedSession = input.session;
     enqueue(ctx, s, run, route);
+    run.adoptedSession = undefined;
     joined++;
   }
   return joined;

@@ -80,6 +80,7 @@ function turnSpec(ctx: QueueContext, turn: ActiveTurn, message: string, signal: 
     // whose token started the turn: its spend counts against that token's budgets (limits/)
     ...(host.origin?.token !== undefined ? { token: host.origin.token } : {}),
     signal,
+    ...(host.adoptedSession ? { session: host.adoptedSession } : {}),
     steering: steeringFor(ctx, turn),
     onLoopEnd: () => {
       turn.steerable = false;

@@ -7,7 +7,7 @@ import type { AgentParams } from "../protocol/params.js";
 import type { AgentAccepted } from "../protocol/payloads.js";
 import type { AgentFinal, AgentRequest, EndedBy, Receipt, ReplyPayload, Usage } from "../protocol/run.js";
 import type { ImageBlock, UserMessage } from "../providers/types.js";
-import type { Store, TranscriptRow } from "../storage/types.js";
+import type { SessionRecord, Store, TranscriptRow } from "../storage/types.js";
 import type { QueueMode } from "./modes.js";
 import type { UnrecordedEnds } from "./unrecorded-ends.js";
 
@@ -103,6 +103,11 @@ export interface RunSpec extends WireRunOptions {
   /** fires when stuck-session recovery releases the turn's session: the run gives up its lanes at once */
   releaseLanes?: AbortSignal;
   steering?: TurnSteering;
+  /**
+   * The session's row as read where the run was launched, at once, from what it read anyway (an adopted input's
+   * read on Postgres): the run starts from it instead of reading the row again. Absent: the run reads it.
+   */
+  session?: SessionRecord;
   /** the loop will take no more steered messages */
   onLoopEnd?: () => void;
   /** the turn got its lanes and is running; the run waits for the returned promise before its start event */
@@ -194,6 +199,11 @@ export interface LiveRun {
   receipt?: Receipt;
   /** settles once its run record is stored, for a run the queue made itself (an overflow notice): it runs after */
   committed?: Promise<void>;
+  /**
+   * Set only while the run is being adopted: the session's row read with it, for a turn launched there and then
+   * (RunSpec.session). Cleared after, so a turn that starts later reads the row as it is then.
+   */
+  adoptedSession?: SessionRecord;
 }
 
 export interface ActiveTurn {
@@ -282,6 +292,8 @@ export interface AdoptedRun {
   lastEventSeq: number;
   /** the receipt stored with the input (JSON text): not written again when this node issues the same one */
   storedReceipt?: string;
+  /** the session's row, read with the input (the turn launched at once starts from it) */
+  session?: SessionRecord;
 }
 
 /** Who started a run, told to `AgentService.accept` by the entry point. */

@@ -108,6 +108,12 @@ export interface TranscriptReadOptions {
   maxBytesStrict?: boolean;
 }
 
+/** `Store.readSessionDelta`: no session, no rows. */
+export interface SessionDelta {
+  session?: SessionRecord;
+  rows: TranscriptRow[];
+}
+
 export interface CompactionEntry {
   summary: string;
   /** seq of the first message row kept verbatim; at most the last seq + 1 (nothing kept) */
@@ -259,6 +265,12 @@ export interface Store {
   appendTranscript(rows: Array<Omit<TranscriptRow, "seq" | "generation">>): Promise<TranscriptRow[]>;
   /** Image parts come back as references (no `data`) unless `imageData` is set. */
   readTranscript(key: string, opts?: TranscriptReadOptions): Promise<TranscriptRow[]>;
+  /**
+   * The session and its current generation's rows after `afterSeq` (oldest first, images with their data), read
+   * together: what a turn's history load needs, in one round trip where the store is remote. Optional: a store
+   * without it is read with `getSession` and `readTranscript`.
+   */
+  readSessionDelta?(key: string, afterSeq: number): Promise<SessionDelta>;
   /**
    * The seq and stored size (bytes of the row's JSON, images apart) of the rows `readTranscript` would give for
    * `opts` (without `maxBytes`), newest first, without reading them: whether older rows exist, how big they are.

@@ -211,6 +211,30 @@ describe.skipIf(!testPostgresUrl)("what a turn costs Postgres", () => {
     expect(log.rolledBack).toBe(0);
   });
 
+  it("a warm turn reads its session's row only along with what it reads anyway: the intake's read, the adoption's, the history's", {
+    timeout: 60_000,
+  }, async () => {
+    for (let i = 0; i < 2; i++) await turn("agent:main:reads");
+    await settle();
+    log.clear();
+    log.recording = true;
+    const turns = 6;
+    for (let i = 0; i < turns; i++) await turn("agent:main:reads");
+    await settle();
+    log.recording = false;
+    const reads = log.transactions
+      .filter((t) => !t.explicit && t.statements.length === 1 && !isWrite(t.statements[0].text))
+      .map((t) => t.statements[0].text)
+      .filter((text) => /\bsessions\b/.test(text));
+    const what = JSON.stringify(reads.map((r) => r.slice(0, 70)));
+    // the row alone was read twice a turn more (the turn's start, the history's load under the lock): 5 reads
+    expect(
+      reads.filter((r) => /^SELECT \* FROM sessions WHERE key/i.test(r)),
+      what,
+    ).toEqual([]);
+    expect(reads.length / turns, what).toBe(3);
+  });
+
   it("an agent request reads the store once before its durable write", { timeout: 60_000 }, async () => {
     for (const sessionKey of ["agent:main:intake-new", "agent:main:cost"]) {
       await settle();

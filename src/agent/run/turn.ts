@@ -61,8 +61,10 @@ async function turnBody(
 ): Promise<RunResult> {
   const hooks = rt.pluginHooks;
   const hookCtx = { agentId: spec.agentId, sessionKey: spec.sessionKey, runId: spec.runId };
-  // intake stored the session with the input; a run from elsewhere (cron, a test) may be its first
+  // intake stored the session with the input; a run from elsewhere (cron, a test) may be its first. An adopted
+  // input launched at once comes with the row its adoption read (on Postgres a round trip less per turn)
   const session =
+    spec.session ??
     (await rt.store.getSession(spec.sessionKey)) ??
     (await rt.store.ensureSession(spec.sessionKey, spec.agentId, startedAt));
   spans?.conversation(session.sessionId);

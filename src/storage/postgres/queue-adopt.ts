@@ -1,3 +1,5 @@
+import { toSession } from "../row-mapping.js";
+import type { SessionRecord } from "../types.js";
 import { nowSql, type Queryable } from "./pool.js";
 import { fencePredicate } from "./session-leases.js";
 
@@ -23,6 +25,8 @@ export interface AdoptedInput {
   lastEventSeq: number;
   /** the receipt stored with the input (JSON), as the accepting node saw the session */
   receipt?: string;
+  /** the session's row as this read saw it (a turn launched at once starts from it instead of reading it again) */
+  session?: SessionRecord;
 }
 
 type AdoptRow = {
@@ -31,7 +35,7 @@ type AdoptRow = {
   queue_seq: number;
   accepted_at: number;
   params: string;
-  queue_mode: string | null;
+  session: Record<string, unknown> | null;
   last_seq: number;
   receipt: string | null;
 };
@@ -49,7 +53,7 @@ export async function readQueuedInputs(
 ): Promise<AdoptedInput[]> {
   const { rows } = await db.query<AdoptRow>(
     `SELECT r.run_id, r.session_key, r.queue_seq, r.accepted_at, r.params, r.receipt,
-       (SELECT s.queue_mode FROM sessions s WHERE s.key = r.session_key) AS queue_mode,
+       (SELECT row_to_json(s) FROM sessions s WHERE s.key = r.session_key) AS session,
        (SELECT COALESCE(max(e.seq), 0) FROM run_events e WHERE e.run_id = r.run_id) AS last_seq
      FROM runs r
      WHERE r.session_key = $2 AND r.status = 'queued' AND r.node_id IS DISTINCT FROM $1
@@ -119,14 +123,16 @@ export async function listOrphanedSessions(db: Queryable, opts: { limit: number;
 }
 
 function toAdoptedInput(r: AdoptRow): AdoptedInput {
+  const session = r.session ? toSession(r.session) : undefined;
   return {
     runId: r.run_id,
     sessionKey: r.session_key,
     queueSeq: r.queue_seq,
     acceptedAt: r.accepted_at,
     params: r.params,
-    ...(r.queue_mode ? { sessionQueueMode: r.queue_mode } : {}),
+    ...(session?.queueMode ? { sessionQueueMode: session.queueMode } : {}),
     lastEventSeq: Number(r.last_seq),
     ...(r.receipt ? { receipt: r.receipt } : {}),
+    ...(session ? { session } : {}),
   };
 }

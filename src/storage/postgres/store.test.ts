@@ -32,6 +32,20 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
     return s;
   }
 
+  /** Every statement the store's connections send from now on (transaction statements too), trimmed. */
+  function recordStatements(s: PostgresStore): string[] {
+    const sent: string[] = [];
+    s.pool.on("connect", (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: typeof query }).query = (...args) => {
+        const [q] = args;
+        sent.push((typeof q === "string" ? q : String((q as { text?: string }).text)).trim());
+        return query(...args);
+      };
+    });
+    return sent;
+  }
+
   const nextKey = () => {
     key = `agent:main:s${++keyNo}`;
     return key;
@@ -100,6 +114,39 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
       expect(await s.deleteSession(key)).toBe(true);
       const left = await s.pool.query("SELECT count(*)::int AS n FROM blobs WHERE session_key = $1", [key]);
       expect(left.rows[0].n).toBe(0);
+    });
+  });
+
+  describe("a turn's history delta (issue 33)", () => {
+    it("the session and its current generation's rows after a seq come in one statement, images with their bytes", async () => {
+      const s = await store();
+      nextKey();
+      expect(await s.readSessionDelta(key, 0)).toEqual({ rows: [] });
+      await s.ensureSession(key, "main", 1);
+      await s.appendTranscript([text(key, "old one"), text(key, "old two")]);
+      await s.resetSession(key, 2, "/new");
+      await s.appendTranscript([text(key, "new one"), text(key, "new two"), text(key, "new three")]);
+      const reader = await store();
+      const sent = recordStatements(reader);
+      const delta = await reader.readSessionDelta(key, 1);
+      expect(sent).toHaveLength(1);
+      expect(delta.session).toEqual(await s.getSession(key));
+      expect(delta.session?.generation).toBe(2);
+      expect(delta.rows).toEqual(await s.readTranscript(key, { afterSeq: 1 }));
+      expect(delta.rows.map((r) => r.message?.content)).toEqual(["new two", "new three"]);
+      // nothing new: the session alone
+      expect(await reader.readSessionDelta(key, 3)).toEqual({ session: delta.session, rows: [] });
+      const bytes = Buffer.from("pretend png", "latin1").toString("base64");
+      const image: ChatMessage = {
+        role: "toolResult",
+        toolCallId: "c1",
+        toolName: "read",
+        isError: false,
+        content: [{ type: "image", mimeType: "image/png", data: bytes, width: 1, height: 1 }],
+      };
+      await s.appendTranscript([{ sessionKey: key, kind: "message", createdAt: 3, message: image }]);
+      const [withImage] = (await reader.readSessionDelta(key, 3)).rows;
+      expect(withImage.message?.role === "toolResult" && withImage.message.content[0]).toMatchObject({ data: bytes });
     });
   });
 
@@ -192,15 +239,7 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
      */
     async function recordingWriter(token: number, runId: string): Promise<{ writer: PostgresStore; sent: string[] }> {
       const writer = await store();
-      const sent: string[] = [];
-      writer.pool.on("connect", (client) => {
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-        (client as unknown as { query: typeof query }).query = (...args) => {
-          const [q] = args;
-          sent.push((typeof q === "string" ? q : String((q as { text?: string }).text)).trim());
-          return query(...args);
-        };
-      });
+      const sent = recordStatements(writer);
       writer.setFence((k) => (k === key ? token : undefined));
       await writer.getRun(runId);
       sent.length = 0;
@@ -407,15 +446,7 @@ describe.skipIf(!testPostgresUrl)("PostgresStore", () => {
         seen.push(pointer);
         if (seen.length === 3) arrived();
       });
-      const sent: string[] = [];
-      writer.pool.on("connect", (client) => {
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-        (client as unknown as { query: typeof query }).query = (...args) => {
-          const [q] = args;
-          sent.push((typeof q === "string" ? q : String((q as { text?: string }).text)).trim());
-          return query(...args);
-        };
-      });
+      const sent = recordStatements(writer);
       const sessionKey = "agent:main:batch";
       const json = (seq: number) => JSON.stringify({ runId: "run-b", seq });
       const { ignored } = await writer.appendLedgerBatch({

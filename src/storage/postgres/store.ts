@@ -38,6 +38,7 @@ import type {
   RunRecord,
   RunStatus,
   RunsEnd,
+  SessionDelta,
   SessionListPoint,
   SessionRecord,
   SessionUsageAdd,
@@ -57,7 +58,7 @@ import {
   sessionChannel,
   sessionChannelSql,
 } from "./notifier.js";
-import { checkSchemaName, createPostgresPool, inTransaction, type PostgresOptions, type Queryable } from "./pool.js";
+import { checkSchemaName, createPostgresPool, type PostgresOptions, type Queryable } from "./pool.js";
 import { highestPerRun, runEventPointer } from "./run-follower.js";
 import { FENCE_OK, fenceCte, staleFence } from "./session-leases.js";
 
@@ -171,6 +172,12 @@ const LEDGER_BATCH_SQL = `WITH ${RUN_EVENTS_INSERT_CTE},
 audit AS (${auditInsertSql(9)}),
 ${costInsertCte("cost", 22)}
 SELECT (SELECT count(*) FROM ins)::int AS inserted, ${RUN_EVENT_NOTICES_SQL}, ${costNoticesSql("cost", 22)}`;
+
+/** readSessionDelta: the session row, and its current generation's rows after $2 oldest first (none: seq null). */
+const SESSION_DELTA_SQL = `SELECT row_to_json(s) AS session, t.session_key, t.generation, t.seq, t.kind, t.run_id,
+  t.created_at, t.data
+FROM sessions s LEFT JOIN transcript t ON t.session_key = s.key AND t.generation = s.generation AND t.seq > $2
+WHERE s.key = $1 ORDER BY t.seq`;
 
 /** An append waiting for the one in flight for its session (PostgresStore.appendTranscript). */
 interface PendingAppend {
@@ -673,6 +680,17 @@ export class PostgresStore implements Store {
     const { rows } = await this.pool.query(sql, args);
     rows.reverse();
     return this.toTranscriptRows(key, rows, opts.imageData === true);
+  }
+
+  async readSessionDelta(key: string, afterSeq: number): Promise<SessionDelta> {
+    // One statement, so one round trip and one snapshot: a turn's history load read the session (for its generation)
+    // and then the rows after the cached seq, two round trips on the hot path of every turn. The session comes as JSON
+    // on every row (a turn's delta is a handful of rows), the rows by the LEFT JOIN (none: one row of nulls).
+    const { rows } = await this.pool.query(SESSION_DELTA_SQL, [key, afterSeq]);
+    if (rows.length === 0) return { rows: [] };
+    const session = toSession(rows[0].session as Row);
+    const found = rows[0].seq === null ? [] : rows;
+    return { session, rows: await this.toTranscriptRows(key, found, true) };
   }
 
   async transcriptSizes(key: string, opts: TranscriptReadOptions = {}): Promise<Array<{ seq: number; bytes: number }>> {
