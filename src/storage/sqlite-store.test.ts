@@ -245,6 +245,19 @@ describe("transcript", () => {
     expect(contents(s.readTranscript("k", { beforeSeq: 3 }))).toEqual(["m1", "m2"]);
   });
 
+  it("the history since a seq comes back oldest first even when SQLite scans the table the other way", () => {
+    const s = store();
+    s.ensureSession("k", "main", 1);
+    s.appendTranscript(["m1", "m2", "m3", "m4"].map((t) => row("k", user(t))));
+    // the read without a limit has no ORDER BY (bench/README.md: an ORDER BY recompiles it per call); this pragma
+    // makes SQLite return such reads in reverse, as a different plan might
+    (s as unknown as { db: Database.Database }).db.pragma("reverse_unordered_selects = ON");
+    expect(contents(s.readTranscript("k", { afterSeq: 1 }))).toEqual(["m2", "m3", "m4"]);
+    expect(contents(s.readTranscript("k", { generation: 1, afterSeq: 2, imageData: true }))).toEqual(["m3", "m4"]);
+    expect(contents(s.readTranscript("k", { kinds: ["message"] }))).toEqual(["m1", "m2", "m3", "m4"]);
+    expect(contents(s.readTranscript("k", { limit: 2 }))).toEqual(["m3", "m4"]);
+  });
+
   it("a reset (/new) starts a new generation and keeps the old rows", () => {
     const s = store();
     s.ensureSession("agent:main:main", "main", 1);

@@ -458,10 +458,15 @@ export class SqliteStore {
     }
     // newest `limit` rows, returned oldest first. Without a limit (every warm turn's read of the rows since the
     // cached history) the rows are read oldest first at once: re-sorting a newest-first read went through a
-    // temporary B-tree, most of the cost of reading a turn's few rows.
-    const sorted = opts.limit === undefined;
-    const [sql, args] = this.transcriptQuery("*", key, generation, opts, sorted ? "ASC" : "DESC");
-    const rows = this.prep(sorted ? sql : `SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
+    // temporary B-tree, most of the cost of reading a turn's few rows. That read has no ORDER BY (nor LIMIT) either:
+    // with one, this SQLite build (STAT4) compiles the statement again on every call, as it does when a parameter
+    // it deems plan-affecting is bound anew (measured: ~7 µs a call in a loop, twice to three times the read
+    // itself; bench/README.md). The primary key's range scan gives the rows in seq order; should a future plan
+    // not, they are sorted here.
+    const unlimited = opts.limit === undefined;
+    const [sql, args] = this.transcriptQuery("*", key, generation, opts, unlimited ? "none" : "DESC");
+    const rows = this.prep(unlimited ? sql : `SELECT * FROM (${sql}) ORDER BY seq ASC`).all(...args) as Row[];
+    if (unlimited && !ascendingSeq(rows)) rows.sort((a, b) => (a.seq as number) - (b.seq as number));
     return rows.map((r) => {
       const data = JSON.parse(r.data as string) as TranscriptRowData;
       if (data.message && opts.imageData) data.message = this.hydrated(key, data.message);
@@ -481,13 +486,16 @@ export class SqliteStore {
     return this.prep(sql).all(...args) as Array<{ seq: number; bytes: number }>;
   }
 
-  /** `SELECT <columns>` of the generation's rows the options name, newest first unless told, with its arguments */
+  /**
+   * `SELECT <columns>` of the generation's rows the options name, newest first unless told, with its arguments;
+   * `order` "none": no ORDER BY (the caller puts the rows in order).
+   */
   private transcriptQuery(
     columns: string,
     key: string,
     generation: number,
     opts: TranscriptReadOptions,
-    order: "ASC" | "DESC" = "DESC",
+    order: "ASC" | "DESC" | "none" = "DESC",
   ): [string, unknown[]] {
     const where = ["session_key = ?", "generation = ?"];
     const args: unknown[] = [key, generation];
@@ -503,8 +511,10 @@ export class SqliteStore {
       where.push(`kind IN (${opts.kinds.map(() => "?").join(", ")})`);
       args.push(...opts.kinds);
     }
-    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")} ORDER BY seq ${order} LIMIT ?`;
-    return [sql, [...args, opts.limit ?? -1]];
+    // no `LIMIT ?` without a limit: a bound LIMIT, like an ORDER BY, makes this build compile the read anew per call
+    const orderBy = order === "none" ? "" : ` ORDER BY seq ${order}`;
+    const sql = `SELECT ${columns} FROM transcript WHERE ${where.join(" AND ")}${orderBy}`;
+    return opts.limit === undefined ? [sql, args] : [`${sql} LIMIT ?`, [...args, opts.limit]];
   }
 
   createRun(run: RunRecord): void {
@@ -888,4 +898,10 @@ function retryWhileBusy<T>(fn: () => T, timeoutMs: number): T {
 export function prefixEnd(prefix: string): string {
   if (prefix === "") return "\u{10FFFF}";
   return prefix.slice(0, -1) + String.fromCodePoint((prefix.codePointAt(prefix.length - 1) ?? 0) + 1);
+}
+
+/** Whether the rows' seqs only grow (what the primary key's range scan gives). */
+function ascendingSeq(rows: Row[]): boolean {
+  for (let i = 1; i < rows.length; i++) if ((rows[i - 1].seq as number) > (rows[i].seq as number)) return false;
+  return true;
 }
