@@ -205,8 +205,11 @@ export class SqliteStore {
   /** Store.acceptInput: the session (if missing) and the accepted run record, in one transaction. */
   acceptInput(session: { key: string; agentId: string; now: number }, run: RunRecord): void {
     this.transaction(() => {
-      this.ensureSession(session.key, session.agentId, session.now);
-      this.createRun(run);
+      // whether the session exists is all this needs: one column, not the whole row made into a record
+      if (this.stmts.generation.get(session.key) === undefined) {
+        this.stmts.insertSession.run(session.key, randomUUID(), session.agentId, session.now, session.now);
+      }
+      this.insertRun(run);
     });
   }
 
