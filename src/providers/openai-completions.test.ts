@@ -213,6 +213,33 @@ describe("openai-completions: a reader that stops early", () => {
     await serverSawClose;
     expect(await stream.next()).toEqual({ done: true, value: undefined });
   });
+
+  it("a reader that stops after the text sent before a stream error is done, not failed", async () => {
+    const errorServer = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      // one read: text held for the beat, then the error, so the text is handed on first and the error waits
+      res.end(
+        'data: {"choices":[{"index":0,"delta":{"content":"Partial"},"finish_reason":null}]}\n\n' +
+          'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n',
+      );
+    });
+    await new Promise<void>((r) => errorServer.listen(0, "127.0.0.1", r));
+    try {
+      const model = createOpenAICompletionsProvider({
+        id: "openai",
+        api: "openai-completions",
+        baseUrl: `http://127.0.0.1:${(errorServer.address() as AddressInfo).port}/v1`,
+        models: [],
+      });
+      const beat = new Cadence(systemClock, 40).lane("r");
+      const stream = model.stream({ ...request(), streamBeat: beat })[Symbol.asyncIterator]();
+      expect(await stream.next()).toEqual({ done: false, value: { type: "text_delta", delta: "Partial" } });
+      expect(await stream.return?.()).toEqual({ done: true, value: undefined });
+      expect(await stream.next()).toEqual({ done: true, value: undefined });
+    } finally {
+      errorServer.close();
+    }
+  });
 });
 
 describe("openai-completions request body", () => {

@@ -246,6 +246,7 @@ class ChatStream implements AsyncIterableIterator<ModelStreamEvent> {
     this.over = true;
     this.out = [];
     this.head = 0;
+    this.pendingError = undefined;
     this.closeBody();
     this.guard.dispose();
     return Promise.resolve(DONE);
