@@ -246,15 +246,21 @@ export class ChatProjector {
     run.sent = sendable;
     run.replace = false;
     run.lastFlushAt = now;
-    this.emit({
-      runId,
-      sessionKey: run.sessionKey,
-      seq: run.pendingSeq,
-      state: "delta",
-      deltaText,
-      ...(run.checkpoints.carry(sendable) ? { message: message(run.text.slice(0, sendable), now) } : {}),
-      ...(replace ? { replace: true } : {}),
-    });
+    const carry = run.checkpoints.carry(sendable);
+    // most deltas carry neither the message nor a replace: the plain object then, not one built by spreads
+    this.emit(
+      carry || replace
+        ? {
+            runId,
+            sessionKey: run.sessionKey,
+            seq: run.pendingSeq,
+            state: "delta",
+            deltaText,
+            ...(carry ? { message: message(run.text.slice(0, sendable), now) } : {}),
+            ...(replace ? { replace: true } : {}),
+          }
+        : { runId, sessionKey: run.sessionKey, seq: run.pendingSeq, state: "delta", deltaText },
+    );
   }
 
   private terminal(ev: AgentEventOf<"lifecycle">, text: string): ChatEventPayload {

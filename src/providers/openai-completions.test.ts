@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cadence } from "../infra/cadence.js";
 import { systemClock } from "../infra/clock.js";
@@ -179,6 +181,64 @@ describe("openai-completions on the stream beat", () => {
     })();
     await expect(reading).rejects.toMatchObject({ kind: "context_length" });
     expect(seen.join("")).toBe("Partial answer");
+  });
+});
+
+describe("openai-completions: a reader that stops early", () => {
+  let raw: Server | undefined;
+  afterAll(() => raw?.close());
+
+  it("closes the connection to the model and is done from then on", async () => {
+    let closed!: () => void;
+    const serverSawClose = new Promise<void>((r) => {
+      closed = r;
+    });
+    raw = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      // the first delta, then a body that stays open: only the reader leaving can end it
+      res.write('data: {"choices":[{"index":0,"delta":{"content":"first"},"finish_reason":null}]}\n\n');
+      res.on("close", closed);
+    });
+    await new Promise<void>((r) => raw?.listen(0, "127.0.0.1", r));
+    const model = createOpenAICompletionsProvider({
+      id: "openai",
+      api: "openai-completions",
+      baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`,
+      apiKey: "sk-test",
+      models: [],
+    });
+    const stream = model.stream(request())[Symbol.asyncIterator]();
+    expect(await stream.next()).toEqual({ done: false, value: { type: "text_delta", delta: "first" } });
+    expect(await stream.return?.()).toEqual({ done: true, value: undefined });
+    await serverSawClose;
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it("a reader that stops after the text sent before a stream error is done, not failed", async () => {
+    const errorServer = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      // one read: text held for the beat, then the error, so the text is handed on first and the error waits
+      res.end(
+        'data: {"choices":[{"index":0,"delta":{"content":"Partial"},"finish_reason":null}]}\n\n' +
+          'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n',
+      );
+    });
+    await new Promise<void>((r) => errorServer.listen(0, "127.0.0.1", r));
+    try {
+      const model = createOpenAICompletionsProvider({
+        id: "openai",
+        api: "openai-completions",
+        baseUrl: `http://127.0.0.1:${(errorServer.address() as AddressInfo).port}/v1`,
+        models: [],
+      });
+      const beat = new Cadence(systemClock, 40).lane("r");
+      const stream = model.stream({ ...request(), streamBeat: beat })[Symbol.asyncIterator]();
+      expect(await stream.next()).toEqual({ done: false, value: { type: "text_delta", delta: "Partial" } });
+      expect(await stream.return?.()).toEqual({ done: true, value: undefined });
+      expect(await stream.next()).toEqual({ done: true, value: undefined });
+    } finally {
+      errorServer.close();
+    }
   });
 });
 

@@ -7,10 +7,11 @@
  * SDK or fetch: this is the hot path of every agent turn and of every streamed token, and both the SDK's per-request
  * machinery and fetch's per-read web-stream machinery cost more than the work itself.
  */
-import { providerError, requestErrorContext, toProviderError } from "./errors.js";
+import { type ErrorContext, markAfterOutput, providerError, requestErrorContext, toProviderError } from "./errors.js";
 import { postStreamed, type StreamedResponse } from "./http-stream.js";
 import type { HeaderSource } from "./retry-after.js";
-import { guardStream } from "./stream-guard.js";
+import type { SseEvent } from "./sse.js";
+import { guardStream, type StreamGuard } from "./stream-guard.js";
 import type {
   ChatMessage,
   ImageBlock,
@@ -27,7 +28,6 @@ import { emptyUsage } from "./types.js";
 import {
   dataUrl,
   fallbackCallId,
-  flagOutput,
   isOpenAIReasoningModel,
   openAIReasoningEffort,
   sendableParts,
@@ -158,7 +158,7 @@ export function createOpenAICompletionsProvider(init: ProviderInit): ModelProvid
     api: "openai-completions",
     // a call with its own key (an auth profile's) gets its own Authorization; the configured headers still win
     stream: (request) =>
-      flagOutput(streamChat(init, url, request.apiKey ? requestHeaders(init, request.apiKey) : headers, request)),
+      new ChatStream(init, url, request.apiKey ? requestHeaders(init, request.apiKey) : headers, request),
   };
 }
 
@@ -171,124 +171,308 @@ function requestHeaders(init: ProviderInit, apiKey: string | undefined): Record<
   return headers;
 }
 
-async function* streamChat(
-  init: ProviderInit,
-  url: string,
-  headers: Record<string, string>,
-  request: ModelRequest,
-): AsyncGenerator<ModelStreamEvent> {
-  // the guard's signal covers the whole exchange: connect, response headers, and every wait for the next chunk
-  const guard = guardStream(request.signal, init.timeoutMs);
-  const ctx = requestErrorContext(init, request);
-  const calls = new Map<number, PendingCall>();
-  let thinking = "";
-  let finishReason: string | undefined;
-  let toolCallCount = 0;
-  let usage: Usage = emptyUsage();
+/**
+ * One streamed call: the SSE chunks read off the response, turned into the provider's events.
+ *
+ * A plain async iterator, not an async generator: every batch of every model call passes here, and a generator
+ * costs each event it yields a promise of its own, an `await` of the value and a resume, on top of the `await` of
+ * the next batch (bench/README.md, "stream3"). Here an event already decoded costs one settled promise and a batch
+ * one `then`. What the generator did and this keeps, step for step: nothing starts before the first `next()`; a
+ * batch's chunks are decoded one at a time as the consumer asks, and a run cancelled (or stalled) between two of them
+ * stops at the next (the connection closed, "stream interrupted"); an error from the body's chunks closes the
+ * connection; text merged for the beat is delivered before an error the server sends in the stream; `return()` (a
+ * consumer that stops early) closes the connection and the guard; every failure is mapped by `toProviderError`,
+ * and marked as coming after output when the consumer already had an event (what `flagOutput` does for the
+ * providers that stream through an SDK).
+ */
+class ChatStream implements AsyncIterableIterator<ModelStreamEvent> {
+  private guard: StreamGuard | undefined;
+  private ctx: ErrorContext | undefined;
+  private batches: AsyncIterator<SseEvent[]> | undefined;
+  /** the batch being decoded, and the next chunk of it to decode */
+  private batch: SseEvent[] | undefined;
+  private at = 0;
+  /** decoded events not yet taken (a chunk can make several), from `head` on */
+  private out: ModelStreamEvent[] = [];
+  private head = 0;
+  /** an error to throw once the events decoded before it are taken */
+  private pendingError: unknown;
+  /** the end was decoded or the stream failed or was closed: nothing more to read */
+  private over = false;
+  /** the consumer took an event other than the end */
+  private output = false;
 
-  // Thinking streams first; whatever comes after it (text, a tool call, the end) closes the block.
-  function* endThinking(): Generator<ModelStreamEvent> {
-    if (thinking === "") return;
-    yield { type: "thinking_end", thinking };
-    thinking = "";
-  }
+  private readonly calls = new Map<number, PendingCall>();
+  private thinking = "";
+  private finishReason: string | undefined;
+  private toolCallCount = 0;
+  private usage: Usage = emptyUsage();
+  private sawDone = false;
+  private answeredBy: string | undefined;
+  /** text of this batch not yet handed on (consecutive text of one batch goes on as one delta on the beat) */
+  private text = "";
+  private readonly merge: boolean;
 
-  function* flushCalls(): Generator<ModelStreamEvent> {
-    const ordered = [...calls.entries()].sort(([a], [b]) => a - b);
-    calls.clear();
-    for (const [, call] of ordered) {
-      toolCallCount++;
-      yield toolCallEvent(call.id, call.name, call.args);
-    }
-  }
-
-  try {
-    const response = await postStreamed(url, headers, requestBody(request), guard.signal);
-    if (response.status < 200 || response.status > 299) throw await httpError(response);
-
-    let sawDone = false;
-    let answeredBy: string | undefined;
+  constructor(
+    private readonly init: ProviderInit,
+    private readonly url: string,
+    private readonly headers: Record<string, string>,
+    private readonly request: ModelRequest,
+  ) {
     // On the stream beat, consecutive text of one batch goes on as one delta: a batch is then everything that came
     // since the loop last took some, and past this point every delta costs a pass through the loop, the run and its
     // events. Without a beat (coalescing off) every chunk stays a delta of its own.
-    const merge = request.streamBeat !== undefined;
-    let text = "";
-    read: for await (const batch of response.sseBatches(request.streamBeat)) {
-      guard.touch();
-      for (const event of batch) {
-        // a consumer that was slow to take the last event may come back after a cancel or a stall
-        if (guard.signal.aborted) break read;
-        // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
-        if (sawDone) continue;
-        if (event.data.startsWith("[DONE]")) {
-          sawDone = true;
-          continue;
-        }
-        const chunk: unknown = JSON.parse(event.data);
-        if (!isRecord(chunk)) {
-          throw providerError(ctx, "bad_response", `a stream chunk that is not a JSON object: ${clip(event.data)}`);
-        }
-        const { error, usage: chunkUsage, choices, model } = chunk as ChatChunk;
-        if (typeof model === "string" && model) answeredBy = model;
-        if (error) {
-          // what streamed before the error was seen by the user as it came: it is delivered before the failure
-          if (text !== "") yield { type: "text_delta", delta: text };
-          text = "";
-          throw new ChatCompletionsApiError(undefined, error, undefined);
-        }
-        if (chunkUsage) usage = mapUsage(chunkUsage);
-        const choice = choices?.[0];
-        if (!choice) continue;
-        const delta = choice.delta ?? {};
-        const reasoning = delta.reasoning_content ?? delta.reasoning;
-        if (reasoning) {
-          if (text !== "") yield { type: "text_delta", delta: text };
-          text = "";
-          thinking += reasoning;
-          yield { type: "thinking_delta", delta: reasoning };
-        }
-        if (delta.content) {
-          if (thinking !== "") yield* endThinking();
-          if (merge) text += delta.content;
-          else yield { type: "text_delta", delta: delta.content };
-        }
-        if (delta.tool_calls?.length || choice.finish_reason) {
-          if (text !== "") yield { type: "text_delta", delta: text };
-          text = "";
-        }
-        for (const part of delta.tool_calls ?? []) {
-          if (thinking !== "") yield* endThinking();
-          // a few servers leave out the index; a fragment without an id then continues the latest call
-          const index = part.index ?? (part.id || calls.size === 0 ? calls.size : calls.size - 1);
-          let call = calls.get(index);
-          if (!call) {
-            call = { id: part.id || fallbackCallId(), name: "", args: "" };
-            calls.set(index, call);
-          }
-          if (part.function?.name) call.name = part.function.name;
-          if (part.function?.arguments) call.args += part.function.arguments;
-        }
-        if (choice.finish_reason) {
-          finishReason = choice.finish_reason;
-          if (thinking !== "") yield* endThinking();
-          yield* flushCalls();
-        }
-      }
-      if (text !== "") yield { type: "text_delta", delta: text };
-      text = "";
+    this.merge = request.streamBeat !== undefined;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<ModelStreamEvent> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ModelStreamEvent>> {
+    if (this.head < this.out.length) return Promise.resolve(this.take());
+    if (this.pendingError !== undefined) return this.fail(this.pendingError, true);
+    if (this.over) return Promise.resolve(DONE);
+    if (this.guard === undefined) return this.open();
+    return this.advance();
+  }
+
+  return(): Promise<IteratorResult<ModelStreamEvent>> {
+    // not started, or over: nothing to close (a generator asked to return before its first next never runs)
+    if (this.guard === undefined || this.over) {
+      this.over = true;
+      return Promise.resolve(DONE);
     }
-    // After a cancel or a stall the loop stops at the next event (the events of one network read need no waiting), so
-    // the stream ends short; it must fail as what it is, not as a stream that ended early.
-    if (request.signal.aborted || guard.timedOut) throw new Error("stream interrupted");
-    if (finishReason === undefined) throw streamEndedEarly(ctx);
-    // some servers (vLLM, Ollama) report "stop" on a turn that did call tools
-    yield { type: "done", stopReason: mapFinishReason(finishReason, toolCallCount > 0), usage, model: answeredBy };
-  } catch (err) {
-    throw toProviderError(err, { ...ctx, timedOut: guard.timedOut });
-  } finally {
+    this.over = true;
+    this.out = [];
+    this.head = 0;
+    this.pendingError = undefined;
+    this.closeBody();
+    this.guard.dispose();
+    return Promise.resolve(DONE);
+  }
+
+  private open(): Promise<IteratorResult<ModelStreamEvent>> {
+    // the guard's signal covers the whole exchange: connect, response headers, and every wait for the next chunk
+    const guard = guardStream(this.request.signal, this.init.timeoutMs);
+    this.guard = guard;
+    this.ctx = requestErrorContext(this.init, this.request);
+    let posted: Promise<StreamedResponse>;
+    try {
+      posted = postStreamed(this.url, this.headers, requestBody(this.request), guard.signal);
+    } catch (err) {
+      return this.fail(err, false);
+    }
+    return posted.then(
+      (response) => {
+        if (response.status < 200 || response.status > 299) {
+          return httpError(response).then((err) => this.fail(err, false));
+        }
+        this.batches = response.sseBatches(this.request.streamBeat)[Symbol.asyncIterator]();
+        return this.advance();
+      },
+      (err: unknown) => this.fail(err, false),
+    );
+  }
+
+  /** Decodes what is in hand until an event comes out, else waits for the next batch. */
+  private advance(): Promise<IteratorResult<ModelStreamEvent>> {
+    let decoded: boolean;
+    try {
+      decoded = this.decode();
+    } catch (err) {
+      return this.fail(err, true);
+    }
+    if (decoded) return this.next();
+    return (this.batches as AsyncIterator<SseEvent[]>).next().then(this.onBatch, this.onReadError);
+  }
+
+  private readonly onBatch = (result: IteratorResult<SseEvent[]>): Promise<IteratorResult<ModelStreamEvent>> => {
+    if (result.done) {
+      this.batches = undefined;
+      return this.end();
+    }
+    (this.guard as StreamGuard).touch();
+    this.batch = result.value;
+    this.at = 0;
+    return this.advance();
+  };
+
+  private readonly onReadError = (err: unknown): Promise<IteratorResult<ModelStreamEvent>> => {
+    // a read that failed ends the body's iteration: there is nothing to close
+    this.batches = undefined;
+    return this.fail(err, false);
+  };
+
+  /**
+   * Decodes chunks of the current batch until at least one event is out or the batch is used up (then its merged
+   * text goes out, and the batch is dropped). True when there are events to take; throws what a chunk says is wrong.
+   */
+  private decode(): boolean {
+    const batch = this.batch;
+    if (batch === undefined) return false;
+    const signal = (this.guard as StreamGuard).signal;
+    while (this.at < batch.length) {
+      // a consumer that was slow to take the last event may come back after a cancel or a stall
+      if (signal.aborted) {
+        this.batch = undefined;
+        this.closeBody();
+        throw this.interrupted();
+      }
+      this.chunk(batch[this.at++].data);
+      if (this.head < this.out.length || this.pendingError !== undefined) return true;
+    }
+    this.batch = undefined;
+    if (this.text !== "") {
+      this.emit({ type: "text_delta", delta: this.text });
+      this.text = "";
+      return true;
+    }
+    return false;
+  }
+
+  /** One SSE event's data: what it adds to the stream (events in `out`, state), as the Chat Completions wire says. */
+  private chunk(data: string): void {
+    // the rest of the body after [DONE] is still read (and ignored) so the connection can be reused
+    if (this.sawDone) return;
+    if (data.startsWith("[DONE]")) {
+      this.sawDone = true;
+      return;
+    }
+    const parsed: unknown = JSON.parse(data);
+    if (!isRecord(parsed)) {
+      throw providerError(
+        this.ctx as ErrorContext,
+        "bad_response",
+        `a stream chunk that is not a JSON object: ${clip(data)}`,
+      );
+    }
+    const { error, usage: chunkUsage, choices, model } = parsed as ChatChunk;
+    if (typeof model === "string" && model) this.answeredBy = model;
+    if (error) {
+      // what streamed before the error was seen by the user as it came: it is delivered before the failure
+      this.flushText();
+      this.pendingError = new ChatCompletionsApiError(undefined, error, undefined);
+      return;
+    }
+    if (chunkUsage) this.usage = mapUsage(chunkUsage);
+    const choice = choices?.[0];
+    if (!choice) return;
+    const delta = choice.delta ?? {};
+    const reasoning = delta.reasoning_content ?? delta.reasoning;
+    if (reasoning) {
+      this.flushText();
+      this.thinking += reasoning;
+      this.emit({ type: "thinking_delta", delta: reasoning });
+    }
+    const content = delta.content;
+    if (content) {
+      this.endThinking();
+      if (this.merge) this.text += content;
+      else this.emit({ type: "text_delta", delta: content });
+    }
+    const parts = delta.tool_calls;
+    if (parts?.length || choice.finish_reason) this.flushText();
+    if (parts) {
+      const calls = this.calls;
+      for (const part of parts) {
+        this.endThinking();
+        // a few servers leave out the index; a fragment without an id then continues the latest call
+        const index = part.index ?? (part.id || calls.size === 0 ? calls.size : calls.size - 1);
+        let call = calls.get(index);
+        if (!call) {
+          call = { id: part.id || fallbackCallId(), name: "", args: "" };
+          calls.set(index, call);
+        }
+        if (part.function?.name) call.name = part.function.name;
+        if (part.function?.arguments) call.args += part.function.arguments;
+      }
+    }
+    if (choice.finish_reason) {
+      this.finishReason = choice.finish_reason;
+      this.endThinking();
+      this.flushCalls();
+    }
+  }
+
+  /** The body ended: the stream's end event, or why it has none. */
+  private end(): Promise<IteratorResult<ModelStreamEvent>> {
+    const guard = this.guard as StreamGuard;
+    // After a cancel or a stall the read stops at the next chunk (the chunks of one network read need no waiting),
+    // so the stream ends short; it must fail as what it is, not as a stream that ended early.
+    if (this.request.signal.aborted || guard.timedOut) return this.fail(this.interrupted(), false);
+    if (this.finishReason === undefined) return this.fail(streamEndedEarly(this.ctx as ErrorContext), false);
+    this.over = true;
     guard.dispose();
+    // some servers (vLLM, Ollama) report "stop" on a turn that did call tools
+    const stopReason = mapFinishReason(this.finishReason, this.toolCallCount > 0);
+    this.emit({ type: "done", stopReason, usage: this.usage, model: this.answeredBy });
+    return Promise.resolve(this.take());
+  }
+
+  private interrupted(): Error {
+    return new Error("stream interrupted");
+  }
+
+  private take(): IteratorResult<ModelStreamEvent> {
+    const value = this.out[this.head++];
+    if (this.head === this.out.length) {
+      this.out = [];
+      this.head = 0;
+    }
+    if (value.type !== "done") this.output = true;
+    return { value, done: false };
+  }
+
+  private emit(event: ModelStreamEvent): void {
+    this.out.push(event);
+  }
+
+  private flushText(): void {
+    if (this.text === "") return;
+    this.emit({ type: "text_delta", delta: this.text });
+    this.text = "";
+  }
+
+  // Thinking streams first; whatever comes after it (text, a tool call, the end) closes the block.
+  private endThinking(): void {
+    if (this.thinking === "") return;
+    this.emit({ type: "thinking_end", thinking: this.thinking });
+    this.thinking = "";
+  }
+
+  private flushCalls(): void {
+    const ordered = [...this.calls.entries()].sort(([a], [b]) => a - b);
+    this.calls.clear();
+    for (const [, call] of ordered) {
+      this.toolCallCount++;
+      this.emit(toolCallEvent(call.id, call.name, call.args));
+    }
+  }
+
+  /** Leaving the body mid-way: the rest is not wanted, and the connection cannot be reused mid-body. */
+  private closeBody(): void {
+    const batches = this.batches;
+    this.batches = undefined;
+    if (batches?.return) void Promise.resolve(batches.return()).catch(() => {});
+  }
+
+  /** The stream failed: mapped as every provider error is, after the body is closed when it was still open. */
+  private fail(err: unknown, closeBody: boolean): Promise<never> {
+    this.over = true;
+    this.pendingError = undefined;
+    this.out = [];
+    this.head = 0;
+    if (closeBody) this.closeBody();
+    const guard = this.guard as StreamGuard;
+    let mapped = toProviderError(err, { ...(this.ctx as ErrorContext), timedOut: guard.timedOut });
+    guard.dispose();
+    if (this.output) mapped = markAfterOutput(mapped);
+    return Promise.reject(mapped);
   }
 }
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 /**
  * The request body, `JSON.stringify` of the Chat Completions params (key order: model, messages, stream,

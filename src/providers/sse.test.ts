@@ -48,6 +48,13 @@ describe("SseParser", () => {
     expect(parseAll(["id: 7\nretry: 1000\nfoo: bar\ndata: x\n\n"])).toEqual([data("x")]);
   });
 
+  it("ignores a field whose name only begins with data or event (it is another field)", () => {
+    expect(parseAll(["database: x\ndata: kept\neventual: y\ndatum\n\n", "events: z\ndata: two\n\n"])).toEqual([
+      data("kept"),
+      data("two"),
+    ]);
+  });
+
   it("accepts CRLF and lone CR line endings, also mixed", () => {
     expect(parseAll(["data: a\r\n\r\ndata: b\r\rdata: c\n\r\ndata: d\r\n\n"])).toEqual([
       data("a"),

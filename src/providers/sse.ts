@@ -20,6 +20,7 @@ export interface SseEvent {
 
 const LF = 10;
 const SPACE = 32;
+const COLON = 58;
 
 /** Turns decoded text, pushed in pieces of any size, into events. */
 export class SseParser {
@@ -60,7 +61,7 @@ export class SseParser {
         if (next === text.length) this.afterCR = true;
         else if (text.charCodeAt(next) === LF) next++;
       }
-      this.line(text.slice(start, end), events);
+      this.line(text, start, end, events);
       start = next;
       if (lf !== -1 && lf < start) lf = text.indexOf("\n", start);
       if (cr !== -1 && cr < start) cr = text.indexOf("\r", start);
@@ -77,25 +78,33 @@ export class SseParser {
     this.eventType = undefined;
   }
 
-  private line(line: string, events: SseEvent[]): void {
-    if (line.length === 0) {
+  /**
+   * The line `text[start, end)`, read in place: only a field's value is cut out of the text (one string per `data:`
+   * line rather than the line, its field name and its value: this runs for every chunk of every model stream).
+   */
+  private line(text: string, start: number, end: number, events: SseEvent[]): void {
+    if (start === end) {
       if (this.data !== undefined) events.push({ event: this.eventType, data: this.data });
       this.data = undefined;
       this.eventType = undefined;
       return;
     }
-    const colon = line.indexOf(":");
-    if (colon === 0) return; // a comment, e.g. a keep-alive ": ping"
-    let field: string;
-    let value: string;
-    if (colon === -1) {
-      field = line;
-      value = "";
-    } else {
-      field = line.slice(0, colon);
-      value = line.slice(line.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1);
+    // Only `data` and `event` are read: any other field (a comment ":" included) is ignored, so a line is known by
+    // its first characters and no search for its colon is needed.
+    if (text.startsWith("data", start)) {
+      const value = this.value(text, start + 4, end);
+      if (value === undefined) return;
+      this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    } else if (text.startsWith("event", start)) {
+      const value = this.value(text, start + 5, end);
+      if (value !== undefined) this.eventType = value;
     }
-    if (field === "data") this.data = this.data === undefined ? value : `${this.data}\n${value}`;
-    else if (field === "event") this.eventType = value;
+  }
+
+  /** The value of a field whose name ends at `at`: none when the name goes on (e.g. "database"). */
+  private value(text: string, at: number, end: number): string | undefined {
+    if (at === end) return "";
+    if (text.charCodeAt(at) !== COLON) return undefined;
+    return text.slice(text.charCodeAt(at + 1) === SPACE && at + 1 < end ? at + 2 : at + 1, end);
   }
 }

@@ -63,11 +63,15 @@ export class DeltaCoalescer implements RunEmitter {
       this.beat.cancel(this.onBeat);
     }
     const text = this.heldText;
-    const data: DeltaData = {
-      ...(text !== undefined ? { text } : {}),
-      delta: this.heldDelta,
-      ...(this.heldReplace ? { replace: true } : {}),
-    };
+    // most held deltas carry neither a checkpoint nor a replace: the plain object then, not one built by spreads
+    const data: DeltaData =
+      text === undefined && !this.heldReplace
+        ? { delta: this.heldDelta }
+        : {
+            ...(text !== undefined ? { text } : {}),
+            delta: this.heldDelta,
+            ...(this.heldReplace ? { replace: true } : {}),
+          };
     this.heldStream = undefined;
     this.heldDelta = "";
     this.heldText = undefined;

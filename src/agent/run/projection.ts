@@ -142,11 +142,13 @@ export class RunProjection {
         // a `replace` delta is always a checkpoint: the client drops what it showed and starts from `text`
         if (this.replaceNext) this.checkpoints.reset();
         const carry = this.checkpoints.carry(ev.text.length);
-        this.events.emit("assistant", {
-          ...(carry ? { text: ev.text } : {}),
-          delta: ev.delta,
-          ...(this.replaceNext ? { replace: true } : {}),
-        });
+        // most deltas are neither a checkpoint nor a replace: the plain object then, not one built by spreads
+        this.events.emit(
+          "assistant",
+          carry || this.replaceNext
+            ? { ...(carry ? { text: ev.text } : {}), delta: ev.delta, ...(this.replaceNext ? { replace: true } : {}) }
+            : { delta: ev.delta },
+        );
         this.replaceNext = false;
         this.blocks?.onDelta(ev.delta);
         return;
