@@ -122,7 +122,8 @@ export class WindowSums {
 
   private async load(key: string, window: Window): Promise<Entry> {
     const loadedAt = this.opts.clock.now();
-    // the rows not written before the read and after it: a row written while the read ran is in one of the two
+    // this node's rows not written before the read (a copy: the ledger's queue is spliced when written) and after it:
+    // a row written while the read ran is in the read or in `before`, one made meanwhile in `after` or `pending`
     const before = this.opts.unwritten().filter((r) => inWindow(window, r));
     // the read names the rows that may also be heard or be in `before`
     let idsSince = loadedAt - NOTICE_HORIZON_MS;
@@ -137,7 +138,8 @@ export class WindowSums {
     }
     const read = new Set(sum.ids);
     const counted = new Set(read);
-    const entry: Entry = { ...window, loadedAt, usd: sum.usd, tokens: sum.tokens, read };
+    const { filter, since, until } = window;
+    const entry: Entry = { filter, since, until, loadedAt, usd: sum.usd, tokens: sum.tokens, read: undefined };
     const after = this.opts.unwritten().filter((r) => inWindow(window, r));
     for (const row of [...before, ...after, ...pending.added]) {
       if (row.id !== undefined) {
@@ -151,6 +153,8 @@ export class WindowSums {
       entry.usd += row.costUsd ?? 0;
       entry.tokens += row.totalTokens;
     }
+    // most windows read no recent row: no set to keep
+    if (read.size > 0) entry.read = read;
     // in the map before any other call is added (a caller awaiting this load resumes only later)
     this.entries.delete(key);
     this.entries.set(key, entry);
