@@ -18,7 +18,7 @@ import { type BudgetBreach, BudgetExceededError, describeBreach } from "./errors
 import { priceCall } from "./prices.js";
 import { TokenRateLimiter } from "./rate-limits.js";
 import { summarizeUsage } from "./usage-summary.js";
-import { type Spent, WindowSums } from "./window-sums.js";
+import { type CountedCall, type Spent, WindowSums } from "./window-sums.js";
 import { windowName, windowRange } from "./windows.js";
 
 /** A run as the meter sees it: who spends, and its limits (the profile's slot). */
@@ -39,8 +39,8 @@ export interface ServedBy {
   authProfile?: string;
 }
 
-/** What one node tells the others about a call (limits/spend-relay.ts). */
-export type CallNotice = Pick<CostRow, "agentId" | "sessionKey" | "token" | "ts" | "totalTokens" | "costUsd">;
+/** What one node tells the others about a call (limits/spend-relay.ts): with its cost row's id, so it counts once. */
+export type CallNotice = CountedCall;
 
 /** What nodes tell each other (limits/spend-relay.ts): calls, and runs a token started and that ended. */
 export type SpendNotice =

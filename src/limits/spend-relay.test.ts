@@ -121,7 +121,11 @@ describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", 
     await settled();
     expect(statements).toHaveLength(1);
     expect(statements[0]).toContain("INSERT INTO cost_ledger");
-    expect(heard.map((h) => h.pointer)).toEqual([expect.objectContaining({ k: "spend", t: "call", n: 600 })]);
+    // with its row's id: a node that read the row already does not count the call again
+    const [stored] = await a.listCostRows({ limit: 1, afterSeq: (await a.listCostRows({ limit: 1 }))[0].seq });
+    expect(heard.map((h) => h.pointer)).toEqual([
+      expect.objectContaining({ k: "spend", t: "call", n: 600, i: stored.id }),
+    ]);
     expect(await heard[0].rowsReadable).toBe(2);
   });
 
@@ -141,5 +145,158 @@ describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", 
     await relay.flushed();
     await settled();
     expect(heard.map((h) => h.pointer.t)).toEqual(["accepted", "ended"]);
+  });
+});
+
+/*
+ * Two nodes' window sums on one real Postgres schema (issue 33): node B reads node A's cost row and hears A's notice
+ * for it, in an order the test sets: B's notices are held until the test lets them through, and B's read can wait at
+ * a gate after it ran. A call counts once on B, and is never missed.
+ */
+describe.skipIf(!testPostgresUrl)("a call counts once on the node that hears it (real Postgres)", () => {
+  const NOW = Date.UTC(2026, 11, 5, 12);
+  const config = configSchema.parse({
+    limits: { syncIntervalMs: 600_000, budgets: [{ scope: "agent", window: "day", maxUsd: 0.01 }] },
+  }).limits;
+  let ts: TestSchema;
+  let a: PostgresStore;
+  let b: PostgresStore;
+  let listenB: PgNotifier;
+  let spendA: SpendControl;
+  let relayA: PgSpendRelay;
+  const relaysB: PgSpendRelay[] = [];
+
+  beforeAll(async () => {
+    ts = await createTestSchema(testPostgresUrl as string);
+    a = await openPostgresStore({ ...ts.options, poolMax: 2 });
+    b = await openPostgresStore({ ...ts.options, poolMax: 2 });
+    listenB = await b.notifier();
+    const clock = new ManualClock(NOW);
+    const bus = new AgentEventBus({ now: () => clock.now() });
+    spendA = new SpendControl({ config, store: a, clock, logger: silentLogger, bus });
+    relayA = await PgSpendRelay.start(a, spendA, (err) => expect.fail(err.message), a);
+  });
+  afterAll(async () => {
+    relayA?.close();
+    for (const r of relaysB) r.close();
+    await a?.close();
+    await b?.close();
+    await ts?.drop();
+  });
+
+  /** Resolves once B's LISTEN connection has received every notification committed before now. */
+  async function settled(): Promise<void> {
+    const id = `${Math.random()}`;
+    const marker = new Promise<void>((resolve) => {
+      const off = listenB.subscribe((p) => {
+        if (p.k === "sync" && p.id === id) {
+          off();
+          resolve();
+        }
+      });
+    });
+    await notify(b.pool, b.channel, { k: "sync", id });
+    await marker;
+  }
+
+  /** Node B: its spend control with a relay whose notices wait until `release`, and a read that can wait at a gate. */
+  async function nodeB() {
+    const held: NotifyPointer[] = [];
+    const hearers: Array<(p: NotifyPointer) => void> = [];
+    listenB.subscribe((p) => {
+      if (p.k === "spend") held.push(p);
+    });
+    let gate: { reached: () => void; opened: Promise<void> } | undefined;
+    const store = {
+      appendCostRows: b.appendCostRows.bind(b),
+      listCostRows: b.listCostRows.bind(b),
+      async sumCost(q: Parameters<PostgresStore["sumCost"]>[0]) {
+        const sum = await b.sumCost(q);
+        if (gate) {
+          gate.reached();
+          await gate.opened;
+        }
+        return sum;
+      },
+    };
+    const clock = new ManualClock(NOW);
+    const bus = new AgentEventBus({ now: () => clock.now() });
+    const spend = new SpendControl({ config, store, clock, logger: silentLogger, bus });
+    const source = {
+      pool: b.pool,
+      channel: b.channel,
+      notifier: async () =>
+        ({
+          subscribe: (fn: (p: NotifyPointer) => void) => {
+            hearers.push(fn);
+            return () => {};
+          },
+        }) as unknown as PgNotifier,
+    };
+    relaysB.push(await PgSpendRelay.start(source, spend, (err) => expect.fail(err.message)));
+    return {
+      spend,
+      /** B hears what it was sent so far */
+      release(): void {
+        for (const p of held.splice(0)) for (const hear of hearers) hear(p);
+      },
+      /** the next read waits, after it ran, until `open` */
+      holdRead(): { atGate: Promise<void>; open: () => void } {
+        let open: () => void = () => {};
+        let reached: () => void = () => {};
+        const atGate = new Promise<void>((resolve) => {
+          reached = resolve;
+        });
+        gate = {
+          reached,
+          opened: new Promise<void>((resolve) => {
+            open = () => {
+              gate = undefined;
+              resolve();
+            };
+          }),
+        };
+        return { atGate, open: () => open() };
+      },
+    };
+  }
+
+  /** A $0.008 call on node A, stored (its notice sent at the commit) and received by B's connection. */
+  async function callOnA(agentId: string, runId: string): Promise<void> {
+    spendA.recordCall({ runId, sessionKey: `agent:${agentId}:main`, agentId, limits: undefined }, SERVED, USAGE);
+    await spendA.ledger.flush();
+    await settled();
+  }
+
+  const who = (agentId: string) => ({ agentId, sessionKey: `agent:${agentId}:main` });
+
+  it("node A's call that node B read from the ledger and then heard announced counts once: B admits its own call under the budget", async () => {
+    const node = await nodeB();
+    await callOnA("one", "p1");
+    // B loads the window after A's row committed, and hears A's notice only then
+    expect(await node.spend.intakeBreach(who("one"))).toBeUndefined();
+    node.release();
+    // $0.008 of $0.01: counted twice it would be $0.016 and B would refuse
+    expect(await node.spend.intakeBreach(who("one"))).toBeUndefined();
+    // A's next call crosses the budget on B
+    await callOnA("one", "p2");
+    node.release();
+    expect(await node.spend.intakeBreach(who("one"))).toMatchObject({ code: "budget_exceeded" });
+  });
+
+  it("node A's call heard while node B's read of the window is on its way back is not lost", async () => {
+    const node = await nodeB();
+    const hold = node.holdRead();
+    // B's read runs before A's call and its answer waits; A's notice arrives meanwhile
+    const loading = node.spend.intakeBreach(who("two"));
+    await hold.atGate;
+    await callOnA("two", "p3");
+    node.release();
+    hold.open();
+    expect(await loading).toBeUndefined();
+    // B counts A's first call: the second one crosses the budget
+    await callOnA("two", "p4");
+    node.release();
+    expect(await node.spend.intakeBreach(who("two"))).toMatchObject({ code: "budget_exceeded" });
   });
 });

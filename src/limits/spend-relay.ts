@@ -105,6 +105,8 @@ function toPointer(n: SpendNotice, node: string): NotifyPointer {
     const c = n.call;
     return {
       ...base,
+      // the cost row's id: a node that read the row already skips the notice (limits/window-sums.ts)
+      i: c.id ?? null,
       a: c.agentId,
       s: c.sessionKey,
       tk: c.token ?? null,
@@ -122,6 +124,7 @@ function fromPointer(p: NotifyPointer): SpendNotice | undefined {
     return {
       type: "call",
       call: {
+        ...(typeof p.i === "string" ? { id: p.i } : {}),
         agentId: p.a,
         sessionKey: p.s,
         ...(typeof p.tk === "string" ? { token: p.tk } : {}),

@@ -1,4 +1,4 @@
-import type { CostQuery, CostRow, CostTotals } from "./types.js";
+import type { CostQuery, CostRow, CostSumQuery, CostTotals } from "./types.js";
 
 /** The cost ledger's filters, as `column op` pairs both backends bind with their own placeholder. */
 export const costFilters: ReadonlyArray<[keyof CostQuery, string]> = [
@@ -58,13 +58,46 @@ export const COST_SUMS =
   "COALESCE(SUM(cost_usd), 0) AS usd, COALESCE(SUM(total_tokens), 0) AS tokens, COUNT(*) AS calls, " +
   "COALESCE(SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END), 0) AS unpriced";
 
-export function toCostTotals(r: Record<string, unknown>): CostTotals {
+/** At most this many ids come with a sum (`CostSumQuery.idsSince`): the newest, so a hot window's load stays small. */
+export const COST_SUM_MAX_IDS = 2000;
+
+/**
+ * `sumCost`'s one statement: the sums, and with `idsSince` the newest recent ids (`ids`: a JSON array on SQLite,
+ * `jsonIds`; an array on Postgres) from a subquery, so both come from one read. `placeholder` as in `costWhere`.
+ */
+export function costSumSql(
+  query: CostSumQuery,
+  placeholder: (n: number) => string,
+  jsonIds: boolean,
+): { sql: string; args: unknown[] } {
+  if (query.idsSince === undefined) {
+    const { clause, args } = costWhere(query, placeholder);
+    return { sql: `SELECT ${COST_SUMS} FROM cost_ledger ${clause}`, args };
+  }
+  // the subquery comes first in the text, so its arguments come first (SQLite's `?` bind in order)
+  const since = Math.max(query.idsSince, query.since ?? Number.NEGATIVE_INFINITY);
+  const recent = costWhere({ ...query, since }, placeholder);
+  const limit = placeholder(recent.args.length + 1);
+  const sums = costWhere(query, (n) => placeholder(n + recent.args.length + 1));
+  const agg = jsonIds ? "json_group_array(id)" : "array_agg(id)";
+  const ids = `(SELECT ${agg} FROM (SELECT id FROM cost_ledger ${recent.clause} ORDER BY ts DESC LIMIT ${limit}) AS recent)`;
   return {
+    sql: `SELECT ${COST_SUMS}, ${ids} AS ids FROM cost_ledger ${sums.clause}`,
+    args: [...recent.args, COST_SUM_MAX_IDS, ...sums.args],
+  };
+}
+
+export function toCostTotals(r: Record<string, unknown>): CostTotals {
+  const totals: CostTotals = {
     usd: Number(r.usd),
     tokens: Number(r.tokens),
     calls: Number(r.calls),
     unpricedCalls: Number(r.unpriced),
   };
+  if (r.ids === undefined) return totals;
+  // Postgres' array_agg of no rows is null; SQLite's json_group_array is '[]'
+  const ids = typeof r.ids === "string" ? (JSON.parse(r.ids) as string[]) : ((r.ids as string[] | null) ?? []);
+  return { ...totals, ids };
 }
 
 export function toCostRow(r: Record<string, unknown>): CostRow & { seq: number } {

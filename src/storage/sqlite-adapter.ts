@@ -9,6 +9,7 @@ import type {
   CompactionEntry,
   CostQuery,
   CostRow,
+  CostSumQuery,
   CostTotals,
   CronJobRecord,
   CronRunRecord,
@@ -154,7 +155,7 @@ export class SqliteStoreAdapter implements Store {
     return this.db.listCostRows(query);
   }
 
-  async sumCost(query: CostQuery): Promise<CostTotals> {
+  async sumCost(query: CostSumQuery): Promise<CostTotals> {
     return this.db.sumCost(query);
   }
 

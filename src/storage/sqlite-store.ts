@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import type { CronJobSpec } from "../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../protocol/payloads.js";
 import type { ChatMessage, ImageBlock, MessagePart } from "../providers/types.js";
-import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "./cost-rows.js";
+import { COST_COLUMNS, costColumns, costSumSql, costWhere, toCostRow, toCostTotals } from "./cost-rows.js";
 import { secureDatabaseFiles } from "./file-modes.js";
 import { migrations, pendingMigrations } from "./migrations.js";
 import {
@@ -33,6 +33,7 @@ import type {
   CompactionEntry,
   CostQuery,
   CostRow,
+  CostSumQuery,
   CostTotals,
   CronJobRecord,
   CronRunRecord,
@@ -703,9 +704,9 @@ export class SqliteStore {
     return rows.map(toCostRow);
   }
 
-  sumCost(query: CostQuery): CostTotals {
-    const { clause, args } = costWhere(query, () => "?");
-    return toCostTotals(this.prep(`SELECT ${COST_SUMS} FROM cost_ledger ${clause}`).get(...args) as Row);
+  sumCost(query: CostSumQuery): CostTotals {
+    const { sql, args } = costSumSql(query, () => "?", true);
+    return toCostTotals(this.prep(sql).get(...args) as Row);
   }
 
   pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): number {

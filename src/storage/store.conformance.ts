@@ -708,6 +708,25 @@ export function storeConformance(name: string, open: () => Promise<StoreUnderTes
         expect(await store.sumCost({ agentId: "nobody" })).toEqual({ usd: 0, tokens: 0, calls: 0, unpricedCalls: 0 });
       });
 
+      it("a sum names the recent rows it counted (newest first), so a call announced later is not counted twice", async () => {
+        const old = cost({ ts: 10, agentId: "main" });
+        const recent = cost({ ts: 40, agentId: "main" });
+        const newest = cost({ ts: 50, agentId: "main" });
+        const otherAgent = cost({ ts: 45, agentId: "ops" });
+        await store.appendCostRows([old, newest, recent, otherAgent]);
+        expect(await store.sumCost({ agentId: "main", since: 0, until: 100, idsSince: 30 })).toEqual({
+          usd: 1.5,
+          tokens: 360,
+          calls: 3,
+          unpricedCalls: 0,
+          ids: [newest.id, recent.id],
+        });
+        // the window's own start is later than idsSince: only rows in the window are named
+        expect((await store.sumCost({ agentId: "main", since: 45, idsSince: 30 })).ids).toEqual([newest.id]);
+        expect((await store.sumCost({ agentId: "nobody", idsSince: 0 })).ids).toEqual([]);
+        expect(await store.sumCost({ agentId: "main" })).not.toHaveProperty("ids");
+      });
+
       it("a listing continues after the last seq it returned", async () => {
         await store.appendCostRows([cost({ ts: 1 }), cost({ ts: 2 }), cost({ ts: 3 })]);
         const first = await store.listCostRows({ limit: 2 });

@@ -214,12 +214,22 @@ export interface CostQuery {
   token?: string;
 }
 
+/**
+ * `Store.sumCost`'s query: with `idsSince`, the sum also names the rows it counted whose ts is at or after it (the
+ * newest `COST_SUM_MAX_IDS` of them, storage/cost-rows.ts), from the same read.
+ */
+export interface CostSumQuery extends CostQuery {
+  idsSince?: number;
+}
+
 /** Sums over ledger rows; `unpricedCalls` are calls whose model had no price (tokens only). */
 export interface CostTotals {
   usd: number;
   tokens: number;
   calls: number;
   unpricedCalls: number;
+  /** with `CostSumQuery.idsSince`: the ids of the recent rows summed, newest first */
+  ids?: string[];
 }
 
 /** The patches and usage of `Store.updateRuns`, written with a turn's last rows (`Store.appendTranscriptAndEnd`). */
@@ -325,8 +335,11 @@ export interface Store {
   appendCostRows(rows: readonly CostRow[]): Promise<void>;
   /** Ledger rows matching the query, oldest first, at most `limit`; `afterSeq` continues a listing (seq is returned). */
   listCostRows(query: CostQuery & { afterSeq?: number; limit: number }): Promise<Array<CostRow & { seq: number }>>;
-  /** Sums the rows matching the query (budgets load their window's spend with it). */
-  sumCost(query: CostQuery): Promise<CostTotals>;
+  /**
+   * Sums the rows matching the query (budgets load their window's spend with it), in one read; with `idsSince`,
+   * also the ids of the recent rows it summed (limits/window-sums.ts: a call is counted once).
+   */
+  sumCost(query: CostSumQuery): Promise<CostTotals>;
   /** Drops rows older than `now - maxAgeMs`, then the oldest beyond `maxRows`; returns how many went. */
   pruneCostRows(opts: { now: number; maxAgeMs: number; maxRows: number }): Promise<number>;
   /** Cron jobs added by RPC (config jobs live in the config), oldest first. */

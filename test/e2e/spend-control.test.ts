@@ -291,13 +291,7 @@ describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgr
   it("two gateway processes enforce one day budget together: node A refuses once node B's call crossed it", {
     timeout: 90_000,
   }, async () => {
-    // a message saying "warm-up" costs nothing: it only makes a node load its window sum
-    const server = await pricedModel({
-      respond: (r) => ({
-        text: "ok",
-        usage: JSON.stringify(r.body.messages).includes("warm-up") ? { input: 0, output: 0 } : CALL_USAGE,
-      }),
-    });
+    const server = await pricedModel({ respond: () => ({ text: "ok", usage: CALL_USAGE }) });
     const extra = {
       storage: { backend: "postgres", postgres: { schema: ts.schema } },
       // a long sync interval: only the nodes' spend notices can tell A about B's call in time
@@ -314,34 +308,33 @@ describe.skipIf(!testPostgresUrl)("one budget across two gateway nodes on Postgr
     const peerA = await connectedPeer(nodeA.url, { scopes: ["operator.admin"] });
     const peerB = await connectedPeer(nodeB.url, { scopes: ["operator.admin"] });
 
-    // B loads its window sum first, at $0, with a call that costs nothing. (Loaded after A's call, B's sum could
-    // count A's call twice for a moment, once read from the ledger and once heard, and refuse its own call: sums err
-    // on the side of stopping, limits/window-sums.ts; that is not what this test is about.)
-    const warm = peerB.send("agent", { message: "warm-up", sessionKey: "b-warm", idempotencyKey: "fb-0" });
-    expect((await peerB.response(warm)).ok).toBe(true);
-    expect((await peerB.response(warm, 2)).payload).toMatchObject({ status: "ok" });
-    // A spends $0.008 (its window sum is loaded now, at $0), then B spends $0.008 (B's sum is $0, or $0.008 once it
-    // heard A's notice: either way under $0.01)
+    // A spends $0.008 (its window sum is loaded now, at $0), then B spends $0.008: B loads its window after A's call,
+    // when A's row may be in the ledger and A's notice may come before, during or after B's read; A's call counts
+    // once on B ($0.008, under $0.01) whichever way (limits/window-sums.ts). Counted twice, B refused its own call.
     expect((await turn(peerA, "fa-1")).payload).toMatchObject({ status: "ok" });
     const onB = peerB.send("chat.send", { sessionKey: "b-side", message: "hi", idempotencyKey: "fb-1" });
     expect((await peerB.response(onB)).ok).toBe(true);
-    await peerB.seen((f) => f.event === "chat" && f.payload?.runId === "fb-1" && f.payload?.state === "final");
-    expect(server.requests).toHaveLength(3);
+    const final = await peerB.seen(
+      (f) =>
+        f.event === "chat" && f.payload?.runId === "fb-1" && ["final", "error"].includes(f.payload?.state as string),
+    );
+    expect(final.payload).toMatchObject({ state: "final" });
+    expect(server.requests).toHaveLength(2);
     // B's notice goes out with its cost row's commit (a run-event batch, within 50 ms of the call): until the row is
     // stored, A may still admit a call (docs/architecture.md, spend control across nodes)
-    await costRowsStored(ts, 3);
+    await costRowsStored(ts, 2);
 
     // A never read the ledger again: it refuses because it heard B's call ($0.016 ≥ $0.01)
     const third = await turn(peerA, "fa-2");
     expect(third.error).toMatchObject({ code: "budget_exceeded" });
     expect(third.error?.message).toContain("budget fleet-daily (day) exhausted: spent $0.0160 of $0.0100");
-    expect(server.requests).toHaveLength(3);
+    expect(server.requests).toHaveLength(2);
 
     // usage from either node sums both nodes' rows
     const usage = await a.run(["usage", "--config", a.config, "--url", nodeA.url, "--json"], { env }).done;
     // a failed command prints nothing on stdout: say why instead of "Unexpected end of JSON input"
     expect(usage.code, usage.stderr).toBe(0);
-    expect((JSON.parse(usage.stdout) as UsageSummaryResult).total).toMatchObject({ calls: 3 });
+    expect((JSON.parse(usage.stdout) as UsageSummaryResult).total).toMatchObject({ calls: 2 });
     for (const p of [peerA, peerB]) p.close();
     for (const n of [nodeA, nodeB]) n.child.kill("SIGTERM");
     for (const n of [nodeA, nodeB]) expect((await n.done).code).toBe(0);

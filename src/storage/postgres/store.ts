@@ -3,7 +3,7 @@ import type pg from "pg";
 import type { CronJobSpec } from "../../protocol/params.js";
 import type { AuditEvent, CronRunInfo } from "../../protocol/payloads.js";
 import type { ChatMessage } from "../../providers/types.js";
-import { COST_COLUMNS, COST_SUMS, costColumns, costWhere, toCostRow, toCostTotals } from "../cost-rows.js";
+import { COST_COLUMNS, costColumns, costSumSql, costWhere, toCostRow, toCostTotals } from "../cost-rows.js";
 import { type ImageBlobRow, imageRefs, splitImageData, withImageData } from "../image-blobs.js";
 import {
   auditFilters,
@@ -29,6 +29,7 @@ import type {
   CompactionEntry,
   CostQuery,
   CostRow,
+  CostSumQuery,
   CostTotals,
   CronJobRecord,
   CronRunRecord,
@@ -986,9 +987,9 @@ export class PostgresStore implements Store {
     return rows.map(toCostRow);
   }
 
-  async sumCost(query: CostQuery): Promise<CostTotals> {
-    const { clause, args } = costWhere(query, (n) => `$${n}`);
-    const { rows } = await this.pool.query(`SELECT ${COST_SUMS} FROM cost_ledger ${clause}`, args);
+  async sumCost(query: CostSumQuery): Promise<CostTotals> {
+    const { sql, args } = costSumSql(query, (n) => `$${n}`, false);
+    const { rows } = await this.pool.query(sql, args);
     return toCostTotals(rows[0]);
   }
 
