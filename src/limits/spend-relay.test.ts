@@ -19,6 +19,24 @@ import { PgSpendRelay } from "./spend-relay.js";
 const USAGE = { input: 500, output: 100, cacheRead: 0, cacheWrite: 0, total: 600 };
 const SERVED = { provider: "fake", model: "m", cost: { input: 10, output: 30, cacheRead: 0, cacheWrite: 0 } };
 
+/**
+ * Resolves once `listener` has received every notification committed on the store's channel before now: they arrive
+ * in commit order, so a marker sent now arrives after them.
+ */
+async function allNoticesHeard(store: PostgresStore, listener: PgNotifier): Promise<void> {
+  const id = `${Math.random()}`;
+  const marker = new Promise<void>((resolve) => {
+    const off = listener.subscribe((p) => {
+      if (p.k === "sync" && p.id === id) {
+        off();
+        resolve();
+      }
+    });
+  });
+  await notify(store.pool, store.channel, { k: "sync", id });
+  await marker;
+}
+
 // Skipped without LOOPGATE_TEST_POSTGRES_URL: these cases need a real PostgreSQL server (.ci/run sets it).
 describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", () => {
   let ts: TestSchema;
@@ -72,20 +90,7 @@ describe.skipIf(!testPostgresUrl)("spend notices across nodes (real Postgres)", 
     await ts?.drop();
   });
 
-  /** Resolves once B has received every notification committed before now (they arrive in commit order). */
-  async function settled(): Promise<void> {
-    const id = `${Math.random()}`;
-    const marker = new Promise<void>((resolve) => {
-      const off = listenB.subscribe((p) => {
-        if (p.k === "sync" && p.id === id) {
-          off();
-          resolve();
-        }
-      });
-    });
-    await notify(b.pool, b.channel, { k: "sync", id });
-    await marker;
-  }
+  const settled = () => allNoticesHeard(b, listenB);
 
   function call(runId: string): void {
     spend.recordCall({ runId, sessionKey: "s1", agentId: "main", limits: undefined }, SERVED, USAGE);
@@ -184,20 +189,7 @@ describe.skipIf(!testPostgresUrl)("a call counts once on the node that hears it 
     await ts?.drop();
   });
 
-  /** Resolves once B's LISTEN connection has received every notification committed before now. */
-  async function settled(): Promise<void> {
-    const id = `${Math.random()}`;
-    const marker = new Promise<void>((resolve) => {
-      const off = listenB.subscribe((p) => {
-        if (p.k === "sync" && p.id === id) {
-          off();
-          resolve();
-        }
-      });
-    });
-    await notify(b.pool, b.channel, { k: "sync", id });
-    await marker;
-  }
+  const settled = () => allNoticesHeard(b, listenB);
 
   /** Node B: its spend control with a relay whose notices wait until `release`, and a read that can wait at a gate. */
   async function nodeB() {
