@@ -27,6 +27,10 @@ export async function importCompiledEagerly<T>(load: () => Promise<T>): Promise<
   if (!process.getBuiltinModule("node:module").getCompileCacheDir?.()) return load();
   if (process.execArgv.some((a) => /^--(no[-_])?lazy$/.test(a))) return load();
   for (const name of BUILTINS_LOADED_BEFORE_THE_WINDOW) process.getBuiltinModule(name);
+  // Node 22 loads its CommonJS export lexer (a built-in, internal/deps/cjs-module-lexer) the first time an ES module
+  // imports a CommonJS package; better-sqlite3 is the one the turn imports, so it is imported before the window too
+  // (it is not ours: compiled lazily, as before)
+  await import("better-sqlite3");
   // loaded here, not at the top: `agent --url` shares this file's chunk and never comes here
   const v8 = process.getBuiltinModule("node:v8");
   v8.setFlagsFromString("--no-lazy");
